@@ -1,0 +1,86 @@
+package config
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Overrides are the command-line flags that change the configuration. Empty
+// strings and a nil pointer mean the flag was not given.
+type Overrides struct {
+	Provider        string         // --provider
+	BaseURL         string         // --base-url
+	Model           string         // --model
+	Workspace       string         // --workspace
+	DB              string         // --db
+	ScriptedLatency *time.Duration // --scripted-latency
+}
+
+// Apply puts the flags over the file: a flag always wins. --base-url changes
+// the selected provider's entry: the one --provider names, else the one
+// provider: names in the file, and with provider auto the "openai" entry
+// (pointing swarmdeck at a local server should not depend on whether
+// OPENAI_API_KEY happens to be set). --scripted-latency changes every
+// scripted provider. Errors name the flag; on error c is unchanged.
+func (c *Config) Apply(o Overrides) error {
+	provider := c.Provider
+	if o.Provider != "" {
+		if _, ok := c.Providers[o.Provider]; !ok && o.Provider != ProviderAuto {
+			return fmt.Errorf("--provider: %q is not a configured provider (configured: %s; or auto)", o.Provider, strings.Join(c.providerNames(), ", "))
+		}
+		provider = o.Provider
+	}
+
+	var target string // provider entry that --base-url changes
+	if o.BaseURL != "" {
+		if msg := checkURL(o.BaseURL); msg != "" {
+			return fmt.Errorf("--base-url: %s", msg)
+		}
+		target = provider
+		if target == ProviderAuto {
+			target = "openai"
+			provider = target
+		}
+		pr, ok := c.Providers[target]
+		switch {
+		case !ok || pr == nil:
+			return fmt.Errorf("--base-url: there is no %q provider to point at it; name one with --provider", target)
+		case pr.Type == TypeScripted:
+			return fmt.Errorf("--base-url: provider %q is the built-in scripted model, which has no URL; choose an openai-type provider with --provider (for example --provider openai)", target)
+		}
+	}
+
+	if o.ScriptedLatency != nil && *o.ScriptedLatency < 0 {
+		return fmt.Errorf("--scripted-latency: %s is negative; use 0 for no delay", *o.ScriptedLatency)
+	}
+
+	// Every check passed: now change c. Entries are replaced by modified
+	// copies, not edited in place, so a *Provider handed out earlier (to a
+	// running session, say) does not change under its holder.
+	c.Provider = provider
+	if target != "" {
+		pr := *c.Providers[target]
+		pr.BaseURL = o.BaseURL
+		c.Providers[target] = &pr
+	}
+	if o.ScriptedLatency != nil {
+		for name, pr := range c.Providers {
+			if pr != nil && pr.Type == TypeScripted {
+				cp := *pr
+				cp.Latency = Duration(*o.ScriptedLatency)
+				c.Providers[name] = &cp
+			}
+		}
+	}
+	if o.Model != "" {
+		c.Model = o.Model
+	}
+	if o.Workspace != "" {
+		c.Workspace = expandHome(o.Workspace)
+	}
+	if o.DB != "" {
+		c.DB = expandHome(o.DB)
+	}
+	return nil
+}

@@ -1,0 +1,113 @@
+package config
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestApply(t *testing.T) {
+	ms := func(d time.Duration) *time.Duration { return &d }
+	ollama := "providers:\n  ollama:\n    type: openai\n    base_url: http://localhost:11434/v1\n    model: llama3.1\n"
+
+	tests := []struct {
+		name  string
+		file  string
+		o     Overrides
+		check func(t *testing.T, c *Config)
+	}{
+		{"provider flag wins over the file", "provider: scripted\n", Overrides{Provider: "openai"}, func(t *testing.T, c *Config) {
+			if c.Provider != "openai" {
+				t.Errorf("Provider = %q", c.Provider)
+			}
+		}},
+		{"base-url with --provider openai changes the openai entry", "", Overrides{Provider: "openai", BaseURL: "http://localhost:8080/v1"}, func(t *testing.T, c *Config) {
+			if got := c.Providers["openai"].BaseURL; got != "http://localhost:8080/v1" {
+				t.Errorf("openai base_url = %q", got)
+			}
+		}},
+		{"base-url changes the provider the file selects", ollama + "provider: ollama\n", Overrides{BaseURL: "http://gpu-box:11434/v1"}, func(t *testing.T, c *Config) {
+			if c.Providers["ollama"].BaseURL != "http://gpu-box:11434/v1" || c.Providers["openai"].BaseURL != "https://api.openai.com/v1" {
+				t.Errorf("ollama %q openai %q", c.Providers["ollama"].BaseURL, c.Providers["openai"].BaseURL)
+			}
+		}},
+		{"base-url with provider auto selects openai", "", Overrides{BaseURL: "http://localhost:1234/v1"}, func(t *testing.T, c *Config) {
+			if c.Provider != "openai" || c.Providers["openai"].BaseURL != "http://localhost:1234/v1" {
+				t.Errorf("provider %q base_url %q", c.Provider, c.Providers["openai"].BaseURL)
+			}
+		}},
+		{"model, workspace, db", "model: a\n", Overrides{Model: "b", Workspace: "/w", DB: "/d.db"}, func(t *testing.T, c *Config) {
+			if c.Model != "b" || c.Workspace != "/w" || c.DB != "/d.db" {
+				t.Errorf("model %q workspace %q db %q", c.Model, c.Workspace, c.DB)
+			}
+		}},
+		{"scripted latency", "", Overrides{ScriptedLatency: ms(0)}, func(t *testing.T, c *Config) {
+			if c.Providers["scripted"].Latency != 0 {
+				t.Errorf("latency = %v", c.Providers["scripted"].Latency)
+			}
+		}},
+		{"no flags change nothing", ollama, Overrides{}, func(t *testing.T, c *Config) {
+			if want := mustParse(t, ollama); !reflect.DeepEqual(c, want) {
+				t.Errorf("got %s", asJSON(t, c))
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := mustParse(t, tt.file)
+			if err := c.Apply(tt.o); err != nil {
+				t.Fatal(err)
+			}
+			tt.check(t, c)
+		})
+	}
+}
+
+func TestApplyErrors(t *testing.T) {
+	ms := func(d time.Duration) *time.Duration { return &d }
+	tests := []struct {
+		name string
+		file string
+		o    Overrides
+		want string // the start of the error, naming the flag, and a part of the advice
+		hint string
+	}{
+		{"unknown provider", "", Overrides{Provider: "olama"}, `--provider: "olama" is not a configured provider`, "configured: openai, scripted; or auto"},
+		{"base-url with scripted", "", Overrides{Provider: "scripted", BaseURL: "http://localhost:1/v1"}, "--base-url: ", "scripted model, which has no URL"},
+		{"base-url with scripted from the file", "provider: scripted\n", Overrides{BaseURL: "http://localhost:1/v1"}, "--base-url: ", "--provider"},
+		{"base-url not a URL", "", Overrides{BaseURL: "localhost:11434"}, "--base-url: ", "not an http(s) URL"},
+		{"negative latency", "", Overrides{ScriptedLatency: ms(-time.Second)}, "--scripted-latency: ", "negative"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := mustParse(t, tt.file)
+			before := asJSON(t, c)
+			// The flags that are fine must not be applied either.
+			tt.o.Model = "changed"
+			err := c.Apply(tt.o)
+			if err == nil || !strings.HasPrefix(err.Error(), tt.want) || !strings.Contains(err.Error(), tt.hint) {
+				t.Fatalf("Apply error = %v, want %q ... %q", err, tt.want, tt.hint)
+			}
+			if after := asJSON(t, c); after != before {
+				t.Errorf("a failed Apply changed the config:\n%s", after)
+			}
+		})
+	}
+}
+
+// A session holding the *Provider from before must not see it change.
+func TestApplyDoesNotMutateSharedProviders(t *testing.T) {
+	c := Defaults()
+	openai, scripted := c.Providers["openai"], c.Providers["scripted"]
+	lat := time.Second
+	if err := c.Apply(Overrides{Provider: "openai", BaseURL: "http://x/v1", ScriptedLatency: &lat}); err != nil {
+		t.Fatal(err)
+	}
+	if openai.BaseURL != "https://api.openai.com/v1" || scripted.Latency != Duration(400*time.Millisecond) {
+		t.Error("Apply edited provider entries in place")
+	}
+	if c.Providers["scripted"].Latency != Duration(time.Second) {
+		t.Error("latency not applied")
+	}
+}
