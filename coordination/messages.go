@@ -1,0 +1,402 @@
+package coordination
+
+import (
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// The tag names are part of swarmdeck's public interface (DESIGN.md §3).
+const (
+	TagSiblingBroadcast     = "sibling_broadcast"
+	TagSiblingTasks         = "sibling_tasks"
+	TagNewSibling           = "new_sibling"
+	TagTaskResult           = "task_result"
+	TagTaskMessage          = "task_message"
+	TagHumanMessage         = "human_message"
+	TagHumanBroadcast       = "human_broadcast"
+	TagAnnouncement         = "announcement"
+	TagAnsweredOnYourBehalf = "answered_on_your_behalf"
+)
+
+// attr is one attribute of a formatted tag; a slice of them keeps the
+// attribute order fixed, which a map would not.
+type attr struct{ name, value string }
+
+// element renders <name a="v" ...>\nbody\n</name>. body must already be
+// escaped; attribute values are escaped here.
+func element(name string, attrs []attr, body string) string {
+	var b strings.Builder
+	b.Grow(len(name)*2 + len(body) + 16 + 32*len(attrs))
+	b.WriteByte('<')
+	b.WriteString(name)
+	for _, a := range attrs {
+		b.WriteByte(' ')
+		b.WriteString(a.name)
+		b.WriteString(`="`)
+		b.WriteString(EscapeAttr(a.value))
+		b.WriteByte('"')
+	}
+	b.WriteString(">\n")
+	b.WriteString(body)
+	b.WriteString("\n</")
+	b.WriteString(name)
+	b.WriteByte('>')
+	return b.String()
+}
+
+// formatTimestamp is the one timestamp form used in tags: RFC 3339, UTC,
+// whole seconds ("2026-01-26T19:30:00Z").
+func formatTimestamp(ts time.Time) string {
+	return ts.UTC().Truncate(time.Second).Format(time.RFC3339)
+}
+
+// FormatBroadcast renders a broadcast as a recipient's history shows it:
+//
+//	<sibling_broadcast from="researcher (r-1)" task_id="s-3f9a" category="discovery" timestamp="2026-01-26T19:30:00Z">
+//	{message}
+//	</sibling_broadcast>
+//
+// from, taskID and category are attribute-escaped and the message is
+// body-escaped, so ParseBroadcasts returns exactly these values.
+func FormatBroadcast(from, taskID, category string, ts time.Time, message string) string {
+	return element(TagSiblingBroadcast, []attr{
+		{"from", from},
+		{"task_id", taskID},
+		{"category", category},
+		{"timestamp", formatTimestamp(ts)},
+	}, EscapeBody(message))
+}
+
+// Broadcast is one <sibling_broadcast> found by ParseBroadcasts.
+type Broadcast struct {
+	From      string    `json:"from"`
+	TaskID    string    `json:"task_id"`
+	Category  string    `json:"category"`
+	Timestamp time.Time `json:"timestamp"` // zero when absent or not RFC 3339
+	Message   string    `json:"message"`
+}
+
+// ParseBroadcasts finds every <sibling_broadcast> in text, in order. It is
+// tolerant: a tag with broken attribute syntax, without a closing tag, or
+// with another opening tag inside its body is skipped, and a missing
+// attribute is left empty. Exactly one newline after the opening tag and
+// one before the closing tag are removed (FormatBroadcast adds them), and
+// nothing else is trimmed, so ParseBroadcasts(FormatBroadcast(..., m))
+// yields m unchanged. The runtime reads broadcasts from the store; this is
+// for tests, fuzzing and tools that only have a transcript.
+func ParseBroadcasts(text string) []Broadcast {
+	var out []Broadcast
+	for _, el := range scanElements(text, TagSiblingBroadcast) {
+		b := Broadcast{
+			From:     el.get("from"),
+			TaskID:   el.get("task_id"),
+			Category: el.get("category"),
+			Message:  el.body,
+		}
+		if ts, err := time.Parse(time.RFC3339, el.get("timestamp")); err == nil {
+			b.Timestamp = ts
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// parsedElement is one tag found by scanElements, attributes and body
+// already unescaped.
+type parsedElement struct {
+	attrs []attr
+	body  string
+}
+
+func (e parsedElement) get(name string) string {
+	for _, a := range e.attrs {
+		if a.name == name {
+			return a.value
+		}
+	}
+	return ""
+}
+
+// scanElements finds <name ...>body</name> elements in text. A candidate
+// that does not parse is skipped and scanning resumes right after its "<name",
+// so a malformed tag can never hide a well-formed one that follows it.
+func scanElements(text, name string) []parsedElement {
+	open := "<" + name
+	closing := "</" + name + ">"
+	var out []parsedElement
+	for i := 0; i < len(text); {
+		j := strings.Index(text[i:], open)
+		if j < 0 {
+			break
+		}
+		afterName := i + j + len(open)
+		i = afterName
+		attrs, bodyStart, ok := parseAttrs(text, afterName)
+		if !ok {
+			continue
+		}
+		k := strings.Index(text[bodyStart:], closing)
+		if k < 0 {
+			continue
+		}
+		raw := text[bodyStart : bodyStart+k]
+		if strings.Contains(raw, open) {
+			// Escaped bodies never contain "<"; a nested opening tag means
+			// this one was never closed, so let the scan reach the inner one.
+			continue
+		}
+		raw = strings.TrimPrefix(raw, "\n")
+		raw = strings.TrimSuffix(raw, "\n")
+		out = append(out, parsedElement{attrs: attrs, body: Unescape(raw)})
+		i = bodyStart + k + len(closing)
+	}
+	return out
+}
+
+// parseAttrs parses ` a="v" b="w">` starting at pos (just after the tag
+// name) and returns the attributes and the index after '>'.
+func parseAttrs(s string, pos int) ([]attr, int, bool) {
+	if pos >= len(s) || (s[pos] != '>' && !isSpace(s[pos])) {
+		return nil, 0, false // "<sibling_broadcasts" is a different tag
+	}
+	var attrs []attr
+	for {
+		for pos < len(s) && isSpace(s[pos]) {
+			pos++
+		}
+		if pos >= len(s) {
+			return nil, 0, false
+		}
+		if s[pos] == '>' {
+			return attrs, pos + 1, true
+		}
+		start := pos
+		for pos < len(s) && isNameByte(s[pos]) {
+			pos++
+		}
+		if pos == start || pos+1 >= len(s) || s[pos] != '=' || s[pos+1] != '"' {
+			return nil, 0, false
+		}
+		name := s[start:pos]
+		pos += 2
+		end := strings.IndexAny(s[pos:], `"<`)
+		if end < 0 || s[pos+end] != '"' {
+			return nil, 0, false
+		}
+		for _, a := range attrs {
+			if a.name == name {
+				return nil, 0, false
+			}
+		}
+		attrs = append(attrs, attr{name, Unescape(s[pos : pos+end])})
+		pos += end + 1
+	}
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+func isNameByte(c byte) bool {
+	return c == '_' || c == '-' || c == ':' || c == '.' ||
+		('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') || ('0' <= c && c <= '9')
+}
+
+// SiblingRow is one row of the <sibling_tasks> table.
+type SiblingRow struct {
+	TaskID string
+	Agent  string // e.g. "researcher (research-1)"
+	Title  string
+}
+
+// maxCellRunes bounds one table cell so a sibling with a huge title cannot
+// blow up every other sibling's context.
+const maxCellRunes = 200
+
+// FormatSiblingTasks renders the passive table a new child receives:
+//
+//	<sibling_tasks>
+//	You have sibling tasks working in parallel. You can communicate with them using:
+//	- `task_broadcast`: Share discoveries with all siblings
+//	- `task_send_message`: Send direct message to a specific sibling
+//
+//	| Task ID | Agent | Title |
+//	|---------|-------|-------|
+//	| s-3f9a | researcher (research-1) | Research the market |
+//	</sibling_tasks>
+//
+// With maxRows > 0 and more rows than that, the first maxRows are shown and a
+// line "… and N more siblings (use task_siblings to list them all)" follows
+// the table, so the output stays bounded however many siblings exist. With
+// no rows the tag says "You have no sibling tasks yet." instead of the
+// table. Cells are made single-line, '|' becomes '\|', & < > are escaped,
+// and a cell is cut at 200 characters.
+func FormatSiblingTasks(rows []SiblingRow, maxRows int) string {
+	if len(rows) == 0 {
+		return element(TagSiblingTasks, nil, "You have no sibling tasks yet.")
+	}
+	shown := rows
+	if maxRows > 0 && len(rows) > maxRows {
+		shown = rows[:maxRows]
+	}
+	var b strings.Builder
+	b.WriteString("You have sibling tasks working in parallel. You can communicate with them using:\n")
+	b.WriteString("- `task_broadcast`: Share discoveries with all siblings\n")
+	b.WriteString("- `task_send_message`: Send direct message to a specific sibling\n")
+	b.WriteString("\n")
+	b.WriteString("| Task ID | Agent | Title |\n")
+	b.WriteString("|---------|-------|-------|")
+	for _, r := range shown {
+		b.WriteString("\n| ")
+		b.WriteString(tableCell(r.TaskID))
+		b.WriteString(" | ")
+		b.WriteString(tableCell(r.Agent))
+		b.WriteString(" | ")
+		b.WriteString(tableCell(r.Title))
+		b.WriteString(" |")
+	}
+	if n := len(rows) - len(shown); n > 0 {
+		b.WriteString("\n… and ")
+		b.WriteString(strconv.Itoa(n))
+		if n == 1 {
+			b.WriteString(" more sibling")
+		} else {
+			b.WriteString(" more siblings")
+		}
+		b.WriteString(" (use task_siblings to list them all)")
+	}
+	return element(TagSiblingTasks, nil, b.String())
+}
+
+// tableCell makes s safe as one markdown table cell inside a tag.
+func tableCell(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	n := 0
+	space := false // collapse runs of whitespace and control characters
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		i += size // an invalid byte decodes to U+FFFD, which is what we print
+		if isControl(r) || r == ' ' {
+			space = true
+			continue
+		}
+		if n >= maxCellRunes {
+			b.WriteString("…")
+			return b.String()
+		}
+		if space && b.Len() > 0 {
+			b.WriteByte(' ')
+			n++
+		}
+		space = false
+		switch r {
+		case '|':
+			b.WriteString(`\|`)
+		case '&':
+			b.WriteString("&amp;")
+		case '<':
+			b.WriteString("&lt;")
+		case '>':
+			b.WriteString("&gt;")
+		default:
+			b.WriteRune(r)
+		}
+		n++
+	}
+	return b.String()
+}
+
+// FormatNewSibling renders the passive announcement existing siblings get
+// when a new child joins the family:
+//
+//	<new_sibling task_id="s-9c1d" agent="executor (writer)" title="Write the summary">
+//	A new sibling task has been created. You can communicate with it using `task_broadcast` or `task_send_message`.
+//	</new_sibling>
+func FormatNewSibling(taskID, agent, title string) string {
+	return element(TagNewSibling, []attr{
+		{"task_id", taskID},
+		{"agent", agent},
+		{"title", title},
+	}, "A new sibling task has been created. You can communicate with it using `task_broadcast` or `task_send_message`.")
+}
+
+// FormatTaskResult renders a child's outcome as delivered to its parent:
+//
+//	<task_result task_id="s-3f9a" agent="researcher" status="completed">
+//	{body}
+//	</task_result>
+//
+// status comes from the runtime, never from the model's words.
+func FormatTaskResult(taskID, agent, status, body string) string {
+	return element(TagTaskResult, []attr{
+		{"task_id", taskID},
+		{"agent", agent},
+		{"status", status},
+	}, EscapeBody(body))
+}
+
+// FormatTaskMessage renders a direct message sent with task_send_message:
+//
+//	<task_message from="researcher (r-1)" task_id="s-3f9a">
+//	{body}
+//	</task_message>
+//
+// taskID is the sender's id, so the recipient can answer it.
+func FormatTaskMessage(from, taskID, body string) string {
+	return element(TagTaskMessage, []attr{
+		{"from", from},
+		{"task_id", taskID},
+	}, EscapeBody(body))
+}
+
+// FormatHumanMessage renders a message typed by the person at the keyboard:
+//
+//	<human_message>
+//	{body}
+//	</human_message>
+func FormatHumanMessage(body string) string {
+	return element(TagHumanMessage, nil, EscapeBody(body))
+}
+
+// FormatHumanBroadcast renders a broadcast injected by the person:
+//
+//	<human_broadcast category="context">
+//	{body}
+//	</human_broadcast>
+func FormatHumanBroadcast(category, body string) string {
+	return element(TagHumanBroadcast, []attr{{"category", category}}, EscapeBody(body))
+}
+
+// FormatAnnouncement renders an announce() FYI seen at the next turn:
+//
+//	<announcement from="executor (e-1)" task_id="s-77aa" timestamp="2026-01-26T19:30:00Z">
+//	{body}
+//	</announcement>
+func FormatAnnouncement(from, taskID, body string, ts time.Time) string {
+	return element(TagAnnouncement, []attr{
+		{"from", from},
+		{"task_id", taskID},
+		{"timestamp", formatTimestamp(ts)},
+	}, EscapeBody(body))
+}
+
+// FormatShadowNote renders the passive note a session gets after a shadow
+// responder answered an ask_others question on its behalf, so its later
+// turns stay consistent with what others were told:
+//
+//	<answered_on_your_behalf question_id="q-12" asked_by="planner (p-1)">
+//	Another agent asked a question while you were working. It was answered on your behalf from your conversation so far; no reply is needed.
+//	Question: {question}
+//	Answer given on your behalf: {answer}
+//	</answered_on_your_behalf>
+func FormatShadowNote(questionID, asker, question, answer string) string {
+	body := "Another agent asked a question while you were working. " +
+		"It was answered on your behalf from your conversation so far; no reply is needed.\n" +
+		"Question: " + EscapeBody(question) + "\n" +
+		"Answer given on your behalf: " + EscapeBody(answer)
+	return element(TagAnsweredOnYourBehalf, []attr{
+		{"question_id", questionID},
+		{"asked_by", asker},
+	}, body)
+}
