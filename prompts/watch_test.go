@@ -1,0 +1,162 @@
+package prompts
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// startWatch runs Watch until the test ends and returns a channel of the
+// errors it reports.
+func startWatch(t *testing.T, l *Library) <-chan error {
+	t.Helper()
+	errs := make(chan error, 16)
+	l.OnError(func(err error) {
+		select {
+		case errs <- err:
+		default:
+		}
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.Watch(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Watch returned %v", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Error("Watch did not return after cancel")
+		}
+	})
+	return errs
+}
+
+// eventually polls System until its output contains want.
+func eventually(t *testing.T, l *Library, d Data, want string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		out, err := l.System(d)
+		if err == nil && strings.Contains(out, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("System never contained %q; last output:\n%s\nerr: %v", want, out, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func researcherWith(text string) string {
+	return "{{template \"_header\" .}}\n\n" + text + "\n\n{{template \"_protocols\" .}}\n"
+}
+
+func TestWatchReloadsAndKeepsPreviousOnError(t *testing.T) {
+	dir := t.TempDir()
+	l := newLibrary(t, dir)
+	errs := startWatch(t, l)
+	d := childData("researcher", "workspace")
+
+	// A new override file is picked up by the next System call.
+	writeFile(t, dir, "researcher.md", researcherWith("Version one."))
+	eventually(t, l, d, "Version one.")
+
+	// So is an edit, written in place the way most editors do.
+	writeFile(t, dir, "researcher.md", researcherWith("Version two."))
+	eventually(t, l, d, "Version two.")
+	drain(errs)
+
+	// A broken edit is reported with file and line; the previous version stays.
+	path := writeFile(t, dir, "researcher.md", "{{template \"_header\" .}}\n{{if .Role}\n")
+	select {
+	case err := <-errs:
+		if !strings.Contains(err.Error(), path+":2:") {
+			t.Errorf("reported %q, want it to name %s:2", err, path)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("broken edit not reported")
+	}
+	if out := render(t, l, d); !strings.Contains(out, "Version two.") {
+		t.Errorf("broken edit replaced the templates:\n%s", out)
+	}
+
+	// Fixing the file recovers; removing it restores the embedded template.
+	writeFile(t, dir, "researcher.md", researcherWith("Version three."))
+	eventually(t, l, d, "Version three.")
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, l, d, "Find and weigh the information")
+}
+
+func TestWatchFollowsSetDir(t *testing.T) {
+	first, second := t.TempDir(), t.TempDir()
+	l := newLibrary(t, first)
+	startWatch(t, l)
+	d := childData("researcher", "workspace")
+
+	writeFile(t, first, "researcher.md", researcherWith("From the first directory."))
+	eventually(t, l, d, "From the first directory.")
+
+	if err := l.SetDir(second); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, second, "researcher.md", researcherWith("From the second directory."))
+	eventually(t, l, d, "From the second directory.")
+
+	// Edits in the directory left behind no longer count.
+	writeFile(t, first, "researcher.md", researcherWith("Stale."))
+	time.Sleep(4 * settle)
+	if out := render(t, l, d); strings.Contains(out, "Stale.") {
+		t.Error("an edit in the old directory was loaded")
+	}
+}
+
+// TestConcurrentRenderDuringReload runs renders against reloads; -race
+// checks that a reload never exposes a half-built set.
+func TestConcurrentRenderDuringReload(t *testing.T) {
+	dir := t.TempDir()
+	l := newLibrary(t, dir)
+	startWatch(t, l)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				if _, err := l.System(rootData()); err != nil {
+					t.Error(err)
+					return
+				}
+				l.Reminder(ReminderData{Ready: []string{"a", "b"}})
+				l.Names()
+			}
+		})
+	}
+	for i := range 5 {
+		writeFile(t, dir, "_closing.md", fmt.Sprintf("## Done\nAnswer with your final result as plain text, without calling any tool. Round %d.\n", i))
+		if err := l.SetDir(dir); err != nil {
+			t.Error(err)
+		}
+		time.Sleep(30 * time.Millisecond)
+	}
+	eventually(t, l, rootData(), "Round 4.")
+	cancel()
+	wg.Wait()
+}
+
+func drain(errs <-chan error) {
+	for {
+		select {
+		case <-errs:
+		default:
+			return
+		}
+	}
+}
