@@ -1,0 +1,411 @@
+package llm
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"unicode"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// streamError is an error event inside a stream.
+type streamError struct{ errorFields }
+
+func (e *streamError) Error() string { return "error event in stream: " + e.Message }
+
+var errTruncated = errors.New("stream ended without a finish reason")
+
+// toolCallAcc is one tool call being assembled from deltas.
+type toolCallAcc struct {
+	index int // the server's index, -1 when it sent none
+	id    string
+	name  string
+	args  []byte
+	named bool // the ToolName delta went out
+}
+
+// accumulator assembles one attempt's deltas into a Response.
+type accumulator struct {
+	onDelta  func(Delta)
+	content  []byte
+	calls    []toolCallAcc
+	finish   string
+	model    string
+	usage    Usage
+	hasUsage bool
+	sent     bool // a delta went out during this attempt
+	scratch  []byte
+}
+
+func (a *accumulator) reset() {
+	a.content = a.content[:0]
+	clear(a.calls)
+	a.calls = a.calls[:0]
+	a.finish, a.model = "", ""
+	a.usage, a.hasUsage, a.sent = Usage{}, false, false
+}
+
+func (a *accumulator) emit(d Delta) {
+	if a.onDelta != nil {
+		a.sent = true
+		a.onDelta(d)
+	}
+}
+
+// withdraw tells the receiver to discard what this attempt showed, before
+// another attempt starts.
+func (a *accumulator) withdraw() {
+	if a.sent {
+		a.onDelta(Delta{Reset: true})
+		a.sent = false
+	}
+}
+
+// feed decodes one data line into ch and adds it to the call.
+func (a *accumulator) feed(ch *chunk, line []byte) error {
+	if !parseChunk(line, ch) {
+		return nil // not JSON (a stray "data: ping"): skip it
+	}
+	if (len(ch.Error) > 0 && string(ch.Error) != `""` && string(ch.Error) != "{}") || string(a.text(ch.Object)) == "error" {
+		f, _ := parseErrorBody(line) // rare: decode again, generously
+		if f.Message == "" {
+			f.Message = oneLine(string(line), 300)
+		}
+		return &streamError{f}
+	}
+	if a.model == "" && len(ch.Model) > 0 {
+		a.model = string(a.text(ch.Model))
+	}
+	if ch.Usage != nil {
+		a.takeUsage(ch.Usage)
+	}
+	if ch.XGroq != nil && ch.XGroq.Usage != nil {
+		a.takeUsage(ch.XGroq.Usage)
+	}
+	for i := range ch.Choices {
+		c := &ch.Choices[i]
+		if n, ok := parseInt(c.Index); ok && n != 0 {
+			continue // we ask for one choice; ignore any other
+		}
+		d := &c.Delta
+		if len(d.Content) == 0 && len(d.ToolCalls) == 0 {
+			d = &c.Message
+		}
+		if len(d.Content) > 0 {
+			a.addContent(d.Content)
+		}
+		for j := range d.ToolCalls {
+			a.addToolDelta(&d.ToolCalls[j])
+		}
+		if len(c.FinishReason) > 0 {
+			if f := a.text(c.FinishReason); len(f) > 0 && string(f) != a.finish {
+				a.finish = string(f)
+			}
+		}
+	}
+	return nil
+}
+
+func (a *accumulator) addContent(r raw) {
+	start := len(a.content)
+	switch r[0] {
+	case '"':
+		a.content = appendUnquoted(a.content, r)
+	case '[':
+		// Content as parts: [{"type": "text", "text": "..."}] or strings.
+		var parts []json.RawMessage
+		if json.Unmarshal(r, &parts) != nil {
+			return
+		}
+		for _, p := range parts {
+			if len(p) > 0 && p[0] == '"' {
+				a.content = appendUnquoted(a.content, raw(p))
+				continue
+			}
+			var part struct {
+				Text raw `json:"text"`
+			}
+			if json.Unmarshal(p, &part) == nil && len(part.Text) > 0 && part.Text[0] == '"' {
+				a.content = appendUnquoted(a.content, part.Text)
+			}
+		}
+	default:
+		return
+	}
+	if len(a.content) > start {
+		a.emit(Delta{Content: string(a.content[start:])})
+	}
+}
+
+// addToolDelta applies one tool-call delta. Deltas are grouped by index,
+// except that a new non-empty id different from the id of the call at that
+// index opens a new call: Ollama sends every parallel call whole with index
+// 0, or with no index at all. A delta with neither continues the last call.
+func (a *accumulator) addToolDelta(tc *chunkToolCall) {
+	index, hasIndex := parseInt(tc.Index)
+	id := a.text(tc.ID)
+	var c *toolCallAcc
+	switch {
+	case hasIndex:
+		for i := len(a.calls) - 1; i >= 0; i-- {
+			if a.calls[i].index == index {
+				c = &a.calls[i]
+				break
+			}
+		}
+		if c != nil && len(id) > 0 && c.id != "" && c.id != string(id) {
+			c = nil
+		}
+	case len(id) > 0:
+		for i := len(a.calls) - 1; i >= 0; i-- {
+			if a.calls[i].id == string(id) {
+				c = &a.calls[i]
+				break
+			}
+		}
+	case len(a.calls) > 0:
+		c = &a.calls[len(a.calls)-1]
+	}
+	if c == nil {
+		if !hasIndex {
+			index = -1
+		}
+		a.calls = append(a.calls, toolCallAcc{index: index})
+		c = &a.calls[len(a.calls)-1]
+	}
+	if c.id == "" && len(id) > 0 {
+		c.id = string(id)
+	}
+	if name := a.text(tc.Function.Name); len(name) > 0 {
+		switch {
+		case c.name == "":
+			c.name = string(name)
+		case c.name != string(name):
+			// Servers either repeat the whole name or stream it in pieces.
+			c.name += string(name)
+		}
+	}
+	if c.name != "" && !c.named {
+		c.named = true
+		a.emit(Delta{ToolName: c.name})
+	}
+	if args := tc.Function.Arguments; len(args) > 0 {
+		switch args[0] {
+		case '"':
+			c.args = appendUnquoted(c.args, args)
+		case '{', '[':
+			// Some servers send the arguments as a JSON value, not text.
+			buf := bytes.NewBuffer(c.args)
+			if json.Compact(buf, args) == nil {
+				c.args = buf.Bytes()
+			} else {
+				c.args = append(c.args, args...)
+			}
+		default:
+			c.args = append(c.args, args...)
+		}
+	}
+}
+
+func (a *accumulator) takeUsage(u *chunkUsage) {
+	p, _ := parseInt(u.PromptTokens)
+	c, _ := parseInt(u.CompletionTokens)
+	t, _ := parseInt(u.TotalTokens)
+	if p == 0 && c == 0 && t == 0 {
+		return // some servers send zeros on every chunk before the real count
+	}
+	if t == 0 {
+		t = p + c
+	}
+	a.usage, a.hasUsage = Usage{PromptTokens: p, CompletionTokens: c, TotalTokens: t}, true
+}
+
+// text returns the text of a JSON string value (or the raw text of any other
+// value). The result may point into the line or into a.scratch and is only
+// valid until the next call.
+func (a *accumulator) text(r raw) []byte {
+	if len(r) < 2 || r[0] != '"' {
+		return r
+	}
+	inner := r[1 : len(r)-1]
+	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
+		return inner
+	}
+	a.scratch = appendUnquoted(a.scratch[:0], r)
+	return a.scratch
+}
+
+// response builds the result of a finished attempt.
+func (a *accumulator) response(req *Request) *Response {
+	resp := &Response{
+		Content:      string(a.content),
+		FinishReason: a.finish,
+		Model:        a.model,
+		Usage:        a.usage,
+	}
+	if resp.Model == "" {
+		resp.Model = req.Model
+	}
+	for i := range a.calls {
+		c := &a.calls[i]
+		args := bytes.TrimSpace(c.args)
+		if c.name == "" && len(args) == 0 {
+			continue // an empty delta, not a call
+		}
+		tc := ToolCall{ID: c.id, Name: c.name, Arguments: string(c.args)}
+		if len(args) == 0 {
+			tc.Arguments = "{}"
+		}
+		if tc.ID == "" {
+			tc.ID = newCallID()
+		}
+		resp.ToolCalls = append(resp.ToolCalls, tc)
+	}
+	if !a.hasUsage {
+		resp.Usage = estimateUsage(req, resp)
+		resp.UsageEstimated = true
+	}
+	return resp
+}
+
+// estimateUsage guesses token counts at about four characters a token, for
+// servers that never report usage, so token budgets still hold.
+func estimateUsage(req *Request, resp *Response) Usage {
+	n := 0
+	for i := range req.Messages {
+		m := &req.Messages[i]
+		n += len(m.Content) + len(m.Name) + len(m.ToolCallID) + 16 // role and framing
+		for _, tc := range m.ToolCalls {
+			n += len(tc.ID) + len(tc.Name) + len(tc.Arguments)
+		}
+	}
+	for _, t := range req.Tools {
+		n += len(t.Name) + len(t.Description) + len(t.Parameters)
+	}
+	out := len(resp.Content)
+	for _, tc := range resp.ToolCalls {
+		out += len(tc.Name) + len(tc.Arguments)
+	}
+	u := Usage{PromptTokens: (n + 3) / 4, CompletionTokens: (out + 3) / 4}
+	u.TotalTokens = u.PromptTokens + u.CompletionTokens
+	return u
+}
+
+// parseInt reads an integer from a JSON number or numeric string; a
+// fraction is dropped.
+func parseInt(r raw) (int, bool) {
+	if len(r) >= 2 && r[0] == '"' {
+		r = r[1 : len(r)-1]
+	}
+	neg := false
+	if len(r) > 0 && r[0] == '-' {
+		neg, r = true, r[1:]
+	}
+	n, digits := 0, 0
+	for _, c := range r {
+		if c < '0' || c > '9' {
+			break
+		}
+		if n < 1<<40 {
+			n = n*10 + int(c-'0')
+		}
+		digits++
+	}
+	if digits == 0 {
+		return 0, false
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
+}
+
+// appendUnquoted appends the value of the JSON string literal lit (quotes
+// included, already validated by the decoder) to dst, decoding escapes and
+// replacing invalid UTF-8 the way encoding/json does.
+func appendUnquoted(dst []byte, lit []byte) []byte {
+	s := lit[1 : len(lit)-1]
+	for len(s) > 0 {
+		i := 0
+		for i < len(s) && s[i] != '\\' && s[i] < utf8.RuneSelf {
+			i++
+		}
+		dst = append(dst, s[:i]...)
+		s = s[i:]
+		if len(s) == 0 {
+			break
+		}
+		if s[0] >= utf8.RuneSelf {
+			r, size := utf8.DecodeRune(s)
+			if r == utf8.RuneError && size == 1 {
+				dst = utf8.AppendRune(dst, unicode.ReplacementChar)
+			} else {
+				dst = append(dst, s[:size]...)
+			}
+			s = s[size:]
+			continue
+		}
+		if len(s) < 2 {
+			break
+		}
+		switch s[1] {
+		case 'b':
+			dst = append(dst, '\b')
+		case 'f':
+			dst = append(dst, '\f')
+		case 'n':
+			dst = append(dst, '\n')
+		case 'r':
+			dst = append(dst, '\r')
+		case 't':
+			dst = append(dst, '\t')
+		case 'u':
+			if len(s) < 6 {
+				return dst
+			}
+			r := hex4(s[2:])
+			s = s[6:]
+			if r < 0 {
+				continue
+			}
+			if utf16.IsSurrogate(r) {
+				if len(s) >= 6 && s[0] == '\\' && s[1] == 'u' {
+					if dec := utf16.DecodeRune(r, hex4(s[2:])); dec != unicode.ReplacementChar {
+						dst = utf8.AppendRune(dst, dec)
+						s = s[6:]
+						continue
+					}
+				}
+				r = unicode.ReplacementChar
+			}
+			dst = utf8.AppendRune(dst, r)
+			continue
+		default: // '"', '\\', '/'
+			dst = append(dst, s[1])
+		}
+		s = s[2:]
+	}
+	return dst
+}
+
+func hex4(s []byte) rune {
+	if len(s) < 4 {
+		return -1
+	}
+	var r rune
+	for _, c := range s[:4] {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c = c - 'a' + 10
+		case 'A' <= c && c <= 'F':
+			c = c - 'A' + 10
+		default:
+			return -1
+		}
+		r = r*16 + rune(c)
+	}
+	return r
+}

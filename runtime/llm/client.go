@@ -1,0 +1,317 @@
+package llm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"math"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// Config configures a Client.
+type Config struct {
+	BaseURL      string            // e.g. http://localhost:11434/v1; default OpenAI's
+	APIKey       string            // may be empty (Ollama, llama.cpp)
+	Headers      map[string]string // extra request headers
+	CallTimeout  time.Duration     // bound of one attempt (0 = none)
+	IdleTimeout  time.Duration     // max silence between stream chunks within an attempt (0 = none)
+	MaxRetries   int               // retries after the first attempt
+	MaxRetryWait time.Duration     // cap on any single wait, Retry-After included (default 2m)
+	HTTPClient   *http.Client      // optional; default: keep-alive transport with a large idle pool
+	Logger       *slog.Logger      // optional
+
+	// Sleep waits between attempts; tests inject it. The default is a timer
+	// that returns early with ctx's error when ctx ends.
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+const (
+	defaultMaxRetryWait = 2 * time.Minute
+	baseBackoff         = 500 * time.Millisecond
+	maxBackoff          = 30 * time.Second
+	// drainWait bounds reading the tail of a finished stream.
+	drainWait = time.Second
+)
+
+// Client makes chat completion calls. It is safe for concurrent use.
+type Client struct {
+	cfg   Config
+	oa    *openai.Client
+	log   *slog.Logger
+	sleep func(context.Context, time.Duration) error
+
+	// noStreamOptions is set once the server refused stream_options.
+	noStreamOptions atomic.Bool
+}
+
+// New returns a Client for cfg.
+func New(cfg Config) *Client {
+	if cfg.MaxRetryWait <= 0 {
+		cfg.MaxRetryWait = defaultMaxRetryWait
+	}
+	cfg.MaxRetries = max(cfg.MaxRetries, 0)
+	hc := cfg.HTTPClient
+	if hc == nil {
+		hc = newHTTPClient()
+	}
+	d := &doer{hc: hc}
+	for _, k := range slices.Sorted(maps.Keys(cfg.Headers)) {
+		d.headers = append(d.headers, headerKV{k, cfg.Headers[k]})
+	}
+	oc := openai.DefaultConfig(cfg.APIKey)
+	if cfg.BaseURL != "" {
+		oc.BaseURL = cfg.BaseURL
+	}
+	oc.HTTPClient = d
+	// go-openai gives up after this many non-data lines in a row; stalls are
+	// IdleTimeout's job.
+	oc.EmptyMessagesLimit = math.MaxUint32
+	c := &Client{cfg: cfg, oa: openai.NewClientWithConfig(oc), log: cfg.Logger, sleep: cfg.Sleep}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	if c.sleep == nil {
+		c.sleep = sleepCtx
+	}
+	return c
+}
+
+// Stream makes one chat completion call, streaming, and returns the whole
+// answer. onDelta (may be nil) receives content pieces and tool names as
+// they arrive, on the calling goroutine, so it must be quick; when an
+// attempt fails after deltas went out and the call is retried, onDelta gets
+// a Delta with Reset set first. Every failure is an *Error.
+func (c *Client) Stream(ctx context.Context, req Request, onDelta func(Delta)) (*Response, error) {
+	if ctx.Err() != nil {
+		return nil, canceled(ctx, 0)
+	}
+	oreq := chatRequest(&req)
+	acc := &accumulator{onDelta: onDelta}
+	retries := 0
+	fellBack := false
+	for attempt := 1; ; attempt++ {
+		withUsage := !c.noStreamOptions.Load()
+		oreq.StreamOptions = nil
+		if withUsage {
+			oreq.StreamOptions = includeUsage
+		}
+		e := c.attempt(ctx, oreq, acc)
+		if e == nil {
+			resp := acc.response(&req)
+			resp.Attempts = attempt
+			return resp, nil
+		}
+		e.Attempts = attempt
+		if e.Kind == Canceled {
+			return nil, e
+		}
+		if withUsage && !fellBack && refusesStreamOptions(e) {
+			// Older servers reject the field outright; ask again without it
+			// and stop sending it to this server.
+			fellBack = true
+			c.noStreamOptions.Store(true)
+			c.log.Info("LLM server does not accept stream_options; usage will come from the stream or be estimated",
+				"base_url", redactURL(c.cfg.BaseURL))
+			acc.withdraw()
+			continue
+		}
+		if !e.Retryable || retries >= c.cfg.MaxRetries {
+			return nil, e
+		}
+		wait := c.backoff(retries, e)
+		retries++
+		c.log.Warn("LLM call failed, retrying",
+			"attempt", attempt, "kind", e.Kind.String(), "status", e.Status, "wait", wait, "error", e.Message)
+		acc.withdraw()
+		if err := c.sleep(ctx, wait); err != nil || ctx.Err() != nil {
+			return nil, canceled(ctx, attempt)
+		}
+	}
+}
+
+var includeUsage = &openai.StreamOptions{IncludeUsage: true}
+
+// Causes of an attempt's context ending, so a failed read can be told apart
+// from the timers that aborted it.
+var (
+	errIdleStall   = errors.New("stream idle timeout")
+	errCallTimeout = errors.New("call timeout")
+	errAborted     = errors.New("attempt aborted")
+)
+
+// attempt makes one HTTP request and reads its stream into acc.
+func (c *Client) attempt(ctx context.Context, oreq openai.ChatCompletionRequest, acc *accumulator) *Error {
+	acc.reset()
+	info := &respInfo{}
+	actx, cancel := context.WithCancelCause(withRespInfo(ctx, info))
+	defer cancel(errAborted)
+	if c.cfg.CallTimeout > 0 {
+		var stop context.CancelFunc
+		actx, stop = context.WithTimeoutCause(actx, c.cfg.CallTimeout, errCallTimeout)
+		defer stop()
+	}
+
+	stream, err := c.oa.CreateChatCompletionStream(actx, oreq)
+	if err != nil {
+		return c.failure(ctx, actx, info, err, false)
+	}
+	// The idle watchdog starts once the response headers are in: the wait
+	// for them includes prompt processing, which can be long on local
+	// servers, and is CallTimeout's to bound.
+	var watchdog *time.Timer
+	idle := c.cfg.IdleTimeout
+	if idle > 0 {
+		watchdog = time.AfterFunc(idle, func() { cancel(errIdleStall) })
+	}
+	var (
+		ch      chunk
+		failure error
+	)
+	for {
+		line, err := stream.RecvRaw()
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				failure = err
+			}
+			break
+		}
+		if watchdog != nil {
+			watchdog.Reset(idle)
+		}
+		if len(line) == 0 {
+			continue
+		}
+		if err := acc.feed(&ch, line); err != nil {
+			failure = err
+			break
+		}
+	}
+	if failure == nil && acc.finish == "" {
+		failure = errTruncated
+	}
+	if failure != nil {
+		if watchdog != nil {
+			watchdog.Stop()
+		}
+		cancel(errAborted) // so Close does not wait to drain a broken stream
+		stream.Close()
+		return c.failure(ctx, actx, info, failure, true)
+	}
+	// Draining the tail keeps the connection reusable; bound it in case a
+	// server holds the stream open after its last chunk.
+	if watchdog == nil {
+		watchdog = time.AfterFunc(drainWait, func() { cancel(errAborted) })
+	} else {
+		watchdog.Reset(drainWait)
+	}
+	stream.Close()
+	watchdog.Stop()
+	return nil
+}
+
+// failure turns what went wrong in an attempt into an *Error; streaming
+// tells whether the response had begun.
+func (c *Client) failure(ctx, actx context.Context, info *respInfo, err error, streaming bool) *Error {
+	if ctx.Err() != nil {
+		return canceled(ctx, 0)
+	}
+	// What the server said wins over a timer that fired meanwhile.
+	if info.status != 0 {
+		return c.httpError(info, err)
+	}
+	var se *streamError
+	if errors.As(err, &se) {
+		kind, retry := classify(0, se.Code, se.Type, se.Message)
+		return &Error{Kind: kind, Retryable: retry, Code: se.Code, Type: se.Type,
+			Message: c.clean(se.Message), Err: err}
+	}
+	switch cause := context.Cause(actx); {
+	case errors.Is(cause, errIdleStall):
+		return &Error{Kind: IdleTimeout, Retryable: true, Err: err,
+			Message: fmt.Sprintf("no data for %s", c.cfg.IdleTimeout)}
+	case errors.Is(cause, errCallTimeout):
+		return &Error{Kind: Timeout, Retryable: true, Err: err,
+			Message: fmt.Sprintf("an attempt took longer than %s", c.cfg.CallTimeout)}
+	}
+	var ae *openai.APIError
+	if errors.As(err, &ae) {
+		// A JSON error body on a 200 response, found by go-openai at EOF.
+		code := fmt.Sprint(ae.Code)
+		if ae.Code == nil {
+			code = ""
+		}
+		kind, retry := classify(ae.HTTPStatusCode, code, ae.Type, ae.Message)
+		return &Error{Kind: kind, Retryable: retry, Status: ae.HTTPStatusCode, Code: code, Type: ae.Type,
+			Message: c.clean(ae.Message), Err: err}
+	}
+	if errors.Is(err, errTruncated) {
+		return &Error{Kind: Truncated, Retryable: true, Err: err}
+	}
+	if !info.sent {
+		// go-openai refused the request before sending it (bad tool schema
+		// JSON, parameters the model does not support).
+		return &Error{Kind: BadRequest, Err: err, Message: c.clean(err.Error())}
+	}
+	if streaming {
+		return &Error{Kind: Network, Retryable: true, Err: err, midStream: true,
+			Message: "connection lost mid-stream: " + c.clean(err.Error())}
+	}
+	return &Error{Kind: Network, Retryable: true, Err: err, Message: c.clean(err.Error())}
+}
+
+func (c *Client) httpError(info *respInfo, err error) *Error {
+	f, ok := parseErrorBody(info.body)
+	msg := oneLine(f.Message, 500)
+	if !ok || msg == "" {
+		msg = readableBody(info.body)
+	}
+	kind, retry := classify(info.status, f.Code, f.Type, msg)
+	e := &Error{Kind: kind, Retryable: retry, Status: info.status, Code: f.Code, Type: f.Type,
+		Message: c.clean(msg), Err: err}
+	if d, ok := retryAfter(info.header, time.Now()); ok {
+		e.RetryAfter = d
+	}
+	return e
+}
+
+// clean makes a message one line and keeps the API key out of it, in case a
+// server or proxy echoes the request back.
+func (c *Client) clean(msg string) string {
+	msg = oneLine(msg, 500)
+	if k := c.cfg.APIKey; len(k) >= 4 {
+		msg = strings.ReplaceAll(msg, k, "[redacted]")
+	}
+	return msg
+}
+
+func refusesStreamOptions(e *Error) bool {
+	return (e.Status == http.StatusBadRequest || e.Status == http.StatusUnprocessableEntity) &&
+		strings.Contains(strings.ToLower(e.Message), "stream_options")
+}
+
+// redactURL hides a password in a base URL before it is logged.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Redacted()
+}
+
+func canceled(ctx context.Context, attempts int) *Error {
+	e := &Error{Kind: Canceled, Attempts: attempts, Err: ctx.Err()}
+	if cause := context.Cause(ctx); cause != nil {
+		e.Message = cause.Error()
+	}
+	return e
+}

@@ -1,0 +1,403 @@
+package llm
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// OpenAI: content deltas, two parallel calls with index 0 and 1 whose id and
+// name come on the first delta and whose arguments come in interleaved
+// fragments, finish_reason "tool_calls", usage in a chunk with no choices.
+func TestOpenAIDialect(t *testing.T) {
+	fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		s := startSSE(w)
+		s.data(chunkOf(obj{"role": "assistant", "content": ""}, nil))
+		s.data(contentChunk("Let me "))
+		s.data(contentChunk("check."))
+		s.data(toolChunk(call(0, "call_a", "get_weather", "")))
+		s.data(toolChunk(call(0, "", "", `{"ci`)))
+		s.data(toolChunk(call(1, "call_b", "search", "")))
+		s.data(toolChunk(call(0, "", "", `ty": "Paris"}`)))
+		// Escapes as a server writes them: \u00e9 and escaped quotes.
+		s.raw(`data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"function":{"arguments":"{\"q\": \"caf\u00e9 \\\"best\\\"\"}"}}]},"finish_reason":null}]}` + "\n\n")
+		s.data(finishChunk("tool_calls"))
+		s.data(obj{"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": "gpt-4o-2024", "choices": []obj{}, "usage": usageOf(120, 45)})
+		s.done()
+	})
+	c, _ := newTestClient(fs, func(c *Config) {
+		c.APIKey = "sk-test-key"
+		c.Headers = map[string]string{"X-Title": "swarmdeck"}
+	})
+	var log deltaLog
+	resp := mustStream(t, c, userRequest("weather?"), log.add)
+
+	if resp.Content != "Let me check." {
+		t.Errorf("content = %q", resp.Content)
+	}
+	wantToolCalls(t, resp.ToolCalls,
+		ToolCall{ID: "call_a", Name: "get_weather", Arguments: `{"city": "Paris"}`},
+		ToolCall{ID: "call_b", Name: "search", Arguments: `{"q": "café \"best\""}`},
+	)
+	if resp.FinishReason != "tool_calls" {
+		t.Errorf("finish = %q", resp.FinishReason)
+	}
+	if want := (Usage{120, 45, 165}); resp.Usage != want || resp.UsageEstimated {
+		t.Errorf("usage = %+v estimated=%v, want %+v", resp.Usage, resp.UsageEstimated, want)
+	}
+	if resp.Attempts != 1 || resp.Model != "test-model" {
+		t.Errorf("attempts = %d, model = %q", resp.Attempts, resp.Model)
+	}
+	if got, want := log.String(), "Let me check.[tool:get_weather][tool:search]"; got != want {
+		t.Errorf("deltas = %q, want %q", got, want)
+	}
+
+	body := fs.body(0)
+	if body["stream"] != true {
+		t.Errorf("stream = %v", body["stream"])
+	}
+	if so, _ := body["stream_options"].(map[string]any); so["include_usage"] != true {
+		t.Errorf("stream_options = %v", body["stream_options"])
+	}
+	h := fs.header(0)
+	if h.Get("Authorization") != "Bearer sk-test-key" || h.Get("X-Title") != "swarmdeck" {
+		t.Errorf("headers: Authorization=%q X-Title=%q", h.Get("Authorization"), h.Get("X-Title"))
+	}
+}
+
+// Ollama: every parallel call whole in one chunk, all with index 0 or with
+// no index, each with its own id; finish_reason "stop" although there are
+// tool calls; usage on the last chunk.
+func TestOllamaDialect(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		index any
+		// together puts both calls in one chunk's tool_calls array.
+		together bool
+	}{
+		{"index 0", 0, false},
+		{"no index", nil, false},
+		{"index 0 in one chunk", 0, true},
+		{"no index in one chunk", nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+				s := startSSE(w)
+				a := call(tc.index, "call_k1", "read_file", `{"path":"a.go"}`)
+				b := call(tc.index, "call_k2", "read_file", `{"path":"b.go"}`)
+				if tc.together {
+					s.data(toolChunk(a, b))
+				} else {
+					s.data(toolChunk(a))
+					s.data(toolChunk(b))
+				}
+				last := finishChunk("stop")
+				last["usage"] = usageOf(50, 20)
+				s.data(last)
+				s.done()
+			})
+			c, _ := newTestClient(fs)
+			var log deltaLog
+			resp := mustStream(t, c, userRequest("read both"), log.add)
+			wantToolCalls(t, resp.ToolCalls,
+				ToolCall{ID: "call_k1", Name: "read_file", Arguments: `{"path":"a.go"}`},
+				ToolCall{ID: "call_k2", Name: "read_file", Arguments: `{"path":"b.go"}`},
+			)
+			if resp.FinishReason != "stop" {
+				t.Errorf("finish = %q", resp.FinishReason)
+			}
+			if want := (Usage{50, 20, 70}); resp.Usage != want {
+				t.Errorf("usage = %+v, want %+v", resp.Usage, want)
+			}
+			if got := log.String(); got != "[tool:read_file][tool:read_file]" {
+				t.Errorf("deltas = %q", got)
+			}
+		})
+	}
+}
+
+// llama.cpp: arguments streamed one character at a time, index present, id
+// only on the first delta of each call.
+func TestLlamaCppDialect(t *testing.T) {
+	argsA := `{"path": "notes/todo.md", "limit": 20}`
+	argsB := `{"pattern": "func \\w+", "glob": "*.go"}`
+	fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		s := startSSE(w)
+		for i, args := range []string{argsA, argsB} {
+			name, id := "read_file", "chatcmpl-tool-a"
+			if i == 1 {
+				name, id = "search_files", "chatcmpl-tool-b"
+			}
+			s.data(toolChunk(call(i, id, name, "")))
+			for _, r := range args {
+				s.data(toolChunk(call(i, "", "", string(r))))
+			}
+		}
+		last := finishChunk("tool_calls")
+		last["usage"] = usageOf(300, 40)
+		last["timings"] = obj{"prompt_ms": 12.5, "predicted_per_second": 41.2}
+		s.data(last)
+		s.done()
+	})
+	c, _ := newTestClient(fs)
+	resp := mustStream(t, c, userRequest("look"), nil)
+	wantToolCalls(t, resp.ToolCalls,
+		ToolCall{ID: "chatcmpl-tool-a", Name: "read_file", Arguments: argsA},
+		ToolCall{ID: "chatcmpl-tool-b", Name: "search_files", Arguments: argsB},
+	)
+	if want := (Usage{300, 40, 340}); resp.Usage != want {
+		t.Errorf("usage = %+v, want %+v", resp.Usage, want)
+	}
+}
+
+func TestArgumentsAsJSONObject(t *testing.T) {
+	fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		s := startSSE(w)
+		s.raw(`data: {"choices":[{"index":0,"delta":{"tool_calls":[{"id":"c1","function":{"name":"plan","arguments":{ "steps" : ["a", "b"], "n": 2 }}}]},"finish_reason":null}]}` + "\n\n")
+		s.raw(`data: {"choices":[{"index":0,"delta":{"tool_calls":[{"id":"c2","function":{"name":"list","arguments":[1, 2]}}]},"finish_reason":"tool_calls"}]}` + "\n\n")
+		s.done()
+	})
+	c, _ := newTestClient(fs)
+	resp := mustStream(t, c, userRequest("x"), nil)
+	wantToolCalls(t, resp.ToolCalls,
+		ToolCall{ID: "c1", Name: "plan", Arguments: `{"steps":["a","b"],"n":2}`},
+		ToolCall{ID: "c2", Name: "list", Arguments: `[1,2]`},
+	)
+}
+
+func TestEmptyArgumentsMeanEmptyObject(t *testing.T) {
+	fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		s := startSSE(w)
+		s.data(toolChunk(call(0, "c1", "get_shared_context", "")))
+		s.data(toolChunk(call(1, "c2", "get_task_plan", nil)))
+		s.data(finishChunk("tool_calls"))
+		s.done()
+	})
+	c, _ := newTestClient(fs)
+	resp := mustStream(t, c, userRequest("x"), nil)
+	wantToolCalls(t, resp.ToolCalls,
+		ToolCall{ID: "c1", Name: "get_shared_context", Arguments: "{}"},
+		ToolCall{ID: "c2", Name: "get_task_plan", Arguments: "{}"},
+	)
+}
+
+// Malformed arguments are the model's mistake: they reach the runtime
+// untouched (it answers with a tool error) and never fail the call.
+func TestMalformedArgumentsPassedThrough(t *testing.T) {
+	bad := `{"path": "a.go", "limit": 2`
+	fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		s := startSSE(w)
+		s.data(toolChunk(call(0, "c1", "read_file", bad[:10])))
+		s.data(toolChunk(call(0, "", "", bad[10:])))
+		s.data(finishChunk("length"))
+		s.done()
+	})
+	c, _ := newTestClient(fs)
+	resp := mustStream(t, c, userRequest("x"), nil)
+	wantToolCalls(t, resp.ToolCalls, ToolCall{ID: "c1", Name: "read_file", Arguments: bad})
+	if json.Valid([]byte(resp.ToolCalls[0].Arguments)) {
+		t.Fatal("test arguments should be invalid JSON")
+	}
+	if fs.requests.Load() != 1 {
+		t.Errorf("requests = %d, want 1", fs.requests.Load())
+	}
+}
+
+// Comment lines, event: lines and an id: field between chunks are ignored,
+// however many there are (go-openai alone gives up after 300 by default).
+func TestKeepAliveCommentsIgnored(t *testing.T) {
+	fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		s := startSSE(w)
+		s.raw(": OPENROUTER PROCESSING\n\n")
+		s.raw(strings.Repeat(": keep-alive\n\n", 400))
+		s.raw("event: message\nid: 1\n")
+		s.data(contentChunk("still "))
+		s.raw(strings.Repeat(":\n", 400) + "retry: 1000\n\n")
+		s.data(contentChunk("here"))
+		s.raw(": keep-alive\n\n")
+		s.data(finishChunk("stop"))
+		s.done()
+	})
+	c, _ := newTestClient(fs)
+	resp := mustStream(t, c, userRequest("x"), nil)
+	if resp.Content != "still here" || resp.FinishReason != "stop" {
+		t.Errorf("content = %q finish = %q", resp.Content, resp.FinishReason)
+	}
+}
+
+// Without include_usage (and never reported) usage is estimated from the
+// text, about four characters a token.
+func TestUsageEstimatedWhenNeverReported(t *testing.T) {
+	answer := strings.Repeat("word ", 80) // 400 characters
+	fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		s := startSSE(w)
+		s.data(contentChunk(answer))
+		s.data(finishChunk("stop"))
+		s.done()
+	})
+	c, _ := newTestClient(fs)
+	req := userRequest(strings.Repeat("q", 4000))
+	resp := mustStream(t, c, req, nil)
+	if !resp.UsageEstimated {
+		t.Fatal("UsageEstimated = false")
+	}
+	u := resp.Usage
+	if u.PromptTokens < 1000 || u.PromptTokens > 1100 || u.CompletionTokens != 100 || u.TotalTokens != u.PromptTokens+u.CompletionTokens {
+		t.Errorf("estimated usage = %+v, want ~1000 prompt, 100 completion", u)
+	}
+}
+
+// A server that sends no ids gets generated ones, distinct per call.
+func TestMissingToolCallIDsAreGenerated(t *testing.T) {
+	fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		s := startSSE(w)
+		s.data(toolChunk(call(0, "", "a", `{}`)))
+		s.data(toolChunk(call(1, "", "b", `{}`)))
+		s.data(finishChunk("tool_calls"))
+		s.done()
+	})
+	c, _ := newTestClient(fs)
+	resp := mustStream(t, c, userRequest("x"), nil)
+	if len(resp.ToolCalls) != 2 {
+		t.Fatalf("calls = %+v", resp.ToolCalls)
+	}
+	a, b := resp.ToolCalls[0].ID, resp.ToolCalls[1].ID
+	if !strings.HasPrefix(a, "call_") || a == b {
+		t.Errorf("generated ids %q, %q", a, b)
+	}
+}
+
+// The request as the server sees it: roles, tool results with their call
+// id, assistant tool calls typed "function", tool schemas, temperature 0
+// actually sent, max_tokens, no Authorization without a key.
+func TestRequestMapping(t *testing.T) {
+	fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) { simpleAnswer(w) })
+	c, _ := newTestClient(fs)
+	zero := float32(0)
+	req := Request{
+		Model: "qwen3:8b",
+		Messages: []Message{
+			{Role: RoleSystem, Content: "You are the planner."},
+			{Role: RoleUser, Content: "Plan it."},
+			{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "call_1", Name: "create_task_plan", Arguments: ""}}},
+			{Role: RoleTool, ToolCallID: "call_1", Name: "create_task_plan", Content: `{"ok":true}`},
+			{Role: RoleTool, ToolCallID: "call_2", Content: ""},
+		},
+		Tools: []Tool{
+			{Name: "create_task_plan", Description: "Create a plan.", Parameters: json.RawMessage(`{"type":"object","properties":{"tasks":{"type":"array"}}}`)},
+			{Name: "get_task_plan", Description: "Show the plan."},
+		},
+		Temperature: &zero,
+		MaxTokens:   512,
+	}
+	mustStream(t, c, req, nil)
+
+	var got struct {
+		Model    string `json:"model"`
+		Messages []struct {
+			Role       string  `json:"role"`
+			Content    *string `json:"content"`
+			Name       string  `json:"name"`
+			ToolCallID string  `json:"tool_call_id"`
+			ToolCalls  []struct {
+				ID       string `json:"id"`
+				Type     string `json:"type"`
+				Function struct {
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"messages"`
+		Tools []struct {
+			Type     string `json:"type"`
+			Function struct {
+				Name       string          `json:"name"`
+				Parameters json.RawMessage `json:"parameters"`
+			} `json:"function"`
+		} `json:"tools"`
+		Temperature *float64 `json:"temperature"`
+		MaxTokens   int      `json:"max_tokens"`
+	}
+	b, _ := json.Marshal(fs.body(0))
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Model != "qwen3:8b" || len(got.Messages) != 5 || len(got.Tools) != 2 {
+		t.Fatalf("request = %s", b)
+	}
+	roles := []string{"system", "user", "assistant", "tool", "tool"}
+	for i, m := range got.Messages {
+		if m.Role != roles[i] {
+			t.Errorf("message %d role = %q, want %q", i, m.Role, roles[i])
+		}
+	}
+	asst := got.Messages[2]
+	if len(asst.ToolCalls) != 1 || asst.ToolCalls[0].Type != "function" || asst.ToolCalls[0].ID != "call_1" ||
+		asst.ToolCalls[0].Function.Name != "create_task_plan" || asst.ToolCalls[0].Function.Arguments != "{}" {
+		t.Errorf("assistant tool calls = %+v", asst.ToolCalls)
+	}
+	if res := got.Messages[3]; res.ToolCallID != "call_1" || res.Name != "create_task_plan" || res.Content == nil || *res.Content != `{"ok":true}` {
+		t.Errorf("tool result = %+v", res)
+	}
+	if res := got.Messages[4]; res.Content == nil || res.ToolCallID != "call_2" {
+		t.Errorf("empty tool result must still carry content: %+v", res)
+	}
+	if got.Tools[0].Type != "function" || got.Tools[0].Function.Name != "create_task_plan" ||
+		!strings.Contains(string(got.Tools[0].Function.Parameters), `"tasks"`) {
+		t.Errorf("tool 0 = %+v", got.Tools[0])
+	}
+	if string(got.Tools[1].Function.Parameters) == "null" {
+		t.Error("a tool without parameters must get an object schema, not null")
+	}
+	if got.Temperature == nil || *got.Temperature > 1e-6 {
+		t.Errorf("temperature = %v, want present and ~0", got.Temperature)
+	}
+	if got.MaxTokens != 512 {
+		t.Errorf("max_tokens = %d", got.MaxTokens)
+	}
+	if a := fs.header(0).Get("Authorization"); a != "" {
+		t.Errorf("Authorization = %q without an API key", a)
+	}
+}
+
+// Sequential calls reuse one connection: the tail of each stream is drained
+// so the transport can put the connection back in the pool.
+func TestConnectionReused(t *testing.T) {
+	fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) { simpleAnswer(w) })
+	c, _ := newTestClient(fs)
+	for range 5 {
+		mustStream(t, c, userRequest("x"), nil)
+	}
+	if n := fs.conns.Load(); n != 1 {
+		t.Errorf("5 calls opened %d connections, want 1", n)
+	}
+}
+
+// OpenAI's reasoning models refuse max_tokens (go-openai rejects it before
+// sending); they get max_completion_tokens.
+func TestMaxTokensForReasoningModels(t *testing.T) {
+	fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) { simpleAnswer(w) })
+	c, _ := newTestClient(fs)
+	req := userRequest("x")
+	req.Model, req.MaxTokens = "o3-mini", 100
+	mustStream(t, c, req, nil)
+	body := fs.body(0)
+	if body["max_completion_tokens"] != float64(100) || body["max_tokens"] != nil {
+		t.Errorf("max_completion_tokens = %v, max_tokens = %v", body["max_completion_tokens"], body["max_tokens"])
+	}
+}
+
+// A request that cannot be encoded fails at once, as a bad request, without
+// reaching the server.
+func TestInvalidToolSchemaNotSent(t *testing.T) {
+	fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) { simpleAnswer(w) })
+	c, rec := newTestClient(fs)
+	req := userRequest("x")
+	req.Tools = []Tool{{Name: "broken", Parameters: json.RawMessage(`{"type":`)}}
+	_, err := c.Stream(t.Context(), req, nil)
+	e := asError(t, err)
+	if e.Kind != BadRequest || e.Retryable || fs.requests.Load() != 0 || len(rec.got()) != 0 {
+		t.Errorf("error = %+v, requests = %d", e, fs.requests.Load())
+	}
+}

@@ -1,0 +1,623 @@
+package llm
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestRetryAfterHonoured(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		header func(h http.Header)
+		min    time.Duration
+		max    time.Duration
+	}{
+		{"seconds", func(h http.Header) { h.Set("Retry-After", "2") }, 2 * time.Second, 2 * time.Second},
+		{"milliseconds", func(h http.Header) { h.Set("retry-after-ms", "1500") }, 1500 * time.Millisecond, 1500 * time.Millisecond},
+		{"ms wins over seconds", func(h http.Header) {
+			h.Set("Retry-After", "9")
+			h.Set("Retry-After-Ms", "250")
+		}, 250 * time.Millisecond, 250 * time.Millisecond},
+		// An HTTP date has one-second resolution; 9s ahead means 8-9s,
+		// less the time the response took.
+		{"http date", func(h http.Header) {
+			h.Set("Retry-After", time.Now().Add(9*time.Second).UTC().Format(http.TimeFormat))
+		}, 5 * time.Second, 9 * time.Second},
+		{"capped at MaxRetryWait", func(h http.Header) { h.Set("Retry-After", "600") }, 10 * time.Second, 10 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+				if n == 1 {
+					tc.header(w.Header())
+					jsonError(w, http.StatusTooManyRequests, "requests", "rate_limit_exceeded", "Rate limit reached for requests")
+					return
+				}
+				simpleAnswer(w)
+			})
+			c, rec := newTestClient(fs, func(c *Config) { c.MaxRetryWait = 10 * time.Second })
+			resp := mustStream(t, c, userRequest("x"), nil)
+			if resp.Attempts != 2 || resp.Content != "Hello, world" {
+				t.Errorf("attempts = %d, content = %q", resp.Attempts, resp.Content)
+			}
+			waits := rec.got()
+			if len(waits) != 1 || waits[0] < tc.min || waits[0] > tc.max {
+				t.Errorf("waits = %v, want one in [%v, %v]", waits, tc.min, tc.max)
+			}
+		})
+	}
+}
+
+// Errors that retrying cannot fix come back after one request.
+func TestNotRetried(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		status int
+		typ    string
+		code   string
+		msg    string
+		kind   Kind
+	}{
+		{"insufficient quota 429", 429, "insufficient_quota", "insufficient_quota", "You exceeded your current quota, please check your plan and billing details.", QuotaExceeded},
+		{"insufficient quota 403", 403, "insufficient_quota", "", "quota exhausted", QuotaExceeded},
+		{"context length code", 400, "invalid_request_error", "context_length_exceeded", "This model's maximum context length is 8192 tokens.", ContextLength},
+		{"llama.cpp context size", 400, "exceed_context_size_error", "", "the request exceeds the available context size, try increasing it", ContextLength},
+		{"context length message only", 500, "", "", "prompt has too many tokens for this model", ContextLength},
+		{"bad request", 400, "invalid_request_error", "", "messages: unknown role", BadRequest},
+		{"unprocessable", 422, "", "", "invalid tools", BadRequest},
+		{"unauthorized", 401, "invalid_request_error", "invalid_api_key", "Incorrect API key provided", Auth},
+		{"forbidden", 403, "", "", "not allowed", Auth},
+		{"model not found", 404, "invalid_request_error", "model_not_found", "The model `gpt-9` does not exist", NotFound},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Retry-After", "1")
+				jsonError(w, tc.status, tc.typ, tc.code, tc.msg)
+			})
+			c, rec := newTestClient(fs)
+			_, err := c.Stream(context.Background(), userRequest("x"), nil)
+			e := asError(t, err)
+			if e.Kind != tc.kind || e.Retryable || e.Status != tc.status || e.Attempts != 1 {
+				t.Errorf("error = %+v, want kind %v, not retryable, status %d, 1 attempt", e, tc.kind, tc.status)
+			}
+			if fs.requests.Load() != 1 || len(rec.got()) != 0 {
+				t.Errorf("requests = %d, sleeps = %v; want 1 and none", fs.requests.Load(), rec.got())
+			}
+			if !strings.Contains(e.Error(), tc.msg) {
+				t.Errorf("message %q lacks the server's %q", e.Error(), tc.msg)
+			}
+		})
+	}
+}
+
+func TestServerErrorThenSuccess(t *testing.T) {
+	nginx502 := "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx/1.25.3</center>\r\n</body>\r\n</html>\r\n"
+	for _, tc := range []struct {
+		name string
+		fail func(w http.ResponseWriter)
+	}{
+		{"503 json", func(w http.ResponseWriter) {
+			jsonError(w, 503, "server_error", "", "The server is overloaded")
+		}},
+		{"502 html", func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "text/html")
+			w.WriteHeader(502)
+			_, _ = io.WriteString(w, nginx502)
+		}},
+		{"408", func(w http.ResponseWriter) { w.WriteHeader(408) }},
+		{"409", func(w http.ResponseWriter) { jsonError(w, 409, "", "", "conflict") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+				if n == 1 {
+					tc.fail(w)
+					return
+				}
+				simpleAnswer(w)
+			})
+			c, rec := newTestClient(fs)
+			resp := mustStream(t, c, userRequest("x"), nil)
+			if resp.Attempts != 2 || resp.Content != "Hello, world" {
+				t.Errorf("attempts = %d, content = %q", resp.Attempts, resp.Content)
+			}
+			// First retry: 500ms base with jitter, 250-500ms.
+			if w := rec.got(); len(w) != 1 || w[0] < 250*time.Millisecond || w[0] > 500*time.Millisecond {
+				t.Errorf("waits = %v", w)
+			}
+		})
+	}
+}
+
+func TestServerErrorExhausted(t *testing.T) {
+	fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		jsonError(w, 500, "server_error", "", "boom")
+	})
+	c, rec := newTestClient(fs)
+	_, err := c.Stream(context.Background(), userRequest("x"), nil)
+	e := asError(t, err)
+	if e.Kind != Server || e.Attempts != 4 || fs.requests.Load() != 4 {
+		t.Errorf("error = %+v after %d requests", e, fs.requests.Load())
+	}
+	if got, want := e.Error(), "LLM server returned 500 Internal Server Error after 4 attempts: boom"; got != want {
+		t.Errorf("Error() = %q, want %q", got, want)
+	}
+	// Exponential backoff with jitter: each wait in [base/2, base].
+	waits := rec.got()
+	if len(waits) != 3 {
+		t.Fatalf("waits = %v", waits)
+	}
+	for i, w := range waits {
+		base := 500 * time.Millisecond << i
+		if w < base/2 || w > base {
+			t.Errorf("wait %d = %v, want in [%v, %v]", i, w, base/2, base)
+		}
+	}
+}
+
+func TestHTMLErrorBodyIsReadable(t *testing.T) {
+	page := "<!DOCTYPE html><html><head><title>Bad Gateway</title><style>body{color:red}</style></head><body><h1>502 Bad Gateway</h1><p>The upstream &amp; proxy failed.</p>" + strings.Repeat("<p>filler text</p>", 100) + "</body></html>"
+	fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(502)
+		_, _ = io.WriteString(w, page)
+	})
+	c, _ := newTestClient(fs, func(c *Config) { c.MaxRetries = 0 })
+	_, err := c.Stream(context.Background(), userRequest("x"), nil)
+	msg := asError(t, err).Error()
+	if strings.ContainsAny(msg, "<>") || strings.Contains(msg, "color:red") || strings.Contains(msg, "\n") {
+		t.Errorf("message keeps markup: %q", msg)
+	}
+	if !strings.HasPrefix(msg, "LLM server returned 502 Bad Gateway: Bad Gateway 502 Bad Gateway The upstream & proxy failed.") {
+		t.Errorf("message = %q", msg)
+	}
+	if len(msg) > 300 {
+		t.Errorf("message is %d bytes long", len(msg))
+	}
+}
+
+// A stream that ends before its finish chunk is truncated: the partial
+// answer is withdrawn with a Reset delta and the call retried.
+func TestTruncatedStreamRetried(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		end  func(s sse)
+	}{
+		{"EOF", func(s sse) {}},
+		{"DONE without finish", func(s sse) { s.done() }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+				if n == 1 {
+					s := startSSE(w)
+					s.data(contentChunk("Partial ans"))
+					s.data(toolChunk(call(0, "c1", "read_file", `{"pa`)))
+					tc.end(s)
+					return
+				}
+				simpleAnswer(w)
+			})
+			c, _ := newTestClient(fs)
+			var log deltaLog
+			resp := mustStream(t, c, userRequest("x"), log.add)
+			if resp.Content != "Hello, world" || len(resp.ToolCalls) != 0 || resp.Attempts != 2 {
+				t.Errorf("resp = %+v", resp)
+			}
+			if got, want := log.String(), "Partial ans[tool:read_file]|RESET|Hello, world"; got != want {
+				t.Errorf("deltas = %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+func TestTruncatedExhausted(t *testing.T) {
+	fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		s := startSSE(w)
+		s.data(contentChunk("never finished"))
+	})
+	c, _ := newTestClient(fs, func(c *Config) { c.MaxRetries = 1 })
+	var log deltaLog
+	_, err := c.Stream(context.Background(), userRequest("x"), log.add)
+	e := asError(t, err)
+	if e.Kind != Truncated || e.Attempts != 2 {
+		t.Errorf("error = %+v", e)
+	}
+	if !strings.Contains(e.Error(), "ended before the answer was complete after 2 attempts") {
+		t.Errorf("Error() = %q", e.Error())
+	}
+	if got := log.String(); got != "never finished|RESET|never finished" {
+		t.Errorf("deltas = %q", got)
+	}
+}
+
+// No Reset when the failed attempt showed nothing.
+func TestNoResetWithoutDeltas(t *testing.T) {
+	fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		if n == 1 {
+			jsonError(w, 503, "", "", "busy")
+			return
+		}
+		simpleAnswer(w)
+	})
+	c, _ := newTestClient(fs)
+	var log deltaLog
+	mustStream(t, c, userRequest("x"), log.add)
+	if got := log.String(); got != "Hello, world" {
+		t.Errorf("deltas = %q", got)
+	}
+}
+
+// blockUntilGone keeps a stream open, silent, until the client leaves.
+func blockUntilGone(r *http.Request) {
+	<-r.Context().Done()
+}
+
+func TestIdleTimeout(t *testing.T) {
+	t.Run("retried then success", func(t *testing.T) {
+		fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+			if n == 1 {
+				s := startSSE(w)
+				s.data(contentChunk("thinking"))
+				s.raw(": keep-alive\n\n") // comments are not progress
+				blockUntilGone(r)
+				return
+			}
+			simpleAnswer(w)
+		})
+		c, _ := newTestClient(fs, func(c *Config) { c.IdleTimeout = 100 * time.Millisecond })
+		var log deltaLog
+		resp := mustStream(t, c, userRequest("x"), log.add)
+		// On a loaded machine a later attempt could stall too; what matters
+		// is that the stalled one was withdrawn and retried.
+		got := log.String()
+		if resp.Attempts < 2 || resp.Content != "Hello, world" ||
+			!strings.HasPrefix(got, "thinking|RESET|") || !strings.HasSuffix(got, "Hello, world") {
+			t.Errorf("attempts = %d, deltas = %q", resp.Attempts, got)
+		}
+	})
+	t.Run("exhausted", func(t *testing.T) {
+		fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+			s := startSSE(w)
+			s.data(contentChunk("x"))
+			blockUntilGone(r)
+		})
+		c, _ := newTestClient(fs, func(c *Config) {
+			c.IdleTimeout = 50 * time.Millisecond
+			c.MaxRetries = 1
+		})
+		_, err := c.Stream(context.Background(), userRequest("x"), nil)
+		e := asError(t, err)
+		if e.Kind != IdleTimeout || !e.Retryable || e.Attempts != 2 || fs.requests.Load() != 2 {
+			t.Errorf("error = %+v, requests = %d", e, fs.requests.Load())
+		}
+		if !strings.Contains(e.Error(), "stalled after 2 attempts: no data for 50ms") {
+			t.Errorf("Error() = %q", e.Error())
+		}
+	})
+}
+
+func TestCallTimeout(t *testing.T) {
+	fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		blockUntilGone(r) // never even sends headers
+	})
+	c, _ := newTestClient(fs, func(c *Config) {
+		c.CallTimeout = 50 * time.Millisecond
+		c.MaxRetries = 1
+	})
+	_, err := c.Stream(context.Background(), userRequest("x"), nil)
+	e := asError(t, err)
+	if e.Kind != Timeout || e.Attempts != 2 {
+		t.Errorf("error = %+v", e)
+	}
+}
+
+// hijack takes the raw connection of a request.
+func hijack(t *testing.T, w http.ResponseWriter) (net.Conn, *bufio.ReadWriter) {
+	conn, rw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		t.Errorf("hijack: %v", err)
+		return nil, nil
+	}
+	return conn, rw
+}
+
+// reset closes conn with a TCP RST rather than a FIN.
+func reset(conn net.Conn) {
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	conn.Close()
+}
+
+func TestConnectionResetMidStream(t *testing.T) {
+	// partial sends half an answer and resets the connection once the
+	// client has shown it (or after a while, when nobody watches).
+	partial := func(t *testing.T, w http.ResponseWriter, shown <-chan struct{}) {
+		conn, rw := hijack(t, w)
+		if conn == nil {
+			return
+		}
+		_, _ = rw.WriteString("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+		line := `data: {"choices":[{"index":0,"delta":{"content":"half an "},"finish_reason":null}]}` + "\n\n"
+		_, _ = rw.WriteString(strings.ToLower(strconvHex(len(line))) + "\r\n" + line + "\r\n")
+		_ = rw.Flush()
+		select {
+		case <-shown:
+		case <-time.After(50 * time.Millisecond):
+		}
+		reset(conn)
+	}
+	t.Run("retried", func(t *testing.T) {
+		shown := make(chan struct{})
+		fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+			if n == 1 {
+				partial(t, w, shown)
+				return
+			}
+			simpleAnswer(w)
+		})
+		c, _ := newTestClient(fs)
+		var log deltaLog
+		var once sync.Once
+		resp := mustStream(t, c, userRequest("x"), func(d Delta) {
+			log.add(d)
+			if d.Content == "half an " {
+				once.Do(func() { close(shown) })
+			}
+		})
+		if resp.Content != "Hello, world" || resp.Attempts != 2 {
+			t.Errorf("resp = %+v", resp)
+		}
+		if got := log.String(); got != "half an |RESET|Hello, world" {
+			t.Errorf("deltas = %q", got)
+		}
+	})
+	t.Run("network error", func(t *testing.T) {
+		fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) { partial(t, w, nil) })
+		c, _ := newTestClient(fs, func(c *Config) { c.MaxRetries = 0 })
+		_, err := c.Stream(context.Background(), userRequest("x"), nil)
+		if e := asError(t, err); e.Kind != Network || !e.Retryable {
+			t.Errorf("error = %+v", e)
+		}
+	})
+}
+
+func strconvHex(n int) string {
+	const digits = "0123456789abcdef"
+	if n == 0 {
+		return "0"
+	}
+	var b []byte
+	for ; n > 0; n /= 16 {
+		b = append([]byte{digits[n%16]}, b...)
+	}
+	return string(b)
+}
+
+// The server closes the connection before sending any response.
+func TestEOFBeforeHeaders(t *testing.T) {
+	fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		if n == 1 {
+			if conn, _ := hijack(t, w); conn != nil {
+				reset(conn)
+			}
+			return
+		}
+		simpleAnswer(w)
+	})
+	c, _ := newTestClient(fs)
+	resp := mustStream(t, c, userRequest("x"), nil)
+	if resp.Attempts != 2 {
+		t.Errorf("attempts = %d", resp.Attempts)
+	}
+}
+
+func TestConnectionRefused(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	rec := &sleepRecorder{}
+	c := New(Config{BaseURL: "http://" + addr + "/v1", MaxRetries: 2, Sleep: rec.sleep})
+	_, err = c.Stream(context.Background(), userRequest("x"), nil)
+	e := asError(t, err)
+	if e.Kind != Network || e.Attempts != 3 || len(rec.got()) != 2 {
+		t.Errorf("error = %+v, sleeps = %v", e, rec.got())
+	}
+	if !strings.Contains(e.Error(), "LLM connection failed after 3 attempts") || !strings.Contains(e.Error(), addr) {
+		t.Errorf("Error() = %q", e.Error())
+	}
+}
+
+func TestErrorEventMidStream(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		event     string
+		kind      Kind
+		retryable bool
+		msg       string
+	}{
+		{"server error", `data: {"error": {"message": "model crashed", "type": "server_error"}}`, Server, true, "model crashed"},
+		{"rate limit", `data: {"error":{"message":"slow down","type":"rate_limit_error","code":"rate_limit_exceeded"}}`, RateLimited, true, "slow down"},
+		{"numeric code", `data: {"error":{"message":"upstream overloaded","code":503}}`, Server, true, "upstream overloaded"},
+		{"invalid request", `data: {"error": {"message": "tool schema invalid", "type": "invalid_request_error"}}`, BadRequest, false, "tool schema invalid"},
+		{"plain string", `data: {"error": "an error was encountered while running the model"}`, Server, false, "an error was encountered while running the model"},
+		{"vLLM top level", `data: {"object": "error", "message": "out of KV cache", "type": "InternalServerError", "code": 500}`, Server, true, "out of KV cache"},
+		{"after keep-alives", ": keep-alive\n\n: keep-alive\n\nevent: error\n" + `data: {"error": {"message": "overloaded", "type": "overloaded_error"}}`, Server, true, "overloaded"},
+		{"context length", `data: {"error": {"message": "prompt exceeds the available context size", "type": "exceed_context_size_error"}}`, ContextLength, false, "available context size"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+				if n == 1 {
+					s := startSSE(w)
+					s.data(contentChunk("so far "))
+					s.raw(tc.event + "\n\n")
+					return
+				}
+				simpleAnswer(w)
+			})
+			c, _ := newTestClient(fs)
+			var log deltaLog
+			resp, err := c.Stream(context.Background(), userRequest("x"), log.add)
+			if tc.retryable {
+				if err != nil {
+					t.Fatalf("Stream: %v", err)
+				}
+				if resp.Attempts != 2 || log.String() != "so far |RESET|Hello, world" {
+					t.Errorf("attempts = %d, deltas = %q", resp.Attempts, log.String())
+				}
+				return
+			}
+			e := asError(t, err)
+			if e.Kind != tc.kind || e.Retryable || e.Attempts != 1 || fs.requests.Load() != 1 {
+				t.Errorf("error = %+v after %d requests", e, fs.requests.Load())
+			}
+			if !strings.Contains(e.Error(), tc.msg) {
+				t.Errorf("Error() = %q, want it to contain %q", e.Error(), tc.msg)
+			}
+		})
+	}
+	// The retryable ones surface too, with the server's words, when retries
+	// run out.
+	fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		s := startSSE(w)
+		s.raw(`data: {"error": {"message": "model crashed", "type": "server_error"}}` + "\n\n")
+	})
+	c, _ := newTestClient(fs, func(c *Config) { c.MaxRetries = 0 })
+	_, err := c.Stream(context.Background(), userRequest("x"), nil)
+	if e := asError(t, err); e.Kind != Server || e.Error() != "LLM server reported an error: model crashed" {
+		t.Errorf("error = %+v %q", e, e.Error())
+	}
+}
+
+// A JSON error body sent with status 200 and no SSE framing.
+func TestErrorBodyWithStatus200(t *testing.T) {
+	fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"error": {"message": "Invalid model name", "type": "invalid_request_error", "code": 400}}`)
+	})
+	c, _ := newTestClient(fs)
+	_, err := c.Stream(context.Background(), userRequest("x"), nil)
+	e := asError(t, err)
+	if e.Retryable || !strings.Contains(e.Error(), "Invalid model name") || fs.requests.Load() != 1 {
+		t.Errorf("error = %+v %q", e, e.Error())
+	}
+}
+
+func TestCancelAbortsInFlightCall(t *testing.T) {
+	fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		s := startSSE(w)
+		s.data(contentChunk("working"))
+		blockUntilGone(r)
+	})
+	c, _ := newTestClient(fs)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	type result struct {
+		resp *Response
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		resp, err := c.Stream(ctx, userRequest("x"), func(d Delta) {
+			if d.Content != "" {
+				cancel()
+			}
+		})
+		done <- result{resp, err}
+	}()
+	select {
+	case r := <-done:
+		e := asError(t, r.err)
+		if e.Kind != Canceled || !errors.Is(r.err, context.Canceled) || e.Attempts != 1 {
+			t.Errorf("error = %+v", e)
+		}
+		if fs.requests.Load() != 1 {
+			t.Errorf("requests = %d", fs.requests.Load())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Stream did not return after its context was cancelled")
+	}
+}
+
+// Cancelling during the wait between attempts stops at once, with the real
+// sleeper.
+func TestCancelDuringBackoff(t *testing.T) {
+	fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "3600")
+		jsonError(w, 429, "", "rate_limit_exceeded", "slow down")
+	})
+	c := New(Config{BaseURL: fs.URL + "/v1", MaxRetries: 5})
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Stream(ctx, userRequest("x"), nil)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if e := asError(t, err); e.Kind != Canceled || !errors.Is(err, context.Canceled) {
+			t.Errorf("error = %+v", e)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Stream kept waiting after its context was cancelled")
+	}
+}
+
+func TestCanceledBeforeStart(t *testing.T) {
+	fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) { simpleAnswer(w) })
+	c, _ := newTestClient(fs)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := c.Stream(ctx, userRequest("x"), nil)
+	if e := asError(t, err); e.Kind != Canceled || fs.requests.Load() != 0 {
+		t.Errorf("error = %+v, requests = %d", e, fs.requests.Load())
+	}
+}
+
+// A server that refuses stream_options gets the call again without it, and
+// never sees it again from this client.
+func TestStreamOptionsFallback(t *testing.T) {
+	var (
+		mu         sync.Mutex
+		sawOptions []bool
+	)
+	refusing := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		_, has := requestBody(r)["stream_options"]
+		mu.Lock()
+		sawOptions = append(sawOptions, has)
+		mu.Unlock()
+		if has {
+			jsonError(w, 400, "invalid_request_error", "", "Unrecognized request argument supplied: stream_options")
+			return
+		}
+		s := startSSE(w)
+		s.data(contentChunk("ok"))
+		s.data(finishChunk("stop"))
+		s.done()
+	})
+	c, rec := newTestClient(refusing, func(c *Config) { c.MaxRetries = 0 })
+	for i := range 2 {
+		resp := mustStream(t, c, userRequest("x"), nil)
+		if resp.Content != "ok" || !resp.UsageEstimated {
+			t.Errorf("call %d: resp = %+v", i, resp)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(sawOptions) != 3 || !sawOptions[0] || sawOptions[1] || sawOptions[2] {
+		t.Errorf("stream_options sent per request = %v, want [true false false]", sawOptions)
+	}
+	if len(rec.got()) != 0 {
+		t.Errorf("the fallback waited: %v", rec.got())
+	}
+}

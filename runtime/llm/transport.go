@@ -1,0 +1,216 @@
+package llm
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// maxErrorBody bounds how much of a non-2xx body is kept: enough for any
+// JSON error or the start of an HTML page, never a whole runaway response.
+const maxErrorBody = 64 << 10
+
+// maxDrain bounds how much of a finished stream is read before closing it.
+// After "data: [DONE]" only the chunked terminator is left; reading it lets
+// the transport put the connection back into the idle pool.
+const maxDrain = 16 << 10
+
+// newHTTPClient returns the default client: HTTP/1.1 keep-alive with a large
+// idle pool, because a run keeps hundreds of calls to the same host in flight
+// and every new connection (with TLS, often 100ms) shows in the turn latency.
+// There is no overall client timeout: streams last as long as the model
+// writes, bounded by CallTimeout and IdleTimeout instead.
+func newHTTPClient() *http.Client {
+	protocols := new(http.Protocols)
+	protocols.SetHTTP1(true)
+	return &http.Client{Transport: &http.Transport{
+		Proxy: http.ProxyFromEnvironment,
+		DialContext: (&net.Dialer{
+			Timeout:   30 * time.Second,
+			KeepAlive: 30 * time.Second,
+		}).DialContext,
+		MaxIdleConns:          1024,
+		MaxIdleConnsPerHost:   512,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		// Some servers and proxies buffer gzip output, which holds back a
+		// stream; the chunks are small anyway.
+		DisableCompression: true,
+		Protocols:          protocols,
+	}}
+}
+
+// respInfo records what one attempt's HTTP exchange looked like. go-openai
+// turns a failed response into an error and drops its headers and, for
+// non-JSON bodies, most of its meaning; the doer below fills this in so the
+// retry logic can honour Retry-After and show a readable message.
+type respInfo struct {
+	sent   bool // the request reached the HTTP client
+	status int  // non-2xx status, 0 when the response was a success
+	header http.Header
+	body   []byte
+}
+
+type respInfoKey struct{}
+
+func withRespInfo(ctx context.Context, info *respInfo) context.Context {
+	return context.WithValue(ctx, respInfoKey{}, info)
+}
+
+// doer is the go-openai HTTPDoer: it adds the configured headers, records
+// failed responses into the attempt's respInfo and filters success bodies
+// through sseFilter.
+type doer struct {
+	hc      *http.Client
+	headers []headerKV
+}
+
+type headerKV struct{ key, value string }
+
+func (d *doer) Do(req *http.Request) (*http.Response, error) {
+	info, _ := req.Context().Value(respInfoKey{}).(*respInfo)
+	for _, h := range d.headers {
+		req.Header.Set(h.key, h.value)
+	}
+	if info != nil {
+		info.sent = true
+	}
+	resp, err := d.hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		resp.Body = newSSEFilter(resp.Body)
+		return resp, nil
+	}
+	// Read the error body here, bounded, and close the real body: go-openai
+	// reads it but never closes it.
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	if info != nil {
+		info.status = resp.StatusCode
+		info.header = resp.Header
+		info.body = body
+	}
+	return resp, nil
+}
+
+var sseReaderPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 8<<10) }}
+
+// sseFilter sits between the response body and go-openai's line reader and
+// rewrites the event stream into what that reader handles well:
+//
+//   - Comment lines (": keep-alive") and the event:, id: and retry: fields
+//     are dropped. go-openai would count them toward EmptyMessagesLimit and
+//     pile them into its error buffer, where one keep-alive before an error
+//     event makes the error unreadable.
+//   - An error event (data: {"error": ...}) gets a space after its brace so
+//     go-openai hands it to us as an ordinary data line. Our chunk decoder
+//     reads every error shape (object, plain string, vLLM's top-level form)
+//     the same way.
+//
+// Close drains what is left of the body (bounded) so a finished stream's
+// connection goes back to the idle pool instead of being torn down.
+type sseFilter struct {
+	body     io.ReadCloser
+	br       *bufio.Reader
+	pending  []byte // bytes still to hand out; may point into br's buffer
+	scratch  []byte // holds a rewritten error line
+	last     []byte // holds a last line that lacked its newline
+	midLine  bool   // pending part is the middle of a long line
+	dropping bool   // the rest of the current long line is dropped
+	err      error
+}
+
+func newSSEFilter(body io.ReadCloser) *sseFilter {
+	br := sseReaderPool.Get().(*bufio.Reader)
+	br.Reset(body)
+	return &sseFilter{body: body, br: br}
+}
+
+func (f *sseFilter) Read(p []byte) (int, error) {
+	for len(f.pending) == 0 {
+		if f.err != nil {
+			return 0, f.err
+		}
+		if f.br == nil {
+			return 0, io.ErrClosedPipe
+		}
+		line, err := f.br.ReadSlice('\n')
+		full := err == bufio.ErrBufferFull
+		if err != nil && !full {
+			f.err = err
+			if len(line) > 0 {
+				// go-openai drops a last line that has no newline, and with
+				// it a final chunk or a bare JSON error body.
+				f.last = append(append(f.last[:0], line...), '\n')
+				line = f.last
+			}
+		}
+		f.pending = f.filterLine(line)
+		f.midLine = full
+	}
+	n := copy(p, f.pending)
+	f.pending = f.pending[n:]
+	return n, nil
+}
+
+// filterLine decides what of one line (or the first part of a long line)
+// is handed on.
+func (f *sseFilter) filterLine(line []byte) []byte {
+	if f.midLine {
+		if f.dropping {
+			f.dropping = len(line) == 0 || line[len(line)-1] != '\n'
+			return nil
+		}
+		return line
+	}
+	f.dropping = false
+	s := trimLeftSpace(line)
+	if len(s) == 0 {
+		return line
+	}
+	if s[0] == ':' || bytes.HasPrefix(s, []byte("event:")) ||
+		bytes.HasPrefix(s, []byte("id:")) || bytes.HasPrefix(s, []byte("retry:")) {
+		f.dropping = line[len(line)-1] != '\n'
+		return nil
+	}
+	if rest, ok := bytes.CutPrefix(s, []byte("data:")); ok {
+		rest = trimLeftSpace(rest)
+		if bytes.HasPrefix(rest, []byte(`{"error":`)) {
+			f.scratch = append(append(f.scratch[:0], "data: { "...), rest[1:]...)
+			return f.scratch
+		}
+	}
+	return line
+}
+
+func trimLeftSpace(b []byte) []byte {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
+		b = b[1:]
+	}
+	return b
+}
+
+func (f *sseFilter) Close() error {
+	if f.br == nil {
+		return nil
+	}
+	// Drain what the transport has not read yet. When the attempt was
+	// aborted its context is already cancelled and this returns at once.
+	if f.err == nil {
+		_, _ = io.CopyN(io.Discard, f.br, maxDrain)
+	}
+	f.br.Reset(nil)
+	sseReaderPool.Put(f.br)
+	f.br = nil
+	f.pending = nil
+	return f.body.Close()
+}

@@ -1,0 +1,91 @@
+// Package llm is swarmdeck's client for OpenAI-compatible chat completion
+// servers (OpenAI, Ollama, llama.cpp, vLLM, LM Studio, OpenRouter and the
+// built-in scripted model). It streams every call through go-openai and
+// smooths over the differences between servers: how tool calls are split
+// across chunks, where usage arrives, how errors and rate limits look.
+package llm
+
+import "encoding/json"
+
+// Role of a chat message.
+const (
+	RoleSystem    = "system"
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+	RoleTool      = "tool"
+)
+
+// Message is one chat message as sent to the model.
+type Message struct {
+	Role       string     `json:"role"`
+	Content    string     `json:"content"`
+	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
+	Name       string     `json:"name,omitempty"` // tool name on tool results
+}
+
+// ToolCall is one function call requested by the model. Arguments is the raw
+// JSON text as the server sent it, malformed or not; empty arguments come
+// back as "{}", and when a server sent an object instead of a string it is
+// re-encoded as compact JSON text. A server that sent no id gets a
+// generated one.
+type ToolCall struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// Tool describes a function the model may call.
+type Tool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"` // JSON Schema object
+}
+
+// Request is one chat completion call.
+type Request struct {
+	Model       string
+	Messages    []Message
+	Tools       []Tool
+	Temperature *float32
+	MaxTokens   int
+}
+
+// Usage counts tokens of one call.
+type Usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+// Add returns the sum of two usages.
+func (u Usage) Add(o Usage) Usage {
+	return Usage{
+		PromptTokens:     u.PromptTokens + o.PromptTokens,
+		CompletionTokens: u.CompletionTokens + o.CompletionTokens,
+		TotalTokens:      u.TotalTokens + o.TotalTokens,
+	}
+}
+
+// Response is the accumulated result of one completed call.
+type Response struct {
+	Content      string
+	ToolCalls    []ToolCall
+	FinishReason string
+	Usage        Usage
+	// UsageEstimated is set when the server reported no usage and Usage was
+	// estimated from the text length (about four characters a token).
+	UsageEstimated bool
+	Model          string
+	Attempts       int // 1 when the first attempt succeeded
+}
+
+// Delta is a piece of streamed output, delivered as it arrives so the
+// dashboard can show tokens live. Deltas of an attempt that is later retried
+// are followed by a Delta with Reset set, telling the receiver to discard
+// what it showed for this call.
+type Delta struct {
+	Content  string
+	ToolName string // set when a tool call starts streaming
+	Reset    bool
+}

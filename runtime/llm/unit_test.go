@@ -1,0 +1,319 @@
+package llm
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+	"testing/iotest"
+	"time"
+	"unicode/utf8"
+)
+
+func TestSSEFilter(t *testing.T) {
+	long := strings.Repeat("x", 20000)
+	for _, tc := range []struct {
+		name, in, want string
+	}{
+		{"passes data", "data: {\"a\":1}\n\ndata: [DONE]\n\n", "data: {\"a\":1}\n\ndata: [DONE]\n\n"},
+		{"drops comments and fields", ": keep-alive\n\nevent: message\nid: 7\nretry: 10\ndata: x\n\n", "\ndata: x\n\n"},
+		{"drops indented comment", "  : ping\ndata: x\n", "data: x\n"},
+		{"rewrites error event", "data: {\"error\":{\"message\":\"m\"}}\n\n", "data: { \"error\":{\"message\":\"m\"}}\n\n"},
+		{"rewrites error event without space", "data:{\"error\":\"m\"}\n", "data: { \"error\":\"m\"}\n"},
+		{"keeps other json", "data: {\"errors\":1}\n", "data: {\"errors\":1}\n"},
+		{"adds newline at EOF", "data: {\"a\":1}", "data: {\"a\":1}\n"},
+		{"rewrites error at EOF", "data: {\"error\":\"m\"}", "data: { \"error\":\"m\"}\n"},
+		{"long comment dropped", ": " + long + "\ndata: y\n", "data: y\n"},
+		{"long data kept", "data: " + long + "\ndata: y\n", "data: " + long + "\ndata: y\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, oneByte := range []bool{false, true} {
+				var r io.Reader = strings.NewReader(tc.in)
+				if oneByte {
+					r = iotest.OneByteReader(r)
+				}
+				f := newSSEFilter(io.NopCloser(r))
+				got, err := io.ReadAll(iotest.HalfReader(f))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if string(got) != tc.want {
+					t.Errorf("oneByte=%v: got %q, want %q", oneByte, trunc(string(got)), trunc(tc.want))
+				}
+				if err := f.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func trunc(s string) string {
+	if len(s) > 80 {
+		return s[:40] + "..." + s[len(s)-40:]
+	}
+	return s
+}
+
+// feedLines runs data lines through an accumulator.
+func feedLines(t *testing.T, lines ...string) (*accumulator, *Response) {
+	t.Helper()
+	a := &accumulator{}
+	var ch chunk
+	for _, l := range lines {
+		if err := a.feed(&ch, []byte(l)); err != nil {
+			t.Fatalf("feed(%s): %v", l, err)
+		}
+	}
+	return a, a.response(&Request{Model: "m"})
+}
+
+func TestToolCallAccumulation(t *testing.T) {
+	const pre = `{"choices":[{"index":0,"delta":{"tool_calls":[`
+	const post = `]},"finish_reason":null}]}`
+	for _, tc := range []struct {
+		name   string
+		deltas []string
+		want   []ToolCall
+	}{
+		{"no index, no id continues the last call", []string{
+			`{"id":"a","function":{"name":"f","arguments":"{\"x\""}}`,
+			`{"function":{"arguments":":1}"}}`,
+		}, []ToolCall{{ID: "a", Name: "f", Arguments: `{"x":1}`}}},
+		{"repeated id continues its call", []string{
+			`{"id":"a","function":{"name":"f","arguments":"{\"x\""}}`,
+			`{"id":"a","function":{"arguments":":1}"}}`,
+			`{"id":"b","function":{"name":"g","arguments":"{}"}}`,
+		}, []ToolCall{{ID: "a", Name: "f", Arguments: `{"x":1}`}, {ID: "b", Name: "g", Arguments: `{}`}}},
+		{"same index, new id opens a call", []string{
+			`{"index":0,"id":"a","function":{"name":"f","arguments":"{}"}}`,
+			`{"index":0,"id":"b","function":{"name":"f","arguments":"{\"y\":2}"}}`,
+		}, []ToolCall{{ID: "a", Name: "f", Arguments: `{}`}, {ID: "b", Name: "f", Arguments: `{"y":2}`}}},
+		{"interleaved indexes", []string{
+			`{"index":0,"id":"a","function":{"name":"f"}}`,
+			`{"index":1,"id":"b","function":{"name":"g"}}`,
+			`{"index":1,"function":{"arguments":"[2]"}}`,
+			`{"index":0,"function":{"arguments":"[1]"}}`,
+		}, []ToolCall{{ID: "a", Name: "f", Arguments: `[1]`}, {ID: "b", Name: "g", Arguments: `[2]`}}},
+		{"index as string, name repeated", []string{
+			`{"index":"0","id":"a","function":{"name":"f","arguments":"{\"k\""}}`,
+			`{"index":"0","function":{"name":"f","arguments":":true}"}}`,
+		}, []ToolCall{{ID: "a", Name: "f", Arguments: `{"k":true}`}}},
+		{"name in pieces", []string{
+			`{"index":0,"id":"a","function":{"name":"read_"}}`,
+			`{"index":0,"function":{"name":"file","arguments":"{}"}}`,
+		}, []ToolCall{{ID: "a", Name: "read_file", Arguments: `{}`}}},
+		{"null fields", []string{
+			`{"index":0,"id":"a","type":"function","function":{"name":"f","arguments":null}}`,
+			`{"index":0,"id":null,"function":{"name":null,"arguments":"{}"}}`,
+		}, []ToolCall{{ID: "a", Name: "f", Arguments: `{}`}}},
+		{"empty delta is no call", []string{`{"index":0,"function":{}}`}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lines := make([]string, len(tc.deltas))
+			for i, d := range tc.deltas {
+				lines[i] = pre + d + post
+			}
+			lines = append(lines, `{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`)
+			_, resp := feedLines(t, lines...)
+			wantToolCalls(t, resp.ToolCalls, tc.want...)
+		})
+	}
+}
+
+func TestChunkTolerance(t *testing.T) {
+	_, resp := feedLines(t,
+		`{"choices":[{"index":0,"delta":{"content":[{"type":"text","text":"parts "},"and strings"]}}]}`,
+		`{"choices":[{"index":0,"delta":"not an object"}]}`, // wrong type: ignored
+		`not json at all`,
+		`{"choices":[{"index":1,"delta":{"content":"second choice, ignored"}}]}`,
+		`{"choices":[{"index":0,"message":{"content":" via message"}}]}`,
+		`{"choices":[{"index":0,"delta":{"content":null},"finish_reason":"stop"}],"usage":{"prompt_tokens":"7","completion_tokens":3.0}}`,
+	)
+	if resp.Content != "parts and strings via message" || resp.FinishReason != "stop" {
+		t.Errorf("resp = %+v", resp)
+	}
+	if resp.Usage != (Usage{7, 3, 10}) || resp.UsageEstimated {
+		t.Errorf("usage = %+v", resp.Usage)
+	}
+	_, resp = feedLines(t,
+		`{"choices":[{"index":0,"delta":{"content":"x"},"finish_reason":"stop"}],"x_groq":{"usage":{"prompt_tokens":4,"completion_tokens":1,"total_tokens":5}}}`)
+	if resp.Usage != (Usage{4, 1, 5}) {
+		t.Errorf("groq usage = %+v", resp.Usage)
+	}
+}
+
+func TestAppendUnquotedMatchesEncodingJSON(t *testing.T) {
+	for _, s := range []string{
+		`""`, `"plain"`, `"\"q\" \\ \/ \b\f\n\r\t"`, `"caf\u00e9 \u20ac"`, `"\ud83d\ude00 emoji"`,
+		`"lone \ud83d surrogate"`, `"lone low \ude00"`, `"ünïcödé raw"`, "\"bad \xff byte\"", `"\u0000"`,
+	} {
+		var want string
+		if err := json.Unmarshal([]byte(s), &want); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+		if got := string(appendUnquoted(nil, []byte(s))); got != want {
+			t.Errorf("appendUnquoted(%s) = %q, want %q", s, got, want)
+		}
+	}
+}
+
+func FuzzAppendUnquoted(f *testing.F) {
+	for _, s := range []string{`"a"`, `"\u00e9\n"`, `"\ud83d\ude00"`, `"\ud800x"`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var want string
+		// appendUnquoted takes an exact literal, as the decoder hands it.
+		if len(s) < 2 || s[0] != '"' || s[len(s)-1] != '"' || json.Unmarshal([]byte(s), &want) != nil {
+			return
+		}
+		if got := string(appendUnquoted(nil, []byte(s))); got != want {
+			t.Errorf("appendUnquoted(%q) = %q, want %q", s, got, want)
+		}
+	})
+}
+
+// Whatever a server sends, feeding it never panics, and the arguments of a
+// call always come back as the concatenated text of its string fragments.
+func FuzzFeed(f *testing.F) {
+	f.Add(`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"a","function":{"name":"f","arguments":"{\"x\":"}}]}}]}`, `{"x":`)
+	f.Add(`{"choices":[{"delta":{"content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1}}`, "")
+	f.Add(`{"error":{"message":"m"}}`, "")
+	f.Fuzz(func(t *testing.T, line, args string) {
+		a := &accumulator{onDelta: func(Delta) {}}
+		var ch chunk
+		_ = a.feed(&ch, []byte(line))
+		frag, _ := json.Marshal(args)
+		l := `{"choices":[{"index":0,"delta":{"tool_calls":[{"index":99,"id":"fz","function":{"name":"fz","arguments":` + string(frag) + `}}]},"finish_reason":"stop"}]}`
+		if err := a.feed(&ch, []byte(l)); err != nil {
+			t.Fatal(err)
+		}
+		resp := a.response(&Request{})
+		var found bool
+		for _, c := range resp.ToolCalls {
+			if c.ID == "fz" {
+				found = true
+				var want string
+				_ = json.Unmarshal(frag, &want) // invalid UTF-8 became U+FFFD
+				if strings.TrimSpace(want) == "" {
+					want = "{}"
+				}
+				if c.Arguments != want {
+					t.Errorf("arguments = %q, want %q", c.Arguments, want)
+				}
+			}
+		}
+		if !found {
+			t.Error("fuzz call lost")
+		}
+		if !utf8.ValidString(resp.Content) {
+			t.Error("content is not valid UTF-8")
+		}
+	})
+}
+
+func TestClassify(t *testing.T) {
+	for _, tc := range []struct {
+		status         int
+		code, typ, msg string
+		kind           Kind
+		retryable      bool
+	}{
+		{429, "rate_limit_exceeded", "requests", "Rate limit reached: tokens per min, too many tokens", RateLimited, true},
+		{429, "insufficient_quota", "", "", QuotaExceeded, false},
+		{402, "", "", "Insufficient credits", QuotaExceeded, false},
+		{400, "context_length_exceeded", "", "", ContextLength, false},
+		{413, "", "", "This model's maximum context length is 4096 tokens", ContextLength, false},
+		{413, "", "", "payload too large", BadRequest, false},
+		{500, "", "", "boom", Server, true},
+		{529, "", "overloaded_error", "", Server, true},
+		{409, "", "", "", Server, true},
+		{408, "", "", "", Timeout, true},
+		{0, "", "server_error", "", Server, true},
+		{0, "429", "", "", RateLimited, true},
+		{0, "", "", "unexplained", Server, false},
+	} {
+		kind, retry := classify(tc.status, tc.code, tc.typ, tc.msg)
+		if kind != tc.kind || retry != tc.retryable {
+			t.Errorf("classify(%d, %q, %q, %q) = %v, %v; want %v, %v", tc.status, tc.code, tc.typ, tc.msg, kind, retry, tc.kind, tc.retryable)
+		}
+	}
+}
+
+func TestErrorMessages(t *testing.T) {
+	for _, tc := range []struct {
+		e    Error
+		want string
+	}{
+		{Error{Kind: Server, Status: 503, Attempts: 4, Message: "model overloaded"}, "LLM server returned 503 Service Unavailable after 4 attempts: model overloaded"},
+		{Error{Kind: Auth, Status: 401, Attempts: 1, Message: "Incorrect API key provided"}, "LLM server returned 401 Unauthorized: Incorrect API key provided (check the API key and its permissions)"},
+		{Error{Kind: Canceled, Attempts: 1, Message: "context canceled"}, "LLM call canceled: context canceled"},
+		{Error{Kind: Server, Status: 599, Attempts: 2}, "LLM server returned 599 after 2 attempts"},
+	} {
+		if got := tc.e.Error(); got != tc.want {
+			t.Errorf("Error() = %q, want %q", got, tc.want)
+		}
+	}
+}
+
+// A server that echoes the request back (some proxies do) does not get the
+// key into error messages or the log.
+func TestAPIKeyNeverInMessagesOrLog(t *testing.T) {
+	const key = "sk-secret-1234567890"
+	fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		jsonError(w, 503, "", "", "upstream failed for "+r.Header.Get("Authorization"))
+	})
+	var logged bytes.Buffer
+	c, _ := newTestClient(fs, func(c *Config) {
+		c.APIKey = key
+		c.MaxRetries = 1
+		c.Logger = slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	})
+	_, err := c.Stream(t.Context(), userRequest("x"), nil)
+	if e := asError(t, err); strings.Contains(e.Error(), key) || !strings.Contains(e.Error(), "[redacted]") {
+		t.Errorf("Error() = %q", e.Error())
+	}
+	if !strings.Contains(logged.String(), "retrying") || strings.Contains(logged.String(), key) {
+		t.Errorf("log = %q", logged.String())
+	}
+}
+
+func TestRetryAfterParsing(t *testing.T) {
+	now := time.Date(2026, 1, 26, 19, 30, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		h    http.Header
+		want time.Duration
+		ok   bool
+	}{
+		{http.Header{"Retry-After": {"3"}}, 3 * time.Second, true},
+		{http.Header{"Retry-After": {"1.5"}}, 1500 * time.Millisecond, true},
+		{http.Header{"Retry-After": {"Mon, 26 Jan 2026 19:30:20 GMT"}}, 20 * time.Second, true},
+		{http.Header{"Retry-After": {"Mon, 26 Jan 2026 19:29:00 GMT"}}, 0, true},
+		{http.Header{"Retry-After-Ms": {"20"}}, 20 * time.Millisecond, true},
+		{http.Header{"Retry-After": {"soon"}}, 0, false},
+		{http.Header{"Retry-After": {"-4"}}, 0, false},
+		{nil, 0, false},
+	} {
+		got, ok := retryAfter(tc.h, now)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("retryAfter(%v) = %v, %v; want %v, %v", tc.h, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+func TestBackoffCapped(t *testing.T) {
+	c := New(Config{MaxRetryWait: 10 * time.Second})
+	for n := range 40 {
+		d := c.backoff(n, &Error{})
+		if d <= 0 || d > 10*time.Second {
+			t.Fatalf("backoff(%d) = %v", n, d)
+		}
+	}
+	if d := New(Config{}).backoff(30, &Error{}); d < 15*time.Second || d > 30*time.Second {
+		t.Errorf("backoff(30) = %v, want capped at 30s with jitter", d)
+	}
+}
