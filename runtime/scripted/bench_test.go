@@ -1,0 +1,204 @@
+package scripted
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestBenchShape(t *testing.T) {
+	for _, tc := range []struct{ agents, fanout, sessions, depth int }{
+		{10, 10, 10, 1},
+		{1000, 10, 1000, 3},
+		{7, 3, 7, 2},
+		{1, 10, 1, 0},
+		{2, 10, 2, 1},
+		{12, 10, 12, 2}, // 11 below the root: one child of 2, nine leaves
+		{5, 1, 5, 4},    // fanout 1 is a chain
+	} {
+		s, d := BenchShape(tc.agents, tc.fanout)
+		if s != tc.sessions || d != tc.depth {
+			t.Errorf("BenchShape(%d, %d) = %d, %d; want %d, %d", tc.agents, tc.fanout, s, d, tc.sessions, tc.depth)
+		}
+	}
+}
+
+func TestBenchIdeal(t *testing.T) {
+	const l = 100 * time.Millisecond
+	for _, tc := range []struct {
+		agents, fanout, turns int
+		want                  time.Duration
+	}{
+		{10, 10, 2, 4 * l},    // root 2 calls + leaf 2
+		{1000, 10, 2, 8 * l},  // three internal levels + leaf
+		{7, 3, 1, 5 * l},      // two internal levels + leaf 1
+		{1, 10, 3, 3 * l},     // the root is a leaf
+		{1000, 10, 5, 11 * l}, // leaf turns add up
+	} {
+		if got := BenchIdeal(tc.agents, tc.fanout, tc.turns, l); got != tc.want {
+			t.Errorf("BenchIdeal(%d, %d, %d) = %v, want %v", tc.agents, tc.fanout, tc.turns, got, tc.want)
+		}
+	}
+}
+
+func TestBenchGoalRoundTrip(t *testing.T) {
+	g := BenchGoal(1000, 10, 2, 1)
+	if g != "bench: size=1000 fanout=10 turns=2 broadcasts=1" {
+		t.Fatal(g)
+	}
+	if s, ok := parseBench("Your task:\n" + g + "\nthanks"); !ok || s != (benchSpec{1000, 10, 2, 1}) {
+		t.Fatalf("%+v %v", s, ok)
+	}
+	if _, ok := parseBench("bench: size=x"); ok {
+		t.Fatal("bad size accepted")
+	}
+}
+
+// benchRun records what a simulated bench run did.
+type benchRun struct {
+	sessions   int
+	depth      int
+	leafTurns  map[int]int // turns taken -> leaves
+	broadcasts map[int]int // broadcasts on the first turn -> leaves
+	nodeTurns  map[int]int
+}
+
+// simulateBench runs one session of the bench policy to its end, running
+// the children of its spawns recursively as the runtime would with wait:true.
+func simulateBench(t *testing.T, run *benchRun, agent, task string, depth int) {
+	t.Helper()
+	run.sessions++
+	run.depth = max(run.depth, depth)
+	msgs := []Message{
+		{Role: "system", Content: "You are the " + agent + " agent of a swarmdeck swarm.\nYour task id: s-x"},
+		{Role: "user", Content: task},
+	}
+	spec, _ := parseBench(task)
+	broadcasts := 0
+	for turn := 1; ; turn++ {
+		if turn > 20 {
+			t.Fatalf("%s never finished", task)
+		}
+		rep := Bench().Reply(&Request{Messages: msgs})
+		if len(rep.ToolCalls) == 0 {
+			if !strings.HasPrefix(rep.Content, Prefix) {
+				t.Fatalf("answer %q", rep.Content)
+			}
+			if spec.size == 1 {
+				run.leafTurns[turn]++
+				run.broadcasts[broadcasts]++
+			} else {
+				run.nodeTurns[turn]++
+			}
+			return
+		}
+		am := Message{Role: "assistant"}
+		var results []Message
+		for i, c := range rep.ToolCalls {
+			id := fmt.Sprintf("call_%d_%d", turn, i)
+			argText := encodeArgs(c.Args, nil)
+			am.ToolCalls = append(am.ToolCalls, ToolCall{ID: id, Name: c.Name, Arguments: argText})
+			res := `{"status":"ok"}`
+			switch c.Name {
+			case "task_broadcast":
+				if turn == 1 {
+					broadcasts++
+				}
+			case "sessions_spawn":
+				if turn != 1 {
+					t.Fatalf("spawn on turn %d", turn)
+				}
+				var a struct {
+					Task     []string
+					Agent    string
+					Parallel bool
+					Wait     bool
+				}
+				if err := json.Unmarshal([]byte(argText), &a); err != nil {
+					t.Fatal(err)
+				}
+				if !a.Parallel || !a.Wait {
+					t.Fatalf("spawn must be parallel and wait: %s", argText)
+				}
+				var sessions []string
+				for _, child := range a.Task {
+					cs, ok := parseBench(child)
+					if !ok || (cs.size > 1) != (a.Agent == "planner") {
+						t.Fatalf("child %q spawned as %s", child, a.Agent)
+					}
+					simulateBench(t, run, a.Agent, child, depth+1)
+					sessions = append(sessions, `{"task_id":"s-1","status":"completed","output":"done"}`)
+				}
+				res = `{"status":"completed","sessions":[` + strings.Join(sessions, ",") + `]}`
+			}
+			results = append(results, Message{Role: "tool", ToolCallID: id, Content: res})
+		}
+		msgs = append(append(msgs, am), results...)
+	}
+}
+
+func TestBenchPolicyBuildsTheTree(t *testing.T) {
+	for _, tc := range []struct{ agents, fanout, turns, broadcasts int }{
+		{10, 10, 2, 1},
+		{1000, 10, 2, 1},
+		{7, 3, 3, 0},
+		{12, 10, 1, 2},
+		{50, 4, 4, 3},
+	} {
+		t.Run(fmt.Sprint(tc), func(t *testing.T) {
+			run := &benchRun{leafTurns: map[int]int{}, broadcasts: map[int]int{}, nodeTurns: map[int]int{}}
+			simulateBench(t, run, "orchestrator", BenchGoal(tc.agents, tc.fanout, tc.turns, tc.broadcasts), 0)
+			sessions, depth := BenchShape(tc.agents, tc.fanout)
+			if run.sessions != sessions || run.sessions != tc.agents || run.depth != depth {
+				t.Fatalf("ran %d sessions at depth %d; BenchShape says %d, %d", run.sessions, run.depth, sessions, depth)
+			}
+			leaves := 0
+			for turns, n := range run.leafTurns {
+				if turns != tc.turns {
+					t.Fatalf("%d leaves took %d turns, want %d", n, turns, tc.turns)
+				}
+				leaves += n
+			}
+			wantBroadcasts := tc.broadcasts
+			if tc.turns == 1 {
+				wantBroadcasts = 0
+			}
+			if run.broadcasts[wantBroadcasts] != leaves {
+				t.Fatalf("broadcasts per leaf: %v, want %d each", run.broadcasts, wantBroadcasts)
+			}
+			for turns := range run.nodeTurns {
+				if turns != 2 {
+					t.Fatalf("an internal node took %d turns", turns)
+				}
+			}
+		})
+	}
+}
+
+func TestBenchLeafTurns(t *testing.T) {
+	task := BenchGoal(1, 10, 3, 2)
+	msgs := []Message{{Role: "system", Content: "You are the researcher agent of a swarmdeck swarm."}, {Role: "user", Content: task}}
+	rep := Bench().Reply(&Request{Messages: msgs})
+	wantCalls(t, rep, "task_broadcast", "task_broadcast")
+	if a := args(t, rep, "task_broadcast"); a["target"] != "siblings" || a["category"] != "discovery" {
+		t.Fatal(a)
+	}
+	msgs = append(msgs, Message{Role: "assistant"}, Message{Role: "tool", Content: "{}"})
+	wantCalls(t, Bench().Reply(&Request{Messages: msgs}), "get_shared_context")
+	msgs = append(msgs, Message{Role: "assistant"}, Message{Role: "tool", Content: "{}"})
+	wantFinal(t, Bench().Reply(&Request{Messages: msgs}))
+
+	// No broadcasts: one cheap call instead.
+	one := []Message{{Role: "user", Content: BenchGoal(1, 10, 2, 0)}}
+	wantCalls(t, Bench().Reply(&Request{Messages: one}), "get_shared_context")
+}
+
+func TestBenchNodeReportsSpawnFailure(t *testing.T) {
+	msgs := []Message{{Role: "user", Content: BenchGoal(5, 2, 1, 0)}, {Role: "assistant"}, {Role: "tool", Content: `{"error":"max sessions per run reached"}`}}
+	rep := Bench().Reply(&Request{Messages: msgs})
+	if len(rep.ToolCalls) != 0 || !strings.Contains(rep.Content, "max sessions per run reached") {
+		t.Fatalf("rep = %+v", rep)
+	}
+}
