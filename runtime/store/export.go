@@ -1,0 +1,210 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Export is the JSON shape of `swarmdeck export` (DESIGN.md section 7).
+type Export struct {
+	Run         ExportRun          `json:"run"`
+	Sessions    []ExportSession    `json:"sessions"`
+	Broadcasts  []ExportBroadcast  `json:"broadcasts"`
+	Plans       []ExportPlan       `json:"plans"`
+	Delegations []ExportDelegation `json:"delegations"`
+	Questions   []ExportQuestion   `json:"questions"`
+}
+
+type ExportRun struct {
+	ID        string    `json:"id"`
+	Goal      string    `json:"goal"`
+	Status    string    `json:"status"`
+	Provider  string    `json:"provider"`
+	Model     string    `json:"model"`
+	Scripted  bool      `json:"scripted"`
+	Result    string    `json:"result"`
+	Error     string    `json:"error"`
+	Usage     Usage     `json:"usage"`
+	CreatedAt time.Time `json:"created_at"`
+	EndedAt   string    `json:"ended_at"`
+}
+
+type ExportSession struct {
+	ID            string          `json:"id"`
+	ParentID      string          `json:"parent_id"`
+	Agent         string          `json:"agent"`
+	Label         string          `json:"label"`
+	Title         string          `json:"title"`
+	Kind          string          `json:"kind"`
+	Status        string          `json:"status"`
+	Depth         int             `json:"depth"`
+	SharedContext json.RawMessage `json:"shared_context"`
+	Result        string          `json:"result"`
+	Error         string          `json:"error"`
+	Usage         Usage           `json:"usage"`
+	Turns         int             `json:"turns"`
+	Messages      []ExportMessage `json:"messages"`
+}
+
+type ExportMessage struct {
+	Role       string     `json:"role"`
+	Content    string     `json:"content"`
+	Synthetic  bool       `json:"synthetic"`
+	NoReply    bool       `json:"no_reply"`
+	Source     string     `json:"source"`
+	ToolCalls  []ToolCall `json:"tool_calls"`
+	ToolCallID string     `json:"tool_call_id"`
+	CreatedAt  time.Time  `json:"created_at"`
+}
+
+type ExportBroadcast struct {
+	ID          string      `json:"id"`
+	Kind        string      `json:"kind"`
+	FromSession string      `json:"from_session"`
+	From        string      `json:"from"`
+	Category    string      `json:"category"`
+	Target      string      `json:"target"`
+	Message     string      `json:"message"`
+	Timestamp   time.Time   `json:"timestamp"`
+	Recipients  []string    `json:"recipients"`
+	Skipped     []Recipient `json:"skipped"`
+}
+
+type ExportPlan struct {
+	SessionID string           `json:"session_id"`
+	Tasks     []ExportPlanTask `json:"tasks"`
+}
+
+type ExportPlanTask struct {
+	ID          string   `json:"id"`
+	Description string   `json:"description"`
+	Status      string   `json:"status"`
+	DependsOn   []string `json:"depends_on"`
+	Note        string   `json:"note,omitempty"`
+}
+
+type ExportDelegation struct {
+	ID            string `json:"id"`
+	ParentSession string `json:"parent_session"`
+	SessionID     string `json:"session_id"`
+	PlanTaskID    string `json:"plan_task_id"`
+	Description   string `json:"description"`
+	Status        string `json:"status"`
+	Depth         int    `json:"depth"`
+	Result        string `json:"result"`
+	Error         string `json:"error"`
+}
+
+type ExportQuestion struct {
+	ID             string            `json:"id"`
+	FromSession    string            `json:"from_session"`
+	Kind           string            `json:"kind"`
+	Question       string            `json:"question"`
+	Options        json.RawMessage   `json:"options"`
+	AllowHuman     bool              `json:"allow_human"`
+	Responses      map[string]string `json:"responses"`
+	HumanResponded bool              `json:"human_responded"`
+	TimedOut       []string          `json:"timed_out"`
+	Status         string            `json:"status"`
+}
+
+// Export reads a whole run.
+func (s *Store) Export(ctx context.Context, runID string) (*Export, error) {
+	run, err := s.Run(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	runID = run.ID
+	x := &Export{Run: ExportRun{ID: run.ID, Goal: run.Goal, Status: run.Status, Provider: run.Provider, Model: run.Model,
+		Scripted: run.Scripted, Result: run.Result, Error: run.Error, Usage: run.Usage, CreatedAt: run.CreatedAt, EndedAt: Time(run.EndedAt)}}
+	sessions, err := s.Sessions(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	msgs, err := s.AllMessages(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	x.Sessions = make([]ExportSession, 0, len(sessions))
+	for _, se := range sessions {
+		es := ExportSession{ID: se.ID, ParentID: se.ParentID, Agent: se.Agent, Label: se.Label, Title: se.Title, Kind: se.Kind,
+			Status: se.Status, Depth: se.Depth, SharedContext: se.SharedContext, Result: se.Result, Error: se.Error, Usage: se.Usage,
+			Turns: se.Turns, Messages: []ExportMessage{}}
+		if len(es.SharedContext) == 0 {
+			es.SharedContext = json.RawMessage("{}")
+		}
+		for _, m := range msgs[se.ID] {
+			calls := m.ToolCalls
+			if calls == nil {
+				calls = []ToolCall{}
+			}
+			es.Messages = append(es.Messages, ExportMessage{Role: m.Role, Content: m.Content, Synthetic: m.Synthetic, NoReply: m.NoReply,
+				Source: m.Source, ToolCalls: calls, ToolCallID: m.ToolCallID, CreatedAt: m.CreatedAt})
+		}
+		x.Sessions = append(x.Sessions, es)
+	}
+	bcs, err := s.Broadcasts(ctx, runID, 0, 0)
+	if err != nil {
+		return nil, err
+	}
+	x.Broadcasts = make([]ExportBroadcast, 0, len(bcs))
+	for _, b := range bcs {
+		eb := ExportBroadcast{ID: b.ID, Kind: b.Kind, FromSession: b.FromSession, From: b.FromLabel, Category: b.Category, Target: b.Target,
+			Message: b.Message, Timestamp: b.CreatedAt, Recipients: []string{}, Skipped: []Recipient{}}
+		for _, r := range b.Recipients {
+			if r.Status == "delivered" {
+				eb.Recipients = append(eb.Recipients, r.SessionID)
+			} else {
+				eb.Skipped = append(eb.Skipped, r)
+			}
+		}
+		x.Broadcasts = append(x.Broadcasts, eb)
+	}
+	plans, err := s.Plans(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	x.Plans = []ExportPlan{}
+	for _, se := range sessions {
+		tasks, ok := plans[se.ID]
+		if !ok {
+			continue
+		}
+		p := ExportPlan{SessionID: se.ID, Tasks: []ExportPlanTask{}}
+		for _, t := range tasks {
+			deps := t.DependsOn
+			if deps == nil {
+				deps = []string{}
+			}
+			p.Tasks = append(p.Tasks, ExportPlanTask{ID: t.ID, Description: t.Description, Status: t.Status, DependsOn: deps, Note: t.Note})
+		}
+		x.Plans = append(x.Plans, p)
+	}
+	dels, err := s.Delegations(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	x.Delegations = []ExportDelegation{}
+	for _, d := range dels {
+		x.Delegations = append(x.Delegations, ExportDelegation{ID: d.ID, ParentSession: d.ParentSession, SessionID: d.SessionID,
+			PlanTaskID: d.PlanTaskID, Description: d.Description, Status: d.Status, Depth: d.Depth, Result: d.Result, Error: d.Error})
+	}
+	qs, err := s.Questions(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	x.Questions = []ExportQuestion{}
+	for _, q := range qs {
+		eq := ExportQuestion{ID: q.ID, FromSession: q.FromSession, Kind: q.Kind, Question: q.Question, Options: q.Options,
+			AllowHuman: q.AllowHuman, Responses: map[string]string{}, HumanResponded: q.HumanResponded, TimedOut: q.TimedOut, Status: q.Status}
+		if eq.TimedOut == nil {
+			eq.TimedOut = []string{}
+		}
+		for _, r := range q.Responses {
+			eq.Responses[r.Name] = r.Content
+		}
+		x.Questions = append(x.Questions, eq)
+	}
+	return x, nil
+}

@@ -1,0 +1,495 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// ErrNotFound is returned for an unknown run.
+var ErrNotFound = errors.New("not found")
+
+const runCols = `id, goal, status, provider, model, scripted, workspace, result, error, prompt_tokens, completion_tokens, total_tokens,
+	human_skip_all, created_at, updated_at, ended_at`
+
+func scanRun(sc interface{ Scan(...any) error }) (*Run, error) {
+	var r Run
+	var scripted, skip int
+	var created, updated, ended string
+	if err := sc.Scan(&r.ID, &r.Goal, &r.Status, &r.Provider, &r.Model, &scripted, &r.Workspace, &r.Result, &r.Error,
+		&r.Usage.PromptTokens, &r.Usage.CompletionTokens, &r.Usage.TotalTokens, &skip, &created, &updated, &ended); err != nil {
+		return nil, err
+	}
+	r.Scripted, r.HumanSkipAll = scripted != 0, skip != 0
+	r.CreatedAt, r.UpdatedAt, r.EndedAt = ParseTime(created), ParseTime(updated), ParseTime(ended)
+	return &r, nil
+}
+
+// Runs lists stored runs, newest first.
+func (s *Store) Runs(ctx context.Context, limit int) ([]Run, error) {
+	if limit <= 0 {
+		limit = 1 << 30
+	}
+	rows, err := s.read.QueryContext(ctx, `SELECT `+runCols+` FROM runs ORDER BY created_at DESC, id DESC LIMIT ?`, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *r)
+	}
+	return out, rows.Err()
+}
+
+// Run loads one run. An id prefix is accepted when it is unambiguous.
+func (s *Store) Run(ctx context.Context, id string) (*Run, error) {
+	r, err := scanRun(s.read.QueryRowContext(ctx, `SELECT `+runCols+` FROM runs WHERE id = ?`, id))
+	if err == nil {
+		return r, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return nil, err
+	}
+	rows, err := s.read.QueryContext(ctx, `SELECT `+runCols+` FROM runs WHERE id LIKE ? ESCAPE '\' LIMIT 2`, likePrefix(id))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var found []*Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, err
+		}
+		found = append(found, r)
+	}
+	switch len(found) {
+	case 1:
+		return found[0], nil
+	case 0:
+		return nil, fmt.Errorf("run %q: %w (list runs with `swarmdeck runs`)", id, ErrNotFound)
+	default:
+		return nil, fmt.Errorf("run %q is ambiguous: give more of its id", id)
+	}
+}
+
+// LatestRun loads the newest run.
+func (s *Store) LatestRun(ctx context.Context) (*Run, error) {
+	r, err := scanRun(s.read.QueryRowContext(ctx, `SELECT `+runCols+` FROM runs ORDER BY created_at DESC, id DESC LIMIT 1`))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("no runs stored in %s yet: %w", s.path, ErrNotFound)
+	}
+	return r, err
+}
+
+func likePrefix(p string) string {
+	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+	return r.Replace(p) + "%"
+}
+
+// Sessions loads every session of a run, parents before children.
+func (s *Store) Sessions(ctx context.Context, runID string) ([]Session, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT run_id, id, parent_id, agent, label, title, task, kind, status, reason, depth,
+		shared_context, wait_on, refs, result, error, prompt_tokens, completion_tokens, total_tokens, turns, completions,
+		spawn_call, delegation_id, last_tool, created_at, updated_at, ended_at
+		FROM sessions WHERE run_id = ? ORDER BY depth, created_at, id`, runID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Session
+	for rows.Next() {
+		var x Session
+		var sc, waitOn, refs, created, updated, ended string
+		if err := rows.Scan(&x.RunID, &x.ID, &x.ParentID, &x.Agent, &x.Label, &x.Title, &x.Task, &x.Kind, &x.Status, &x.Reason, &x.Depth,
+			&sc, &waitOn, &refs, &x.Result, &x.Error, &x.Usage.PromptTokens, &x.Usage.CompletionTokens, &x.Usage.TotalTokens,
+			&x.Turns, &x.Completions, &x.SpawnCall, &x.DelegationID, &x.LastTool, &created, &updated, &ended); err != nil {
+			return nil, err
+		}
+		x.SharedContext = json.RawMessage(sc)
+		json.Unmarshal([]byte(waitOn), &x.WaitOn)
+		json.Unmarshal([]byte(refs), &x.Refs)
+		x.CreatedAt, x.UpdatedAt, x.EndedAt = ParseTime(created), ParseTime(updated), ParseTime(ended)
+		out = append(out, x)
+	}
+	return out, rows.Err()
+}
+
+const msgCols = `id, run_id, session_id, idx, role, content, tool_calls, tool_call_id, synthetic, no_reply, source, prompt_tokens, completion_tokens, created_at`
+
+func scanMessages(rows *sql.Rows) ([]Message, error) {
+	defer rows.Close()
+	var out []Message
+	for rows.Next() {
+		var m Message
+		var calls, created string
+		var synth, noReply int
+		if err := rows.Scan(&m.ID, &m.RunID, &m.SessionID, &m.Index, &m.Role, &m.Content, &calls, &m.ToolCallID, &synth, &noReply,
+			&m.Source, &m.Usage.PromptTokens, &m.Usage.CompletionTokens, &created); err != nil {
+			return nil, err
+		}
+		m.Synthetic, m.NoReply = synth != 0, noReply != 0
+		m.Usage.TotalTokens = m.Usage.PromptTokens + m.Usage.CompletionTokens
+		if calls != "" {
+			if err := json.Unmarshal([]byte(calls), &m.ToolCalls); err != nil {
+				return nil, fmt.Errorf("message %d: tool calls: %w", m.ID, err)
+			}
+		}
+		m.CreatedAt = ParseTime(created)
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+// Messages loads part of a session's history: from index from, at most
+// limit messages (limit <= 0: all).
+func (s *Store) Messages(ctx context.Context, runID, sessionID string, from, limit int) ([]Message, error) {
+	if limit <= 0 {
+		limit = 1 << 30
+	}
+	rows, err := s.read.QueryContext(ctx, `SELECT `+msgCols+` FROM messages WHERE run_id = ? AND session_id = ? AND idx >= ? ORDER BY idx LIMIT ?`,
+		runID, sessionID, from, limit)
+	if err != nil {
+		return nil, err
+	}
+	return scanMessages(rows)
+}
+
+// AllMessages loads every message of a run, grouped by session, in order.
+func (s *Store) AllMessages(ctx context.Context, runID string) (map[string][]Message, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT `+msgCols+` FROM messages WHERE run_id = ? ORDER BY session_id, idx`, runID)
+	if err != nil {
+		return nil, err
+	}
+	all, err := scanMessages(rows)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]Message{}
+	for _, m := range all {
+		out[m.SessionID] = append(out[m.SessionID], m)
+	}
+	return out, nil
+}
+
+// PendingInbox loads the items not yet delivered, oldest first.
+func (s *Store) PendingInbox(ctx context.Context, runID string) ([]InboxItem, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT id, run_id, session_id, key, kind, waking, content, source, from_session, created_at
+		FROM inbox WHERE run_id = ? AND delivered_at = '' ORDER BY id`, runID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []InboxItem
+	for rows.Next() {
+		var it InboxItem
+		var waking int
+		var created string
+		if err := rows.Scan(&it.ID, &it.RunID, &it.SessionID, &it.Key, &it.Kind, &waking, &it.Content, &it.Source, &it.FromSession, &created); err != nil {
+			return nil, err
+		}
+		it.Waking = waking != 0
+		it.CreatedAt = ParseTime(created)
+		out = append(out, it)
+	}
+	return out, rows.Err()
+}
+
+// InboxKeys lists every inbox key of a run (delivered or not).
+func (s *Store) InboxKeys(ctx context.Context, runID string) (map[string]bool, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT key FROM inbox WHERE run_id = ?`, runID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]bool{}
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			return nil, err
+		}
+		out[k] = true
+	}
+	return out, rows.Err()
+}
+
+// Effect is a recorded side effect of a tool call.
+type Effect struct {
+	SessionID string
+	CallID    string
+	N         int
+	Kind      string
+	Result    []byte
+}
+
+// Effects loads every recorded tool-call effect of a run.
+func (s *Store) Effects(ctx context.Context, runID string) ([]Effect, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT session_id, call_id, n, kind, result FROM call_effects WHERE run_id = ? ORDER BY session_id, call_id, n`, runID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Effect
+	for rows.Next() {
+		var e Effect
+		var res string
+		if err := rows.Scan(&e.SessionID, &e.CallID, &e.N, &e.Kind, &res); err != nil {
+			return nil, err
+		}
+		e.Result = []byte(res)
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// Broadcasts loads broadcasts of a run with their recipients, oldest first:
+// at most limit of those with seq below beforeSeq (beforeSeq <= 0: the newest).
+func (s *Store) Broadcasts(ctx context.Context, runID string, beforeSeq int64, limit int) ([]Broadcast, error) {
+	if limit <= 0 {
+		limit = 1 << 30
+	}
+	if beforeSeq <= 0 {
+		beforeSeq = 1 << 62
+	}
+	rows, err := s.read.QueryContext(ctx, `SELECT run_id, id, seq, kind, from_session, from_label, category, target, message, no_reply, skipped, created_at
+		FROM broadcasts WHERE run_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?`, runID, beforeSeq, limit)
+	if err != nil {
+		return nil, err
+	}
+	var out []Broadcast
+	for rows.Next() {
+		var b Broadcast
+		var noReply int
+		var created string
+		if err := rows.Scan(&b.RunID, &b.ID, &b.Seq, &b.Kind, &b.FromSession, &b.FromLabel, &b.Category, &b.Target, &b.Message, &noReply, &b.Skipped, &created); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		b.NoReply = noReply != 0
+		b.CreatedAt = ParseTime(created)
+		out = append(out, b)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	// Oldest first.
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	if len(out) == 0 {
+		return out, nil
+	}
+	idx := make(map[string]int, len(out))
+	for i, b := range out {
+		idx[b.ID] = i
+	}
+	rrows, err := s.read.QueryContext(ctx, `SELECT broadcast_id, session_id, status, reason FROM broadcast_recipients
+		WHERE run_id = ? AND broadcast_id IN (SELECT id FROM broadcasts WHERE run_id = ? AND seq >= ? AND seq <= ?) ORDER BY broadcast_id, session_id`,
+		runID, runID, out[0].Seq, out[len(out)-1].Seq)
+	if err != nil {
+		return nil, err
+	}
+	defer rrows.Close()
+	for rrows.Next() {
+		var bid string
+		var r Recipient
+		if err := rrows.Scan(&bid, &r.SessionID, &r.Status, &r.Reason); err != nil {
+			return nil, err
+		}
+		if i, ok := idx[bid]; ok {
+			out[i].Recipients = append(out[i].Recipients, r)
+		}
+	}
+	return out, rrows.Err()
+}
+
+// Plans loads every plan of a run by session id, tasks in order.
+func (s *Store) Plans(ctx context.Context, runID string) (map[string][]PlanTask, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT session_id, id, pos, description, status, depends_on, note, created_at, completed_at
+		FROM plan_tasks WHERE run_id = ? ORDER BY session_id, pos`, runID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string][]PlanTask{}
+	for rows.Next() {
+		var sid, deps, created, completed string
+		var t PlanTask
+		if err := rows.Scan(&sid, &t.ID, &t.Position, &t.Description, &t.Status, &deps, &t.Note, &created, &completed); err != nil {
+			return nil, err
+		}
+		json.Unmarshal([]byte(deps), &t.DependsOn)
+		t.CreatedAt, t.CompletedAt = ParseTime(created), ParseTime(completed)
+		out[sid] = append(out[sid], t)
+	}
+	return out, rows.Err()
+}
+
+// Delegations loads every delegation of a run, oldest first.
+func (s *Store) Delegations(ctx context.Context, runID string) ([]Delegation, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT run_id, id, parent_session, session_id, plan_task_id, description, status, depth, custom_config,
+		result, error, created_at, started_at, ended_at FROM delegations WHERE run_id = ? ORDER BY created_at, id`, runID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Delegation
+	for rows.Next() {
+		var d Delegation
+		var cc, created, started, ended string
+		if err := rows.Scan(&d.RunID, &d.ID, &d.ParentSession, &d.SessionID, &d.PlanTaskID, &d.Description, &d.Status, &d.Depth, &cc,
+			&d.Result, &d.Error, &created, &started, &ended); err != nil {
+			return nil, err
+		}
+		d.CustomConfig = json.RawMessage(cc)
+		d.CreatedAt, d.StartedAt, d.EndedAt = ParseTime(created), ParseTime(started), ParseTime(ended)
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
+
+// Questions loads every question of a run with its responses, oldest first.
+func (s *Store) Questions(ctx context.Context, runID string) ([]Question, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT run_id, id, from_session, kind, question, allow_human, options, multi_select, recipients,
+		status, human_responded, timed_out, created_at, deadline, closed_at FROM questions WHERE run_id = ? ORDER BY created_at, id`, runID)
+	if err != nil {
+		return nil, err
+	}
+	var out []Question
+	for rows.Next() {
+		var q Question
+		var allow, multi, human int
+		var opts, recips, timedOut, created, deadline, closed string
+		if err := rows.Scan(&q.RunID, &q.ID, &q.FromSession, &q.Kind, &q.Question, &allow, &opts, &multi, &recips,
+			&q.Status, &human, &timedOut, &created, &deadline, &closed); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		q.AllowHuman, q.MultiSelect, q.HumanResponded = allow != 0, multi != 0, human != 0
+		q.Options = json.RawMessage(opts)
+		json.Unmarshal([]byte(recips), &q.Recipients)
+		json.Unmarshal([]byte(timedOut), &q.TimedOut)
+		q.CreatedAt, q.Deadline, q.ClosedAt = ParseTime(created), ParseTime(deadline), ParseTime(closed)
+		out = append(out, q)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	idx := map[string]int{}
+	for i, q := range out {
+		idx[q.ID] = i
+	}
+	rrows, err := s.read.QueryContext(ctx, `SELECT question_id, responder, name, content, created_at FROM question_responses WHERE run_id = ? ORDER BY created_at`, runID)
+	if err != nil {
+		return nil, err
+	}
+	defer rrows.Close()
+	for rrows.Next() {
+		var qid, created string
+		var r Response
+		if err := rrows.Scan(&qid, &r.Responder, &r.Name, &r.Content, &created); err != nil {
+			return nil, err
+		}
+		r.CreatedAt = ParseTime(created)
+		if i, ok := idx[qid]; ok {
+			out[i].Responses = append(out[i].Responses, r)
+		}
+	}
+	return out, rrows.Err()
+}
+
+// RememberedAnswer returns an earlier human answer to the same question.
+func (s *Store) RememberedAnswer(ctx context.Context, key string) (string, bool) {
+	var a string
+	if err := s.read.QueryRowContext(ctx, `SELECT answer FROM human_answers WHERE question_key = ?`, key).Scan(&a); err != nil {
+		return "", false
+	}
+	return a, true
+}
+
+// MessageCount counts stored messages of a run.
+func (s *Store) MessageCount(ctx context.Context, runID string) (int, error) {
+	var n int
+	err := s.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM messages WHERE run_id = ?`, runID).Scan(&n)
+	return n, err
+}
+
+// EventCount counts logged events of a run.
+func (s *Store) EventCount(ctx context.Context, runID string) (int, error) {
+	var n int
+	err := s.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM events WHERE run_id = ?`, runID).Scan(&n)
+	return n, err
+}
+
+// ReadBroadcasts returns the sibling and human broadcasts delivered to any of
+// the given sessions (and, with sentToo, sent by them), newest first, at most
+// limit, with the total count. category "all" or "" matches every category.
+func (s *Store) ReadBroadcasts(ctx context.Context, runID string, sessions []string, sentToo bool, category string, limit int) ([]Broadcast, int, error) {
+	if len(sessions) == 0 {
+		return nil, 0, nil
+	}
+	marks := strings.TrimSuffix(strings.Repeat("?,", len(sessions)), ",")
+	args := []any{runID}
+	q := `SELECT DISTINCT b.run_id, b.id, b.seq, b.kind, b.from_session, b.from_label, b.category, b.target, b.message, b.no_reply, b.skipped, b.created_at
+		FROM broadcasts b LEFT JOIN broadcast_recipients r ON r.run_id = b.run_id AND r.broadcast_id = b.id AND r.status = 'delivered'
+		WHERE b.run_id = ? AND (b.kind = 'broadcast' OR (b.kind = 'human' AND b.category <> ''))`
+	cond := `r.session_id IN (` + marks + `)`
+	for _, id := range sessions {
+		args = append(args, id)
+	}
+	if sentToo {
+		cond = `(` + cond + ` OR b.from_session IN (` + marks + `))`
+		for _, id := range sessions {
+			args = append(args, id)
+		}
+	}
+	q += ` AND ` + cond
+	if category != "" && category != "all" {
+		q += ` AND b.category = ?`
+		args = append(args, category)
+	}
+	q += ` ORDER BY b.seq DESC`
+	rows, err := s.read.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
+	var out []Broadcast
+	total := 0
+	for rows.Next() {
+		total++
+		if limit > 0 && len(out) >= limit {
+			continue
+		}
+		var b Broadcast
+		var noReply int
+		var created string
+		if err := rows.Scan(&b.RunID, &b.ID, &b.Seq, &b.Kind, &b.FromSession, &b.FromLabel, &b.Category, &b.Target, &b.Message, &noReply, &b.Skipped, &created); err != nil {
+			return nil, 0, err
+		}
+		b.NoReply = noReply != 0
+		b.CreatedAt = ParseTime(created)
+		out = append(out, b)
+	}
+	return out, total, rows.Err()
+}
+
+// BroadcastSeq finds the sequence number of a broadcast by id.
+func (s *Store) BroadcastSeq(ctx context.Context, runID, id string) (int64, error) {
+	var seq int64
+	err := s.read.QueryRowContext(ctx, `SELECT seq FROM broadcasts WHERE run_id = ? AND id = ?`, runID, id).Scan(&seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("no broadcast %q in run %s", id, runID)
+	}
+	return seq, err
+}

@@ -1,0 +1,395 @@
+// Package store is swarmdeck's persistence: one SQLite file in WAL mode
+// holding runs, sessions, messages, inboxes, broadcasts, plans, delegations,
+// questions and the event log.
+//
+// All writes go through one writer goroutine. Callers hand it operations
+// (closures over a Tx); it runs whatever is queued in a single transaction,
+// each operation inside its own savepoint, commits, and only then publishes
+// the events the operations emitted. Serialising writes this way gives two
+// things at once: group commit (hundreds of sessions share one commit), and a
+// total order of state changes that the runtime relies on (an operation sees
+// the effects of every operation before it).
+package store
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/swarmdeck/swarmdeck/runtime/event"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// maxBatch bounds how many operations share one transaction, so one commit
+// never holds the write lock for long.
+const maxBatch = 256
+
+// Store is an open database.
+type Store struct {
+	path  string
+	write *sql.DB // one connection, owned by the writer goroutine
+	read  *sql.DB // a small pool for readers (WAL lets them run beside the writer)
+	conn  *sql.Conn
+	stmts map[string]*sql.Stmt
+
+	publish func([]event.Event)
+
+	ops      chan *op
+	closing  chan struct{}
+	closed   chan struct{}
+	closeMu  sync.Mutex
+	isClosed bool
+
+	seqMu sync.Mutex
+	seqs  map[string]int64 // last event sequence per run
+	err   error            // a failed commit poisons the store
+}
+
+type op struct {
+	fn     func(*Tx) error
+	done   chan error
+	events []event.Event
+}
+
+// Open opens (creating if needed) the database at path and brings its schema
+// up to date. publish receives the events of each committed batch in order;
+// it must not block.
+func Open(path string, publish func([]event.Event)) (*Store, error) {
+	if path == "" {
+		return nil, errors.New("store: no database path")
+	}
+	if path != ":memory:" {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return nil, fmt.Errorf("create the database directory: %w", err)
+		}
+	}
+	dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(OFF)&_txlock=immediate"
+	write, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	write.SetMaxOpenConns(1)
+	write.SetMaxIdleConns(1)
+	write.SetConnMaxLifetime(0)
+	write.SetConnMaxIdleTime(0)
+	if publish == nil {
+		publish = func([]event.Event) {}
+	}
+	s := &Store{path: path, write: write, stmts: map[string]*sql.Stmt{}, publish: publish,
+		ops: make(chan *op, 1024), closing: make(chan struct{}), closed: make(chan struct{}), seqs: map[string]int64{}}
+	ctx := context.Background()
+	s.conn, err = write.Conn(ctx)
+	if err != nil {
+		write.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	if err := s.migrate(ctx); err != nil {
+		s.conn.Close()
+		write.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	readDSN := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=query_only(1)"
+	if path == ":memory:" {
+		// An in-memory database is private to its connection: read through
+		// the writer's pool instead.
+		s.read = write
+	} else {
+		s.read, err = sql.Open("sqlite", readDSN)
+		if err != nil {
+			s.conn.Close()
+			write.Close()
+			return nil, err
+		}
+		s.read.SetMaxOpenConns(4)
+	}
+	go s.loop()
+	return s, nil
+}
+
+// Path is the database file.
+func (s *Store) Path() string { return s.path }
+
+func (s *Store) migrate(ctx context.Context) error {
+	var version int
+	if err := s.conn.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	entries, err := fs.ReadDir(migrations, "migrations")
+	if err != nil {
+		return err
+	}
+	type mig struct {
+		version int
+		name    string
+	}
+	var all []mig
+	for _, e := range entries {
+		n, err := strconv.Atoi(strings.SplitN(e.Name(), "_", 2)[0])
+		if err != nil {
+			return fmt.Errorf("migration %s: bad name", e.Name())
+		}
+		all = append(all, mig{n, e.Name()})
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].version < all[j].version })
+	latest := 0
+	if len(all) > 0 {
+		latest = all[len(all)-1].version
+	}
+	if version > latest {
+		return fmt.Errorf("the database has schema version %d but this swarmdeck knows only up to %d: use a newer swarmdeck or another --db", version, latest)
+	}
+	for _, m := range all {
+		if m.version <= version {
+			continue
+		}
+		body, err := migrations.ReadFile("migrations/" + m.name)
+		if err != nil {
+			return err
+		}
+		if _, err := s.conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+			return fmt.Errorf("migration %s: %w", m.name, err)
+		}
+		if _, err := s.conn.ExecContext(ctx, string(body)); err != nil {
+			s.conn.ExecContext(ctx, "ROLLBACK")
+			return fmt.Errorf("migration %s: %w", m.name, err)
+		}
+		if _, err := s.conn.ExecContext(ctx, "PRAGMA user_version = "+strconv.Itoa(m.version)); err != nil {
+			s.conn.ExecContext(ctx, "ROLLBACK")
+			return fmt.Errorf("migration %s: %w", m.name, err)
+		}
+		if _, err := s.conn.ExecContext(ctx, "COMMIT"); err != nil {
+			return fmt.Errorf("migration %s: %w", m.name, err)
+		}
+	}
+	return nil
+}
+
+// Do runs fn in the writer and returns once its changes are committed and
+// its events published. fn must be quick and must not block: it runs while
+// every other write waits.
+func (s *Store) Do(ctx context.Context, fn func(*Tx) error) error {
+	o := &op{fn: fn, done: make(chan error, 1)}
+	select {
+	case s.ops <- o:
+	case <-s.closing:
+		return ErrClosed
+	}
+	// Wait for the commit even if ctx is cancelled meanwhile: the operation
+	// is queued and will run; returning early would hide its outcome.
+	return <-o.done
+}
+
+// Go queues fn without waiting for its commit. Errors are reported through
+// the store's poisoned state (Err) only.
+func (s *Store) Go(fn func(*Tx) error) {
+	o := &op{fn: fn}
+	select {
+	case s.ops <- o:
+	case <-s.closing:
+	}
+}
+
+// ErrClosed is returned by Do after Close.
+var ErrClosed = errors.New("store is closed")
+
+// Err reports a commit failure that stopped the store, if any.
+func (s *Store) Err() error {
+	s.seqMu.Lock()
+	defer s.seqMu.Unlock()
+	return s.err
+}
+
+func (s *Store) loop() {
+	defer close(s.closed)
+	batch := make([]*op, 0, maxBatch)
+	for {
+		select {
+		case o := <-s.ops:
+			batch = append(batch[:0], o)
+		case <-s.closing:
+			// Drain what was queued before Close.
+			for {
+				select {
+				case o := <-s.ops:
+					s.run([]*op{o})
+					continue
+				default:
+				}
+				return
+			}
+		}
+	fill:
+		for len(batch) < maxBatch {
+			select {
+			case o := <-s.ops:
+				batch = append(batch, o)
+			default:
+				break fill
+			}
+		}
+		s.run(batch)
+	}
+}
+
+// run executes one batch in one transaction.
+func (s *Store) run(batch []*op) {
+	ctx := context.Background()
+	if err := s.Err(); err != nil {
+		for _, o := range batch {
+			o.finish(err)
+		}
+		return
+	}
+	if _, err := s.conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		s.fail(batch, fmt.Errorf("begin: %w", err))
+		return
+	}
+	tx := &Tx{s: s, ctx: ctx}
+	results := make([]error, len(batch))
+	for i, o := range batch {
+		mark := s.snapshotSeqs()
+		tx.events = tx.events[:0]
+		if _, err := s.conn.ExecContext(ctx, "SAVEPOINT op"); err != nil {
+			tx.broken = err
+			break
+		}
+		err := o.fn(tx)
+		if err != nil && tx.broken == nil {
+			s.conn.ExecContext(ctx, "ROLLBACK TO op")
+			s.conn.ExecContext(ctx, "RELEASE op")
+			s.restoreSeqs(mark)
+			results[i] = err
+			continue
+		}
+		if tx.broken != nil {
+			break
+		}
+		if _, rerr := s.conn.ExecContext(ctx, "RELEASE op"); rerr != nil {
+			tx.broken = rerr
+			break
+		}
+		o.events = append(o.events[:0], tx.events...)
+	}
+	if tx.broken != nil {
+		s.conn.ExecContext(ctx, "ROLLBACK")
+		s.fail(batch, tx.broken)
+		return
+	}
+	if _, err := s.conn.ExecContext(ctx, "COMMIT"); err != nil {
+		s.conn.ExecContext(ctx, "ROLLBACK")
+		s.fail(batch, fmt.Errorf("commit: %w", err))
+		return
+	}
+	var events []event.Event
+	for i, o := range batch {
+		if results[i] == nil {
+			events = append(events, o.events...)
+		}
+	}
+	if len(events) > 0 {
+		s.publish(events)
+	}
+	for i, o := range batch {
+		o.finish(results[i])
+	}
+}
+
+func (o *op) finish(err error) {
+	if o.done != nil {
+		o.done <- err
+	}
+}
+
+// fail poisons the store: a write that cannot be committed means the disk or
+// the database is broken, and carrying on would lose data silently.
+func (s *Store) fail(batch []*op, err error) {
+	err = fmt.Errorf("store %s: %w", s.path, err)
+	s.seqMu.Lock()
+	if s.err == nil {
+		s.err = err
+	}
+	s.seqMu.Unlock()
+	for _, o := range batch {
+		o.finish(err)
+	}
+}
+
+func (s *Store) snapshotSeqs() map[string]int64 {
+	s.seqMu.Lock()
+	defer s.seqMu.Unlock()
+	if len(s.seqs) == 0 {
+		return nil
+	}
+	m := make(map[string]int64, len(s.seqs))
+	for k, v := range s.seqs {
+		m[k] = v
+	}
+	return m
+}
+
+func (s *Store) restoreSeqs(m map[string]int64) {
+	s.seqMu.Lock()
+	defer s.seqMu.Unlock()
+	for k := range s.seqs {
+		if v, ok := m[k]; ok {
+			s.seqs[k] = v
+		} else {
+			delete(s.seqs, k)
+		}
+	}
+}
+
+// Close flushes queued writes and closes the database.
+func (s *Store) Close() error {
+	s.closeMu.Lock()
+	if s.isClosed {
+		s.closeMu.Unlock()
+		return nil
+	}
+	s.isClosed = true
+	close(s.closing)
+	s.closeMu.Unlock()
+	<-s.closed
+	for _, st := range s.stmts {
+		st.Close()
+	}
+	// Fold the WAL back into the main file so a copied .db is complete.
+	s.conn.ExecContext(context.Background(), "PRAGMA wal_checkpoint(TRUNCATE)")
+	s.conn.Close()
+	err := s.write.Close()
+	if s.read != s.write {
+		s.read.Close()
+	}
+	return err
+}
+
+// Time formats t for storage.
+func Time(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+// ParseTime reads a stored time ("" is the zero time).
+func ParseTime(s string) time.Time {
+	if s == "" {
+		return time.Time{}
+	}
+	t, _ := time.Parse(time.RFC3339Nano, s)
+	return t
+}

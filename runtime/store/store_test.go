@@ -1,0 +1,143 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/swarmdeck/swarmdeck/runtime/event"
+)
+
+func openTest(t *testing.T, publish func([]event.Event)) *Store {
+	t.Helper()
+	s, err := Open(filepath.Join(t.TempDir(), "t.db"), publish)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestFailedOperationLeavesOthersInItsBatch(t *testing.T) {
+	var mu sync.Mutex
+	var published []event.Event
+	s := openTest(t, func(evs []event.Event) {
+		mu.Lock()
+		published = append(published, evs...)
+		mu.Unlock()
+	})
+	ctx := context.Background()
+	if err := s.Do(ctx, func(tx *Tx) error { return tx.InsertRun(&Run{ID: "r-1", Goal: "g", Status: "running", CreatedAt: time.Now()}) }); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, 40)
+	for i := range 40 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = s.Do(ctx, func(tx *Tx) error {
+				if _, err := tx.Emit(event.Event{Type: event.Error, RunID: "r-1", Error: "x"}); err != nil {
+					return err
+				}
+				if err := tx.InsertMessage(&Message{RunID: "r-1", SessionID: "s-1", Index: i, Role: "user", Content: "m"}); err != nil {
+					return err
+				}
+				if i%2 == 1 {
+					return errors.New("refused")
+				}
+				return nil
+			})
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if (i%2 == 1) != (err != nil) {
+			t.Fatalf("op %d: err = %v", i, err)
+		}
+	}
+	msgs, err := s.Messages(ctx, "r-1", "s-1", 0, 0)
+	if err != nil || len(msgs) != 20 {
+		t.Fatalf("%d messages stored (want 20): %v", len(msgs), err)
+	}
+	for _, m := range msgs {
+		if m.Index%2 == 1 {
+			t.Errorf("message %d of a refused operation was kept", m.Index)
+		}
+	}
+	// Events of refused operations are neither stored nor published, and
+	// the published sequence has no holes.
+	mu.Lock()
+	defer mu.Unlock()
+	if len(published) != 20 {
+		t.Fatalf("%d events published, want 20", len(published))
+	}
+	for i, e := range published {
+		if e.Seq != int64(i+1) {
+			t.Fatalf("event %d has seq %d", i, e.Seq)
+		}
+	}
+	if n, _ := s.EventCount(ctx, "r-1"); n != 20 {
+		t.Errorf("%d events logged, want 20", n)
+	}
+}
+
+func TestReopenKeepsSequenceAndData(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.db")
+	s, err := Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	s.Do(ctx, func(tx *Tx) error {
+		tx.InsertRun(&Run{ID: "r-abc123", Goal: "g", Status: "running", CreatedAt: time.Now()})
+		_, err := tx.Emit(event.Event{Type: event.RunStarted, RunID: "r-abc123"})
+		return err
+	})
+	s.Close()
+	s, err = Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var seq int64
+	s.Do(ctx, func(tx *Tx) error {
+		e, err := tx.Emit(event.Event{Type: event.Error, RunID: "r-abc123"})
+		seq = e.Seq
+		return err
+	})
+	if seq != 2 {
+		t.Errorf("seq after reopen = %d, want 2", seq)
+	}
+	if r, err := s.Run(ctx, "r-abc"); err != nil || r.ID != "r-abc123" {
+		t.Errorf("prefix lookup: %v %v", r, err)
+	}
+	if _, err := s.Run(ctx, "r-zzz"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("unknown run: %v", err)
+	}
+}
+
+func BenchmarkStoreAppend(b *testing.B) {
+	s, err := Open(filepath.Join(b.TempDir(), "b.db"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	content := "a message of ordinary length, about as long as a tool result summary line or a short answer"
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		sid := "s-" + time.Now().Format("150405.000000000")
+		i := 0
+		for pb.Next() {
+			m := &Message{RunID: "r-1", SessionID: sid, Index: i, Role: "assistant", Content: content}
+			if err := s.Do(ctx, func(tx *Tx) error { return tx.InsertMessage(m) }); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
+}

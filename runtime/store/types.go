@@ -1,0 +1,182 @@
+package store
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Usage counts tokens.
+type Usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+// Run is one goal given to the swarm.
+type Run struct {
+	ID           string
+	Goal         string
+	Status       string // running, completed, failed, cancelled, interrupted
+	Provider     string
+	Model        string
+	Scripted     bool
+	Workspace    string
+	Result       string
+	Error        string
+	Usage        Usage
+	HumanSkipAll bool
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+	EndedAt      time.Time
+}
+
+// Session is one agent conversation.
+type Session struct {
+	RunID         string
+	ID            string
+	ParentID      string
+	Agent         string
+	Label         string
+	Title         string
+	Task          string
+	Kind          string // task, delegation, root
+	Status        string
+	Reason        string
+	Depth         int
+	SharedContext json.RawMessage // the effective context, a JSON object
+	WaitOn        []string        // session ids this one is chained after
+	Refs          []string        // $ reference names still to resolve when it starts
+	Result        string
+	Error         string
+	Usage         Usage
+	Turns         int
+	Completions   int
+	SpawnCall     string // the tool call that created it (parent session id + "/" + call id)
+	DelegationID  string
+	LastTool      string
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+	EndedAt       time.Time
+}
+
+// ToolCall is a call requested by a model, as stored.
+type ToolCall struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// Message is one entry of a session's history.
+type Message struct {
+	ID         int64
+	RunID      string
+	SessionID  string
+	Index      int
+	Role       string
+	Content    string
+	ToolCalls  []ToolCall
+	ToolCallID string
+	Synthetic  bool
+	NoReply    bool
+	Source     string // agent, human, system
+	Usage      Usage
+	CreatedAt  time.Time
+}
+
+// InboxItem waits to enter a session's history at its next turn boundary.
+type InboxItem struct {
+	ID          int64
+	RunID       string
+	SessionID   string
+	Key         string // unique per run: makes delivery idempotent
+	Kind        string // task_result, broadcast, message, human, sibling, announce, note
+	Waking      bool
+	Content     string
+	Source      string
+	FromSession string
+	CreatedAt   time.Time
+	DeliveredAt time.Time
+	ConsumedBy  string
+}
+
+// Broadcast is a broadcast, announcement, direct or human message.
+type Broadcast struct {
+	RunID       string
+	ID          string
+	Seq         int64
+	Kind        string
+	FromSession string
+	FromLabel   string
+	Category    string
+	Target      string
+	Message     string
+	NoReply     bool
+	Skipped     int
+	Recipients  []Recipient
+	CreatedAt   time.Time
+}
+
+// Recipient is one addressee of a broadcast.
+type Recipient struct {
+	SessionID string `json:"session_id"`
+	Status    string `json:"status"` // delivered, skipped
+	Reason    string `json:"reason,omitempty"`
+}
+
+// PlanTask is one task of a session's plan.
+type PlanTask struct {
+	ID          string
+	Position    int
+	Description string
+	Status      string
+	DependsOn   []string
+	Note        string
+	CreatedAt   time.Time
+	CompletedAt time.Time
+}
+
+// Delegation is a task handed to a sub-orchestrator.
+type Delegation struct {
+	RunID         string
+	ID            string
+	ParentSession string
+	SessionID     string
+	PlanTaskID    string
+	Description   string
+	Status        string
+	Depth         int
+	CustomConfig  json.RawMessage
+	Result        string
+	Error         string
+	CreatedAt     time.Time
+	StartedAt     time.Time
+	EndedAt       time.Time
+}
+
+// Question is an ask_others / broadcast_message question.
+type Question struct {
+	RunID          string
+	ID             string
+	FromSession    string
+	Kind           string // ask_others, broadcast_message
+	Question       string
+	AllowHuman     bool
+	Options        json.RawMessage
+	MultiSelect    bool
+	Recipients     []string
+	Status         string
+	HumanResponded bool
+	TimedOut       []string
+	CreatedAt      time.Time
+	Deadline       time.Time
+	ClosedAt       time.Time
+	Responses      []Response
+}
+
+// Response is one answer to a question.
+type Response struct {
+	Responder string // session id or "human"
+	Name      string // label or id shown to the asker
+	Content   string
+	CreatedAt time.Time
+}
