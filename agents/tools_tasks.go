@@ -1,0 +1,234 @@
+package agents
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"time"
+)
+
+func mustSchema(text string) *Schema {
+	s, err := ParseSchema(text)
+	if err != nil {
+		panic("bad tool schema: " + err.Error() + "\n" + text)
+	}
+	return s
+}
+
+// seconds converts a timeout argument.
+func seconds(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
+
+// stringList accepts a string or a list of strings.
+type stringList []string
+
+func (l *stringList) UnmarshalJSON(b []byte) error {
+	var one string
+	if json.Unmarshal(b, &one) == nil {
+		if one != "" {
+			*l = []string{one}
+		}
+		return nil
+	}
+	var many []string
+	if err := json.Unmarshal(b, &many); err != nil {
+		return err
+	}
+	*l = many
+	return nil
+}
+
+var sessionsSpawn = &Tool{
+	Name:  "sessions_spawn",
+	Group: GroupSpawn,
+	Description: "Start one or more sub-agents (child sessions). `task` is one task or an array of tasks; an array with " +
+		"`parallel: true` starts all at once with the same shared context, an array without it runs as a chain (each after the previous). " +
+		"`label` names the child (array members get label-1, label-2, …) so later spawns can refer to it. " +
+		"`sharedContext` is an object the child sees read-only in its system prompt (merged over your own context); a key " +
+		"like \"$research\": \"reference\" includes the result of the earlier sub-agent labelled research (and waits for it). " +
+		"`chainAfter` / `dependsOn` name earlier siblings (labels or task ids) to wait for. Results arrive later as <task_result> " +
+		"messages, or at once with `wait: true`.",
+	Blocking: true,
+	Schema: mustSchema(`{"type":"object","additionalProperties":false,
+	  "properties":{
+	    "task":{"anyOf":[{"type":"string","minLength":1},{"type":"array","items":{"type":"string","minLength":1},"maxItems":200}],"description":"The task, or an array of tasks"},
+	    "label":{"type":"string","maxLength":64,"description":"Short name for the child, unique among your children"},
+	    "title":{"type":"string","maxLength":200,"description":"Optional short title shown in the dashboard"},
+	    "agent":{"type":"string","description":"Role from the roster (default: researcher)"},
+	    "parallel":{"type":"boolean","description":"Start every task of an array at once (default false: a chain)"},
+	    "sharedContext":{"type":"object","description":"Read-only context for the child; \"$label\": \"reference\" includes an earlier result"},
+	    "chainAfter":{"type":["string","array"],"items":{"type":"string"},"description":"Label or task id of a sibling to wait for"},
+	    "dependsOn":{"type":"array","items":{"type":"string"},"description":"Labels or task ids of siblings to wait for (fan-in)"},
+	    "wait":{"type":"boolean","description":"Block until the children finish and return their outputs"},
+	    "timeout":{"type":"number","minimum":0,"description":"With wait: seconds to wait at most"}
+	  },"required":["task"]}`),
+	Handler: func(ctx context.Context, c *Call, args json.RawMessage) (any, error) {
+		var a struct {
+			Task          stringList      `json:"task"`
+			Label         string          `json:"label"`
+			Title         string          `json:"title"`
+			Agent         string          `json:"agent"`
+			Parallel      bool            `json:"parallel"`
+			SharedContext json.RawMessage `json:"sharedContext"`
+			ChainAfter    stringList      `json:"chainAfter"`
+			DependsOn     []string        `json:"dependsOn"`
+			Wait          bool            `json:"wait"`
+			Timeout       float64         `json:"timeout"`
+		}
+		if err := decode(args, &a); err != nil {
+			return nil, err
+		}
+		if len(a.Task) == 0 {
+			return nil, Errorf("task must name at least one task")
+		}
+		req := SpawnRequest{Tasks: a.Task, Label: strings.TrimSpace(a.Label), Agent: strings.TrimSpace(a.Agent), Parallel: a.Parallel,
+			SharedContext: a.SharedContext, ChainAfter: append(a.ChainAfter, a.DependsOn...), Wait: a.Wait, Timeout: seconds(a.Timeout)}
+		if a.Title != "" {
+			req.Titles = []string{a.Title}
+		}
+		return c.Host.Spawn(ctx, c, req)
+	},
+}
+
+var taskCreate = &Tool{
+	Name:  "task_create",
+	Group: GroupSpawn,
+	Description: "Create one child task for an agent of the roster. Returns its task_id at once (async, the default); " +
+		"with async: false it waits and returns the output.",
+	Blocking: true,
+	Schema: mustSchema(`{"type":"object","additionalProperties":false,
+	  "properties":{
+	    "agent":{"type":"string","description":"Role from the roster"},
+	    "title":{"type":"string","minLength":1,"maxLength":200,"description":"Short title"},
+	    "prompt":{"type":"string","minLength":1,"description":"What the task must do"},
+	    "async":{"type":"boolean","description":"Return at once (default true)"},
+	    "label":{"type":"string","maxLength":64},
+	    "sharedContext":{"type":"object","description":"Read-only context for the child"}
+	  },"required":["agent","title","prompt"]}`),
+	Handler: func(ctx context.Context, c *Call, args json.RawMessage) (any, error) {
+		a := struct {
+			Agent         string          `json:"agent"`
+			Title         string          `json:"title"`
+			Prompt        string          `json:"prompt"`
+			Async         *bool           `json:"async"`
+			Label         string          `json:"label"`
+			SharedContext json.RawMessage `json:"sharedContext"`
+		}{}
+		if err := decode(args, &a); err != nil {
+			return nil, err
+		}
+		wait := a.Async != nil && !*a.Async
+		res, err := c.Host.Spawn(ctx, c, SpawnRequest{Tasks: []string{a.Prompt}, Titles: []string{a.Title}, Label: a.Label,
+			Agent: a.Agent, SharedContext: a.SharedContext, Wait: wait})
+		if err != nil {
+			return nil, err
+		}
+		out := res.Sessions[0]
+		if !wait {
+			return map[string]string{"task_id": out.TaskID, "status": out.Status}, nil
+		}
+		return out, nil
+	},
+}
+
+var taskOutput = &Tool{
+	Name:  "task_output",
+	Group: GroupTasks,
+	Description: "Get the status and output of a child or sibling task (sibling ids come from <sibling_tasks>). " +
+		"With wait: true, block until it finishes (at most timeout seconds).",
+	Blocking: true,
+	Schema: mustSchema(`{"type":"object","additionalProperties":false,
+	  "properties":{
+	    "task_id":{"type":"string","minLength":1},
+	    "wait":{"type":"boolean"},
+	    "timeout":{"type":"number","minimum":0,"description":"Seconds to wait at most (default 300)"}
+	  },"required":["task_id"]}`),
+	Handler: func(ctx context.Context, c *Call, args json.RawMessage) (any, error) {
+		var a struct {
+			TaskID  string  `json:"task_id"`
+			Wait    bool    `json:"wait"`
+			Timeout float64 `json:"timeout"`
+		}
+		if err := decode(args, &a); err != nil {
+			return nil, err
+		}
+		return c.Host.TaskOutput(ctx, c, strings.TrimSpace(a.TaskID), a.Wait, seconds(a.Timeout))
+	},
+}
+
+var taskSendMessage = &Tool{
+	Name:  "task_send_message",
+	Group: GroupTasks,
+	Description: "Send a message to a child or sibling task. By default it wakes the recipient (even one that has finished) " +
+		"to act on it; with noReply: true it is delivered passively, read at its next turn without starting one.",
+	Schema: mustSchema(`{"type":"object","additionalProperties":false,
+	  "properties":{
+	    "task_id":{"type":"string","minLength":1,"description":"The child or sibling task id"},
+	    "message":{"type":"string","minLength":1,"maxLength":8000},
+	    "noReply":{"type":"boolean","description":"Deliver passively without triggering a response"}
+	  },"required":["task_id","message"]}`),
+	Handler: func(ctx context.Context, c *Call, args json.RawMessage) (any, error) {
+		var a struct {
+			TaskID  string `json:"task_id"`
+			Message string `json:"message"`
+			NoReply bool   `json:"noReply"`
+		}
+		if err := decode(args, &a); err != nil {
+			return nil, err
+		}
+		return c.Host.SendMessage(ctx, c, strings.TrimSpace(a.TaskID), a.Message, a.NoReply)
+	},
+}
+
+var taskCancel = &Tool{
+	Name:        "task_cancel",
+	Group:       GroupTasks,
+	Description: "Cancel a child task and all of its descendants, including their calls in flight.",
+	Schema: mustSchema(`{"type":"object","additionalProperties":false,
+	  "properties":{"task_id":{"type":"string","minLength":1}},"required":["task_id"]}`),
+	Handler: func(ctx context.Context, c *Call, args json.RawMessage) (any, error) {
+		var a struct {
+			TaskID string `json:"task_id"`
+		}
+		if err := decode(args, &a); err != nil {
+			return nil, err
+		}
+		return c.Host.CancelTask(ctx, c, strings.TrimSpace(a.TaskID))
+	},
+}
+
+var taskWait = &Tool{
+	Name:  "task_wait",
+	Group: GroupSpawn,
+	Description: "Wait until all listed child tasks (default: all your children) have finished, then return each outcome. " +
+		"A fan-in barrier. timeout is in seconds; unfinished tasks are listed in timed_out.",
+	Blocking: true,
+	Schema: mustSchema(`{"type":"object","additionalProperties":false,
+	  "properties":{
+	    "task_ids":{"type":"array","items":{"type":"string"}},
+	    "timeout":{"type":"number","minimum":0}
+	  }}`),
+	Handler: func(ctx context.Context, c *Call, args json.RawMessage) (any, error) {
+		var a struct {
+			TaskIDs stringList `json:"task_ids"`
+			Timeout float64    `json:"timeout"`
+		}
+		if err := decode(args, &a); err != nil {
+			return nil, err
+		}
+		return c.Host.WaitTasks(ctx, c, a.TaskIDs, seconds(a.Timeout))
+	},
+}
+
+var taskSiblings = &Tool{
+	Name:        "task_siblings",
+	Group:       GroupTasks,
+	Description: "List all your sibling tasks (id, agent, title, status), for when <sibling_tasks> showed only the first ones.",
+	Schema:      mustSchema(`{"type":"object","additionalProperties":false,"properties":{}}`),
+	Handler: func(ctx context.Context, c *Call, args json.RawMessage) (any, error) {
+		sibs := c.Host.Siblings(ctx)
+		if sibs == nil {
+			sibs = []TaskRef{}
+		}
+		return map[string]any{"siblings": sibs, "total": len(sibs)}, nil
+	},
+}

@@ -1,0 +1,110 @@
+package agents
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func testWorkspace(t *testing.T) (*Workspace, string, string) {
+	t.Helper()
+	base := t.TempDir()
+	dir := filepath.Join(base, "ws")
+	outside := filepath.Join(base, "outside")
+	os.MkdirAll(filepath.Join(dir, "src"), 0o755)
+	os.MkdirAll(outside, 0o755)
+	os.WriteFile(filepath.Join(dir, "src", "main.go"), []byte("package main\n\nfunc main() {}\n"), 0o644)
+	os.WriteFile(filepath.Join(outside, "secret.txt"), []byte("top secret\n"), 0o644)
+	// A link that leaves the workspace, one that stays inside, and a
+	// directory link out.
+	os.Symlink(filepath.Join(outside, "secret.txt"), filepath.Join(dir, "escape.txt"))
+	os.Symlink("src/main.go", filepath.Join(dir, "inside.go"))
+	os.Symlink(outside, filepath.Join(dir, "outdir"))
+	w, err := OpenWorkspace(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	return w, dir, outside
+}
+
+func TestWorkspaceConfinement(t *testing.T) {
+	w, _, outside := testWorkspace(t)
+	refused := []struct{ path, want string }{
+		{"../outside/secret.txt", `contains ".."`},
+		{"src/../../outside/secret.txt", `contains ".."`},
+		{"/etc/passwd", "is absolute"},
+		{filepath.Join(outside, "secret.txt"), "is absolute"},
+		{"escape.txt", "outside the workspace"},
+		{"outdir/secret.txt", "outside the workspace"},
+		{strings.Repeat("a/", 600) + "x", "the limit is 1024"},
+		{"a\x00b", "NUL"},
+	}
+	for _, tt := range refused {
+		_, err := w.Read(tt.path, 0, 0)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Read(%.40q) error = %v, want %q", tt.path, err, tt.want)
+		}
+		if _, err := w.Write(tt.path, []byte("x")); err == nil {
+			t.Errorf("Write(%.40q) was allowed", tt.path)
+		}
+	}
+	if _, err := w.List("outdir", false, 0); err == nil {
+		t.Errorf("listing a directory link out of the workspace was allowed")
+	}
+	// Writing through a link that points out must not touch the target.
+	w.Write("escape.txt", []byte("overwritten"))
+	if b, _ := os.ReadFile(filepath.Join(outside, "secret.txt")); string(b) != "top secret\n" {
+		t.Fatalf("a write escaped the workspace: %q", b)
+	}
+	// A link that stays inside works.
+	fc, err := w.Read("inside.go", 0, 0)
+	if err != nil || !strings.Contains(fc.Content, "package main") {
+		t.Errorf("Read(inside.go) = %v, %v", fc, err)
+	}
+}
+
+func TestWorkspaceTools(t *testing.T) {
+	w, dir, _ := testWorkspace(t)
+	if _, err := w.Write("notes/plan.md", []byte("one\ntwo\nthree\n")); err != nil {
+		t.Fatal(err)
+	}
+	fc, err := w.Read("notes/plan.md", 2, 1)
+	if err != nil || fc.Content != "two\n" || fc.TotalLines != 3 || !fc.Truncated {
+		t.Errorf("Read window = %+v, %v", fc, err)
+	}
+	list, err := w.List(".", true, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range list.Entries {
+		names = append(names, e.Name)
+	}
+	if !strings.Contains(strings.Join(names, ","), "notes/plan.md") {
+		t.Errorf("recursive listing = %v", names)
+	}
+	sr, err := w.Search("TWO", "", "*.md", 0)
+	if err != nil || len(sr.Matches) != 1 || sr.Matches[0].Line != 2 {
+		t.Errorf("Search = %+v, %v", sr, err)
+	}
+	path, content, n, err := w.PlanEdit("notes/plan.md", "two", "2", false)
+	if err != nil || n != 1 || string(content) != "one\n2\nthree\n" || path != "notes/plan.md" {
+		t.Errorf("PlanEdit = %q %q %d %v", path, content, n, err)
+	}
+	if _, _, _, err := w.PlanEdit("notes/plan.md", "missing", "x", false); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Errorf("edit of missing text: %v", err)
+	}
+	os.WriteFile(filepath.Join(dir, "dup.txt"), []byte("a a"), 0o644)
+	if _, _, _, err := w.PlanEdit("dup.txt", "a", "b", false); err == nil || !strings.Contains(err.Error(), "occurs 2 times") {
+		t.Errorf("ambiguous edit: %v", err)
+	}
+	if _, err := w.Read("bin", 0, 0); err == nil {
+		t.Errorf("reading a missing file worked")
+	}
+	os.WriteFile(filepath.Join(dir, "blob"), []byte{0, 1, 2, '\n'}, 0o644)
+	if _, err := w.Read("blob", 0, 0); err == nil || !strings.Contains(err.Error(), "not a text file") {
+		t.Errorf("binary read: %v", err)
+	}
+}
