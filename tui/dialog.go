@@ -1,0 +1,230 @@
+package tui
+
+import (
+	"strconv"
+	"strings"
+
+	"charm.land/bubbles/v2/textinput"
+	"github.com/charmbracelet/x/ansi"
+)
+
+// dialogKind is the dialog open at the bottom of the screen. Dialogs are
+// sheets docked above the footer: the panes shrink but stay visible and keep
+// updating while the person types.
+type dialogKind int
+
+const (
+	dialogNone dialogKind = iota
+	dialogBroadcast
+	dialogMessage
+	dialogAnswer
+	dialogConfirm
+)
+
+type confirmKind int
+
+const (
+	confirmQuit confirmKind = iota + 1
+	confirmCancel
+	confirmSkipAll
+)
+
+// categories of a human broadcast, in the order ctrl+t cycles them.
+var categories = []string{"discovery", "warning", "context", "blocker"}
+
+type dialog struct {
+	kind    dialogKind
+	input   textinput.Model
+	sending bool   // the call is in flight; keys other than back are ignored
+	err     string // why the last send failed, shown in the dialog
+
+	target   string // session the dialog is about (subtree, message, cancel)
+	subtree  bool   // broadcast to target's subtree instead of all
+	category int
+	noReply  bool
+
+	questionID string
+	confirm    confirmKind
+}
+
+// openDialog opens a dialog with a fresh, focused text input.
+func (m *model) openDialog(d dialog) {
+	in := textinput.New()
+	in.SetStyles(m.styles.input)
+	in.Prompt = "> "
+	in.CharLimit = 2000 // the runtime's limit on a broadcast's length
+	in.SetWidth(max(m.width-8, 10))
+	in.Focus()
+	d.input = in
+	m.dialog = d
+	m.showHelp = false
+}
+
+func (m *model) closeDialog() { m.dialog = dialog{} }
+
+// sheetLines renders the open dialog, or the full help, as a framed sheet of
+// the full width; nil when there is neither.
+func (m *model) sheetLines(w int) []string {
+	if w < minWidth {
+		return nil
+	}
+	s := &m.styles
+	k := &m.keys
+	d := &m.dialog
+	inner := w - 2
+	var title string
+	var body []string
+	radio := func(on bool, text string) string {
+		if on {
+			return s.accent.Render("● " + text)
+		}
+		return s.dim.Render("○ " + text)
+	}
+	// The keys of a dialog are in the footer; the sheet only says what is
+	// happening.
+	footer := func() {
+		if d.err != "" {
+			body = append(body, s.errText.Render("✗ "+oneLine(d.err)))
+		}
+		if d.sending {
+			body = append(body, s.dim.Render("sending…"))
+		}
+	}
+
+	switch d.kind {
+	case dialogBroadcast:
+		title = "Broadcast"
+		sub := "subtree of " + m.st.sessionName(d.target)
+		if d.target == "" {
+			sub = "subtree (select a session first)"
+		}
+		body = append(body,
+			"to:       "+radio(!d.subtree, "all sessions")+"   "+radio(d.subtree, sub)+s.dim.Render("   ("+label(k.ToggleTarget)+")"),
+		)
+		cats := make([]string, len(categories))
+		for i, c := range categories {
+			cats[i] = radio(i == d.category, c)
+		}
+		body = append(body, "category: "+strings.Join(cats, "  ")+s.dim.Render("   ("+label(k.CycleCategory)+")"))
+		body = append(body, d.input.View())
+		footer()
+	case dialogMessage:
+		title = "Message " + m.st.sessionName(d.target) + " · " + d.target
+		mode := radio(!d.noReply, "wake the session") + "   " + radio(d.noReply, "no-reply: deliver passively at its next turn")
+		body = append(body, "delivery: "+mode+s.dim.Render("   ("+label(k.ToggleNoReply)+")"))
+		body = append(body, d.input.View())
+		footer()
+	case dialogAnswer:
+		q, i, ok := m.st.question(d.questionID)
+		if !ok {
+			return nil
+		}
+		from := oneLine(q.From)
+		if from == "" {
+			from = m.st.sessionName(q.FromSession)
+		}
+		title = "Question " + strconv.Itoa(i+1) + " of " + strconv.Itoa(len(m.st.questions)) + " · from " + from
+		qlines := wrap(clean(q.Question), inner)
+		if len(qlines) > 6 {
+			qlines = append(qlines[:5], "…")
+		}
+		for _, l := range qlines {
+			body = append(body, s.bold.Render(l))
+		}
+		if len(q.Options) > 0 {
+			var opts []string
+			for j, o := range q.Options {
+				opt := strconv.Itoa(j+1) + ". " + oneLine(o.Label)
+				if o.ID != "" && o.ID != o.Label {
+					opt += s.dim.Render(" [" + oneLine(o.ID) + "]")
+				}
+				opts = append(opts, opt)
+			}
+			body = append(body, packColumns(opts, inner, "   ")...)
+			how := "type a number or an id, or free text"
+			if q.MultiSelect {
+				how = "type one or more numbers or ids (1,3), or free text"
+			}
+			body = append(body, s.dim.Render(how))
+		}
+		if q.Remembered != "" {
+			body = append(body, s.dim.Render("you answered this before: ")+"“"+oneLine(q.Remembered)+"”"+
+				s.dim.Render("  ("+label(k.UseRemembered)+" to use it)"))
+		}
+		body = append(body, d.input.View())
+		footer()
+	case dialogConfirm:
+		title, body = m.confirmText()
+	default:
+		if !m.showHelp {
+			return nil
+		}
+		title = "Keys"
+		body = strings.Split(m.help.FullHelpView(m.keys.FullHelp()), "\n")
+		body = append(body, s.dim.Render(label(k.Help)+" or "+label(k.Back)+" closes this"))
+	}
+	// Long lines (a question, the quit notice) wrap inside the sheet.
+	var lines []string
+	for _, l := range body {
+		for _, wl := range strings.Split(ansi.Wrap(l, inner-1, ""), "\n") {
+			lines = append(lines, " "+wl)
+		}
+	}
+	return s.box(title, lines, w, len(lines)+2, true)
+}
+
+// confirmText is the question of a y/n confirmation.
+func (m *model) confirmText() (string, []string) {
+	s := &m.styles
+	d := &m.dialog
+	yes, no := label(m.keys.Yes), label(m.keys.No)
+	switch d.confirm {
+	case confirmQuit:
+		id := m.st.run.ID
+		return "Quit?", []string{
+			"The run " + id + " is still running. Quitting closes the dashboard; the run stays stored and " +
+				s.bold.Render("swarmdeck resume "+id) + " reopens it.",
+			s.dim.Render(yes + " quit · " + no + " stay"),
+		}
+	case confirmCancel:
+		n := m.st.sessions[d.target]
+		what := m.st.sessionName(d.target) + " · " + d.target
+		desc := 0
+		if n != nil {
+			desc = n.descendants
+		}
+		text := "Cancel " + what
+		if desc > 0 {
+			text += " and its " + plural(desc, "descendant session", "descendant sessions")
+		}
+		return "Cancel session?", []string{text + "?", s.dim.Render(yes + " cancel · " + no + " keep running")}
+	case confirmSkipAll:
+		return "Skip all questions?", []string{
+			"Skip " + plural(len(m.st.questions), "open question", "open questions") +
+				" and stop asking you for the rest of this run?",
+			s.dim.Render(yes + " skip all · " + no + " keep answering"),
+		}
+	}
+	return "", nil
+}
+
+// packColumns lays short items out in as many rows as needed to fit width.
+func packColumns(items []string, width int, sep string) []string {
+	var rows []string
+	cur := ""
+	for _, it := range items {
+		switch {
+		case cur == "":
+			cur = it
+		case ansi.StringWidth(cur)+len(sep)+ansi.StringWidth(it) <= width:
+			cur += sep + it
+		default:
+			rows = append(rows, cur)
+			cur = it
+		}
+	}
+	if cur != "" {
+		rows = append(rows, cur)
+	}
+	return rows
+}

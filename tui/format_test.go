@@ -1,0 +1,161 @@
+package tui
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
+)
+
+func TestCellWidthMatchesAnsi(t *testing.T) {
+	ranges := [][2]rune{{0x20, 0x7e}, {0xa0, 0x36f}, {0x2000, 0x206f}, {0x2190, 0x22ff}, {0x2500, 0x25ff}, {0x2700, 0x27bf}, {0x2800, 0x28ff}}
+	for _, rg := range ranges {
+		for r := rg[0]; r <= rg[1]; r++ {
+			s := "a" + string(r) + "b"
+			if got, want := cellWidth(s), ansi.StringWidth(s); got != want {
+				t.Errorf("U+%04X: cellWidth %d, ansi.StringWidth %d", r, got, want)
+			}
+		}
+	}
+	for _, s := range []string{
+		"", "plain", "\x1b[1;38;2;1;2;3mbold\x1b[m", "╭─ Sessions · 11 ─╮", "e\u0301", "▶\ufe0f", "👍🏽 ok", "日本語",
+		"\x1b]8;;http://x\x07link\x1b]8;;\x07", "tab\there", "\x1b", "⠋ ● ○ ◐ ⊘ ✓ ✗ › … “q”",
+	} {
+		if got, want := cellWidth(s), ansi.StringWidth(s); got != want {
+			t.Errorf("%q: cellWidth %d, ansi.StringWidth %d", s, got, want)
+		}
+	}
+}
+
+func FuzzCellWidth(f *testing.F) {
+	for _, s := range []string{"abc", "\x1b[31mred\x1b[m", "╭─╮", "日本", "e\u0301", "\x1b]0;t\x07"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := cellWidth(s), ansi.StringWidth(s); got != want {
+			t.Fatalf("%q: cellWidth %d, ansi.StringWidth %d", s, got, want)
+		}
+	})
+}
+
+func TestPaintMatchesLipgloss(t *testing.T) {
+	for _, dark := range []bool{true, false} {
+		s := newStyles(dark, false)
+		raw := []lipgloss.Style{
+			lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("#b69cff")),
+			lipgloss.NewStyle().Faint(true).Italic(true),
+			lipgloss.NewStyle().Reverse(true),
+			lipgloss.NewStyle().Background(lipgloss.Color("#3b2f66")),
+		}
+		for _, st := range raw {
+			for _, text := range []string{"x", "two words", "╭─ title ─╮", "› ▾ ⠋ orchestrator"} {
+				if got, want := newPaint(st).Render(text), st.Render(text); got != want {
+					t.Fatalf("paint %q, lipgloss %q", got, want)
+				}
+			}
+		}
+		if s.dim.Render("") != "" {
+			t.Fatal("painting nothing should give nothing")
+		}
+	}
+}
+
+func TestMonoStylesHaveNoColour(t *testing.T) {
+	s := newStyles(true, true)
+	all := []paint{s.dim, s.bold, s.accent, s.border, s.borderFoc, s.title, s.titleFoc, s.selected, s.headerGoal,
+		s.mark, s.markWarn, s.banner, s.errText, s.okText, s.injected, s.human}
+	for _, m := range []map[string]paint{s.role, s.status, s.category} {
+		for _, p := range m {
+			all = append(all, p)
+		}
+	}
+	for _, p := range all {
+		if out := p.Render("x"); hasColour(out) {
+			t.Fatalf("mono style emits colour: %q", out)
+		}
+	}
+	// Selection must still show without colour.
+	if !strings.Contains(s.selected.Render("x"), "7") {
+		t.Fatal("mono selection is not reverse video")
+	}
+}
+
+// hasColour reports an SGR sequence that sets a foreground or background
+// colour (30–38, 40–48, 90–97, 100–107).
+func hasColour(s string) bool {
+	for {
+		i := strings.Index(s, "\x1b[")
+		if i < 0 {
+			return false
+		}
+		s = s[i+2:]
+		j := strings.IndexByte(s, 'm')
+		if j < 0 {
+			return false
+		}
+		for _, p := range strings.Split(s[:j], ";") {
+			n, err := strconv.Atoi(p)
+			if err == nil && (n >= 30 && n <= 38 || n >= 40 && n <= 48 || n >= 90 && n <= 97 || n >= 100 && n <= 107) {
+				return true
+			}
+		}
+		s = s[j:]
+	}
+}
+
+func TestClean(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain":                     "plain",
+		"a\x1b[2Jb":                 "ab",
+		"a\x1b]0;title\x07b":        "ab",
+		"bell\x07 tab\tend":         "bell tab    end",
+		"keep\nlines":               "keep\nlines",
+		"c1\u009bcontrol":           "c1control",
+		"\x1b[31mred\x1b[0m and ok": "red and ok",
+	} {
+		if got := clean(in); got != want {
+			t.Errorf("clean(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestFormats(t *testing.T) {
+	for d, want := range map[time.Duration]string{0: "0s", 45 * time.Second: "45s", 133 * time.Second: "2m13s", 3720 * time.Second: "1h02m", -time.Second: "0s"} {
+		if got := fmtDuration(d); got != want {
+			t.Errorf("fmtDuration(%v) = %s, want %s", d, got, want)
+		}
+	}
+	for n, want := range map[int]string{980: "980", 12345: "12.3k", 123456: "123k", 1234567: "1.2M"} {
+		if got := fmtTokens(n); got != want {
+			t.Errorf("fmtTokens(%d) = %s, want %s", n, got, want)
+		}
+	}
+	for n, want := range map[int]string{0: "0", 999: "999", 1000: "1,000", 17630: "17,630", 1234567: "1,234,567"} {
+		if got := fmtCount(n); got != want {
+			t.Errorf("fmtCount(%d) = %s, want %s", n, got, want)
+		}
+	}
+	if got := fit("abcdef", 4); got != "abc…" {
+		t.Errorf("fit truncates to %q", got)
+	}
+	if got := fit("ab", 4); got != "ab  " {
+		t.Errorf("fit pads to %q", got)
+	}
+}
+
+// clean must leave nothing that a terminal would interpret.
+func FuzzClean(f *testing.F) {
+	for _, s := range []string{"ok", "a\x1b[2Jb", "\x1b]0;t\x07", "\u009b31m", "x\ty\nz"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, r := range clean(s) {
+			if r != '\n' && (r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0) {
+				t.Fatalf("clean(%q) kept control %U", s, r)
+			}
+		}
+	})
+}

@@ -1,0 +1,47 @@
+package tui
+
+import (
+	"strings"
+
+	"charm.land/bubbles/v2/textinput"
+	"charm.land/lipgloss/v2"
+)
+
+// goalPrompt asks for the run's goal when the dashboard starts without one.
+type goalPrompt struct {
+	input    textinput.Model
+	starting bool
+	err      string
+}
+
+func newGoalPrompt() goalPrompt {
+	in := textinput.New()
+	in.Prompt = "> "
+	in.Placeholder = "e.g. Write a design note for a URL shortener"
+	in.CharLimit = 4000
+	return goalPrompt{input: in}
+}
+
+func (m *model) renderGoal() string {
+	s := &m.styles
+	k := &m.keys
+	w := min(80, m.width-4)
+	m.goal.input.SetWidth(max(w-6, 10))
+	body := []string{
+		s.bold.Render("What should the swarm work on?"),
+		"",
+		m.goal.input.View(),
+		"",
+	}
+	switch {
+	case m.goal.starting:
+		body = append(body, s.dim.Render("starting the run…"))
+	case m.goal.err != "":
+		for _, l := range wrap(oneLine(m.goal.err), w-2) {
+			body = append(body, s.errText.Render(l))
+		}
+	}
+	body = append(body, s.dim.Render(label(k.Send)+" start · "+label(k.Back)+" quit"))
+	box := s.box("swarmdeck", body, w, len(body)+2, true)
+	return lipgloss.Place(m.width, m.height, lipgloss.Center, lipgloss.Center, strings.Join(box, "\n"))
+}

@@ -1,0 +1,145 @@
+package tui
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/charmbracelet/x/ansi"
+	"github.com/charmbracelet/x/exp/golden"
+	"github.com/swarmdeck/swarmdeck/tui/tuitest"
+)
+
+// Golden files hold what the person sees (styles stripped), from the
+// deterministic Demo run at a fixed clock. Rewrite them with
+// `go test ./tui/ -run Golden -update` and review the diff.
+
+func TestGoldenScreen(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		w, h int
+	}{
+		{"wide_160x48", 160, 48},
+		{"wide_100x30", 100, 30},
+		{"stacked_80x30", 80, 30},
+		{"too_small_50x12", 50, 12},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, _ := demoModel(t, tc.w, tc.h)
+			out := plainView(m)
+			checkFrame(t, out, tc.w, tc.h)
+			golden.RequireEqual(t, out)
+		})
+	}
+}
+
+func TestGoldenSessionView(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		w, h int
+	}{
+		{"160x48", 160, 48},
+		{"80x24", 80, 24},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, ctl := demoModel(t, tc.w, tc.h)
+			ctl.SetTranscript("s-res1", tuitest.DemoTranscript())
+			m, _ = press(t, m, "down", "down", "enter")
+			m = apply(m, deltaEvent("s-res1", "Confirmed: SQLite in WAL mo", false))
+			out := plainView(m)
+			checkFrame(t, out, tc.w, tc.h)
+			golden.RequireEqual(t, out)
+		})
+	}
+}
+
+func TestGoldenDialogs(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		keys []string
+	}{
+		{"answer", []string{"a"}},
+		{"answer_remembered", []string{"a", "ctrl+s"}}, // skip q-1, then q-2 has a remembered answer
+		{"broadcast_subtree_warning", []string{"down", "down", "b", "tab", "ctrl+t"}},
+		{"message_no_reply", []string{"down", "m", "tab"}},
+		{"confirm_cancel", []string{"down", "down", "x"}},
+		{"confirm_quit", []string{"q"}},
+		{"help", []string{"?"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, _ := demoModel(t, 100, 30)
+			m, _ = press(t, m, tc.keys...)
+			if tc.name == "answer_remembered" {
+				m, _ = press(t, m, "a")
+			}
+			out := plainView(m)
+			checkFrame(t, out, 100, 30)
+			golden.RequireEqual(t, out)
+		})
+	}
+}
+
+func TestGoldenGoalPrompt(t *testing.T) {
+	m := New(Options{Theme: "dark"})
+	t.Cleanup(m.cancel)
+	m.ticks = false
+	m, _ = update(m, windowSize(100, 30))
+	m = typeText(t, m, "Write a design note")
+	out := plainView(m)
+	checkFrame(t, out, 100, 30)
+	golden.RequireEqual(t, out)
+}
+
+// TestGoldenPanes renders each pane alone at a fixed size, focused.
+func TestGoldenPanes(t *testing.T) {
+	m, ctl := demoModel(t, 160, 48)
+	ctl.SetTranscript("s-res1", tuitest.DemoTranscript())
+	c := &renderCtx{st: m.st, styles: &m.styles, keys: &m.keys, now: t0, loc: m.loc, focused: true}
+	const w, h = 90, 16
+
+	sessions := m.sessions
+	sessions.SetSize(w, h)
+	sessions.sync(m.st)
+	broadcasts := m.broadcasts
+	broadcasts.SetSize(w, h)
+	broadcasts.sync(&m.st.feed)
+	plans := m.plans
+	plans.SetSize(w, h)
+	plans.show("s-root")
+	plans.sync(m.st)
+	delegations := m.delegations
+	delegations.SetSize(w, h)
+	delegations.sync(m.st)
+
+	m, _ = press(t, m, "down", "down", "enter")
+	transcript := m.transcript
+	transcript.SetSize(w, 30)
+	transcript.sync(&m.styles)
+
+	for name, lines := range map[string][]string{
+		"sessions":    sessions.Render(c),
+		"broadcasts":  broadcasts.Render(c),
+		"plans":       plans.Render(c),
+		"delegations": delegations.Render(c),
+		"transcript":  transcript.Render(c),
+	} {
+		t.Run(name, func(t *testing.T) {
+			out := ansi.Strip(strings.Join(lines, "\n"))
+			golden.RequireEqual(t, out)
+		})
+	}
+}
+
+// checkFrame asserts the frame fills the terminal exactly: h lines, none
+// wider than w. A pane that overflowed its rectangle would break this.
+func checkFrame(t *testing.T, out string, w, h int) {
+	t.Helper()
+	lines := strings.Split(out, "\n")
+	if len(lines) != h {
+		t.Fatalf("frame has %d lines, want %d", len(lines), h)
+	}
+	for i, l := range lines {
+		if lw := ansi.StringWidth(l); lw > w {
+			t.Fatalf("line %d is %d cells wide, want at most %d: %q", i, lw, w, l)
+		}
+	}
+}

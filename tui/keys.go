@@ -1,0 +1,243 @@
+package tui
+
+import (
+	"sort"
+	"strings"
+
+	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/key"
+)
+
+// keyMap holds every key binding of the dashboard. The footer and the `?`
+// sheet are generated from it, and Options.Keys overrides it by action name,
+// so a binding and its help can never disagree.
+type keyMap struct {
+	FocusNext, FocusPrev                    key.Binding
+	Up, Down, PageUp, PageDown, Top, Bottom key.Binding
+	Open, Back, Collapse, Filter            key.Binding
+	Parent, PrevSibling, NextSibling        key.Binding
+	FirstChild                              key.Binding
+
+	Broadcast, Message, Answer, Skip, SkipAll, Cancel key.Binding
+	Help, Quit                                        key.Binding
+
+	// Keys inside dialogs. A dialog's text input receives printable keys, so
+	// these are control keys, never letters.
+	Send, ToggleTarget, CycleCategory, ToggleNoReply key.Binding
+	UseRemembered, DialogSkip, DialogSkipAll         key.Binding
+	Yes, No                                          key.Binding
+
+	// ForceQuit is not overridable: ctrl+c must always get the person out.
+	ForceQuit key.Binding
+}
+
+type namedBinding struct {
+	action string
+	b      *key.Binding
+	desc   string
+}
+
+// actions lists the overridable bindings with their action names (the names
+// accepted by Options.Keys) and help descriptions, in help order.
+func (k *keyMap) actions() []namedBinding {
+	return []namedBinding{
+		{"focus_next", &k.FocusNext, "next pane"},
+		{"focus_prev", &k.FocusPrev, "prev pane"},
+		{"up", &k.Up, "up"},
+		{"down", &k.Down, "down"},
+		{"page_up", &k.PageUp, "page up"},
+		{"page_down", &k.PageDown, "page down"},
+		{"top", &k.Top, "top"},
+		{"bottom", &k.Bottom, "bottom"},
+		{"open", &k.Open, "open"},
+		{"back", &k.Back, "back"},
+		{"collapse", &k.Collapse, "fold"},
+		{"filter", &k.Filter, "filter"},
+		{"parent", &k.Parent, "parent"},
+		{"prev_sibling", &k.PrevSibling, "prev sibling"},
+		{"next_sibling", &k.NextSibling, "next sibling"},
+		{"first_child", &k.FirstChild, "first child"},
+		{"broadcast", &k.Broadcast, "broadcast"},
+		{"message", &k.Message, "message"},
+		{"answer", &k.Answer, "answer"},
+		{"skip", &k.Skip, "skip"},
+		{"skip_all", &k.SkipAll, "skip all"},
+		{"cancel", &k.Cancel, "cancel"},
+		{"help", &k.Help, "help"},
+		{"quit", &k.Quit, "quit"},
+		{"send", &k.Send, "send"},
+		{"toggle_target", &k.ToggleTarget, "all / subtree"},
+		{"cycle_category", &k.CycleCategory, "category"},
+		{"toggle_no_reply", &k.ToggleNoReply, "no-reply"},
+		{"use_remembered", &k.UseRemembered, "use remembered"},
+		{"dialog_skip", &k.DialogSkip, "skip (dialog)"},
+		{"dialog_skip_all", &k.DialogSkipAll, "skip all (dialog)"},
+		{"yes", &k.Yes, "yes"},
+		{"no", &k.No, "no"},
+	}
+}
+
+var defaultKeys = map[string][]string{
+	"focus_next":      {"tab"},
+	"focus_prev":      {"shift+tab"},
+	"up":              {"up", "k"},
+	"down":            {"down", "j"},
+	"page_up":         {"pgup"},
+	"page_down":       {"pgdown"},
+	"top":             {"home", "g"},
+	"bottom":          {"end", "G"},
+	"open":            {"enter"},
+	"back":            {"esc"},
+	"collapse":        {"space"},
+	"filter":          {"/"},
+	"parent":          {"p"},
+	"prev_sibling":    {"["},
+	"next_sibling":    {"]"},
+	"first_child":     {"c"},
+	"broadcast":       {"b"},
+	"message":         {"m"},
+	"answer":          {"a"},
+	"skip":            {"s"},
+	"skip_all":        {"S"},
+	"cancel":          {"x"},
+	"help":            {"?"},
+	"quit":            {"q"},
+	"send":            {"enter"},
+	"toggle_target":   {"tab"},
+	"cycle_category":  {"ctrl+t"},
+	"toggle_no_reply": {"tab"},
+	"use_remembered":  {"tab"},
+	"dialog_skip":     {"ctrl+s"},
+	"dialog_skip_all": {"ctrl+a"},
+	"yes":             {"y"},
+	"no":              {"n", "esc"},
+}
+
+// newKeyMap returns the default bindings with overrides applied, and the
+// override names it did not recognise (sorted), so the caller can say so.
+func newKeyMap(overrides map[string][]string) (keyMap, []string) {
+	var k keyMap
+	for _, a := range k.actions() {
+		setKeys(a.b, defaultKeys[a.action], a.desc)
+	}
+	k.ForceQuit = key.NewBinding(key.WithKeys("ctrl+c"), key.WithHelp("ctrl+c", "quit now"))
+
+	var unknown []string
+	byName := map[string]namedBinding{}
+	for _, a := range k.actions() {
+		byName[a.action] = a
+	}
+	for name, keys := range overrides {
+		a, ok := byName[name]
+		if !ok {
+			unknown = append(unknown, name)
+			continue
+		}
+		if len(keys) == 0 {
+			continue
+		}
+		setKeys(a.b, keys, a.desc)
+	}
+	sort.Strings(unknown)
+	return k, unknown
+}
+
+func setKeys(b *key.Binding, keys []string, desc string) {
+	labels := make([]string, len(keys))
+	for i, k := range keys {
+		labels[i] = keyLabel(k)
+	}
+	*b = key.NewBinding(key.WithKeys(keys...), key.WithHelp(strings.Join(labels, "/"), desc))
+}
+
+// keyLabel is how a key is written in help: arrows as glyphs, the rest as
+// Bubble Tea names them.
+func keyLabel(k string) string {
+	switch k {
+	case "up":
+		return "↑"
+	case "down":
+		return "↓"
+	case "left":
+		return "←"
+	case "right":
+		return "→"
+	}
+	return k
+}
+
+// label is the help text of a binding's keys, for hints inside the screen.
+func label(b key.Binding) string { return b.Help().Key }
+
+// move is up and down as one help item.
+func (k keyMap) move() key.Binding {
+	keys := append(append([]string(nil), k.Up.Keys()...), k.Down.Keys()...)
+	return key.NewBinding(key.WithKeys(keys...), key.WithHelp(label(k.Up)+" "+label(k.Down), "move"))
+}
+
+// ShortHelp is the footer of the dashboard.
+func (k keyMap) ShortHelp() []key.Binding {
+	return []key.Binding{k.FocusNext, k.move(), k.Open, k.Collapse, k.Broadcast, k.Message, k.Answer, k.Skip, k.Cancel, k.Filter, k.Help, k.Quit}
+}
+
+// compactHelp is the footer when ShortHelp does not fit.
+func (k keyMap) compactHelp() []key.Binding {
+	return []key.Binding{k.FocusNext, k.Open, k.Broadcast, k.Answer, k.Help, k.Quit}
+}
+
+// FullHelp is the `?` sheet: every action, grouped.
+func (k keyMap) FullHelp() [][]key.Binding {
+	return [][]key.Binding{
+		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.FocusNext, k.FocusPrev},
+		{k.Open, k.Back, k.Collapse, k.Filter, k.Parent, k.PrevSibling, k.NextSibling, k.FirstChild},
+		{k.Broadcast, k.Message, k.Answer, k.Skip, k.SkipAll, k.Cancel, k.Help, k.Quit},
+		{k.Send, k.ToggleTarget, k.CycleCategory, k.ToggleNoReply, k.UseRemembered, k.DialogSkip, k.DialogSkipAll, k.ForceQuit},
+	}
+}
+
+// sessionHelp is the footer while a transcript is open.
+type sessionHelp struct{ k *keyMap }
+
+func (h sessionHelp) ShortHelp() []key.Binding {
+	k := h.k
+	return []key.Binding{k.move(), k.Collapse, k.Parent, k.PrevSibling, k.NextSibling, k.FirstChild, k.Message, k.Cancel, k.Back, k.Help, k.Quit}
+}
+
+func (h sessionHelp) compactHelp() []key.Binding {
+	k := h.k
+	return []key.Binding{k.Collapse, k.Parent, k.FirstChild, k.Back, k.Help, k.Quit}
+}
+func (h sessionHelp) FullHelp() [][]key.Binding { return h.k.FullHelp() }
+
+var (
+	_ help.KeyMap = keyMap{}
+	_ help.KeyMap = sessionHelp{}
+)
+
+// dialogHelp is the footer while a dialog is open: only the keys that work
+// there.
+type dialogHelp struct {
+	k    *keyMap
+	kind dialogKind
+}
+
+func (h dialogHelp) ShortHelp() []key.Binding {
+	k := h.k
+	back := key.NewBinding(key.WithKeys(k.Back.Keys()...), key.WithHelp(label(k.Back), "close"))
+	switch h.kind {
+	case dialogBroadcast:
+		return []key.Binding{k.Send, k.ToggleTarget, k.CycleCategory, back}
+	case dialogMessage:
+		return []key.Binding{k.Send, k.ToggleNoReply, back}
+	case dialogAnswer:
+		// In the dialog "skip" needs no "(dialog)" qualifier.
+		skip := key.NewBinding(key.WithKeys(k.DialogSkip.Keys()...), key.WithHelp(label(k.DialogSkip), "skip"))
+		skipAll := key.NewBinding(key.WithKeys(k.DialogSkipAll.Keys()...), key.WithHelp(label(k.DialogSkipAll), "skip all"))
+		return []key.Binding{k.Send, k.UseRemembered, skip, skipAll, back}
+	case dialogConfirm:
+		return []key.Binding{k.Yes, k.No}
+	}
+	return nil
+}
+
+func (h dialogHelp) FullHelp() [][]key.Binding { return h.k.FullHelp() }

@@ -1,0 +1,147 @@
+package tui
+
+// Minimum terminal size; below it the dashboard says so instead of drawing
+// panes too small to read.
+const (
+	minWidth  = 60
+	minHeight = 16
+	// wideWidth is where panes go side by side.
+	wideWidth = 100
+	// minBody is the fewest rows left for panes when a sheet is open.
+	minBody = 8
+)
+
+// rect is an area of the screen in cells.
+type rect struct{ x, y, w, h int }
+
+func (r rect) empty() bool { return r.w <= 0 || r.h <= 0 }
+
+func (r rect) contains(x, y int) bool {
+	return !r.empty() && x >= r.x && x < r.x+r.w && y >= r.y && y < r.y+r.h
+}
+
+type layoutKind int
+
+const (
+	layoutTooSmall layoutKind = iota
+	layoutWide
+	layoutStacked
+)
+
+// chrome is what, besides the panes, needs rows this frame.
+type chrome struct {
+	banner      bool // a question waits for the person
+	sheetRows   int  // an open dialog or the full help, docked at the bottom
+	status      bool // a status line (result of an action, an error)
+	footerRows  int  // the key help
+	sessionView bool // a transcript is open
+}
+
+// screenLayout names every area of one frame. Areas not shown are empty.
+type screenLayout struct {
+	kind   layoutKind
+	width  int
+	height int
+
+	header, banner                           rect
+	sessions, broadcasts, plans, delegations rect
+	transcript                               rect
+	sheet, status, footer                    rect
+}
+
+const headerRows = 2
+
+// computeLayout is a pure function from the terminal size and the chrome of
+// this frame to the rectangles every part renders into. Panes tile the body
+// exactly, so composing the frame needs no measuring.
+func computeLayout(w, h int, c chrome) screenLayout {
+	l := screenLayout{width: w, height: h}
+	if w < minWidth || h < minHeight {
+		l.kind = layoutTooSmall
+		return l
+	}
+	footer := max(c.footerRows, 1)
+	banner := 0
+	if c.banner {
+		banner = 1
+	}
+	status := 0
+	if c.status {
+		status = 1
+	}
+	fixed := headerRows + banner + status
+	// The panes keep at least minBody rows: a tall help sheet shrinks to the
+	// short footer first, then a dialog is clipped.
+	if h-fixed-footer-c.sheetRows < minBody && footer > 1 {
+		footer = 1
+	}
+	sheet := max(0, min(c.sheetRows, h-fixed-footer-minBody))
+	body := h - fixed - footer - sheet
+
+	y := 0
+	l.header = rect{0, y, w, headerRows}
+	y += headerRows
+	if banner > 0 {
+		l.banner = rect{0, y, w, 1}
+		y++
+	}
+	bodyTop := y
+	y += body
+	if sheet > 0 {
+		l.sheet = rect{0, y, w, sheet}
+		y += sheet
+	}
+	if status > 0 {
+		l.status = rect{0, y, w, 1}
+		y++
+	}
+	l.footer = rect{0, y, w, footer}
+
+	if w >= wideWidth {
+		l.kind = layoutWide
+		if c.sessionView {
+			// Transcript on the left; the tree and the feed stay visible on
+			// the right so the person never loses sight of the swarm.
+			left := w * 62 / 100
+			top := body * 55 / 100
+			l.transcript = rect{0, bodyTop, left, body}
+			l.sessions = rect{left, bodyTop, w - left, top}
+			l.broadcasts = rect{left, bodyTop + top, w - left, body - top}
+			return l
+		}
+		// Session-centred panes on the left (tree above the selected
+		// session's plan), traffic on the right (feed above delegations).
+		// The tree gets a little more: its rows carry the most columns.
+		left := w * 54 / 100
+		top := body * 60 / 100
+		l.sessions = rect{0, bodyTop, left, top}
+		l.plans = rect{0, bodyTop + top, left, body - top}
+		l.broadcasts = rect{left, bodyTop, w - left, top}
+		l.delegations = rect{left, bodyTop + top, w - left, body - top}
+		return l
+	}
+
+	l.kind = layoutStacked
+	if c.sessionView {
+		l.transcript = rect{0, bodyTop, w, body}
+		return l
+	}
+	// Stacked, in order of importance; every pane keeps its border and at
+	// least one row.
+	shares := []int{35, 30, 20, 15}
+	areas := []*rect{&l.sessions, &l.broadcasts, &l.plans, &l.delegations}
+	used := 0
+	for i, a := range areas {
+		rows := body * shares[i] / 100
+		if i == len(areas)-1 {
+			rows = body - used
+		}
+		rows = max(rows, 3)
+		if used+rows > body {
+			rows = body - used
+		}
+		*a = rect{0, bodyTop + used, w, rows}
+		used += rows
+	}
+	return l
+}

@@ -1,0 +1,391 @@
+package tui
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/help"
+	tea "charm.land/bubbletea/v2"
+	"github.com/swarmdeck/swarmdeck/runtime/event"
+)
+
+// Options configures the dashboard.
+type Options struct {
+	// Controller is the run to show. When nil, the dashboard first asks for a
+	// goal and calls Start with it.
+	Controller event.Controller
+	// Start starts a run for a goal typed at the goal prompt.
+	Start func(ctx context.Context, goal string) (event.Controller, error)
+	// Keys overrides key bindings: action name -> keys (Bubble Tea key
+	// names such as "ctrl+t", "pgdown", "x"). Actions: focus_next,
+	// focus_prev, up, down, page_up, page_down, top, bottom, open, back,
+	// collapse, filter, parent, prev_sibling, next_sibling, first_child,
+	// broadcast, message, answer, skip, skip_all, cancel, help, quit, and
+	// inside dialogs send, toggle_target, cycle_category, toggle_no_reply,
+	// use_remembered, dialog_skip, dialog_skip_all, yes, no.
+	Keys map[string][]string
+	// Theme is auto (ask the terminal for its background), dark or light.
+	Theme string
+}
+
+type screen int
+
+const (
+	screenGoal screen = iota
+	screenDashboard
+	screenSession
+)
+
+// focus is the pane that receives navigation keys on the dashboard.
+type focus int
+
+const (
+	focusSessions focus = iota
+	focusBroadcasts
+	focusPlans
+	focusDelegations
+	focusCount
+)
+
+// Tick intervals: fast while something animates, slow otherwise (elapsed
+// times only change once a second).
+const (
+	tickFast = 120 * time.Millisecond
+	tickSlow = time.Second
+
+	statusTTL = 6 * time.Second
+)
+
+// Model is the dashboard: the single tea.Model of the program. Panes are
+// plain structs inside it; Update decides where every message goes.
+//
+// Model is a handle on the dashboard's state: Bubble Tea passes the model by
+// value on every message, and copying tens of kilobytes of styles and text
+// inputs per event showed up as most of the cost of applying one.
+type Model struct{ *model }
+
+type model struct {
+	opts   Options
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	now    func() time.Time
+	loc    *time.Location
+	ticks  bool          // false in tests: no timers, deterministic frames
+	window time.Duration // event coalescing window
+
+	keys    keyMap
+	styles  styles
+	isDark  bool
+	noColor bool
+	help    help.Model
+
+	ctl          event.Controller
+	sub          *event.Subscription
+	readOnly     bool
+	streamClosed bool
+	st           *runState
+
+	width, height int
+	screen        screen
+	focus         focus
+
+	sessions    sessionsPane
+	broadcasts  broadcastsPane
+	plans       plansPane
+	delegations delegationsPane
+	transcript  transcriptPane
+
+	dialog   dialog
+	showHelp bool
+	status   statusLine
+	goal     goalPrompt
+
+	frame   int
+	crashed error
+}
+
+// statusLine is one line of feedback: the outcome of an action or an error.
+type statusLine struct {
+	text  string
+	err   bool
+	until time.Time // zero: stays until replaced or dismissed
+}
+
+// New returns the dashboard model for opts. Run wraps it in a program; tests
+// drive it directly.
+func New(opts Options) Model {
+	ctx, cancel := context.WithCancel(context.Background())
+	return newModel(ctx, cancel, opts)
+}
+
+func newModel(ctx context.Context, cancel context.CancelFunc, opts Options) Model {
+	keys, unknown := newKeyMap(opts.Keys)
+	m := &model{
+		opts:        opts,
+		ctx:         ctx,
+		cancel:      cancel,
+		now:         time.Now,
+		loc:         time.Local,
+		ticks:       true,
+		window:      coalesceWindow,
+		keys:        keys,
+		isDark:      opts.Theme != "light",
+		help:        help.New(),
+		ctl:         opts.Controller,
+		st:          newRunState(),
+		screen:      screenDashboard,
+		sessions:    newSessionsPane(),
+		broadcasts:  newBroadcastsPane(),
+		transcript:  newTranscriptPane(),
+		goal:        newGoalPrompt(),
+		dialog:      dialog{},
+		focus:       focusSessions,
+		delegations: delegationsPane{},
+	}
+	if opts.Controller == nil {
+		m.screen = screenGoal
+	}
+	m.applyTheme()
+	if m.screen == screenGoal {
+		m.goal.input.Focus()
+	}
+	if len(unknown) > 0 {
+		m.status = statusLine{text: "unknown key actions in the keys setting: " + strings.Join(unknown, ", "), err: true}
+	}
+	return Model{m}
+}
+
+func (m *model) applyTheme() {
+	m.styles = newStyles(m.isDark, m.noColor)
+	m.help.Styles = m.styles.help
+	m.goal.input.SetStyles(m.styles.input)
+	m.broadcasts.input.SetStyles(m.styles.input)
+	m.dialog.input.SetStyles(m.styles.input)
+}
+
+// Init subscribes to the run (or waits for a goal), asks the terminal for
+// its background colour and starts the clock.
+func (m Model) Init() tea.Cmd {
+	return m.init()
+}
+
+func (m *model) init() tea.Cmd {
+	var cmds []tea.Cmd
+	if m.opts.Theme == "" || m.opts.Theme == "auto" {
+		cmds = append(cmds, tea.RequestBackgroundColor)
+	}
+	if m.ctl != nil {
+		cmds = append(cmds, connectCmd(m.ctl))
+	}
+	if m.ticks {
+		cmds = append(cmds, tickCmd(tickFast))
+	}
+	return tea.Batch(cmds...)
+}
+
+// Update applies one message. It never does I/O: anything slow is returned
+// as a command and comes back as a message.
+func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	return m, m.update(msg)
+}
+
+func (m *model) update(msg tea.Msg) (cmd tea.Cmd) {
+	defer func() {
+		// A bug must not leave the person with a broken terminal and a stack
+		// trace: log it, and quit cleanly with an error Run returns.
+		if r := recover(); r != nil {
+			slog.Error("tui: panic in Update", "panic", r, "stack", string(debug.Stack()))
+			m.crashed = fmt.Errorf("the dashboard hit an internal error: %v", r)
+			m.cancel()
+			cmd = tea.Quit
+		}
+	}()
+
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.width, m.height = msg.Width, msg.Height
+	case tea.BackgroundColorMsg:
+		if m.opts.Theme == "" || m.opts.Theme == "auto" {
+			m.isDark = msg.IsDark()
+			m.applyTheme()
+		}
+	case tea.KeyPressMsg:
+		cmd = m.handleKey(msg)
+	case tea.PasteMsg:
+		cmd = m.handlePaste(msg)
+	case tea.MouseClickMsg:
+		cmd = m.handleClick(msg.Mouse())
+	case tea.MouseWheelMsg:
+		cmd = m.handleWheel(msg.Mouse())
+	case tickMsg:
+		cmd = m.handleTick()
+	case connectedMsg, eventsMsg, startedMsg:
+		cmd = m.handleRuntime(msg)
+	case actionDoneMsg, transcriptMsg, olderBroadcastsMsg, panicMsg:
+		cmd = m.handleResult(msg)
+	}
+	m.sync()
+	return cmd
+}
+
+func (m *model) handleTick() tea.Cmd {
+	m.frame++
+	if !m.status.until.IsZero() && m.now().After(m.status.until) {
+		m.status = statusLine{}
+	}
+	if !m.ticks {
+		return nil
+	}
+	if m.st.running > 0 {
+		return tickCmd(tickFast)
+	}
+	return tickCmd(tickSlow)
+}
+
+func (m *model) setStatus(text string, isErr bool) {
+	m.status = statusLine{text: text, err: isErr}
+	if !isErr {
+		m.status.until = m.now().Add(statusTTL)
+	}
+}
+
+// quit ends the program and the event listener.
+func (m *model) quit() tea.Cmd {
+	m.cancel()
+	return tea.Quit
+}
+
+// selectedSession is the session actions apply to: the open transcript's, or
+// the one selected in the tree.
+func (m *model) selectedSession() string {
+	if m.screen == screenSession {
+		return m.transcript.sessionID
+	}
+	return m.sessions.selected
+}
+
+// chrome is what this frame needs besides the panes.
+func (m *model) chrome(sheet []string) chrome {
+	return chrome{
+		banner:      len(m.st.questions) > 0,
+		sheetRows:   len(sheet),
+		status:      m.status.text != "",
+		footerRows:  1,
+		sessionView: m.screen == screenSession,
+	}
+}
+
+// layout computes this frame's rectangles and sizes the panes to them.
+func (m *model) layout() (screenLayout, []string) {
+	sheet := m.sheetLines(m.width)
+	l := computeLayout(m.width, m.height, m.chrome(sheet))
+	m.sessions.SetSize(l.sessions.w, l.sessions.h)
+	m.broadcasts.SetSize(l.broadcasts.w, l.broadcasts.h)
+	m.plans.SetSize(l.plans.w, l.plans.h)
+	m.delegations.SetSize(l.delegations.w, l.delegations.h)
+	m.transcript.SetSize(l.transcript.w, l.transcript.h)
+	m.help.SetWidth(max(m.width-1, 0))
+	if len(sheet) > l.sheet.h {
+		sheet = sheet[:l.sheet.h]
+	}
+	return l, sheet
+}
+
+// sync runs after every Update: it sizes the panes and brings their derived
+// state (visible rows, filter matches, scroll positions) up to date, so that
+// View only reads.
+func (m *model) sync() {
+	if m.screen == screenGoal {
+		return
+	}
+	m.layout()
+	m.sessions.sync(m.st)
+	m.plans.show(m.sessions.selected)
+	m.plans.sync(m.st)
+	m.delegations.sync(m.st)
+	m.broadcasts.sync(&m.st.feed)
+	if m.screen == screenSession {
+		m.transcript.sync(&m.styles)
+	}
+	if m.dialog.kind == dialogAnswer {
+		if _, _, ok := m.st.question(m.dialog.questionID); !ok && !m.dialog.sending {
+			m.dialog = dialog{input: m.dialog.input}
+			m.setStatus("that question was answered or closed elsewhere", false)
+		}
+	}
+}
+
+// View renders the frame.
+func (m Model) View() tea.View { return m.view() }
+
+func (m *model) view() (v tea.View) {
+	defer func() {
+		if r := recover(); r != nil {
+			slog.Error("tui: panic in View", "panic", r, "stack", string(debug.Stack()))
+			v = tea.NewView(fmt.Sprintf("swarmdeck: internal error while drawing: %v\n\npress ctrl+c to quit", r))
+			v.AltScreen = true
+		}
+	}()
+	v = tea.NewView(m.render())
+	v.AltScreen = true
+	v.MouseMode = tea.MouseModeCellMotion
+	v.WindowTitle = "swarmdeck"
+	if g := oneLine(m.st.run.Goal); g != "" {
+		v.WindowTitle = "swarmdeck · " + trunc(g, 60)
+	}
+	return v
+}
+
+func (m *model) render() string {
+	if m.width <= 0 || m.height <= 0 {
+		return ""
+	}
+	if m.width < minWidth || m.height < minHeight {
+		return m.renderTooSmall()
+	}
+	if m.screen == screenGoal {
+		return m.renderGoal()
+	}
+	l, sheet := m.layout()
+	c := &renderCtx{st: m.st, styles: &m.styles, keys: &m.keys, now: m.now(), loc: m.loc, frame: m.frame}
+	on := func(f focus) *renderCtx {
+		cc := *c
+		cc.focused = m.screen == screenDashboard && m.focus == f && m.dialog.kind == dialogNone
+		return &cc
+	}
+	blocks := []placed{
+		{l.header, m.renderHeader(l.header.w)},
+	}
+	if !l.banner.empty() {
+		blocks = append(blocks, placed{l.banner, []string{m.renderBanner(l.banner.w)}})
+	}
+	if m.screen == screenSession {
+		tc := *c
+		tc.focused = m.dialog.kind == dialogNone
+		blocks = append(blocks,
+			placed{l.transcript, m.transcript.Render(&tc)},
+			placed{l.sessions, m.sessions.Render(on(focusCount))},
+			placed{l.broadcasts, m.broadcasts.Render(on(focusCount))},
+		)
+	} else {
+		blocks = append(blocks,
+			placed{l.sessions, m.sessions.Render(on(focusSessions))},
+			placed{l.broadcasts, m.broadcasts.Render(on(focusBroadcasts))},
+			placed{l.plans, m.plans.Render(on(focusPlans))},
+			placed{l.delegations, m.delegations.Render(on(focusDelegations))},
+		)
+	}
+	if !l.sheet.empty() {
+		blocks = append(blocks, placed{l.sheet, sheet})
+	}
+	if !l.status.empty() {
+		blocks = append(blocks, placed{l.status, []string{fit(m.renderStatus(), l.status.w)}})
+	}
+	blocks = append(blocks, placed{l.footer, []string{fit(m.renderFooter(), l.footer.w)}})
+	return compose(m.width, m.height, blocks)
+}

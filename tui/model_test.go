@@ -1,0 +1,178 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"image/color"
+	"log/slog"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/swarmdeck/swarmdeck/runtime/event"
+	"github.com/swarmdeck/swarmdeck/tui/tuitest"
+)
+
+// run executes one command and returns its message (which must not block).
+func run(t *testing.T, cmd tea.Cmd) tea.Msg {
+	t.Helper()
+	if cmd == nil {
+		t.Fatal("no command")
+	}
+	done := make(chan tea.Msg, 1)
+	go func() { done <- cmd() }()
+	select {
+	case msg := <-done:
+		return msg
+	case <-time.After(5 * time.Second):
+		t.Fatal("command did not return")
+	}
+	return nil
+}
+
+func TestGoalPromptStartsARun(t *testing.T) {
+	ctl := tuitest.NewController(tuitest.Demo(t0))
+	var gotGoal string
+	m := New(Options{Theme: "dark", Start: func(_ context.Context, goal string) (event.Controller, error) {
+		gotGoal = goal
+		return ctl, nil
+	}})
+	t.Cleanup(m.cancel)
+	m.now, m.ticks = func() time.Time { return t0 }, false
+	m, _ = update(m, windowSize(100, 30))
+	mustContain(t, m, "What should the swarm work on?")
+
+	m, _ = press(t, m, "enter")
+	mustContain(t, m, "type a goal first")
+	m = typeText(t, m, "q is typed, not quit")
+	m, cmd := update(m, keyMsg("enter"))
+	mustContain(t, m, "starting the run…")
+	m, cmd = update(m, run(t, cmd)) // startedMsg -> connect
+	if gotGoal != "q is typed, not quit" {
+		t.Fatalf("Start got goal %q", gotGoal)
+	}
+	msg := run(t, cmd).(connectedMsg)
+	t.Cleanup(msg.sub.Close)
+	m, _ = update(m, msg) // the listener command it returns is not run here
+	mustContain(t, m, "Sessions · 11", "goal: Design and build a URL shortener")
+}
+
+func TestGoalPromptShowsStartError(t *testing.T) {
+	m := New(Options{Theme: "dark", Start: func(context.Context, string) (event.Controller, error) {
+		return nil, errors.New("no API key in OPENAI_API_KEY")
+	}})
+	t.Cleanup(m.cancel)
+	m.ticks = false
+	m, _ = update(m, windowSize(100, 30))
+	m = typeText(t, m, "anything")
+	m, _ = press(t, m, "enter")
+	mustContain(t, m, "could not start the run: no API key in OPENAI_API_KEY")
+	// The person can fix things and try again; esc quits.
+	_, msgs := press(t, m, "esc")
+	if !quitSeen(msgs) {
+		t.Fatal("esc at the goal prompt did not quit")
+	}
+}
+
+// quietLog drops the log for a test that provokes errors on purpose.
+func quietLog(t *testing.T) {
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.DiscardHandler))
+	t.Cleanup(func() { slog.SetDefault(prev) })
+}
+
+func TestPanicInUpdateQuitsCleanly(t *testing.T) {
+	quietLog(t)
+	m, _ := demoModel(t, 100, 30)
+	m.st = nil // any use of the state now panics
+	_, msgs := press(t, m, "down")
+	if !quitSeen(msgs) {
+		t.Fatal("a panic in Update did not quit the program")
+	}
+	if m.crashed == nil {
+		t.Fatal("the panic was not recorded for Run to return")
+	}
+}
+
+func TestPanicInCommandBecomesStatus(t *testing.T) {
+	quietLog(t)
+	m, _ := demoModel(t, 100, 30)
+	msg := run(t, guard(func() tea.Msg { panic("boom") }))
+	m, _ = update(m, msg)
+	mustContain(t, m, "internal error: boom")
+}
+
+func TestStatusExpiresOnTick(t *testing.T) {
+	m, _ := demoModel(t, 100, 30)
+	m, _ = press(t, m, "s") // skipping gives a status line
+	mustContain(t, m, "skipped the question")
+	now := t0
+	m.now = func() time.Time { return now }
+	m, _ = update(m, tickMsg{})
+	mustContain(t, m, "skipped the question")
+	now = t0.Add(statusTTL + time.Second)
+	m, _ = update(m, tickMsg{})
+	mustNotContain(t, m, "skipped the question")
+}
+
+func TestTickAdvancesSpinner(t *testing.T) {
+	m, _ := demoModel(t, 100, 30)
+	mustContain(t, m, spinnerFrames[0]+" orchestrator")
+	m, _ = update(m, tickMsg{})
+	mustContain(t, m, spinnerFrames[1]+" orchestrator")
+}
+
+func TestThemeFollowsTerminalBackground(t *testing.T) {
+	m, _ := demoModel(t, 100, 30)
+	dark := m.View().Content
+	m.opts.Theme = "auto"
+	m, _ = update(m, tea.BackgroundColorMsg{Color: color.White})
+	if m.isDark {
+		t.Fatal("a white background was taken for dark")
+	}
+	if m.View().Content == dark {
+		t.Fatal("the light theme draws the same colours as the dark one")
+	}
+	if plainView(m) != ansiStrip(dark) {
+		t.Fatal("the theme changed the text, not just the colours")
+	}
+	// An explicit theme is kept.
+	m.opts.Theme = "dark"
+	m, _ = update(m, tea.BackgroundColorMsg{Color: color.White})
+	if m.isDark {
+		t.Fatal("an explicit theme should ignore the terminal background")
+	}
+}
+
+func TestNoColorScreenHasNoColour(t *testing.T) {
+	m, _ := demoModel(t, 160, 48)
+	m.noColor = true
+	m.applyTheme()
+	for _, keys := range [][]string{nil, {"a"}, {"esc", "?"}, {"?", "b"}} {
+		m, _ = press(t, m, keys...)
+		if out := m.View().Content; hasColour(out) {
+			t.Fatalf("colour codes with NO_COLOR after %v", keys)
+		}
+	}
+	// Selection stays visible without colour: reverse video.
+	if out := m.View().Content; !contains(out, "\x1b[7m") {
+		t.Fatal("no reverse video: the selection is invisible without colour")
+	}
+}
+
+func TestPasteGoesToTheDialog(t *testing.T) {
+	m, ctl := demoModel(t, 100, 30)
+	m, _ = press(t, m, "b")
+	m, _ = update(m, tea.PasteMsg{Content: "pasted text"})
+	m, _ = press(t, m, "enter")
+	wantCalls(t, ctl, tuitest.Call{Op: "broadcast", Text: "pasted text", Target: "all", Category: "discovery"})
+	mustContain(t, m, "broadcast sent to all sessions")
+}
+
+func TestViewSetsAltScreenAndMouse(t *testing.T) {
+	m, _ := demoModel(t, 100, 30)
+	v := m.View()
+	if !v.AltScreen || v.MouseMode != tea.MouseModeCellMotion {
+		t.Fatalf("AltScreen %v MouseMode %v", v.AltScreen, v.MouseMode)
+	}
+}

@@ -1,0 +1,336 @@
+package tui
+
+import (
+	"sort"
+	"strings"
+
+	"charm.land/bubbles/v2/textinput"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/swarmdeck/swarmdeck/runtime/event"
+)
+
+// broadcastsPane is the live feed, newest at the bottom. It follows new items
+// while the selection is on the newest one, and stays put (keeping more
+// history in memory) while the person reads back.
+type broadcastsPane struct {
+	w, h int
+
+	follow bool
+	sel    int // index into the current view (all items, or the matches)
+	selAbs int // absolute feed position of the selection
+	offset int
+
+	filter    string
+	filtering bool // the filter input has the keyboard
+	input     textinput.Model
+
+	// matches are the absolute positions of items matching filter, ascending,
+	// computed for feed positions [matchedFrom, matchedTo).
+	matches                []int
+	matchedFrom, matchedTo int
+	matchedFilter          string
+}
+
+func newBroadcastsPane() broadcastsPane {
+	in := textinput.New()
+	in.Prompt = "/ "
+	in.Placeholder = "sender, category or text"
+	in.CharLimit = 200
+	return broadcastsPane{follow: true, input: in}
+}
+
+func (p *broadcastsPane) SetSize(w, h int) {
+	p.w, p.h = w, h
+	p.input.SetWidth(max(w-6, 1))
+}
+
+func (p *broadcastsPane) filterRow() bool { return p.filtering || p.filter != "" }
+
+func (p *broadcastsPane) bodyRows() int {
+	rows := p.h - 2
+	if p.filterRow() {
+		rows--
+	}
+	return max(rows, 0)
+}
+
+// oneLineWidth is the inner width from which a broadcast fits on one row
+// with enough of its text to read; narrower panes give each broadcast two
+// rows, who/when above and the text below, rather than cut the text to a
+// few words.
+const oneLineWidth = 110
+
+// linesPer is how many rows one broadcast takes.
+func (p *broadcastsPane) linesPer() int {
+	if p.w-2 >= oneLineWidth {
+		return 1
+	}
+	return 2
+}
+
+// visibleItems is how many broadcasts fit.
+func (p *broadcastsPane) visibleItems() int { return max(p.bodyRows()/p.linesPer(), 1) }
+
+// viewLen and viewAbs map view indices to feed positions.
+func (p *broadcastsPane) viewLen(f *feed) int {
+	if p.filter == "" {
+		return len(f.items)
+	}
+	return len(p.matches)
+}
+
+func (p *broadcastsPane) viewAbs(f *feed, i int) int {
+	if p.filter == "" {
+		return f.base + i
+	}
+	return p.matches[i]
+}
+
+// sync updates the matches incrementally, keeps the selection on the same
+// item and tells the feed how much to keep.
+func (p *broadcastsPane) sync(f *feed) {
+	if p.follow {
+		f.limit = feedKeep
+		if len(f.items) > feedKeep {
+			f.trimFront(len(f.items) - feedKeep)
+		}
+	} else {
+		f.limit = feedKeep + feedHistoryMax
+	}
+	p.syncMatches(f)
+
+	n := p.viewLen(f)
+	switch {
+	case n == 0:
+		p.sel = 0
+	case p.follow:
+		p.sel = n - 1
+	case p.filter == "":
+		p.sel = min(max(p.selAbs-f.base, 0), n-1)
+	default:
+		p.sel = min(sort.SearchInts(p.matches, p.selAbs), n-1)
+	}
+	if n > 0 {
+		p.selAbs = p.viewAbs(f, p.sel)
+	}
+	rows := p.visibleItems()
+	if p.follow {
+		p.offset = max(n-rows, 0)
+	}
+	l := list{cursor: p.sel, offset: p.offset}
+	l.clamp(n, rows)
+	p.offset = l.offset
+}
+
+func (p *broadcastsPane) syncMatches(f *feed) {
+	if p.filter == "" {
+		p.matches, p.matchedFilter = nil, ""
+		return
+	}
+	if p.filter != p.matchedFilter {
+		p.matches = p.matches[:0]
+		p.matchedFrom, p.matchedTo = f.base, f.base
+		p.matchedFilter = p.filter
+	}
+	needle := strings.ToLower(p.filter)
+	// Older items were dropped: drop their matches.
+	if f.base > p.matchedFrom {
+		k := sort.SearchInts(p.matches, f.base)
+		p.matches = append(p.matches[:0], p.matches[k:]...)
+		p.matchedFrom = f.base
+		p.matchedTo = max(p.matchedTo, f.base)
+	}
+	// Older items were loaded: match them and put them in front.
+	if f.base < p.matchedFrom {
+		var older []int
+		for abs := f.base; abs < p.matchedFrom; abs++ {
+			if matchBroadcast(f.at(abs), needle) {
+				older = append(older, abs)
+			}
+		}
+		p.matches = append(older, p.matches...)
+		p.matchedFrom = f.base
+	}
+	for abs := p.matchedTo; abs < f.end(); abs++ {
+		if matchBroadcast(f.at(abs), needle) {
+			p.matches = append(p.matches, abs)
+		}
+	}
+	p.matchedTo = f.end()
+}
+
+// matchBroadcast is the filter: a case-insensitive substring of the sender,
+// the category or kind, or the text.
+func matchBroadcast(b *event.BroadcastInfo, needle string) bool {
+	if b == nil {
+		return false
+	}
+	return containsFold(b.From, needle) || containsFold(b.Category, needle) ||
+		containsFold(b.Kind, needle) || containsFold(b.Message, needle)
+}
+
+func containsFold(s, lowerNeedle string) bool {
+	if lowerNeedle == "" {
+		return true
+	}
+	if len(s) < len(lowerNeedle) {
+		return false
+	}
+	return strings.Contains(strings.ToLower(s), lowerNeedle)
+}
+
+// move moves the selection; reaching the newest item resumes following.
+func (p *broadcastsPane) move(f *feed, d int) {
+	n := p.viewLen(f)
+	if n == 0 {
+		return
+	}
+	p.sel = min(max(p.sel+d, 0), n-1)
+	p.selAbs = p.viewAbs(f, p.sel)
+	p.follow = p.sel == n-1
+}
+
+func (p *broadcastsPane) toBottom() { p.follow = true }
+
+// atTop reports the selection on the oldest item in memory, where scrolling
+// further up reads older items from the store.
+func (p *broadcastsPane) atTop() bool { return p.sel == 0 }
+
+func (p *broadcastsPane) selected(f *feed) *event.BroadcastInfo {
+	if p.viewLen(f) == 0 {
+		return nil
+	}
+	return f.at(p.selAbs)
+}
+
+func (p *broadcastsPane) setFilter(s string) {
+	p.filter = strings.TrimSpace(s)
+}
+
+func (p *broadcastsPane) rowAt(y int) (int, bool) {
+	top := 1
+	if p.filterRow() {
+		top++
+	}
+	i := y - top
+	if i < 0 || i >= p.bodyRows() {
+		return 0, false
+	}
+	return p.offset + i/p.linesPer(), true
+}
+
+func (p *broadcastsPane) selectRow(f *feed, i int) {
+	if i >= p.viewLen(f) {
+		return
+	}
+	p.move(f, i-p.sel)
+}
+
+func (p *broadcastsPane) title(f *feed, total int) string {
+	t := "Broadcasts · " + fmtCount(total)
+	if p.filter != "" {
+		t += " · " + plural(len(p.matches), "match", "matches") + " for “" + trunc(p.filter, 20) + "”"
+	}
+	if f.loadingOlder {
+		t += " · loading older…"
+	}
+	if !p.follow {
+		if newer := p.viewLen(f) - 1 - p.sel; newer > 0 {
+			t += " · ↓ " + fmtCount(newer) + " newer"
+		}
+	}
+	return t
+}
+
+func (p *broadcastsPane) Render(c *renderCtx) []string {
+	f := &c.st.feed
+	s := c.styles
+	inner := p.w - 2
+	var body []string
+	if p.filtering {
+		body = append(body, p.input.View())
+	} else if p.filter != "" {
+		body = append(body, s.dim.Render("filter: "+p.filter+"  ("+label(c.keys.Filter)+" edit · "+label(c.keys.Back)+" clear)"))
+	}
+	n := p.viewLen(f)
+	if n == 0 {
+		if p.filter != "" {
+			body = append(body, " "+s.dim.Render("no broadcast matches"))
+		} else {
+			body = append(body, " "+s.dim.Render("no broadcasts yet"))
+		}
+	}
+	end := min(p.offset+p.visibleItems(), n)
+	for i := p.offset; i < end; i++ {
+		b := f.at(p.viewAbs(f, i))
+		if b == nil {
+			continue
+		}
+		sel := i == p.sel && c.focused
+		lines := p.row(c, b, inner-1)
+		for j, line := range lines {
+			mark := cursorMark(sel && j == 0)
+			if j > 0 {
+				mark = " "
+			}
+			line = mark + line
+			if sel {
+				line = s.selected.Render(fit(ansi.Strip(line), inner))
+			}
+			body = append(body, line)
+		}
+	}
+	return s.box(p.title(f, f.total), body, p.w, p.h, c.focused)
+}
+
+// row renders one broadcast as linesPer rows of width w.
+func (p *broadcastsPane) row(c *renderCtx, b *event.BroadcastInfo, w int) []string {
+	s := c.styles
+	ts := ""
+	if !b.Timestamp.IsZero() {
+		ts = b.Timestamp.In(c.loc).Format("15:04:05") + " "
+	}
+	tag, tagStyle := broadcastTag(b)
+	st := s.categoryStyle(tagStyle)
+	from := oneLine(b.From)
+	if from == "" {
+		from = c.st.sessionName(b.FromSession)
+	}
+	fromStyle := s.bold
+	if b.Kind == event.KindHuman {
+		fromStyle = s.human
+	}
+	target := b.Target
+	if n := c.st.sessions[target]; n != nil {
+		target = c.st.sessionName(target)
+	}
+	head := s.dim.Render(ts) + fromStyle.Render(trunc(from, 28)) + s.dim.Render(" → "+trunc(oneLine(target), 24)) +
+		" " + st.Render("["+tag+"]")
+	if p.linesPer() == 1 {
+		return []string{fit(head+" "+oneLine(b.Message), w)}
+	}
+	return []string{fit(head, w), fit("  "+oneLine(b.Message), w)}
+}
+
+// broadcastTag is the bracketed kind or category of a feed row and the style
+// that colours it.
+func broadcastTag(b *event.BroadcastInfo) (tag, style string) {
+	switch b.Kind {
+	case event.KindAnnounce:
+		return "announce", "announce"
+	case event.KindMessage:
+		if b.NoReply {
+			return "message, no-reply", "message"
+		}
+		return "message", "message"
+	case event.KindHuman:
+		if b.Category != "" {
+			return "human · " + b.Category, "human"
+		}
+		return "human", "human"
+	}
+	if b.Category != "" {
+		return b.Category, b.Category
+	}
+	return "broadcast", "message"
+}

@@ -1,0 +1,112 @@
+package tui
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/charmbracelet/x/ansi"
+	"github.com/swarmdeck/swarmdeck/runtime/event"
+)
+
+// delegationsPane lists every delegation of the run, oldest first.
+type delegationsPane struct {
+	w, h int
+	list
+}
+
+func (p *delegationsPane) SetSize(w, h int) { p.w, p.h = w, h }
+
+func (p *delegationsPane) bodyRows() int { return max(p.h-2, 0) }
+
+func (p *delegationsPane) sync(st *runState) { p.clamp(len(st.delegationOrder), p.bodyRows()) }
+
+func (p *delegationsPane) selected(st *runState) *event.DelegationInfo {
+	if p.cursor < 0 || p.cursor >= len(st.delegationOrder) {
+		return nil
+	}
+	return st.delegations[st.delegationOrder[p.cursor]]
+}
+
+func (p *delegationsPane) rowAt(y int) (int, bool) {
+	i := y - 1
+	if i < 0 || i >= p.bodyRows() {
+		return 0, false
+	}
+	return p.offset + i, true
+}
+
+func (p *delegationsPane) Render(c *renderCtx) []string {
+	s := c.styles
+	st := c.st
+	title := "Delegations · " + fmtCount(len(st.delegationOrder))
+	active := 0
+	for _, d := range st.delegations {
+		if d.Status == "running" || d.Status == "pending" {
+			active++
+		}
+	}
+	if active > 0 {
+		title += " · " + fmtCount(active) + " active"
+	}
+	var body []string
+	if len(st.delegationOrder) == 0 {
+		body = append(body, " "+s.dim.Render("no delegations yet"))
+	}
+	end := min(p.offset+p.bodyRows(), len(st.delegationOrder))
+	for i := p.offset; i < end; i++ {
+		sel := i == p.cursor && c.focused
+		line := cursorMark(sel) + p.row(c, st.delegations[st.delegationOrder[i]])
+		if sel {
+			line = s.selected.Render(fit(ansi.Strip(line), p.w-2))
+		}
+		body = append(body, line)
+	}
+	return s.box(title, body, p.w, p.h, c.focused)
+}
+
+func (p *delegationsPane) row(c *renderCtx, d *event.DelegationInfo) string {
+	s := c.styles
+	status := d.Status
+	glyph := statusGlyph(status)
+	if status == "running" {
+		glyph = c.spin()
+	}
+	start := d.StartedAt
+	if start.IsZero() {
+		start = d.CreatedAt
+	}
+	var el time.Duration
+	if !start.IsZero() {
+		end := c.now
+		if !d.EndedAt.IsZero() {
+			end = d.EndedAt
+		}
+		el = end.Sub(start)
+	}
+	// Narrow panes drop the status word (the glyph says it) and the session.
+	wide := p.w-3 >= 70
+	line := s.statusStyle(status).Render(glyph) + " "
+	if wide {
+		line = s.statusStyle(status).Render(glyph+" "+fit(status, 9)) + " "
+	}
+	task := "—"
+	if d.PlanTaskID != "" {
+		task = d.PlanTaskID
+	}
+	line += s.bold.Render(fit(d.ID, 8)) + " " +
+		s.dim.Render("d"+strconv.Itoa(d.Depth)) + " " +
+		padLeft(fmtDuration(el), 6) + " " +
+		s.dim.Render("task ") + fit(task, 4) + " "
+	if wide {
+		sid := d.SessionID
+		if sid == "" {
+			sid = "—"
+		}
+		line += s.dim.Render(fit(sid, 8)) + " "
+	}
+	desc := oneLine(d.Description)
+	if d.Status == "failed" && d.Error != "" {
+		desc = s.errText.Render(oneLine(d.Error))
+	}
+	return fit(line+desc, p.w-3)
+}

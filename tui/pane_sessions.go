@@ -1,0 +1,290 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/charmbracelet/x/ansi"
+)
+
+// sessionsPane shows the session tree. It keeps the flattened visible rows
+// between frames and rebuilds them only when the tree's shape or a fold
+// changes, so a status change costs nothing here and a frame renders only the
+// rows on screen.
+type sessionsPane struct {
+	w, h int
+	list
+
+	selected  string // selected session id; survives rows moving
+	collapsed map[string]bool
+
+	rows     []*sessionNode
+	rowIndex map[string]int
+	built    int // tree version the rows were built from; -1 forces a rebuild
+}
+
+func newSessionsPane() sessionsPane {
+	return sessionsPane{collapsed: map[string]bool{}, rowIndex: map[string]int{}, built: -1}
+}
+
+func (p *sessionsPane) SetSize(w, h int) { p.w, p.h = w, h }
+
+// bodyRows is how many session rows fit (inside the border, under the
+// column header).
+func (p *sessionsPane) bodyRows() int {
+	rows := p.h - 2
+	if p.showColumns() {
+		rows--
+	}
+	return max(rows, 0)
+}
+
+func (p *sessionsPane) showColumns() bool { return p.h-2 >= 6 }
+
+// sync brings the rows up to date with the tree and keeps the selection on
+// the same session.
+func (p *sessionsPane) sync(st *runState) {
+	if p.built != st.treeVersion {
+		p.rebuild(st)
+	}
+	if i, ok := p.rowIndex[p.selected]; ok {
+		p.cursor = i
+	} else if len(p.rows) > 0 {
+		p.cursor = min(max(p.cursor, 0), len(p.rows)-1)
+		p.selected = p.rows[p.cursor].info.ID
+	}
+	p.clamp(len(p.rows), p.bodyRows())
+}
+
+func (p *sessionsPane) rebuild(st *runState) {
+	p.rows = p.rows[:0]
+	clear(p.rowIndex)
+	var walk func(ns []*sessionNode)
+	walk = func(ns []*sessionNode) {
+		for _, n := range ns {
+			p.rowIndex[n.info.ID] = len(p.rows)
+			p.rows = append(p.rows, n)
+			if !p.collapsed[n.info.ID] {
+				walk(n.children)
+			}
+		}
+	}
+	walk(st.roots)
+	p.built = st.treeVersion
+}
+
+// move moves the selection by d rows.
+func (p *sessionsPane) move(d int) {
+	if len(p.rows) == 0 {
+		return
+	}
+	p.cursor = min(max(p.cursor+d, 0), len(p.rows)-1)
+	p.selected = p.rows[p.cursor].info.ID
+}
+
+// selectRow selects the row at index i of the visible rows.
+func (p *sessionsPane) selectRow(i int) bool {
+	if i < 0 || i >= len(p.rows) {
+		return false
+	}
+	p.cursor = i
+	p.selected = p.rows[i].info.ID
+	return true
+}
+
+// selectID selects a session, unfolding its ancestors so that it is visible.
+func (p *sessionsPane) selectID(st *runState, id string) bool {
+	n := st.sessions[id]
+	if n == nil {
+		return false
+	}
+	for a := n.parent; a != nil; a = a.parent {
+		if p.collapsed[a.info.ID] {
+			delete(p.collapsed, a.info.ID)
+			p.built = -1
+		}
+	}
+	p.selected = id
+	p.sync(st)
+	return true
+}
+
+// toggleFold folds or unfolds the selected session's subtree.
+func (p *sessionsPane) toggleFold(st *runState) {
+	n := st.sessions[p.selected]
+	if n == nil || len(n.children) == 0 {
+		return
+	}
+	if p.collapsed[n.info.ID] {
+		delete(p.collapsed, n.info.ID)
+	} else {
+		p.collapsed[n.info.ID] = true
+	}
+	p.built = -1
+	p.sync(st)
+}
+
+// rowAt maps a screen row inside the pane to a visible row index.
+func (p *sessionsPane) rowAt(y int) (int, bool) {
+	top := 1
+	if p.showColumns() {
+		top++
+	}
+	i := y - top
+	if i < 0 || i >= p.bodyRows() {
+		return 0, false
+	}
+	i += p.offset
+	return i, i < len(p.rows)
+}
+
+func (p *sessionsPane) title(st *runState) string {
+	t := "Sessions · " + fmtCount(len(st.sessions))
+	if st.running > 0 {
+		t += " · " + fmtCount(st.running) + " running"
+	}
+	if n := len(st.asking); n > 0 {
+		t += " · " + plural(n, "asks you", "ask you")
+	}
+	return t
+}
+
+// Render draws the pane in its w×h rectangle.
+func (p *sessionsPane) Render(c *renderCtx) []string {
+	inner := p.w - 2
+	var body []string
+	cols := sessionColumns(inner)
+	if p.showColumns() {
+		body = append(body, c.styles.dim.Render(cols.header()))
+	}
+	if len(p.rows) == 0 {
+		body = append(body, " "+c.styles.dim.Render("no sessions yet"))
+	}
+	end := min(p.offset+p.bodyRows(), len(p.rows))
+	for i := p.offset; i < end; i++ {
+		body = append(body, p.row(c, cols, p.rows[i], i == p.cursor))
+	}
+	return c.styles.box(p.title(c.st), body, p.w, p.h, c.focused)
+}
+
+// sessionCols is the width of each column of a session row; narrow panes
+// drop the last-tool column first.
+type sessionCols struct {
+	total, tool, elapsed, tokens int
+}
+
+func sessionColumns(inner int) sessionCols {
+	c := sessionCols{total: inner, elapsed: 6, tokens: 6}
+	switch {
+	case inner >= 60:
+		c.tool = 16
+	case inner >= 44:
+		c.tool = 11
+	}
+	return c
+}
+
+func (c sessionCols) header() string {
+	left := "   SESSION"
+	right := ""
+	if c.tool > 0 {
+		right += fit("LAST TOOL", c.tool) + " "
+	}
+	right += padLeft("TIME", c.elapsed) + " " + padLeft("TOKENS", c.tokens)
+	return fit(left, c.total-len(right)-1) + " " + right
+}
+
+func (p *sessionsPane) row(c *renderCtx, cols sessionCols, n *sessionNode, selected bool) string {
+	st, s := c.st, c.styles
+	info := n.info
+
+	// Fold mark and status glyph.
+	fold := "  "
+	if len(n.children) > 0 {
+		if p.collapsed[info.ID] {
+			fold = "▸ "
+		} else {
+			fold = "▾ "
+		}
+	}
+	glyph := statusGlyph(info.Status)
+	if info.Status == "running" {
+		glyph = c.spin()
+	}
+	glyph = s.statusStyle(info.Status).Render(glyph)
+	ask := ""
+	if st.waitingHuman(n) {
+		ask = s.markWarn.Render("?") + " "
+	}
+
+	name := info.Agent
+	if info.Label != "" {
+		name += " (" + info.Label + ")"
+	}
+	desc := info.Title
+	if desc == "" && info.Status == "pending" && info.Reason != "" {
+		desc = info.Reason
+	}
+	if info.Status == "failed" && info.Error != "" {
+		desc = info.Error
+	}
+	extra := ""
+	if p.collapsed[info.ID] && n.descendants > 0 {
+		extra = fmt.Sprintf(" +%d", n.descendants)
+	}
+
+	var right strings.Builder
+	if cols.tool > 0 {
+		tool := oneLine(n.lastTool)
+		switch {
+		case n.toolRunning && tool != "":
+			tool = "▶ " + tool
+		case n.toolFailed && tool != "":
+			tool = "✗ " + tool
+		}
+		right.WriteString(fit(trunc(tool, cols.tool), cols.tool) + " ")
+	}
+	right.WriteString(padLeft(fmtDuration(sessionElapsed(info, c.now)), cols.elapsed))
+	right.WriteString(" ")
+	tokens := fmtTokens(n.subtreeTokens)
+	right.WriteString(padLeft(tokens, cols.tokens))
+
+	indent := strings.Repeat("  ", min(n.depth, 12))
+	// The hidden-descendants count goes right after the name so that a
+	// narrow pane truncates the title, not the count.
+	left := cursorMark(selected) + indent + fold + glyph + " " + ask + s.bold.Render(oneLine(name)) + s.dim.Render(extra)
+	switch {
+	case desc != "" && info.Status == "failed":
+		left += " " + s.errText.Render(oneLine(desc))
+	case desc != "":
+		left += " " + s.dim.Render(oneLine(desc))
+	}
+	rw := cols.elapsed + 1 + cols.tokens
+	if cols.tool > 0 {
+		rw += cols.tool + 1
+	}
+	line := fit(left, cols.total-rw-1) + " " + right.String()
+	if selected {
+		// One solid highlight bar: the row's own styles would end it early.
+		return s.selected.Render(fit(ansi.Strip(line), cols.total))
+	}
+	return line
+}
+
+func statusGlyph(status string) string {
+	switch status {
+	case "pending":
+		return "○"
+	case "running":
+		return "●"
+	case "waiting":
+		return "◔"
+	case "completed":
+		return "✓"
+	case "failed":
+		return "✗"
+	case "cancelled":
+		return "⊘"
+	}
+	return "·"
+}

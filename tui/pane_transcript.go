@@ -1,0 +1,434 @@
+package tui
+
+import (
+	"bytes"
+	"encoding/json"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/x/ansi"
+	"github.com/swarmdeck/swarmdeck/runtime/event"
+)
+
+// transcriptPane is the session view: one session's messages, its live
+// streaming tokens, and collapsible tool calls, results and system prompt.
+// It keeps a bounded window of messages and reads older ones on demand.
+type transcriptPane struct {
+	w, h int
+
+	sessionID string
+	gen       int // bumped on every open so that a late load for another session is dropped
+
+	msgs     []event.MessageInfo // ascending by Index
+	expanded map[int]bool        // by message Index
+	selIdx   int                 // message Index of the selection
+	follow   bool                // selection on the newest message
+	top      int                 // position in msgs of the first message shown (when not following)
+
+	loading, loadingOlder bool
+	err                   string
+
+	stream     string    // tokens streamed for the reply being written
+	streamTool string    // tool the streaming reply is calling
+	streamCut  time.Time // deltas sent before this belong to an appended reply
+
+	toolNames map[string]string // tool call id -> tool name
+	// cache holds rendered lines by message Index; it is filled during View
+	// (memoisation only) and emptied when a message or the width changes.
+	cache map[int][]string
+}
+
+func newTranscriptPane() transcriptPane {
+	return transcriptPane{expanded: map[int]bool{}, toolNames: map[string]string{}, cache: map[int][]string{}}
+}
+
+func (p *transcriptPane) SetSize(w, h int) {
+	if w != p.w {
+		clear(p.cache)
+	}
+	p.w, p.h = w, h
+}
+
+// open starts showing a session; the messages arrive with a load.
+func (p *transcriptPane) open(id string) {
+	w, h, gen := p.w, p.h, p.gen+1
+	*p = newTranscriptPane()
+	p.w, p.h, p.gen = w, h, gen
+	p.sessionID = id
+	p.loading = true
+	p.follow = true
+}
+
+func (p *transcriptPane) pos(index int) int {
+	return sort.Search(len(p.msgs), func(i int) bool { return p.msgs[i].Index >= index })
+}
+
+// merge adds messages, replacing any with the same Index, keeping order.
+func (p *transcriptPane) merge(ms []event.MessageInfo) {
+	for _, m := range ms {
+		for _, tc := range m.ToolCalls {
+			p.toolNames[tc.ID] = tc.Name
+		}
+		n := len(p.msgs)
+		switch {
+		case n == 0 || m.Index > p.msgs[n-1].Index:
+			p.msgs = append(p.msgs, m)
+		default:
+			i := p.pos(m.Index)
+			if i < n && p.msgs[i].Index == m.Index {
+				p.msgs[i] = m
+			} else {
+				p.msgs = append(p.msgs, event.MessageInfo{})
+				copy(p.msgs[i+1:], p.msgs[i:])
+				p.msgs[i] = m
+			}
+		}
+		delete(p.cache, m.Index)
+	}
+	p.trim()
+}
+
+// trim keeps the window bounded: transcriptKeep messages while following,
+// more while the person reads back.
+func (p *transcriptPane) trim() {
+	limit := transcriptKeep
+	if !p.follow {
+		limit += transcriptExtra
+	}
+	if len(p.msgs) <= limit+limit/4 {
+		return
+	}
+	drop := len(p.msgs) - limit
+	for _, m := range p.msgs[:drop] {
+		delete(p.cache, m.Index)
+		delete(p.expanded, m.Index)
+	}
+	p.msgs = append(p.msgs[:0:0], p.msgs[drop:]...)
+	p.top = max(p.top-drop, 0)
+}
+
+// loaded applies the first load of the transcript.
+func (p *transcriptPane) loaded(ms []event.MessageInfo, err error) {
+	p.loading = false
+	if err != nil {
+		p.err = err.Error()
+		return
+	}
+	p.merge(ms)
+}
+
+// prepend applies a load of older messages.
+func (p *transcriptPane) prepend(ms []event.MessageInfo, err error) {
+	p.loadingOlder = false
+	if err != nil {
+		p.err = err.Error()
+		return
+	}
+	before := len(p.msgs)
+	p.merge(ms)
+	p.top += len(p.msgs) - before
+}
+
+// firstIndex is the history index of the oldest message in memory.
+func (p *transcriptPane) firstIndex() int {
+	if len(p.msgs) == 0 {
+		return 0
+	}
+	return p.msgs[0].Index
+}
+
+// appended applies a live message.append event.
+func (p *transcriptPane) appended(m event.MessageInfo) {
+	p.merge([]event.MessageInfo{m})
+	if m.Role == "assistant" {
+		p.stream, p.streamTool = "", ""
+	}
+}
+
+// delta applies streamed tokens; they are lossy and never stored.
+func (p *transcriptPane) delta(d event.DeltaInfo) {
+	if d.Reset {
+		p.stream, p.streamTool = "", ""
+	}
+	p.stream += d.Content
+	// Only the tail of a long stream is ever on screen.
+	if len(p.stream) > 32<<10 {
+		p.stream = p.stream[len(p.stream)-16<<10:]
+	}
+	if d.ToolName != "" {
+		p.streamTool = d.ToolName
+	}
+}
+
+func (p *transcriptPane) sel() int {
+	if len(p.msgs) == 0 {
+		return 0
+	}
+	if p.follow {
+		return len(p.msgs) - 1
+	}
+	return min(p.pos(p.selIdx), len(p.msgs)-1)
+}
+
+// move moves the selection by d messages. It reports true when the person
+// pushes past the oldest message in memory and older ones exist.
+func (p *transcriptPane) move(d int) (wantOlder bool) {
+	if len(p.msgs) == 0 {
+		return false
+	}
+	i := p.sel()
+	if i+d < 0 && p.firstIndex() > 0 {
+		wantOlder = true
+	}
+	i = min(max(i+d, 0), len(p.msgs)-1)
+	p.selIdx = p.msgs[i].Index
+	p.follow = i == len(p.msgs)-1
+	return wantOlder
+}
+
+func (p *transcriptPane) toTop() bool {
+	return p.move(-len(p.msgs) - 1)
+}
+
+func (p *transcriptPane) toBottom() { p.follow = true }
+
+func (p *transcriptPane) toggle() {
+	if len(p.msgs) == 0 {
+		return
+	}
+	idx := p.msgs[p.sel()].Index
+	p.expanded[idx] = !p.expanded[idx]
+	delete(p.cache, idx)
+}
+
+// contentWidth is the text width of a message: inside the border, the
+// selection gutter and the indent under the message header.
+func (p *transcriptPane) contentWidth() int { return max(p.w-2-2-2, 10) }
+
+func (p *transcriptPane) bodyRows() int { return max(p.h-2, 0) }
+
+// block renders one message to lines (cached until it changes or the width does).
+func (p *transcriptPane) block(s *styles, m *event.MessageInfo) []string {
+	if lines, ok := p.cache[m.Index]; ok {
+		return lines
+	}
+	lines := p.renderMessage(s, m)
+	p.cache[m.Index] = lines
+	return lines
+}
+
+func (p *transcriptPane) renderMessage(s *styles, m *event.MessageInfo) []string {
+	w := p.contentWidth()
+	exp := p.expanded[m.Index]
+	role := m.Role
+	if role == "" {
+		role = "message"
+	}
+	head := s.dim.Render("#"+strconv.Itoa(m.Index)+" ") + roleStyle(s, role).Render(role)
+	if m.Source == "human" {
+		head += s.dim.Render(" · ") + s.human.Render("human")
+	}
+	if m.Synthetic {
+		head += s.dim.Render(" · ") + s.injected.Render("injected")
+	}
+	if m.NoReply {
+		head += s.dim.Render(" · ") + s.injected.Render("no-reply")
+	}
+	if m.Role == "tool" {
+		name := p.toolNames[m.ToolCallID]
+		if name == "" {
+			name = m.ToolCallID
+		}
+		head += s.dim.Render(" · result of ") + name
+	}
+	if m.Usage != nil && m.Usage.TotalTokens > 0 {
+		head += s.dim.Render(" · " + fmtTokens(m.Usage.TotalTokens) + " tok")
+	}
+	lines := []string{head}
+	content := clean(m.Content)
+
+	collapsible := m.Role == "system" || m.Index == 0 || m.Role == "tool"
+	switch {
+	case collapsible && !exp:
+		what := "system prompt"
+		if m.Role == "tool" {
+			what = "result"
+		}
+		n := strings.Count(content, "\n") + 1
+		preview := "▸ " + what + " · " + plural(n, "line", "lines") + " · " + plural(len(content), "char", "chars")
+		if m.Role == "tool" {
+			preview += " · " + oneLine(content)
+		}
+		lines = append(lines, "  "+s.dim.Render(trunc(preview, w)))
+	case content != "":
+		if collapsible {
+			lines = append(lines, "  "+s.dim.Render("▾ expanded"))
+		}
+		for _, l := range wrap(content, w) {
+			lines = append(lines, "  "+l)
+		}
+	}
+	for _, tc := range m.ToolCalls {
+		args := clean(tc.Arguments)
+		if !exp {
+			lines = append(lines, "  "+s.role["tool"].Render("▸ "+tc.Name)+" "+s.dim.Render(trunc(oneLine(args), max(w-len(tc.Name)-3, 1))))
+			continue
+		}
+		lines = append(lines, "  "+s.role["tool"].Render("▾ "+tc.Name)+s.dim.Render(" "+tc.ID))
+		for _, l := range wrap(prettyJSON(args), w-2) {
+			lines = append(lines, "    "+l)
+		}
+	}
+	return append(lines, "") // a blank line between messages
+}
+
+func roleStyle(s *styles, role string) paint {
+	if st, ok := s.role[role]; ok {
+		return st
+	}
+	return s.bold
+}
+
+func prettyJSON(s string) string {
+	var buf bytes.Buffer
+	if json.Indent(&buf, []byte(s), "", "  ") == nil {
+		return buf.String()
+	}
+	return s
+}
+
+// streamLines is the live reply being streamed, at most max lines of its tail.
+func (p *transcriptPane) streamLines(s *styles, maxRows int) []string {
+	if p.stream == "" && p.streamTool == "" {
+		return nil
+	}
+	head := "  " + s.role["assistant"].Render("assistant") + " " + s.dim.Render("streaming…")
+	if p.streamTool != "" {
+		head += s.dim.Render(" calling ") + p.streamTool
+	}
+	lines := []string{head}
+	if p.stream != "" {
+		body := wrap(clean(p.stream), p.contentWidth()-2)
+		keep := max(maxRows-1, 1)
+		if len(body) > keep {
+			body = body[len(body)-keep:]
+		}
+		for _, l := range body {
+			lines = append(lines, "    "+l)
+		}
+	}
+	return lines
+}
+
+// sync keeps the selection visible.
+func (p *transcriptPane) sync(s *styles) {
+	p.trim()
+	if len(p.msgs) == 0 {
+		p.top = 0
+		return
+	}
+	if !p.follow {
+		sel := p.sel()
+		p.selIdx = p.msgs[sel].Index
+		avail := p.bodyRows()
+		if sel < p.top {
+			p.top = sel
+		}
+		// Move the top down until the selected message fits.
+		for p.top < sel {
+			h := 0
+			for i := p.top; i <= sel; i++ {
+				h += len(p.block(s, &p.msgs[i]))
+				if h > avail {
+					break
+				}
+			}
+			if h <= avail {
+				break
+			}
+			p.top++
+		}
+		p.top = min(p.top, len(p.msgs)-1)
+	}
+}
+
+func (p *transcriptPane) title(st *runState) string {
+	t := "Transcript · " + st.sessionName(p.sessionID) + " · " + p.sessionID
+	if n := st.sessions[p.sessionID]; n != nil {
+		t += " · " + n.info.Status
+	}
+	switch {
+	case p.loading:
+		t += " · loading…"
+	case p.loadingOlder:
+		t += " · loading older…"
+	case p.firstIndex() > 0:
+		t += " · ↑ older"
+	}
+	return t
+}
+
+func (p *transcriptPane) Render(c *renderCtx) []string {
+	s := c.styles
+	rows := p.bodyRows()
+	var body []string
+	switch {
+	case p.err != "":
+		body = append(body, s.errText.Render("could not read the transcript: "+oneLine(p.err)))
+	case len(p.msgs) == 0 && p.loading:
+		body = append(body, s.dim.Render("loading…"))
+	case len(p.msgs) == 0 && p.stream == "":
+		body = append(body, s.dim.Render("no messages yet"))
+	}
+	stream := p.streamLines(s, max(rows/2, 2))
+	avail := max(rows-len(body)-len(stream), 0)
+	sel := p.sel()
+
+	gutter := func(i int, lines []string) []string {
+		out := make([]string, len(lines))
+		mark := "  "
+		if i == sel && c.focused {
+			mark = s.accent.Render("▌ ")
+		}
+		for j, l := range lines {
+			if l == "" {
+				out[j] = l // the blank separator is not part of the message
+				continue
+			}
+			out[j] = mark + l
+		}
+		return out
+	}
+	var shown []string
+	if p.follow {
+		// Bottom-aligned: walk back from the newest message.
+		var blocks [][]string
+		h := 0
+		for i := len(p.msgs) - 1; i >= 0 && h < avail; i-- {
+			b := gutter(i, p.block(s, &p.msgs[i]))
+			blocks = append(blocks, b)
+			h += len(b)
+		}
+		for i := len(blocks) - 1; i >= 0; i-- {
+			shown = append(shown, blocks[i]...)
+		}
+		if len(shown) > avail {
+			shown = shown[len(shown)-avail:]
+		}
+	} else {
+		for i := p.top; i < len(p.msgs) && len(shown) < avail; i++ {
+			shown = append(shown, gutter(i, p.block(s, &p.msgs[i]))...)
+		}
+		if len(shown) > avail {
+			shown = shown[:avail]
+		}
+	}
+	body = append(body, shown...)
+	body = append(body, stream...)
+	for i, l := range body {
+		body[i] = ansi.Truncate(l, p.w-2, "…")
+	}
+	return s.box(p.title(c.st), body, p.w, p.h, c.focused)
+}

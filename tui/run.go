@@ -1,0 +1,51 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/colorprofile"
+)
+
+// Run runs the dashboard on the terminal until the person quits. The
+// terminal is restored on quit, on ctrl+c and on a panic. It returns ctx's
+// error when ctx ends first, and an error when the dashboard itself failed.
+func Run(ctx context.Context, opts Options) error {
+	// The model's context ends when the person quits (stopping the event
+	// listener and any call in flight); only ctx itself kills the program.
+	mctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	m := newModel(mctx, cancel, opts)
+	popts := []tea.ProgramOption{tea.WithContext(ctx)}
+	// NO_COLOR (https://no-color.org): any non-empty value. The theme then
+	// uses reverse video and bold instead of colour, and the renderer is
+	// told to emit no colour codes at all, including from library parts.
+	if os.Getenv("NO_COLOR") != "" {
+		m.noColor = true
+		m.applyTheme()
+		popts = append(popts, tea.WithColorProfile(colorprofile.Ascii))
+	}
+
+	final, err := tea.NewProgram(m, popts...).Run()
+	if fm, ok := final.(Model); ok {
+		if fm.sub != nil {
+			fm.sub.Close() // the listener may not have seen the context end yet
+		}
+		if fm.crashed != nil {
+			return fm.crashed
+		}
+	}
+	switch {
+	case err == nil, errors.Is(err, tea.ErrInterrupted):
+		return nil
+	case ctx.Err() != nil && errors.Is(err, tea.ErrProgramKilled):
+		return context.Cause(ctx)
+	case errors.Is(err, tea.ErrProgramPanic):
+		return fmt.Errorf("the dashboard hit an internal error and closed; the run stays stored: %w", err)
+	}
+	return fmt.Errorf("dashboard: %w", err)
+}

@@ -1,0 +1,414 @@
+package tui
+
+import (
+	"time"
+
+	"github.com/swarmdeck/swarmdeck/runtime/event"
+)
+
+// Bounds on what the dashboard keeps in memory. The store has everything;
+// the dashboard keeps a window and reads older items on demand.
+const (
+	feedKeep        = 2000 // broadcasts kept while following the live feed
+	feedHistoryMax  = 8000 // extra older broadcasts loaded while scrolling back
+	feedPage        = 200  // broadcasts read per "load older"
+	transcriptKeep  = 500  // messages kept while following a transcript
+	transcriptExtra = 1500 // extra older messages loaded while scrolling back
+	transcriptPage  = 200  // messages read per "load older"
+)
+
+// sessionNode is one session in the tree, with the figures rolled up from
+// its subtree kept current incrementally (O(depth) per change) so that a
+// render never walks the whole tree.
+type sessionNode struct {
+	info     event.SessionInfo
+	parent   *sessionNode
+	children []*sessionNode
+	depth    int // depth in the tree as the dashboard knows it (0 = root)
+
+	subtreeTokens int // own tokens plus every descendant's
+	descendants   int
+	lastTool      string
+	toolRunning   bool
+	toolFailed    bool
+	nextIndex     int // one past the highest message index seen
+}
+
+// runState is everything the dashboard knows about the run, applied from
+// the snapshot and then from events. It has no Bubble Tea in it.
+type runState struct {
+	run      event.RunInfo
+	runEnded time.Time
+	lastSeq  int64
+
+	sessions    map[string]*sessionNode
+	roots       []*sessionNode
+	orphans     map[string][]*sessionNode // by missing parent id
+	treeVersion int                       // bumped when the shape of the tree changes
+	totalTokens int
+	running     int
+
+	feed feed
+
+	plans           map[string]event.PlanInfo
+	delegations     map[string]*event.DelegationInfo
+	delegationOrder []string
+
+	questions []event.QuestionInfo // open questions for the human, oldest first
+	asking    map[string]int       // open questions per asking session
+}
+
+func newRunState() *runState {
+	return &runState{
+		sessions:    map[string]*sessionNode{},
+		orphans:     map[string][]*sessionNode{},
+		plans:       map[string]event.PlanInfo{},
+		delegations: map[string]*event.DelegationInfo{},
+		asking:      map[string]int{},
+	}
+}
+
+// applySnapshot replaces the state with a snapshot.
+func (s *runState) applySnapshot(snap event.Snapshot) {
+	*s = *newRunState()
+	s.run = snap.Run
+	s.lastSeq = snap.LastSeq
+	for _, si := range snap.Sessions {
+		s.upsertSession(si)
+	}
+	if !s.runActive() {
+		// A stored run does not say when it ended; its last session does.
+		for _, n := range s.sessions {
+			if n.info.EndedAt.After(s.runEnded) {
+				s.runEnded = n.info.EndedAt
+			}
+		}
+	}
+	s.feed.items = append([]event.BroadcastInfo(nil), snap.Broadcasts...)
+	s.feed.total = len(snap.Broadcasts)
+	s.feed.trimFront(len(s.feed.items) - feedKeep)
+	for _, p := range snap.Plans {
+		s.plans[p.SessionID] = p
+	}
+	for i := range snap.Delegations {
+		s.upsertDelegation(snap.Delegations[i])
+	}
+	for _, q := range snap.Questions {
+		s.openQuestion(q)
+	}
+}
+
+func (s *runState) runActive() bool {
+	return s.run.Status == "running" || s.run.Status == "pending" || s.run.Status == ""
+}
+
+// apply applies one event. It reports false for an event already covered by
+// the snapshot.
+func (s *runState) apply(ev event.Event) bool {
+	if ev.Seq != 0 {
+		if ev.Seq <= s.lastSeq {
+			return false
+		}
+		s.lastSeq = ev.Seq
+	}
+	switch ev.Type {
+	case event.RunStarted, event.RunFinished:
+		if ev.Run != nil {
+			started := s.run.StartedAt
+			s.run = *ev.Run
+			if s.run.StartedAt.IsZero() {
+				s.run.StartedAt = started
+			}
+		}
+		if ev.Type == event.RunFinished {
+			s.runEnded = ev.Time
+		}
+	case event.SessionCreated, event.SessionStatus:
+		if ev.Session != nil {
+			s.upsertSession(*ev.Session)
+		}
+	case event.MessageAppended:
+		if n := s.sessions[ev.SessionID]; n != nil && ev.Message != nil {
+			n.nextIndex = max(n.nextIndex, ev.Message.Index+1)
+		}
+	case event.ToolStarted, event.ToolFinished:
+		if n := s.sessions[ev.SessionID]; n != nil && ev.Tool != nil {
+			n.lastTool = ev.Tool.Name
+			n.toolRunning = ev.Type == event.ToolStarted
+			n.toolFailed = ev.Type == event.ToolFinished && ev.Tool.IsError
+		}
+	case event.BroadcastSent:
+		if ev.Broadcast != nil {
+			s.feed.append(*ev.Broadcast)
+		}
+	case event.PlanUpdated:
+		if ev.Plan != nil {
+			sid := ev.Plan.SessionID
+			if sid == "" {
+				sid = ev.SessionID
+			}
+			p := *ev.Plan
+			p.SessionID = sid
+			s.plans[sid] = p
+		}
+	case event.DelegationUpdated:
+		if ev.Delegation != nil {
+			s.upsertDelegation(*ev.Delegation)
+		}
+	case event.QuestionOpened:
+		if ev.Question != nil {
+			s.openQuestion(*ev.Question)
+		}
+	case event.QuestionAnswered, event.QuestionClosed:
+		if ev.Question != nil && ev.Question.Status != "open" {
+			s.closeQuestion(ev.Question.ID)
+		}
+	}
+	return true
+}
+
+// upsertSession creates or updates a session and keeps the roll-ups right.
+func (s *runState) upsertSession(si event.SessionInfo) {
+	n := s.sessions[si.ID]
+	if n == nil {
+		n = &sessionNode{info: si, subtreeTokens: si.Usage.TotalTokens, lastTool: si.LastTool}
+		s.sessions[si.ID] = n
+		s.totalTokens += si.Usage.TotalTokens
+		if si.Status == "running" {
+			s.running++
+		}
+		s.attach(n)
+		// Children that arrived before this session move under it.
+		if kids, ok := s.orphans[si.ID]; ok {
+			delete(s.orphans, si.ID)
+			for _, k := range kids {
+				s.removeRoot(k)
+				s.link(n, k)
+			}
+		}
+		s.treeVersion++
+		return
+	}
+	if d := si.Usage.TotalTokens - n.info.Usage.TotalTokens; d != 0 {
+		for a := n; a != nil; a = a.parent {
+			a.subtreeTokens += d
+		}
+		s.totalTokens += d
+	}
+	if (n.info.Status == "running") != (si.Status == "running") {
+		if si.Status == "running" {
+			s.running++
+		} else {
+			s.running--
+		}
+	}
+	if si.LastTool != "" {
+		n.lastTool = si.LastTool
+	}
+	if si.ParentID == "" {
+		si.ParentID = n.info.ParentID
+	}
+	if si.CreatedAt.IsZero() {
+		si.CreatedAt = n.info.CreatedAt
+	}
+	n.info = si
+}
+
+// attach puts a new node under its parent, or among the roots (remembering
+// the missing parent) when the parent is not known yet.
+func (s *runState) attach(n *sessionNode) {
+	pid := n.info.ParentID
+	if pid == "" {
+		s.roots = append(s.roots, n)
+		return
+	}
+	if p := s.sessions[pid]; p != nil {
+		s.link(p, n)
+		return
+	}
+	s.orphans[pid] = append(s.orphans[pid], n)
+	s.roots = append(s.roots, n)
+}
+
+func (s *runState) link(p, n *sessionNode) {
+	n.parent = p
+	p.children = append(p.children, n)
+	setDepth(n, p.depth+1)
+	for a := p; a != nil; a = a.parent {
+		a.subtreeTokens += n.subtreeTokens
+		a.descendants += n.descendants + 1
+	}
+}
+
+func setDepth(n *sessionNode, d int) {
+	n.depth = d
+	for _, c := range n.children {
+		setDepth(c, d+1)
+	}
+}
+
+func (s *runState) removeRoot(n *sessionNode) {
+	for i, r := range s.roots {
+		if r == n {
+			s.roots = append(s.roots[:i], s.roots[i+1:]...)
+			return
+		}
+	}
+}
+
+// siblings returns the list n belongs to: its parent's children or the roots.
+func (s *runState) siblings(n *sessionNode) []*sessionNode {
+	if n.parent != nil {
+		return n.parent.children
+	}
+	return s.roots
+}
+
+func (s *runState) upsertDelegation(d event.DelegationInfo) {
+	if old, ok := s.delegations[d.ID]; ok {
+		*old = d
+		return
+	}
+	s.delegations[d.ID] = &d
+	s.delegationOrder = append(s.delegationOrder, d.ID)
+}
+
+func (s *runState) openQuestion(q event.QuestionInfo) {
+	if (q.Status != "" && q.Status != "open") || !q.AllowHuman {
+		return
+	}
+	for i := range s.questions {
+		if s.questions[i].ID == q.ID {
+			s.questions[i] = q
+			return
+		}
+	}
+	s.questions = append(s.questions, q)
+	s.asking[q.FromSession]++
+}
+
+func (s *runState) closeQuestion(id string) {
+	for i := range s.questions {
+		if s.questions[i].ID == id {
+			s.asking[s.questions[i].FromSession]--
+			if s.asking[s.questions[i].FromSession] <= 0 {
+				delete(s.asking, s.questions[i].FromSession)
+			}
+			s.questions = append(s.questions[:i], s.questions[i+1:]...)
+			return
+		}
+	}
+}
+
+func (s *runState) question(id string) (event.QuestionInfo, int, bool) {
+	for i, q := range s.questions {
+		if q.ID == id {
+			return q, i, true
+		}
+	}
+	return event.QuestionInfo{}, -1, false
+}
+
+// waitingHuman reports a session that waits for the person.
+func (s *runState) waitingHuman(n *sessionNode) bool {
+	return n.info.WaitingHuman || s.asking[n.info.ID] > 0
+}
+
+// sessionName is how a session is named in one line: "researcher (r-1)".
+func (s *runState) sessionName(id string) string {
+	n := s.sessions[id]
+	if n == nil {
+		return id
+	}
+	name := n.info.Agent
+	if n.info.Label != "" {
+		name += " (" + n.info.Label + ")"
+	}
+	return name
+}
+
+// elapsed is how long the run has been going (or went).
+func (s *runState) elapsed(now time.Time) time.Duration {
+	if s.run.StartedAt.IsZero() {
+		return 0
+	}
+	end := now
+	if !s.runActive() && !s.runEnded.IsZero() {
+		end = s.runEnded
+	}
+	return end.Sub(s.run.StartedAt)
+}
+
+func sessionElapsed(info event.SessionInfo, now time.Time) time.Duration {
+	if info.CreatedAt.IsZero() {
+		return 0
+	}
+	end := now
+	if !info.EndedAt.IsZero() {
+		end = info.EndedAt
+	}
+	return end.Sub(info.CreatedAt)
+}
+
+// feed is the bounded window of the broadcast feed, oldest first. Items are
+// addressed by absolute position (base + index) so that dropping old items or
+// loading older ones never moves what a pane points at.
+type feed struct {
+	items []event.BroadcastInfo
+	base  int // absolute position of items[0]
+	// limit is how many items to keep: feedKeep while the person follows the
+	// live feed, more while they read back through history.
+	limit int
+	// total counts every broadcast the dashboard has seen, including those
+	// dropped from memory since.
+	total int
+
+	olderDone    bool // the store has nothing older than items[0]
+	loadingOlder bool
+}
+
+func (f *feed) end() int { return f.base + len(f.items) }
+
+func (f *feed) at(abs int) *event.BroadcastInfo {
+	i := abs - f.base
+	if i < 0 || i >= len(f.items) {
+		return nil
+	}
+	return &f.items[i]
+}
+
+func (f *feed) append(b event.BroadcastInfo) {
+	f.items = append(f.items, b)
+	f.total++
+	// Trim in chunks so that appending stays O(1) amortised.
+	limit := f.limit
+	if limit == 0 {
+		limit = feedKeep
+	}
+	if len(f.items) > limit+limit/4 {
+		f.trimFront(len(f.items) - limit)
+	}
+}
+
+// trimFront drops the n oldest items.
+func (f *feed) trimFront(n int) {
+	if n <= 0 {
+		return
+	}
+	n = min(n, len(f.items))
+	f.items = append(f.items[:0:0], f.items[n:]...)
+	f.base += n
+	f.olderDone = false
+}
+
+// prepend adds older items read from the store.
+func (f *feed) prepend(older []event.BroadcastInfo) {
+	if len(older) == 0 {
+		return
+	}
+	items := make([]event.BroadcastInfo, 0, len(older)+len(f.items))
+	items = append(items, older...)
+	f.total += len(older)
+	f.items = append(items, f.items...)
+	f.base -= len(older)
+}

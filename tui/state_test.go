@@ -1,0 +1,155 @@
+package tui
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/swarmdeck/swarmdeck/runtime/event"
+	"github.com/swarmdeck/swarmdeck/tui/tuitest"
+)
+
+func TestPlanViewReadiness(t *testing.T) {
+	tasks := planView([]event.PlanTask{
+		{ID: "a", Status: "completed"},
+		{ID: "b", Status: "pending", DependsOn: []string{"a"}},      // ready: its one dependency is done
+		{ID: "c", Status: "pending", DependsOn: []string{"a", "b"}}, // waits on b
+		{ID: "d", Status: "pending"},                                // ready: no dependencies
+		{ID: "e", Status: "in_progress", DependsOn: []string{"a"}},  // not pending: not ready
+		{ID: "f", Status: "blocked", DependsOn: []string{"c"}, WaitingOn: []string{"x"}},
+		{ID: "g", Status: "pending", DependsOn: []string{"zz"}, Ready: true}, // the runtime says so
+	})
+	ready := map[string]bool{}
+	for _, v := range tasks {
+		ready[v.ID] = v.ready
+	}
+	want := map[string]bool{"a": false, "b": true, "c": false, "d": true, "e": false, "f": false, "g": true}
+	if !reflect.DeepEqual(ready, want) {
+		t.Fatalf("ready = %v, want %v", ready, want)
+	}
+	if got := tasks[2].waiting; !reflect.DeepEqual(got, []string{"b"}) {
+		t.Fatalf("c waits on %v, want [b]", got)
+	}
+	if got := tasks[5].waiting; !reflect.DeepEqual(got, []string{"x"}) {
+		t.Fatalf("f waits on %v, want the runtime's WaitingOn [x]", got)
+	}
+}
+
+// The feed keeps the last feedKeep broadcasts while following, however many
+// arrive, and the view still shows the newest.
+func TestFeedIsBoundedWhileFollowing(t *testing.T) {
+	m, _ := demoModel(t, 160, 48)
+	for i := 0; i < 10; i++ {
+		batch := make([]event.Event, 1000)
+		for j := range batch {
+			n := i*1000 + j
+			batch[j] = ev(event.BroadcastSent, "s-root")
+			batch[j].Broadcast = &event.BroadcastInfo{ID: fmt.Sprintf("bx-%d", n), Kind: event.KindAnnounce, From: "orchestrator", Message: fmt.Sprintf("note %d", n)}
+		}
+		m = apply(m, batch...)
+	}
+	if n := len(m.st.feed.items); n > feedKeep+feedKeep/4 {
+		t.Fatalf("%d broadcasts in memory, want at most about %d", n, feedKeep)
+	}
+	mustContain(t, m, "note 9999", "Broadcasts · 10,007")
+}
+
+// Scrolling above the oldest broadcast in memory reads older ones from the
+// store, and the selection stays on the item it was on.
+func TestFeedLoadsOlderOnScrollToTop(t *testing.T) {
+	snap := tuitest.Demo(t0)
+	ctl := tuitest.NewController(snap)
+	var hist []event.BroadcastInfo
+	for i := 0; i < 300; i++ {
+		hist = append(hist, event.BroadcastInfo{ID: fmt.Sprintf("old-%03d", i), Kind: event.KindAnnounce, From: "orchestrator",
+			Message: fmt.Sprintf("older note %03d", i), Timestamp: t0.Add(-time.Hour)})
+	}
+	ctl.SetHistory(hist)
+	m := New(Options{Controller: ctl, Theme: "dark"})
+	t.Cleanup(m.cancel)
+	m.now, m.ticks = func() time.Time { return t0 }, false
+	m, _ = update(m, windowSize(160, 48))
+	m = connect(m, ctl)
+
+	m, _ = press(t, m, "tab", "home") // focus the feed, go to the oldest in memory
+	mustContain(t, m, "›19:28:20 planner (plan)")
+	m, _ = press(t, m, "up") // past the top: load a page
+	if got := len(m.st.feed.items); got != 7+feedPage {
+		t.Fatalf("%d items after one load, want %d", got, 7+feedPage)
+	}
+	if b := m.broadcasts.selected(&m.st.feed); b == nil || b.ID != "b-1" {
+		t.Fatalf("the selection moved while loading: %+v", b)
+	}
+	m, _ = press(t, m, "up")
+	mustContain(t, m, "older note 299")
+	m, _ = press(t, m, "home", "up", "home", "up")
+	if got := len(m.st.feed.items); got != 7+300 {
+		t.Fatalf("%d items, want all 307", got)
+	}
+	if !m.st.feed.olderDone {
+		t.Fatal("the store ran out of older broadcasts but the feed did not notice")
+	}
+	mustContain(t, m, "older note 000")
+	// Back to the bottom: following again, the history is dropped.
+	m, _ = press(t, m, "end")
+	mustContain(t, m, "Handler needs the storage")
+}
+
+func TestTranscriptLoadsTheTailAndOlderOnDemand(t *testing.T) {
+	m, ctl := demoModel(t, 160, 48)
+	var msgs []event.MessageInfo
+	for i := 0; i < 1200; i++ {
+		msgs = append(msgs, event.MessageInfo{Index: i, Role: "assistant", Content: fmt.Sprintf("message %04d", i)})
+	}
+	ctl.SetTranscript("s-res1", msgs)
+	m, _ = press(t, m, "down", "down", "enter")
+	tr := &m.transcript
+	if len(tr.msgs) != transcriptKeep || tr.msgs[0].Index != 1200-transcriptKeep {
+		t.Fatalf("loaded %d messages from #%d, want the last %d", len(tr.msgs), tr.msgs[0].Index, transcriptKeep)
+	}
+	mustContain(t, m, "message 1199", "↑ older")
+	m, _ = press(t, m, "home", "up")
+	if first := m.transcript.msgs[0].Index; first != 1200-transcriptKeep-transcriptPage {
+		t.Fatalf("after loading older the first message is #%d, want #%d", first, 1200-transcriptKeep-transcriptPage)
+	}
+	mustContain(t, m, fmt.Sprintf("message %04d", 1200-transcriptKeep-1))
+}
+
+// Events for sessions are applied in O(depth), not O(sessions): a status
+// change of a deep session must not touch unrelated nodes.
+func TestStatusChangeRollsUpIncrementally(t *testing.T) {
+	st := newRunState()
+	snap, _ := tuitest.Large(t0, 1000, 0)
+	st.applySnapshot(snap)
+	leaf := snap.Sessions[len(snap.Sessions)-1]
+	before := map[string]int{}
+	for id, n := range st.sessions {
+		before[id] = n.subtreeTokens
+	}
+	leaf.Usage.TotalTokens += 7
+	st.apply(event.Event{Type: event.SessionStatus, Session: &leaf})
+	changed := 0
+	for id, n := range st.sessions {
+		if n.subtreeTokens != before[id] {
+			changed++
+			if n.subtreeTokens != before[id]+7 {
+				t.Fatalf("%s rolled up %d, want +7", id, n.subtreeTokens-before[id])
+			}
+		}
+	}
+	if changed != 4 {
+		t.Fatalf("%d sessions changed, want 4 (the leaf and its three ancestors)", changed)
+	}
+}
+
+func TestFakeBroadcastsPaging(t *testing.T) {
+	// The fake serves pages the way the Controller contract says.
+	ctl := tuitest.NewController(event.Snapshot{Broadcasts: []event.BroadcastInfo{{ID: "c"}, {ID: "d"}}})
+	ctl.SetHistory([]event.BroadcastInfo{{ID: "a"}, {ID: "b"}})
+	got, _ := ctl.Broadcasts(context.Background(), "c", 1)
+	if len(got) != 1 || got[0].ID != "b" {
+		t.Fatalf("page before c = %+v, want [b]", got)
+	}
+}

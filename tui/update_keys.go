@@ -1,0 +1,534 @@
+package tui
+
+import (
+	"context"
+	"strings"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+)
+
+const readOnlyText = "read-only: this run is stored, not running"
+
+// handleKey routes a key press. The order is fixed: ctrl+c, the goal prompt,
+// an open dialog, the filter input, then global keys, then the focused pane.
+func (m *model) handleKey(k tea.KeyPressMsg) tea.Cmd {
+	keys := &m.keys
+	if key.Matches(k, keys.ForceQuit) {
+		return m.quit()
+	}
+	if m.width < minWidth || m.height < minHeight {
+		// Nothing is visible to act on, not even a quit confirmation; the
+		// message says ctrl+c quits.
+		return nil
+	}
+	switch {
+	case m.screen == screenGoal:
+		return m.goalKey(k)
+	case m.dialog.kind != dialogNone:
+		return m.dialogKey(k)
+	case m.broadcasts.filtering:
+		return m.filterKey(k)
+	}
+
+	switch {
+	case key.Matches(k, keys.Quit):
+		return m.askQuit()
+	case key.Matches(k, keys.Help):
+		m.showHelp = !m.showHelp
+		return nil
+	case key.Matches(k, keys.Broadcast, keys.Message, keys.Answer, keys.Skip, keys.SkipAll, keys.Cancel):
+		return m.startAction(k)
+	case m.showHelp && key.Matches(k, keys.Back):
+		m.showHelp = false
+		return nil
+	}
+	if m.screen == screenSession {
+		return m.sessionKey(k)
+	}
+	return m.dashboardKey(k)
+}
+
+func (m *model) goalKey(k tea.KeyPressMsg) tea.Cmd {
+	g := &m.goal
+	switch {
+	case key.Matches(k, m.keys.Back):
+		return m.quit()
+	case g.starting:
+		return nil
+	case key.Matches(k, m.keys.Send):
+		goal := strings.TrimSpace(g.input.Value())
+		if goal == "" {
+			g.err = "type a goal first"
+			return nil
+		}
+		g.err, g.starting = "", true
+		return startCmd(m.ctx, m.opts.Start, goal)
+	}
+	var cmd tea.Cmd
+	g.input, cmd = g.input.Update(k)
+	return cmd
+}
+
+// askQuit quits at once unless the run is still running here, in which case
+// it asks first: quitting does not lose the run, but the person should know
+// how to get back to it.
+func (m *model) askQuit() tea.Cmd {
+	if m.readOnly || m.st.run.Status != "running" {
+		return m.quit()
+	}
+	m.openDialog(dialog{kind: dialogConfirm, confirm: confirmQuit})
+	return nil
+}
+
+// startAction opens the dialog of an action key, or refuses it.
+func (m *model) startAction(k tea.KeyPressMsg) tea.Cmd {
+	keys := &m.keys
+	if m.readOnly {
+		m.setStatus(readOnlyText, true)
+		return nil
+	}
+	if m.ctl == nil {
+		m.setStatus("not connected to a run yet", true)
+		return nil
+	}
+	sel := m.selectedSession()
+	switch {
+	case key.Matches(k, keys.Broadcast):
+		m.openDialog(dialog{kind: dialogBroadcast, target: sel})
+		m.dialog.input.Placeholder = "what every agent should know"
+	case key.Matches(k, keys.Message):
+		if sel == "" {
+			m.setStatus("select a session to message first", true)
+			return nil
+		}
+		m.openDialog(dialog{kind: dialogMessage, target: sel})
+		m.dialog.input.Placeholder = "message for " + m.st.sessionName(sel)
+	case key.Matches(k, keys.Answer):
+		if len(m.st.questions) == 0 {
+			m.setStatus("no question is waiting for you", false)
+			return nil
+		}
+		q := m.st.questions[0]
+		m.openDialog(dialog{kind: dialogAnswer, questionID: q.ID})
+		m.dialog.input.Placeholder = "your answer"
+	case key.Matches(k, keys.Skip):
+		if len(m.st.questions) == 0 {
+			m.setStatus("no question is waiting for you", false)
+			return nil
+		}
+		return m.skipCmd(m.st.questions[0].ID)
+	case key.Matches(k, keys.SkipAll):
+		if len(m.st.questions) == 0 {
+			m.setStatus("no question is waiting for you", false)
+			return nil
+		}
+		m.openDialog(dialog{kind: dialogConfirm, confirm: confirmSkipAll})
+	case key.Matches(k, keys.Cancel):
+		if sel == "" {
+			m.setStatus("select a session to cancel first", true)
+			return nil
+		}
+		m.openDialog(dialog{kind: dialogConfirm, confirm: confirmCancel, target: sel})
+	}
+	return nil
+}
+
+func (m *model) skipCmd(qid string) tea.Cmd {
+	ctl := m.ctl
+	from := ""
+	if q, _, ok := m.st.question(qid); ok {
+		from = oneLine(q.From)
+		if from == "" {
+			from = m.st.sessionName(q.FromSession)
+		}
+	}
+	return actionCmd(m.ctx, actSkip, "skipped the question from "+from, qid, func(ctx context.Context) error {
+		return ctl.Skip(ctx, qid)
+	})
+}
+
+// dialogKey handles keys while a dialog is open. Printable keys go to the
+// dialog's text input; its commands are control keys.
+func (m *model) dialogKey(k tea.KeyPressMsg) tea.Cmd {
+	d := &m.dialog
+	keys := &m.keys
+	if d.kind == dialogConfirm {
+		switch {
+		case key.Matches(k, keys.Yes):
+			return m.confirmed()
+		case key.Matches(k, keys.No):
+			m.closeDialog()
+		}
+		return nil
+	}
+	if key.Matches(k, keys.Back) {
+		m.closeDialog()
+		return nil
+	}
+	if d.sending {
+		return nil
+	}
+	ctl := m.ctl
+	switch d.kind {
+	case dialogBroadcast:
+		switch {
+		case key.Matches(k, keys.ToggleTarget):
+			d.subtree = !d.subtree && d.target != ""
+			return nil
+		case key.Matches(k, keys.CycleCategory):
+			d.category = (d.category + 1) % len(categories)
+			return nil
+		case key.Matches(k, keys.Send):
+			text := strings.TrimSpace(d.input.Value())
+			if text == "" {
+				d.err = "type the broadcast first"
+				return nil
+			}
+			target, to := "all", "all sessions"
+			if d.subtree {
+				target, to = d.target, "the subtree of "+m.st.sessionName(d.target)
+			}
+			cat := categories[d.category]
+			d.sending, d.err = true, ""
+			return actionCmd(m.ctx, actBroadcast, "broadcast sent to "+to+" · "+cat, "", func(ctx context.Context) error {
+				return ctl.Broadcast(ctx, text, target, cat)
+			})
+		}
+	case dialogMessage:
+		switch {
+		case key.Matches(k, keys.ToggleNoReply):
+			d.noReply = !d.noReply
+			return nil
+		case key.Matches(k, keys.Send):
+			text := strings.TrimSpace(d.input.Value())
+			if text == "" {
+				d.err = "type the message first"
+				return nil
+			}
+			id, noReply := d.target, d.noReply
+			detail := "message sent to " + m.st.sessionName(id)
+			if noReply {
+				detail += " (no-reply)"
+			}
+			d.sending, d.err = true, ""
+			return actionCmd(m.ctx, actMessage, detail, "", func(ctx context.Context) error {
+				return ctl.SendMessage(ctx, id, text, noReply)
+			})
+		}
+	case dialogAnswer:
+		q, _, _ := m.st.question(d.questionID)
+		switch {
+		case key.Matches(k, keys.UseRemembered) && q.Remembered != "":
+			d.input.SetValue(q.Remembered)
+			d.input.CursorEnd()
+			return nil
+		case key.Matches(k, keys.DialogSkip):
+			d.sending, d.err = true, ""
+			return m.skipCmd(d.questionID)
+		case key.Matches(k, keys.DialogSkipAll):
+			m.openDialog(dialog{kind: dialogConfirm, confirm: confirmSkipAll})
+			return nil
+		case key.Matches(k, keys.Send):
+			text := strings.TrimSpace(d.input.Value())
+			if text == "" {
+				d.err = "type an answer, or " + label(keys.DialogSkip) + " to skip"
+				return nil
+			}
+			qid := d.questionID
+			d.sending, d.err = true, ""
+			return actionCmd(m.ctx, actAnswer, "answer sent", qid, func(ctx context.Context) error {
+				return ctl.Answer(ctx, qid, text)
+			})
+		}
+	}
+	var cmd tea.Cmd
+	d.input, cmd = d.input.Update(k)
+	d.err = ""
+	return cmd
+}
+
+// confirmed carries out a y/n confirmation.
+func (m *model) confirmed() tea.Cmd {
+	d := m.dialog
+	m.closeDialog()
+	ctl := m.ctl
+	switch d.confirm {
+	case confirmQuit:
+		return m.quit()
+	case confirmCancel:
+		id := d.target
+		m.setStatus("cancelling "+m.st.sessionName(id)+"…", false)
+		return actionCmd(m.ctx, actCancel, "cancelled "+m.st.sessionName(id)+" and its subtree", "", func(ctx context.Context) error {
+			return ctl.Cancel(ctx, id)
+		})
+	case confirmSkipAll:
+		return actionCmd(m.ctx, actSkipAll, "skipped all questions; agents will not ask you again in this run", "", func(ctx context.Context) error {
+			return ctl.SkipAll(ctx)
+		})
+	}
+	return nil
+}
+
+// filterKey edits the broadcast filter; the feed narrows as the person types.
+func (m *model) filterKey(k tea.KeyPressMsg) tea.Cmd {
+	p := &m.broadcasts
+	switch {
+	case key.Matches(k, m.keys.Back):
+		p.filtering = false
+		p.input.Blur()
+		p.setFilter("")
+		return nil
+	case key.Matches(k, m.keys.Send):
+		p.filtering = false
+		p.input.Blur()
+		return nil
+	}
+	var cmd tea.Cmd
+	p.input, cmd = p.input.Update(k)
+	p.setFilter(p.input.Value())
+	return cmd
+}
+
+func (m *model) handlePaste(msg tea.PasteMsg) tea.Cmd {
+	var cmd tea.Cmd
+	switch {
+	case m.screen == screenGoal:
+		m.goal.input, cmd = m.goal.input.Update(msg)
+	case m.dialog.kind != dialogNone && m.dialog.kind != dialogConfirm && !m.dialog.sending:
+		m.dialog.input, cmd = m.dialog.input.Update(msg)
+	case m.broadcasts.filtering:
+		m.broadcasts.input, cmd = m.broadcasts.input.Update(msg)
+		m.broadcasts.setFilter(m.broadcasts.input.Value())
+	}
+	return cmd
+}
+
+// page is how far page up/down moves in a pane of h rows.
+func page(h int) int { return max(h-1, 1) }
+
+func (m *model) dashboardKey(k tea.KeyPressMsg) tea.Cmd {
+	keys := &m.keys
+	switch {
+	case key.Matches(k, keys.FocusNext):
+		m.focus = (m.focus + 1) % focusCount
+		return nil
+	case key.Matches(k, keys.FocusPrev):
+		m.focus = (m.focus + focusCount - 1) % focusCount
+		return nil
+	case key.Matches(k, keys.Filter):
+		m.focus = focusBroadcasts
+		p := &m.broadcasts
+		p.filtering = true
+		p.input.SetValue(p.filter)
+		p.input.CursorEnd()
+		return p.input.Focus()
+	case key.Matches(k, keys.Parent, keys.PrevSibling, keys.NextSibling, keys.FirstChild):
+		if id, ok := m.relative(m.sessions.selected, k); ok {
+			m.sessions.selectID(m.st, id)
+			m.focus = focusSessions
+		}
+		return nil
+	case key.Matches(k, keys.Back):
+		switch {
+		case m.focus == focusBroadcasts && m.broadcasts.filter != "":
+			m.broadcasts.setFilter("")
+			m.broadcasts.input.SetValue("")
+		default:
+			m.status = statusLine{}
+		}
+		return nil
+	}
+
+	d := 0
+	switch {
+	case key.Matches(k, keys.Up):
+		d = -1
+	case key.Matches(k, keys.Down):
+		d = 1
+	case key.Matches(k, keys.PageUp):
+		d = -page(m.paneRows())
+	case key.Matches(k, keys.PageDown):
+		d = page(m.paneRows())
+	case key.Matches(k, keys.Top):
+		d = -1 << 30
+	case key.Matches(k, keys.Bottom):
+		d = 1 << 30
+	}
+	if d != 0 {
+		return m.scrollFocused(d)
+	}
+
+	switch m.focus {
+	case focusSessions:
+		switch {
+		case key.Matches(k, keys.Open):
+			return m.openSession(m.sessions.selected)
+		case key.Matches(k, keys.Collapse):
+			m.sessions.toggleFold(m.st)
+		}
+	case focusBroadcasts:
+		if key.Matches(k, keys.Open) {
+			if b := m.broadcasts.selected(&m.st.feed); b != nil && b.FromSession != "" {
+				return m.openSession(b.FromSession)
+			}
+		}
+	case focusDelegations:
+		if key.Matches(k, keys.Open) {
+			if d := m.delegations.selected(m.st); d != nil && d.SessionID != "" {
+				return m.openSession(d.SessionID)
+			}
+		}
+	}
+	return nil
+}
+
+// paneRows is the height of the focused pane's list.
+func (m *model) paneRows() int {
+	switch m.focus {
+	case focusBroadcasts:
+		return m.broadcasts.bodyRows()
+	case focusPlans:
+		return m.plans.bodyRows()
+	case focusDelegations:
+		return m.delegations.bodyRows()
+	}
+	return m.sessions.bodyRows()
+}
+
+// scrollFocused moves the focused pane's selection by d rows. Moving above
+// the oldest broadcast in memory reads older ones from the store.
+func (m *model) scrollFocused(d int) tea.Cmd {
+	switch m.focus {
+	case focusSessions:
+		m.sessions.move(d)
+	case focusBroadcasts:
+		return m.scrollFeed(d)
+	case focusPlans:
+		m.plans.move(d)
+	case focusDelegations:
+		m.delegations.move(d)
+	}
+	return nil
+}
+
+func (m *model) scrollFeed(d int) tea.Cmd {
+	p := &m.broadcasts
+	f := &m.st.feed
+	if d >= 1<<30 {
+		p.toBottom()
+		return nil
+	}
+	wasTop := p.atTop()
+	p.move(f, d)
+	if d < 0 && wasTop && p.atTop() && !f.olderDone && !f.loadingOlder && m.ctl != nil && len(f.items) > 0 {
+		f.loadingOlder = true
+		return loadOlderBroadcastsCmd(m.ctx, m.ctl, f.items[0].ID)
+	}
+	return nil
+}
+
+// relative finds the parent, previous or next sibling, or first child of a
+// session, for the key pressed.
+func (m *model) relative(id string, k tea.KeyPressMsg) (string, bool) {
+	n := m.st.sessions[id]
+	if n == nil {
+		return "", false
+	}
+	keys := &m.keys
+	var to *sessionNode
+	what := ""
+	switch {
+	case key.Matches(k, keys.Parent):
+		to, what = n.parent, "no parent: this is a root session"
+	case key.Matches(k, keys.FirstChild):
+		what = "no children"
+		if len(n.children) > 0 {
+			to = n.children[0]
+		}
+	case key.Matches(k, keys.PrevSibling), key.Matches(k, keys.NextSibling):
+		sib := m.st.siblings(n)
+		step := 1
+		what = "no next sibling"
+		if key.Matches(k, keys.PrevSibling) {
+			step, what = -1, "no previous sibling"
+		}
+		for i, s := range sib {
+			if s == n && i+step >= 0 && i+step < len(sib) {
+				to = sib[i+step]
+			}
+		}
+	}
+	if to == nil {
+		m.setStatus(what, false)
+		return "", false
+	}
+	return to.info.ID, true
+}
+
+// openSession opens the session view on a session and reads its transcript.
+func (m *model) openSession(id string) tea.Cmd {
+	n := m.st.sessions[id]
+	if n == nil || m.ctl == nil {
+		return nil
+	}
+	m.screen = screenSession
+	m.showHelp = false
+	m.sessions.selectID(m.st, id)
+	m.transcript.open(id)
+	return loadTranscriptCmd(m.ctx, m.ctl, id, m.transcript.gen, n.nextIndex)
+}
+
+func (m *model) sessionKey(k tea.KeyPressMsg) tea.Cmd {
+	keys := &m.keys
+	t := &m.transcript
+	switch {
+	case key.Matches(k, keys.Back):
+		m.screen = screenDashboard
+		m.focus = focusSessions
+		m.sessions.selectID(m.st, t.sessionID)
+		return nil
+	case key.Matches(k, keys.Parent, keys.PrevSibling, keys.NextSibling, keys.FirstChild):
+		if id, ok := m.relative(t.sessionID, k); ok {
+			return m.openSession(id)
+		}
+		return nil
+	case key.Matches(k, keys.Open, keys.Collapse):
+		t.toggle()
+		return nil
+	case key.Matches(k, keys.Bottom):
+		t.toBottom()
+		return nil
+	}
+	want := false
+	switch {
+	case key.Matches(k, keys.Up):
+		want = t.move(-1)
+	case key.Matches(k, keys.Down):
+		want = t.move(1)
+	case key.Matches(k, keys.PageUp):
+		want = t.move(-page(t.bodyRows() / 3))
+	case key.Matches(k, keys.PageDown):
+		want = t.move(page(t.bodyRows() / 3))
+	case key.Matches(k, keys.Top):
+		want = t.toTop()
+	}
+	if want {
+		return m.loadOlderTranscript()
+	}
+	return nil
+}
+
+func (m *model) loadOlderTranscript() tea.Cmd {
+	t := &m.transcript
+	if t.loading || t.loadingOlder || t.firstIndex() == 0 || m.ctl == nil {
+		return nil
+	}
+	if len(t.msgs) >= transcriptKeep+transcriptExtra {
+		// Loading more would only push out what was just loaded.
+		m.setStatus("showing the newest "+fmtCount(len(t.msgs))+" messages; older ones stay in the store", false)
+		return nil
+	}
+	t.loadingOlder = true
+	return loadOlderTranscriptCmd(m.ctx, m.ctl, t.sessionID, t.gen, t.firstIndex())
+}

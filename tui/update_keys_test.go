@@ -1,0 +1,449 @@
+package tui
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/swarmdeck/swarmdeck/runtime/event"
+	"github.com/swarmdeck/swarmdeck/tui/tuitest"
+)
+
+func wantCalls(t *testing.T, ctl *tuitest.Controller, want ...tuitest.Call) {
+	t.Helper()
+	got := ctl.Calls()
+	if len(got) == 0 && len(want) == 0 {
+		return
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("controller calls:\n got %+v\nwant %+v", got, want)
+	}
+}
+
+func quitSeen(msgs []tea.Msg) bool {
+	for _, m := range msgs {
+		if _, ok := m.(tea.QuitMsg); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// Session rows of the Demo tree, in order:
+// 0 s-root, 1 s-plan, 2 s-res1, 3 s-exp1, 4 s-res2, 5 s-exp2, 6 s-exp3,
+// 7 s-dlg1, 8 s-exe1, 9 s-rev1, 10 s-cxl.
+
+func TestBroadcastToSubtreeWithCategory(t *testing.T) {
+	m, ctl := demoModel(t, 160, 48)
+	m, _ = press(t, m, "down", "down", "b") // researcher (r-1)
+	mustContain(t, m, "Broadcast", "● all sessions", "○ subtree of researcher (r-1)", "● discovery")
+	m = typeText(t, m, "use sqlite")
+	m, _ = press(t, m, "tab", "ctrl+t", "ctrl+t")
+	mustContain(t, m, "● subtree of researcher (r-1)", "● context", "> use sqlite")
+	m, _ = press(t, m, "enter")
+	wantCalls(t, ctl, tuitest.Call{Op: "broadcast", Text: "use sqlite", Target: "s-res1", Category: "context"})
+	if m.dialog.kind != dialogNone {
+		t.Fatal("the dialog stays open after a successful send")
+	}
+	mustContain(t, m, "broadcast sent to the subtree of researcher (r-1) · context")
+	mustNotContain(t, m, "> use sqlite")
+}
+
+func TestBroadcastToAllDefaults(t *testing.T) {
+	m, ctl := demoModel(t, 100, 30)
+	m, _ = press(t, m, "b")
+	m = typeText(t, m, "stop and report")
+	m, _ = press(t, m, "tab", "tab", "ctrl+t", "ctrl+t", "ctrl+t", "ctrl+t", "enter") // toggles and cycles back
+	wantCalls(t, ctl, tuitest.Call{Op: "broadcast", Text: "stop and report", Target: "all", Category: "discovery"})
+	mustContain(t, m, "broadcast sent to all sessions · discovery")
+}
+
+func TestBroadcastEscAndEmpty(t *testing.T) {
+	m, ctl := demoModel(t, 100, 30)
+	m, _ = press(t, m, "b", "enter")
+	mustContain(t, m, "type the broadcast first")
+	m = typeText(t, m, "never sent")
+	m, _ = press(t, m, "esc")
+	wantCalls(t, ctl)
+	mustNotContain(t, m, "never sent", "Broadcast ━")
+}
+
+func TestBroadcastErrorKeepsDialog(t *testing.T) {
+	m, ctl := demoModel(t, 100, 30)
+	ctl.SetError(errors.New("bus closed"))
+	m, _ = press(t, m, "b")
+	m = typeText(t, m, "hello")
+	m, _ = press(t, m, "enter")
+	if m.dialog.kind != dialogBroadcast {
+		t.Fatal("a failed send closed the dialog; the typed text is lost")
+	}
+	mustContain(t, m, "broadcast failed: bus closed", "> hello")
+	// Retry once the runtime recovers.
+	ctl.SetError(nil)
+	m, _ = press(t, m, "enter")
+	wantCalls(t, ctl, tuitest.Call{Op: "broadcast", Text: "hello", Target: "all", Category: "discovery"})
+	mustNotContain(t, m, "broadcast failed")
+}
+
+func TestMessageNoReplyToggle(t *testing.T) {
+	m, ctl := demoModel(t, 160, 48)
+	m, _ = press(t, m, "down", "m") // planner (plan)
+	mustContain(t, m, "Message planner (plan) · s-plan", "● wake the session")
+	m = typeText(t, m, "fyi: plan v2")
+	m, _ = press(t, m, "tab")
+	mustContain(t, m, "● no-reply")
+	m, _ = press(t, m, "enter")
+	m, _ = press(t, m, "m")
+	m = typeText(t, m, "wake up")
+	m, _ = press(t, m, "tab", "tab", "enter")
+	wantCalls(t, ctl,
+		tuitest.Call{Op: "message", SessionID: "s-plan", Text: "fyi: plan v2", NoReply: true},
+		tuitest.Call{Op: "message", SessionID: "s-plan", Text: "wake up", NoReply: false},
+	)
+	mustContain(t, m, "message sent to planner (plan)")
+}
+
+func TestAnswerWithOptionNumber(t *testing.T) {
+	m, ctl := demoModel(t, 160, 48)
+	mustContain(t, m, "researcher (r-1) asks: Which storage engine", "1 of 2")
+	m, _ = press(t, m, "a")
+	mustContain(t, m, "Question 1 of 2 · from researcher (r-1)", "1. PostgreSQL [pg]", "2. SQLite [sqlite]", "3. Redis [redis]")
+	m, _ = press(t, m, "2", "enter")
+	wantCalls(t, ctl, tuitest.Call{Op: "answer", QuestionID: "q-1", Text: "2"})
+	// The banner moves on to the next question at once.
+	mustContain(t, m, "researcher (r-2) asks: How long", "1 of 1")
+	mustNotContain(t, m, "Which storage engine")
+}
+
+func TestAnswerFreeTextAndRemembered(t *testing.T) {
+	m, ctl := demoModel(t, 160, 48)
+	m, _ = press(t, m, "a")
+	m = typeText(t, m, "SQLite, but keep a Postgres path open")
+	m, _ = press(t, m, "enter")
+	m, _ = press(t, m, "a")
+	mustContain(t, m, "you answered this before: “90 days”")
+	m, _ = press(t, m, "tab", "enter")
+	wantCalls(t, ctl,
+		tuitest.Call{Op: "answer", QuestionID: "q-1", Text: "SQLite, but keep a Postgres path open"},
+		tuitest.Call{Op: "answer", QuestionID: "q-2", Text: "90 days"},
+	)
+	mustNotContain(t, m, " asks: ")
+}
+
+func TestAnswerEmptyIsRefused(t *testing.T) {
+	m, ctl := demoModel(t, 100, 30)
+	m, _ = press(t, m, "a", "enter")
+	wantCalls(t, ctl)
+	mustContain(t, m, "type an answer, or ctrl+s to skip")
+}
+
+func TestSkipFromMainViewAndDialog(t *testing.T) {
+	m, ctl := demoModel(t, 160, 48)
+	m, _ = press(t, m, "s")
+	mustContain(t, m, "skipped the question from researcher (r-1)", "researcher (r-2) asks")
+	m, _ = press(t, m, "a", "ctrl+s")
+	wantCalls(t, ctl, tuitest.Call{Op: "skip", QuestionID: "q-1"}, tuitest.Call{Op: "skip", QuestionID: "q-2"})
+	mustNotContain(t, m, " asks: ")
+	// With nothing pending, s says so instead of calling the runtime.
+	m, _ = press(t, m, "s")
+	mustContain(t, m, "no question is waiting for you")
+	if len(ctl.Calls()) != 2 {
+		t.Fatal("s with no question called the controller")
+	}
+}
+
+func TestSkipAllConfirm(t *testing.T) {
+	m, ctl := demoModel(t, 160, 48)
+	m, _ = press(t, m, "S")
+	mustContain(t, m, "Skip 2 open questions and stop asking you for the rest of this run?")
+	m, _ = press(t, m, "n")
+	wantCalls(t, ctl)
+	mustContain(t, m, "1 of 2")
+
+	m, _ = press(t, m, "S", "y")
+	wantCalls(t, ctl, tuitest.Call{Op: "skip_all"})
+	mustNotContain(t, m, " asks: ")
+	mustContain(t, m, "skipped all questions")
+}
+
+func TestSkipAllFromAnswerDialog(t *testing.T) {
+	m, ctl := demoModel(t, 160, 48)
+	m, _ = press(t, m, "a", "ctrl+a")
+	mustContain(t, m, "Skip all questions?")
+	m, _ = press(t, m, "y")
+	wantCalls(t, ctl, tuitest.Call{Op: "skip_all"})
+	mustNotContain(t, m, " asks: ")
+}
+
+func TestCancelConfirm(t *testing.T) {
+	m, ctl := demoModel(t, 160, 48)
+	m, _ = press(t, m, "down", "down", "down", "down", "x") // researcher (r-2) with two children
+	mustContain(t, m, "Cancel researcher (r-2) · s-res2 and its 2 descendant sessions?")
+	m, _ = press(t, m, "n")
+	wantCalls(t, ctl)
+	m, _ = press(t, m, "x", "esc")
+	wantCalls(t, ctl)
+	m, _ = press(t, m, "x", "y")
+	wantCalls(t, ctl, tuitest.Call{Op: "cancel", SessionID: "s-res2"})
+	mustContain(t, m, "cancelled researcher (r-2) and its subtree")
+}
+
+func TestQuitConfirmWhileRunning(t *testing.T) {
+	m, _ := demoModel(t, 160, 48)
+	m, msgs := press(t, m, "q")
+	if quitSeen(msgs) {
+		t.Fatal("q quit a running run without asking")
+	}
+	mustContain(t, m, "swarmdeck resume r-7c1e", "stays stored")
+	m, msgs = press(t, m, "n")
+	if quitSeen(msgs) || m.dialog.kind != dialogNone {
+		t.Fatal("n did not keep the dashboard open")
+	}
+	_, msgs = press(t, m, "q", "y")
+	if !quitSeen(msgs) {
+		t.Fatal("q, y did not quit")
+	}
+}
+
+func TestQuitImmediatelyWhenFinished(t *testing.T) {
+	m, _ := demoModel(t, 160, 48)
+	fin := ev(event.RunFinished, "")
+	run := tuitest.Demo(t0).Run
+	run.Status = "completed"
+	fin.Run = &run
+	m = apply(m, fin)
+	mustContain(t, m, "completed")
+	_, msgs := press(t, m, "q")
+	if !quitSeen(msgs) {
+		t.Fatal("q did not quit a finished run at once")
+	}
+}
+
+func TestCtrlCQuitsImmediately(t *testing.T) {
+	m, _ := demoModel(t, 160, 48)
+	m, _ = press(t, m, "b") // even with a dialog open
+	_, msgs := press(t, m, "ctrl+c")
+	if !quitSeen(msgs) {
+		t.Fatal("ctrl+c did not quit")
+	}
+}
+
+func TestFocusCycling(t *testing.T) {
+	m, _ := demoModel(t, 160, 48)
+	order := []string{"┏━ Broadcasts", "┏━ Plans", "┏━ Delegations", "┏━ Sessions"}
+	mustContain(t, m, "┏━ Sessions")
+	for _, want := range order {
+		m, _ = press(t, m, "tab")
+		mustContain(t, m, want)
+		if strings.Count(plainView(m), "┏━") != 1 {
+			t.Fatal("more than one pane looks focused")
+		}
+	}
+	m, _ = press(t, m, "shift+tab")
+	mustContain(t, m, "┏━ Delegations")
+}
+
+func TestTreeNavigationAndCollapse(t *testing.T) {
+	m, _ := demoModel(t, 160, 48)
+	m, _ = press(t, m, "down", "down", "down", "down") // researcher (r-2)
+	mustContain(t, m, "›  ▾ ◔ ? researcher (r-2)")
+	mustContain(t, m, "explorer (x-2) Benchmark", "explorer (x-3) per-call")
+
+	m, _ = press(t, m, "space")
+	mustContain(t, m, "›  ▸ ◔ ? researcher (r-2) +2 Survey analytics")
+	mustNotContain(t, m, "explorer (x-2) Benchmark", "explorer (x-3) per-call")
+	// Folded children still count in the parent's tokens.
+	mustContain(t, m, "3.2k")
+	m, _ = press(t, m, "down")
+	mustContain(t, m, "›  ▾ ⠋ orchestrator (d-1)")
+
+	m, _ = press(t, m, "up", "space")
+	mustContain(t, m, "explorer (x-2) Benchmark")
+
+	// The Plans pane follows the selection.
+	m, _ = press(t, m, "down", "down", "down") // orchestrator (d-1)
+	mustContain(t, m, "Plans · orchestrator (d-1)", "Write the redirect handler")
+}
+
+func TestTreeJumpKeysOnDashboard(t *testing.T) {
+	m, _ := demoModel(t, 160, 48)
+	m, _ = press(t, m, "down", "down") // s-res1
+	steps := []struct{ key, want string }{
+		{"c", "s-exp1"}, {"p", "s-res1"}, {"]", "s-res2"}, {"[", "s-res1"}, {"p", "s-root"},
+	}
+	for _, s := range steps {
+		m, _ = press(t, m, s.key)
+		if m.sessions.selected != s.want {
+			t.Fatalf("after %q selected %s, want %s", s.key, m.sessions.selected, s.want)
+		}
+	}
+	m, _ = press(t, m, "p")
+	mustContain(t, m, "no parent: this is a root session")
+}
+
+func TestSessionViewOpenJumpAndBack(t *testing.T) {
+	m, ctl := demoModel(t, 160, 48)
+	ctl.SetTranscript("s-res1", tuitest.DemoTranscript())
+	ctl.SetTranscript("s-root", []event.MessageInfo{{Index: 0, Role: "system", Content: "root prompt"}, {Index: 1, Role: "user", Content: "Build a URL shortener"}})
+	ctl.SetTranscript("s-exp1", []event.MessageInfo{{Index: 1, Role: "user", Content: "Scan the repo"}})
+
+	m, _ = press(t, m, "down", "down", "enter")
+	mustContain(t, m, "Transcript · researcher (r-1) · s-res1", "#5 assistant", "SQLite in WAL mode is enough for v1", "injected", "no-reply")
+	mustContain(t, m, "▸ system prompt · 4 lines")
+	mustNotContain(t, m, "Answer with facts.") // the system prompt is collapsed
+
+	for _, step := range []struct{ key, title, text string }{
+		{"c", "Transcript · explorer (x-1) · s-exp1", "Scan the repo"},
+		{"p", "Transcript · researcher (r-1) · s-res1", "#5 assistant"},
+		{"]", "Transcript · researcher (r-2) · s-res2", "no messages yet"},
+		{"[", "Transcript · researcher (r-1) · s-res1", "#4 user"},
+		{"[", "Transcript · planner (plan) · s-plan", "no messages yet"},
+		{"p", "Transcript · orchestrator · s-root", "Build a URL shortener"},
+	} {
+		m, _ = press(t, m, step.key)
+		mustContain(t, m, step.title, step.text)
+	}
+	m, _ = press(t, m, "esc")
+	mustContain(t, m, "Plans · orchestrator", "┏━ Sessions")
+	mustNotContain(t, m, "Transcript ·")
+	if m.sessions.selected != "s-root" {
+		t.Fatalf("back on the dashboard the selection is %s, want the last viewed session s-root", m.sessions.selected)
+	}
+}
+
+func TestSessionViewExpandToolAndSystemPrompt(t *testing.T) {
+	m, ctl := demoModel(t, 160, 48)
+	ctl.SetTranscript("s-res1", tuitest.DemoTranscript())
+	m, _ = press(t, m, "down", "down", "enter")
+	mustContain(t, m, `▸ search_files {"pattern":"sql","path":"."}`)
+	m, _ = press(t, m, "up", "up", "up", "space") // #2 assistant with the tool call
+	mustContain(t, m, "▾ search_files call-1", `"pattern": "sql",`)
+	m, _ = press(t, m, "home", "enter") // #0 system prompt
+	mustContain(t, m, "Answer with facts.")
+}
+
+func TestFilterBroadcasts(t *testing.T) {
+	m, _ := demoModel(t, 160, 48)
+	m, _ = press(t, m, "/")
+	if m.focus != focusBroadcasts {
+		t.Fatal("/ did not focus the feed")
+	}
+	m = typeText(t, m, "BLOCKER")
+	mustContain(t, m, "2 matches for “BLOCKER”", "Do not store raw IP addresses", "Handler needs the storage")
+	mustNotContain(t, m, "SQLite in WAL mode handles", "base62 encoder")
+	m, _ = press(t, m, "enter") // keep the filter, leave the input
+	m = typeText(t, m, "j")     // navigation again, not typing
+	mustContain(t, m, "filter: BLOCKER")
+	m, _ = press(t, m, "esc")
+	mustContain(t, m, "SQLite in WAL mode handles", "Broadcasts · 7")
+	mustNotContain(t, m, "matches for")
+
+	// A filter on the sender.
+	m, _ = press(t, m, "/")
+	m = typeText(t, m, "explorer (x-")
+	mustContain(t, m, "2 matches")
+	m, _ = press(t, m, "esc")
+	mustNotContain(t, m, "matches for")
+}
+
+func TestReadOnlyRefusesActions(t *testing.T) {
+	snap := tuitest.Demo(t0)
+	snap.Run.Status = "completed"
+	ctl := tuitest.NewController(snap)
+	ctl.SetReadOnly(true)
+	m := New(Options{Controller: ctl, Theme: "dark"})
+	t.Cleanup(m.cancel)
+	m.now, m.ticks = func() timeT { return t0 }, false
+	m, _ = update(m, windowSize(160, 48))
+	m = connect(m, ctl)
+	mustContain(t, m, "READ-ONLY")
+	for _, k := range []string{"b", "m", "a", "s", "S", "x"} {
+		m, _ = press(t, m, k)
+		if m.dialog.kind != dialogNone {
+			t.Fatalf("%s opened a dialog on a stored run", k)
+		}
+		mustContain(t, m, "read-only: this run is stored, not running")
+		m, _ = press(t, m, "esc")
+	}
+	wantCalls(t, ctl)
+	// Navigation still works.
+	m, _ = press(t, m, "down", "enter")
+	mustContain(t, m, "Transcript · planner (plan)")
+}
+
+func TestResizeBetweenLayouts(t *testing.T) {
+	m, _ := demoModel(t, 160, 48)
+	m, _ = press(t, m, "down", "down")
+	sideBySide := func() bool {
+		for _, l := range strings.Split(plainView(m), "\n") {
+			if strings.Contains(l, "Sessions ·") && strings.Contains(l, "Broadcasts ·") {
+				return true
+			}
+		}
+		return false
+	}
+	if !sideBySide() {
+		t.Fatal("160 columns: Sessions and Broadcasts are not side by side")
+	}
+	m, _ = update(m, windowSize(80, 30))
+	if sideBySide() {
+		t.Fatal("80 columns: panes are still side by side")
+	}
+	mustContain(t, m, "Sessions ·", "Broadcasts ·", "Plans · researcher (r-1)", "Delegations ·")
+	m, _ = update(m, windowSize(50, 12))
+	mustContain(t, m, "Terminal too small: need at least 60x16")
+	mustNotContain(t, m, "Sessions ·")
+	m, msgs := press(t, m, "down", "q") // ignored while too small: no confirmation could be shown
+	if quitSeen(msgs) {
+		t.Fatal("q quit a running run without a confirmation while the terminal was too small")
+	}
+	m, _ = update(m, windowSize(100, 30))
+	if !sideBySide() {
+		t.Fatal("100 columns: Sessions and Broadcasts are not side by side")
+	}
+	if m.sessions.selected != "s-res1" {
+		t.Fatalf("the selection moved while resizing: %s", m.sessions.selected)
+	}
+	checkFrame(t, plainView(m), 100, 30)
+}
+
+func TestMouseClickAndWheel(t *testing.T) {
+	m, _ := demoModel(t, 160, 48)
+	l, _ := m.layout()
+	// Sessions rows start under the border and the column header.
+	m, _ = update(m, tea.MouseClickMsg{X: l.sessions.x + 5, Y: l.sessions.y + 2 + 4, Button: tea.MouseLeft})
+	if m.sessions.selected != "s-res2" {
+		t.Fatalf("click selected %s, want s-res2", m.sessions.selected)
+	}
+	mustContain(t, m, "›  ▾ ◔ ? researcher (r-2)")
+	m, _ = update(m, tea.MouseClickMsg{X: l.delegations.x + 5, Y: l.delegations.y + 1, Button: tea.MouseLeft})
+	mustContain(t, m, "┏━ Delegations")
+	// The wheel scrolls the pane under the pointer, not the focused one.
+	m, _ = update(m, tea.MouseWheelMsg{X: l.sessions.x + 5, Y: l.sessions.y + 3, Button: tea.MouseWheelDown})
+	if m.sessions.selected != "s-dlg1" {
+		t.Fatalf("wheel down over Sessions selected %s, want s-dlg1 (three rows down)", m.sessions.selected)
+	}
+	if m.focus != focusDelegations {
+		t.Fatal("the wheel changed focus")
+	}
+}
+
+func TestKeyOverrides(t *testing.T) {
+	ctl := tuitest.NewController(tuitest.Demo(t0))
+	m := New(Options{Controller: ctl, Theme: "dark", Keys: map[string][]string{"broadcast": {"B"}, "quit": {"ctrl+q"}, "bogus": {"z"}}})
+	t.Cleanup(m.cancel)
+	m.now, m.ticks = func() timeT { return t0 }, false
+	m, _ = update(m, windowSize(160, 48))
+	m = connect(m, ctl)
+	mustContain(t, m, "B broadcast", "ctrl+q quit", "unknown key actions in the keys setting: bogus")
+	m, _ = press(t, m, "b")
+	if m.dialog.kind != dialogNone {
+		t.Fatal("the old broadcast key still works")
+	}
+	m, _ = press(t, m, "B")
+	if m.dialog.kind != dialogBroadcast {
+		t.Fatal("the new broadcast key does not open the dialog")
+	}
+}

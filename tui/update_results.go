@@ -1,0 +1,87 @@
+package tui
+
+import (
+	tea "charm.land/bubbletea/v2"
+)
+
+var actionVerb = map[actionKind]string{
+	actBroadcast: "broadcast",
+	actMessage:   "message",
+	actAnswer:    "answer",
+	actSkip:      "skip",
+	actSkipAll:   "skip all",
+	actCancel:    "cancel",
+}
+
+// dialogFor is the dialog that waits for an action's result.
+var dialogFor = map[actionKind]dialogKind{
+	actBroadcast: dialogBroadcast,
+	actMessage:   dialogMessage,
+	actAnswer:    dialogAnswer,
+	actSkip:      dialogAnswer,
+}
+
+// handleResult applies the results of controller calls.
+func (m *model) handleResult(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
+	case actionDoneMsg:
+		d := &m.dialog
+		waiting := d.sending && d.kind == dialogFor[msg.kind]
+		if msg.err != nil {
+			if waiting {
+				// Keep the dialog and what was typed, so the person can retry.
+				d.sending, d.err = false, msg.err.Error()
+			}
+			m.setStatus(actionVerb[msg.kind]+" failed: "+msg.err.Error(), true)
+			return nil
+		}
+		if waiting {
+			m.closeDialog()
+		}
+		switch msg.kind {
+		case actAnswer, actSkip:
+			// The runtime will also say so with an event; dropping it now
+			// moves the banner on at once.
+			m.st.closeQuestion(msg.questionID)
+		case actSkipAll:
+			for len(m.st.questions) > 0 {
+				m.st.closeQuestion(m.st.questions[0].ID)
+			}
+		}
+		m.setStatus(msg.detail, false)
+
+	case transcriptMsg:
+		t := &m.transcript
+		if msg.sessionID != t.sessionID || msg.gen != t.gen {
+			return nil // the person moved on to another session
+		}
+		if msg.older {
+			t.prepend(msg.msgs, msg.err)
+		} else {
+			t.loaded(msg.msgs, msg.err)
+		}
+
+	case olderBroadcastsMsg:
+		f := &m.st.feed
+		f.loadingOlder = false
+		if msg.err != nil {
+			m.setStatus(msg.err.Error(), true)
+			return nil
+		}
+		if len(f.items) == 0 || f.items[0].ID != msg.before {
+			return nil // the feed moved meanwhile; the person can scroll again
+		}
+		if len(msg.items) == 0 || len(f.items)+len(msg.items) > feedKeep+feedHistoryMax {
+			f.olderDone = true
+		}
+		if len(msg.items) > 0 && len(f.items)+len(msg.items) <= feedKeep+feedHistoryMax {
+			m.broadcasts.follow = false
+			f.limit = feedKeep + feedHistoryMax
+			f.prepend(msg.items)
+		}
+
+	case panicMsg:
+		m.setStatus(msg.err.Error(), true)
+	}
+	return nil
+}

@@ -1,0 +1,83 @@
+package tui
+
+import (
+	tea "charm.land/bubbletea/v2"
+	"github.com/swarmdeck/swarmdeck/runtime/event"
+)
+
+// handleRuntime applies what comes from the runtime: the connection (with
+// its snapshot), batches of events, and a run started from the goal prompt.
+func (m *model) handleRuntime(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
+	case startedMsg:
+		m.goal.starting = false
+		if msg.err != nil {
+			m.goal.err = "could not start the run: " + msg.err.Error()
+			return nil
+		}
+		m.ctl = msg.ctl
+		m.screen = screenDashboard
+		m.goal.input.Blur()
+		return connectCmd(msg.ctl)
+
+	case connectedMsg:
+		m.ctl, m.sub, m.readOnly = msg.ctl, msg.sub, msg.readOnly
+		m.streamClosed = false
+		m.st.applySnapshot(msg.snap)
+		m.sessions = newSessionsPane()
+		m.broadcasts.follow = true
+		m.delegations.list = list{}
+		if len(m.st.roots) > 0 {
+			m.sessions.selected = m.st.roots[0].info.ID
+		}
+		return listen(m.ctx, msg.sub, m.window)
+
+	case eventsMsg:
+		for _, ev := range msg.events {
+			m.applyEvent(ev)
+		}
+		if msg.closed {
+			m.streamClosed = true
+			if m.st.runActive() && !m.readOnly {
+				m.setStatus("the run stopped sending events; what is shown may be out of date", true)
+			}
+			return nil
+		}
+		if m.sub == nil {
+			return nil
+		}
+		return listen(m.ctx, m.sub, m.window)
+	}
+	return nil
+}
+
+// applyEvent applies one event to the state and to the open transcript.
+func (m *model) applyEvent(ev event.Event) {
+	if !m.st.apply(ev) {
+		return
+	}
+	switch ev.Type {
+	case event.MessageAppended:
+		if m.screen == screenSession && ev.SessionID == m.transcript.sessionID && ev.Message != nil {
+			m.transcript.appended(*ev.Message)
+			if ev.Message.Role == "assistant" {
+				m.transcript.streamCut = ev.Time
+			}
+		}
+	case event.MessageDelta:
+		// The bus delivers must-deliver events first, so a delta of a reply
+		// can arrive after the reply itself was appended; it is stale then.
+		// (A delta without a time cannot be judged and is shown.)
+		if m.screen == screenSession && ev.SessionID == m.transcript.sessionID && ev.Delta != nil &&
+			(ev.Time.IsZero() || !ev.Time.Before(m.transcript.streamCut)) {
+			m.transcript.delta(*ev.Delta)
+		}
+	case event.SessionStatus:
+		// A session that stops running is not streaming any more.
+		if ev.Session != nil && ev.Session.ID == m.transcript.sessionID && ev.Session.Status != "running" {
+			m.transcript.stream, m.transcript.streamTool = "", ""
+		}
+	case event.Error:
+		m.setStatus("runtime: "+oneLine(ev.Error), true)
+	}
+}

@@ -1,0 +1,241 @@
+package tui
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/swarmdeck/swarmdeck/runtime/event"
+	"github.com/swarmdeck/swarmdeck/tui/tuitest"
+)
+
+func sessionEvent(typ event.Type, info event.SessionInfo) event.Event {
+	e := ev(typ, info.ID)
+	e.Session = &info
+	return e
+}
+
+func TestEventSessionCreatedAndStatus(t *testing.T) {
+	m, _ := demoModel(t, 160, 48)
+	child := event.SessionInfo{ID: "s-new", ParentID: "s-exp2", Agent: "executor", Label: "e-7", Title: "Hash benchmark harness",
+		Status: "running", Depth: 3, Usage: event.Usage{TotalTokens: 1000}, CreatedAt: t0.Add(-5 * time.Second)}
+	m = apply(m, sessionEvent(event.SessionCreated, child))
+	// Under explorer (x-2), one level deeper, and rolled up into every ancestor.
+	mustContain(t, m, "Sessions · 12 · 6 running", "     ▾ ⠋ explorer (x-2)", "┃         ⠋ executor (e-7) Hash benchmark")
+	mustContain(t, m, "1.6k", "4.2k", "18.6k") // x-2: 640+1000, r-2: 3250+1000, root: 17630+1000
+	mustContain(t, m, "18,630 tokens")
+
+	child.Status = "completed"
+	child.Usage.TotalTokens = 1500
+	child.EndedAt = t0
+	m = apply(m, sessionEvent(event.SessionStatus, child))
+	mustContain(t, m, "✓ executor (e-7)", "Sessions · 12 · 5 running", "19,130 tokens", "2.1k")
+}
+
+func TestEventSessionBeforeItsParent(t *testing.T) {
+	m, _ := demoModel(t, 160, 48)
+	kid := event.SessionInfo{ID: "s-kid", ParentID: "s-late", Agent: "explorer", Label: "k", Title: "early child", Status: "running", Usage: event.Usage{TotalTokens: 50}}
+	parent := event.SessionInfo{ID: "s-late", ParentID: "s-root", Agent: "researcher", Label: "late", Title: "late parent", Status: "running", Usage: event.Usage{TotalTokens: 100}}
+	m = apply(m, sessionEvent(event.SessionCreated, kid))
+	mustContain(t, m, "explorer (k) early child")
+	m = apply(m, sessionEvent(event.SessionCreated, parent))
+	// The child moves under its parent and its tokens roll up.
+	mustContain(t, m, "  ▾ ⠋ researcher (late) late parent", "      ⠋ explorer (k) early child")
+	if got := m.st.sessions["s-root"].subtreeTokens; got != 17630+150 {
+		t.Fatalf("root tokens %d, want %d", got, 17630+150)
+	}
+}
+
+func TestEventToolStartedShowsLastTool(t *testing.T) {
+	m, _ := demoModel(t, 160, 48)
+	e := ev(event.ToolStarted, "s-exe1")
+	e.Tool = &event.ToolInfo{CallID: "c9", Name: "edit_file"}
+	m = apply(m, e)
+	mustContain(t, m, "▶ edit_file")
+	e = ev(event.ToolFinished, "s-exe1")
+	e.Tool = &event.ToolInfo{CallID: "c9", Name: "edit_file", IsError: true}
+	m = apply(m, e)
+	mustContain(t, m, "✗ edit_file")
+}
+
+func TestEventBroadcastSent(t *testing.T) {
+	m, _ := demoModel(t, 160, 48)
+	e := ev(event.BroadcastSent, "s-exp2")
+	e.Broadcast = &event.BroadcastInfo{ID: "b-99", Kind: event.KindBroadcast, From: "explorer (x-2)", FromSession: "s-exp2",
+		Category: "discovery", Target: "siblings", Message: "xxhash is 4x faster than sha256 here", Timestamp: t0}
+	m = apply(m, e)
+	mustContain(t, m, "Broadcasts · 8", "19:30:00 explorer (x-2) → siblings [discovery]", "   xxhash is 4x faster")
+	// Newest at the bottom: the new row comes after the previous newest.
+	s := plainView(m)
+	if strings.Index(s, "xxhash") < strings.Index(s, "Handler needs the storage") {
+		t.Fatal("the new broadcast is not below the older ones")
+	}
+}
+
+func TestEventPlanUpdated(t *testing.T) {
+	m, _ := demoModel(t, 160, 48)
+	e := ev(event.PlanUpdated, "s-root")
+	e.Plan = &event.PlanInfo{SessionID: "s-root", Tasks: []event.PlanTask{
+		{ID: "1", Description: "Draft the plan", Status: "completed"},
+		{ID: "2", Description: "Research storage engines", Status: "completed"},
+		{ID: "3", Description: "Research analytics options", Status: "completed"},
+		{ID: "4", Description: "Implement the redirect service", Status: "in_progress", DependsOn: []string{"2"}},
+		{ID: "5", Description: "Integrate analytics", Status: "pending", DependsOn: []string{"3"}},
+		{ID: "6", Description: "Ship v1", Status: "blocked", DependsOn: []string{"4", "5"}, WaitingOn: []string{"4", "5"}},
+	}}
+	m = apply(m, e)
+	mustContain(t, m, "3/6 done · 1 in progress · 1 ready · 1 blocked", "◐ 4  Implement the redirect service",
+		"○ 5  Integrate analytics", "blocked · waits on 4, 5")
+	mustNotContain(t, m, "after 3, 4")
+}
+
+func TestEventDelegationUpdated(t *testing.T) {
+	m, _ := demoModel(t, 160, 48)
+	d := event.DelegationInfo{ID: "dl-4", ParentSession: "s-dlg1", PlanTaskID: "b", Description: "Review in depth", Status: "pending", Depth: 2, CreatedAt: t0}
+	e := ev(event.DelegationUpdated, "s-dlg1")
+	e.Delegation = &d
+	m = apply(m, e)
+	mustContain(t, m, "Delegations · 4 · 2 active", "○ pending   dl-4     d2     0s task b")
+	d.Status, d.SessionID, d.StartedAt = "completed", "s-rev1", t0.Add(-30*time.Second)
+	d.EndedAt = t0
+	e = ev(event.DelegationUpdated, "s-dlg1")
+	e.Delegation = &d
+	m = apply(m, e)
+	mustContain(t, m, "Delegations · 4 · 1 active", "✓ completed dl-4     d2    30s task b    s-rev1")
+}
+
+func TestEventQuestionOpenedAnsweredClosed(t *testing.T) {
+	m, _ := demoModel(t, 160, 48)
+	q := event.QuestionInfo{ID: "q-3", FromSession: "s-exe1", From: "executor (e-1)", Question: "May I run go test?", AllowHuman: true, Status: "open"}
+	e := ev(event.QuestionOpened, "s-exe1")
+	e.Question = &q
+	m = apply(m, e)
+	mustContain(t, m, "1 of 3", "Sessions · 11 · 5 running · 3 ask you", "⠋ ? executor (e-1)")
+	// A question not for the human is not shown.
+	q2 := event.QuestionInfo{ID: "q-4", FromSession: "s-exe1", Question: "agents only", AllowHuman: false, Status: "open"}
+	e = ev(event.QuestionOpened, "s-exe1")
+	e.Question = &q2
+	m = apply(m, e)
+	mustContain(t, m, "1 of 3")
+
+	done := event.QuestionInfo{ID: "q-1", Status: "answered", HumanResponded: false}
+	e = ev(event.QuestionAnswered, "s-res1")
+	e.Question = &done
+	m = apply(m, e)
+	mustContain(t, m, "researcher (r-2) asks", "1 of 2")
+	mustNotContain(t, m, "⠋ ? researcher (r-1)")
+
+	closed := event.QuestionInfo{ID: "q-2", Status: "timed_out"}
+	e = ev(event.QuestionClosed, "s-res2")
+	e.Question = &closed
+	m = apply(m, e)
+	mustContain(t, m, "executor (e-1) asks: May I run go test?", "1 of 1")
+}
+
+func TestQuestionClosedWhileAnswering(t *testing.T) {
+	m, _ := demoModel(t, 160, 48)
+	m, _ = press(t, m, "a")
+	closed := event.QuestionInfo{ID: "q-1", Status: "timed_out"}
+	e := ev(event.QuestionClosed, "s-res1")
+	e.Question = &closed
+	m = apply(m, e)
+	if m.dialog.kind != dialogNone {
+		t.Fatal("the answer dialog stayed open for a question that closed")
+	}
+	mustContain(t, m, "that question was answered or closed elsewhere")
+}
+
+func TestEventsCoveredBySnapshotAreSkipped(t *testing.T) {
+	m, _ := demoModel(t, 160, 48)
+	old := ev(event.BroadcastSent, "s-root")
+	old.Seq = 100 // Demo's LastSeq
+	old.Broadcast = &event.BroadcastInfo{ID: "b-dup", Kind: event.KindAnnounce, From: "orchestrator", Message: "already in the snapshot"}
+	m, _ = update(m, eventsMsg{events: []event.Event{old}})
+	mustNotContain(t, m, "already in the snapshot")
+}
+
+func TestTranscriptLiveMessagesAndDeltas(t *testing.T) {
+	m, ctl := demoModel(t, 160, 48)
+	ctl.SetTranscript("s-res1", tuitest.DemoTranscript())
+	m, _ = press(t, m, "down", "down", "enter")
+
+	m = apply(m, deltaEvent("s-res1", "Checking the ", false), deltaEvent("s-res1", "write path…", false))
+	mustContain(t, m, "assistant streaming…", "Checking the write path…")
+	// Deltas of another session do not leak into this transcript.
+	m = apply(m, deltaEvent("s-res2", "other session tokens", false))
+	mustNotContain(t, m, "other session tokens")
+	// A reset starts the reply over.
+	m = apply(m, deltaEvent("s-res1", "Second try", true))
+	mustContain(t, m, "Second try")
+	mustNotContain(t, m, "Checking the write path")
+
+	e := ev(event.MessageAppended, "s-res1")
+	e.Message = &event.MessageInfo{ID: 7, Index: 6, Role: "assistant", Source: "agent", Content: "Second try: WAL is fine.", Usage: &event.Usage{TotalTokens: 300}}
+	inj := ev(event.MessageAppended, "s-res1")
+	inj.Message = &event.MessageInfo{ID: 8, Index: 7, Role: "user", Source: "human", Synthetic: true, NoReply: true, Content: "Do not store raw IP addresses anywhere."}
+	m = apply(m, e, inj)
+	mustContain(t, m, "#6 assistant · 300 tok", "Second try: WAL is fine.", "#7 user · human · injected · no-reply")
+	mustNotContain(t, m, "streaming…")
+}
+
+func TestTranscriptMessagesDuringLoadAreKept(t *testing.T) {
+	m, ctl := demoModel(t, 160, 48)
+	ctl.SetTranscript("s-res1", tuitest.DemoTranscript())
+	m, _ = press(t, m, "down", "down")
+	m, cmd := update(m, keyMsg("enter")) // load not run yet
+	live := ev(event.MessageAppended, "s-res1")
+	live.Message = &event.MessageInfo{Index: 6, Role: "assistant", Content: "arrived while loading"}
+	m = apply(m, live)
+	m, _ = drive(t, m, cmd)
+	mustContain(t, m, "#0 system", "#5 assistant", "#6 assistant", "arrived while loading")
+	if n := len(m.transcript.msgs); n != 7 {
+		t.Fatalf("%d messages, want 7 (no duplicates, none lost)", n)
+	}
+}
+
+func TestSubscriptionClosedIsShown(t *testing.T) {
+	m, _ := demoModel(t, 160, 48)
+	m, _ = update(m, eventsMsg{closed: true})
+	mustContain(t, m, "DISCONNECTED", "the run stopped sending events")
+}
+
+func TestErrorEventShownInStatus(t *testing.T) {
+	m, _ := demoModel(t, 160, 48)
+	e := ev(event.Error, "")
+	e.Error = "store: disk full"
+	m = apply(m, e)
+	mustContain(t, m, "✗ runtime: store: disk full")
+}
+
+func TestAgentTextCannotInjectEscapes(t *testing.T) {
+	m, _ := demoModel(t, 160, 48)
+	e := ev(event.BroadcastSent, "s-root")
+	e.Broadcast = &event.BroadcastInfo{ID: "b-x", Kind: event.KindAnnounce, From: "orchestrator",
+		Message: "evil \x1b]0;pwned\x07title \x1b[2Jclear", Timestamp: t0}
+	m = apply(m, e)
+	raw := m.View().Content
+	if strings.Contains(raw, "pwned") || strings.Contains(raw, "\x1b[2J") || strings.Contains(raw, "\x1b]0;") {
+		t.Fatal("escape sequences from an agent reached the terminal")
+	}
+	mustContain(t, m, "evil title clear")
+}
+
+// A delta of a reply that was already appended (the bus sends must-deliver
+// events ahead of deltas) must not bring the streaming line back.
+func TestLateDeltaAfterAppendIsDropped(t *testing.T) {
+	m, ctl := demoModel(t, 160, 48)
+	ctl.SetTranscript("s-res1", tuitest.DemoTranscript())
+	m, _ = press(t, m, "down", "down", "enter")
+	msg := ev(event.MessageAppended, "s-res1")
+	msg.Time = t0
+	msg.Message = &event.MessageInfo{Index: 6, Role: "assistant", Content: "Final answer."}
+	late := deltaEvent("s-res1", "Final ans", false)
+	late.Time = t0.Add(-time.Millisecond)
+	m = apply(m, msg, late)
+	mustContain(t, m, "Final answer.")
+	mustNotContain(t, m, "streaming…")
+	next := deltaEvent("s-res1", "Next reply", false)
+	next.Time = t0.Add(time.Second)
+	m = apply(m, next)
+	mustContain(t, m, "streaming…", "Next reply")
+}
