@@ -1,0 +1,145 @@
+package runtime
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/swarmdeck/swarmdeck/runtime/event"
+	"github.com/swarmdeck/swarmdeck/runtime/store"
+)
+
+// MaxControlLine bounds one line of the --control channel.
+const MaxControlLine = 64 << 10
+
+// Command is one line of the --control channel: the same actions as the
+// dashboard's keys.
+type Command struct {
+	Op         string `json:"op"`
+	QuestionID string `json:"question_id"`
+	Text       string `json:"text"`
+	Target     string `json:"target"`
+	Category   string `json:"category"`
+	SessionID  string `json:"session_id"`
+	NoReply    bool   `json:"no_reply"`
+}
+
+// ParseCommand reads one control line, with errors that say how to fix it.
+func ParseCommand(line []byte) (Command, error) {
+	var c Command
+	line = bytes.TrimSpace(line)
+	if len(line) > MaxControlLine {
+		return c, fmt.Errorf("control line is %d bytes; the limit is %d", len(line), MaxControlLine)
+	}
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return c, fmt.Errorf("control line is not a JSON command (%v); e.g. {\"op\":\"answer\",\"question_id\":\"q-1a2b\",\"text\":\"yes\"}", err)
+	}
+	if dec.More() {
+		return c, errors.New("control line holds more than one JSON value: send one command per line")
+	}
+	need := func(field, value string) error {
+		if strings.TrimSpace(value) == "" {
+			return fmt.Errorf("op %q needs %q", c.Op, field)
+		}
+		return nil
+	}
+	switch c.Op {
+	case "answer":
+		if err := need("question_id", c.QuestionID); err != nil {
+			return c, err
+		}
+		return c, need("text", c.Text)
+	case "skip":
+		return c, need("question_id", c.QuestionID)
+	case "skip_all":
+		return c, nil
+	case "broadcast":
+		return c, need("text", c.Text)
+	case "message":
+		if err := need("session_id", c.SessionID); err != nil {
+			return c, err
+		}
+		return c, need("text", c.Text)
+	case "cancel":
+		return c, need("session_id", c.SessionID)
+	case "":
+		return c, errors.New(`control line has no "op": use answer, skip, skip_all, broadcast, message or cancel`)
+	default:
+		return c, fmt.Errorf("unknown op %q: use answer, skip, skip_all, broadcast, message or cancel", c.Op)
+	}
+}
+
+// Apply performs a command on a controller.
+func (c Command) Apply(ctx context.Context, ctl event.Controller) error {
+	switch c.Op {
+	case "answer":
+		return ctl.Answer(ctx, c.QuestionID, c.Text)
+	case "skip":
+		return ctl.Skip(ctx, c.QuestionID)
+	case "skip_all":
+		return ctl.SkipAll(ctx)
+	case "broadcast":
+		return ctl.Broadcast(ctx, c.Text, c.Target, c.Category)
+	case "message":
+		return ctl.SendMessage(ctx, c.SessionID, c.Text, c.NoReply)
+	case "cancel":
+		return ctl.Cancel(ctx, c.SessionID)
+	}
+	return fmt.Errorf("unknown op %q", c.Op)
+}
+
+// ServeControl reads commands from in until it ends or ctx is done. A bad
+// line or a failed action becomes an error event; nothing else happens.
+func (r *Run) ServeControl(ctx context.Context, in io.Reader) {
+	br := bufio.NewReaderSize(in, 64<<10)
+	for ctx.Err() == nil {
+		line, tooLong, err := readLine(br)
+		if len(bytes.TrimSpace(line)) > 0 || tooLong {
+			var cerr error
+			if tooLong {
+				cerr = fmt.Errorf("control line longer than %d bytes: ignored", MaxControlLine)
+			} else {
+				var cmd Command
+				if cmd, cerr = ParseCommand(line); cerr == nil {
+					cerr = cmd.Apply(ctx, r)
+				}
+			}
+			if cerr != nil {
+				r.reportError("control: " + cerr.Error())
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// readLine reads one line, discarding the rest of a line over the limit.
+func readLine(br *bufio.Reader) (line []byte, tooLong bool, err error) {
+	for {
+		chunk, isPrefix, err := br.ReadLine()
+		if len(line)+len(chunk) > MaxControlLine {
+			tooLong = true
+		} else {
+			line = append(line, chunk...)
+		}
+		if err != nil || !isPrefix {
+			return line, tooLong, err
+		}
+	}
+}
+
+// reportError logs an error event for the run.
+func (r *Run) reportError(msg string) {
+	r.e.store.Do(context.Background(), func(tx *store.Tx) error {
+		_, err := tx.Emit(event.Event{Type: event.Error, RunID: r.id, Error: msg})
+		return err
+	})
+}

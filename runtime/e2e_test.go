@@ -1,0 +1,406 @@
+package runtime
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/swarmdeck/swarmdeck/runtime/config"
+	"github.com/swarmdeck/swarmdeck/runtime/event"
+	"github.com/swarmdeck/swarmdeck/runtime/scripted"
+	"github.com/swarmdeck/swarmdeck/runtime/store"
+)
+
+// testEngine builds an engine on a fresh database and workspace. With a
+// non-nil server the provider is an OpenAI-type one pointing at it, else
+// the in-process scripted model.
+func testEngine(t *testing.T, server *httptest.Server, policy scripted.Policy, mod func(*config.Config)) *Engine {
+	t.Helper()
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	os.MkdirAll(filepath.Join(ws, "docs"), 0o755)
+	os.WriteFile(filepath.Join(ws, "README.md"), []byte("# Demo project\nA product launch plan lives here.\n"), 0o644)
+	os.WriteFile(filepath.Join(ws, "docs", "notes.md"), []byte("launch notes\nproduct ideas\n"), 0o644)
+	cfg := config.Defaults()
+	cfg.Workspace = ws
+	cfg.LogFile = filepath.Join(dir, "log")
+	sp := cfg.Providers["scripted"]
+	sp.Latency = 0
+	sp.StreamSpeed = 0
+	cfg.Limits.MaxRetries = 4
+	if mod != nil {
+		mod(cfg)
+	}
+	res, err := cfg.Resolve(func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if server != nil {
+		res.Name = "test"
+		res.Provider = config.Provider{Type: "openai", BaseURL: server.URL + "/v1"}
+		res.Model = "test-model"
+	}
+	e, err := New(Options{Config: cfg, Resolved: res, DBPath: filepath.Join(dir, "swarmdeck.db"), Policy: policy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+// scriptedServer serves a policy over HTTP in a given dialect.
+func scriptedServer(t *testing.T, dialect string, policy scripted.Policy) *httptest.Server {
+	t.Helper()
+	srv := scripted.New(scripted.Config{Dialect: dialect, Policy: policy})
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() { hs.Close(); srv.Close() })
+	return hs
+}
+
+// headless runs a goal to the end and returns its events and exit status.
+func headless(t *testing.T, e *Engine, goal string, control io.Reader) ([]event.Event, int) {
+	t.Helper()
+	var out bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	code, err := e.Headless(ctx, HeadlessOptions{JSON: true, Out: &out, Control: control}, func(ctx context.Context) (*Run, error) {
+		return e.Start(ctx, goal)
+	})
+	if err != nil {
+		dumpRun(t, e)
+		t.Fatalf("headless run: %v", err)
+	}
+	var events []event.Event
+	dec := json.NewDecoder(&out)
+	for dec.More() {
+		var ev event.Event
+		if err := dec.Decode(&ev); err != nil {
+			t.Fatalf("bad JSON event: %v", err)
+		}
+		events = append(events, ev)
+	}
+	return events, code
+}
+
+func exportLatest(t *testing.T, e *Engine) *store.Export {
+	t.Helper()
+	x, err := e.Export(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x
+}
+
+func sessionByLabel(x *store.Export, label string) *store.ExportSession {
+	for i := range x.Sessions {
+		if x.Sessions[i].Label == label {
+			return &x.Sessions[i]
+		}
+	}
+	return nil
+}
+
+func toolResults(s *store.ExportSession, name string) []string {
+	ids := map[string]bool{}
+	for _, m := range s.Messages {
+		for _, c := range m.ToolCalls {
+			if c.Name == name {
+				ids[c.ID] = true
+			}
+		}
+	}
+	var out []string
+	for _, m := range s.Messages {
+		if m.Role == "tool" && ids[m.ToolCallID] {
+			out = append(out, m.Content)
+		}
+	}
+	return out
+}
+
+// checkDemoExport asserts what a run of the demo policy must show.
+func checkDemoExport(t *testing.T, x *store.Export) {
+	t.Helper()
+	if x.Run.Status != "completed" {
+		t.Fatalf("run status %q, error %q", x.Run.Status, x.Run.Error)
+	}
+	var root *store.ExportSession
+	children := 0
+	for i := range x.Sessions {
+		s := &x.Sessions[i]
+		if s.Status != "completed" {
+			t.Errorf("session %s (%s) is %s: %s", s.ID, s.Agent, s.Status, s.Error)
+		}
+		if len(s.Messages) == 0 || s.Messages[0].Role != "system" || !strings.HasPrefix(s.Messages[0].Content, "You are the "+s.Agent+" agent") {
+			t.Errorf("session %s: first message is not its system prompt", s.ID)
+		}
+		calls, results := 0, 0
+		for _, m := range s.Messages {
+			calls += len(m.ToolCalls)
+			if m.Role == "tool" {
+				results++
+				if m.ToolCallID == "" {
+					t.Errorf("session %s: tool result without tool_call_id", s.ID)
+				}
+			}
+		}
+		if calls == 0 || calls != results {
+			t.Errorf("session %s: %d tool calls, %d results", s.ID, calls, results)
+		}
+		if s.ParentID == "" {
+			root = s
+		} else if s.ParentID == x.Sessions[0].ID {
+			children++
+		}
+	}
+	if root == nil || children < 2 {
+		t.Fatalf("want a root and at least two children, got root=%v children=%d", root != nil, children)
+	}
+	if !strings.HasPrefix(x.Run.Result, "[scripted model]") {
+		t.Errorf("run result should say it is scripted: %.80q", x.Run.Result)
+	}
+
+	// Shared context: the children's system prompts carry the block; the
+	// grandchild inherits projectGoal and overrides audience; the writer's
+	// $ references were resolved into its context.
+	r1 := sessionByLabel(x, "research-1")
+	if r1 == nil || !strings.Contains(r1.Messages[0].Content, "[Shared Context]:\n- ") || !strings.Contains(r1.Messages[0].Content, "\n- projectGoal: \"") {
+		t.Errorf("research-1 system prompt lacks the shared context block:\n%s", r1.Messages[0].Content)
+	}
+	assets := sessionByLabel(x, "assets")
+	if assets == nil {
+		t.Fatalf("no grandchild labelled assets")
+	}
+	var actx map[string]any
+	json.Unmarshal(assets.SharedContext, &actx)
+	if actx["projectGoal"] == nil || actx["audience"] != "early adopters" || assets.Depth != 2 {
+		t.Errorf("grandchild context = %v (depth %d), want projectGoal inherited and audience overridden", actx, assets.Depth)
+	}
+	writer := sessionByLabel(x, "writer")
+	var wctx map[string]any
+	json.Unmarshal(writer.SharedContext, &wctx)
+	if s, _ := wctx["research-1"].(string); !strings.Contains(s, "[scripted model]") {
+		t.Errorf("writer context lacks the resolved $research-1 reference: %v", wctx)
+	}
+
+	// Sibling awareness and broadcasts.
+	if !strings.Contains(joinContents(r1), "<sibling_tasks>") {
+		t.Errorf("research-1 never got a <sibling_tasks> table")
+	}
+	var bc *store.ExportBroadcast
+	for i := range x.Broadcasts {
+		if x.Broadcasts[i].Kind == "broadcast" {
+			bc = &x.Broadcasts[i]
+			break
+		}
+	}
+	if bc == nil || len(bc.Recipients) == 0 {
+		t.Fatalf("no stored broadcast with recipients")
+	}
+	for _, rid := range bc.Recipients {
+		found := false
+		for _, s := range x.Sessions {
+			if s.ID != rid {
+				continue
+			}
+			for _, m := range s.Messages {
+				if m.NoReply && m.Synthetic && strings.Contains(m.Content, "<sibling_broadcast from=") && strings.Contains(m.Content, `task_id="`+bc.FromSession+`"`) {
+					found = true
+				}
+			}
+		}
+		if !found {
+			t.Errorf("broadcast %s not passive in the history of recipient %s", bc.ID, rid)
+		}
+	}
+	if res := toolResults(r1, "task_send_message"); len(res) == 0 || !strings.Contains(res[0], `"delivered"`) {
+		t.Errorf("research-1 task_send_message results: %v", res)
+	}
+	if res := toolResults(r1, "task_output"); len(res) == 0 || strings.Contains(res[0], "error") {
+		t.Errorf("research-1 task_output results: %v", res)
+	}
+
+	// Plans: a cyclic plan rejected, then one with index dependencies stored as ids.
+	plans := toolResults(root, "create_task_plan")
+	if len(plans) < 2 || !strings.Contains(plans[0], "cycle") || strings.Contains(plans[1], "error") {
+		t.Errorf("create_task_plan results: %v", plans)
+	}
+	var rootPlan *store.ExportPlan
+	for i := range x.Plans {
+		if x.Plans[i].SessionID == root.ID {
+			rootPlan = &x.Plans[i]
+		}
+	}
+	if rootPlan == nil {
+		t.Fatalf("root has no stored plan")
+	}
+	for _, task := range rootPlan.Tasks {
+		if task.ID == "draft" && strings.Join(task.DependsOn, ",") != "research,channels" {
+			t.Errorf("draft depends_on = %v, want ids research,channels", task.DependsOn)
+		}
+		if task.ID == "checklist" && task.Status != "completed" {
+			t.Errorf("delegated plan task checklist is %s", task.Status)
+		}
+	}
+	// Delegation completed; a nested one refused by the depth limit.
+	if len(x.Delegations) == 0 || x.Delegations[0].Status != "completed" || x.Delegations[0].PlanTaskID != "checklist" {
+		t.Errorf("delegations = %+v", x.Delegations)
+	}
+	sub := findSession(x, x.Delegations[0].SessionID)
+	if res := toolResults(sub, "delegate_task"); len(res) == 0 || !strings.Contains(res[0], "max_delegation_depth") {
+		t.Errorf("nested delegation was not refused by depth: %v", res)
+	}
+	// The question got shadow answers from the other running sessions.
+	if len(x.Questions) == 0 || len(x.Questions[0].Responses) < 2 {
+		t.Errorf("questions = %+v", x.Questions)
+	}
+}
+
+func joinContents(s *store.ExportSession) string {
+	var b strings.Builder
+	for _, m := range s.Messages {
+		b.WriteString(m.Content)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+func findSession(x *store.Export, id string) *store.ExportSession {
+	for i := range x.Sessions {
+		if x.Sessions[i].ID == id {
+			return &x.Sessions[i]
+		}
+	}
+	return &store.ExportSession{}
+}
+
+func TestHeadlessDemoOnScriptedModel(t *testing.T) {
+	e := testEngine(t, nil, nil, nil)
+	events, code := headless(t, e, "Plan a product launch", nil)
+	if code != ExitOK {
+		t.Fatalf("exit %d", code)
+	}
+	if events[0].Type != event.RunStarted || events[len(events)-1].Type != event.RunFinished {
+		t.Errorf("events run from %s to %s", events[0].Type, events[len(events)-1].Type)
+	}
+	for i := 1; i < len(events); i++ {
+		if events[i].Seq != events[i-1].Seq+1 {
+			t.Fatalf("event seq jumps from %d to %d", events[i-1].Seq, events[i].Seq)
+		}
+	}
+	checkDemoExport(t, exportLatest(t, e))
+}
+
+func TestDemoOverEachDialect(t *testing.T) {
+	for _, dialect := range []string{"openai", "ollama", "llamacpp"} {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			hs := scriptedServer(t, dialect, scripted.Demo())
+			e := testEngine(t, hs, nil, nil)
+			_, code := headless(t, e, "Design a landing page for a CLI tool", nil)
+			if code != ExitOK {
+				t.Fatalf("exit %d", code)
+			}
+			checkDemoExport(t, exportLatest(t, e))
+		})
+	}
+}
+
+// faulty wraps a policy and answers chosen requests (by arrival order)
+// with a fault instead.
+type faulty struct {
+	inner  scripted.Policy
+	mu     sync.Mutex
+	n      int
+	faults map[int]*scripted.Fault
+	mangle string // corrupt the arguments of the first call of this tool
+}
+
+func (f *faulty) Reply(req *scripted.Request) scripted.Reply {
+	f.mu.Lock()
+	f.n++
+	n := f.n
+	fault := f.faults[n]
+	f.mu.Unlock()
+	if fault != nil {
+		return scripted.Reply{Fault: fault}
+	}
+	rep := f.inner.Reply(req)
+	for i, c := range rep.ToolCalls {
+		f.mu.Lock()
+		hit := c.Name == f.mangle
+		if hit {
+			f.mangle = ""
+		}
+		f.mu.Unlock()
+		if hit {
+			b, _ := json.Marshal(c.Args)
+			rep.ToolCalls[i].Args = json.RawMessage(b[:len(b)-1]) // drop the closing brace
+		}
+	}
+	return rep
+}
+
+func TestRunSurvivesServerFaults(t *testing.T) {
+	for _, dialect := range []string{"openai", "ollama", "llamacpp"} {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			f := &faulty{inner: scripted.Demo(), faults: map[int]*scripted.Fault{
+				1: {Status: 429, RetryAfter: "1"},
+				2: {Status: 503, Body: `{"error":{"message":"model overloaded","type":"server_error"}}`},
+				3: {Status: 502, Body: "<html><body><h1>502 Bad Gateway</h1></body></html>"},
+				5: {Truncate: true},
+			}, mangle: "list_files"}
+			hs := scriptedServer(t, dialect, f)
+			e := testEngine(t, hs, nil, nil)
+			_, code := headless(t, e, "Plan a product launch", nil)
+			if code != ExitOK {
+				t.Fatalf("exit %d", code)
+			}
+			x := exportLatest(t, e)
+			checkDemoExport(t, x)
+			// The mangled call reached the model as a tool error it could read.
+			root := &x.Sessions[0]
+			found := false
+			for _, m := range root.Messages {
+				if m.Role == "tool" && strings.Contains(m.Content, "not valid JSON") {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("the malformed arguments did not come back as a tool error")
+			}
+		})
+	}
+}
+
+// dumpRun logs where each session of the latest run stands, to explain a hang.
+func dumpRun(t *testing.T, e *Engine) {
+	x, err := e.Export(context.Background(), "")
+	if err != nil {
+		t.Logf("export: %v", err)
+		return
+	}
+	for _, s := range x.Sessions {
+		last := ""
+		if n := len(s.Messages); n > 0 {
+			m := s.Messages[n-1]
+			last = m.Role + ": " + m.Content
+			if len(m.ToolCalls) > 0 {
+				last += " calls " + m.ToolCalls[0].Name
+			}
+		}
+		if len(last) > 300 {
+			last = last[:300]
+		}
+		t.Logf("%s %s/%s %s (%d msgs) last=%q err=%q", s.ID, s.Agent, s.Label, s.Status, len(s.Messages), last, s.Error)
+	}
+}

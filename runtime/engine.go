@@ -1,0 +1,243 @@
+// Package runtime runs swarms: each session of a run is a goroutine that
+// talks to an LLM through an OpenAI-compatible server, executes the tools its
+// role allows, spawns children and receives their results. Every change is
+// written to the store before it is published as an event.
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/swarmdeck/swarmdeck/agents"
+	"github.com/swarmdeck/swarmdeck/prompts"
+	"github.com/swarmdeck/swarmdeck/runtime/config"
+	"github.com/swarmdeck/swarmdeck/runtime/event"
+	"github.com/swarmdeck/swarmdeck/runtime/llm"
+	"github.com/swarmdeck/swarmdeck/runtime/scripted"
+	"github.com/swarmdeck/swarmdeck/runtime/store"
+)
+
+// Options configure an Engine.
+type Options struct {
+	Config   *config.Config
+	Resolved config.Resolved
+	Logger   *slog.Logger
+	// DBPath overrides the config's database path (":memory:" for tests).
+	DBPath string
+	// Policy replaces the scripted model's demo policy (bench, tests).
+	Policy scripted.Policy
+	// Dialect of the in-process scripted model (tests): openai, ollama, llamacpp.
+	Dialect string
+}
+
+// Engine is swarmdeck's process-wide runtime: the store, the event bus, the
+// LLM client, the prompts, the tools and the runs in progress.
+type Engine struct {
+	cfg      atomic.Pointer[config.Config]
+	resolved config.Resolved
+	log      *slog.Logger
+	store    *store.Store
+	bus      *event.Bus
+	llm      *llm.Client
+	scripted *scripted.Server
+	baseURL  string
+	prompts  *prompts.Library
+	tools    *agents.Registry
+	roster   atomic.Pointer[agents.Roster]
+
+	mu   sync.Mutex
+	runs map[string]*Run
+}
+
+// New builds an engine: it opens the store, starts the scripted model when
+// that is the provider, and prepares the LLM client.
+func New(opts Options) (*Engine, error) {
+	cfg := opts.Config
+	if cfg == nil {
+		cfg = config.Defaults()
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	e := &Engine{resolved: opts.Resolved, log: log, bus: &event.Bus{}, tools: agents.NewRegistry(), runs: map[string]*Run{}}
+	e.cfg.Store(cfg)
+	if err := e.setRoster(cfg); err != nil {
+		return nil, err
+	}
+	lib, err := prompts.New(cfg.PromptsDir, log)
+	if err != nil {
+		return nil, fmt.Errorf("prompts: %w", err)
+	}
+	e.prompts = lib
+	dbPath := opts.DBPath
+	if dbPath == "" {
+		dbPath = cfg.DBPath()
+	}
+	st, err := store.Open(dbPath, func(evs []event.Event) { e.bus.Publish(evs...) })
+	if err != nil {
+		return nil, err
+	}
+	e.store = st
+
+	p := opts.Resolved.Provider
+	switch p.Type {
+	case "scripted", "":
+		policy := opts.Policy
+		if policy == nil && p.Scenario != "" {
+			if policy, err = scripted.LoadScenario(p.Scenario); err != nil {
+				st.Close()
+				return nil, fmt.Errorf("scripted scenario: %w", err)
+			}
+		}
+		e.scripted = scripted.New(scripted.Config{Latency: p.Latency.D(), StreamSpeed: p.StreamSpeed, Policy: policy, Dialect: opts.Dialect, Logger: log})
+		if e.baseURL, err = e.scripted.Start(""); err != nil {
+			st.Close()
+			return nil, fmt.Errorf("start the scripted model: %w", err)
+		}
+	default:
+		e.baseURL = p.BaseURL
+	}
+	lim := cfg.Limits
+	e.llm = llm.New(llm.Config{BaseURL: e.baseURL, APIKey: opts.Resolved.APIKey, Headers: p.Headers,
+		CallTimeout: lim.CallTimeout.D(), IdleTimeout: lim.StreamIdleTimeout.D(), MaxRetries: lim.MaxRetries, Logger: log})
+	return e, nil
+}
+
+func (e *Engine) setRoster(cfg *config.Config) error {
+	roles := make([]agents.Role, 0, len(cfg.Agents))
+	for _, a := range cfg.Agents {
+		groups := map[string]bool{}
+		for _, g := range a.Tools {
+			groups[g] = true
+		}
+		roles = append(roles, agents.Role{Name: a.Role, Description: a.Description, Prompt: a.Prompt, Groups: groups,
+			Model: a.Model, CanSpawn: a.CanSpawn, CanWrite: a.CanWrite})
+	}
+	roster, err := agents.NewRoster(roles)
+	if err != nil {
+		return fmt.Errorf("agents: %w", err)
+	}
+	e.roster.Store(roster)
+	return nil
+}
+
+// Config is the configuration in effect.
+func (e *Engine) Config() *config.Config { return e.cfg.Load() }
+
+// Reload applies a changed configuration: limits, latencies, the prompts
+// directory and the roster take effect for new sessions and calls.
+func (e *Engine) Reload(cfg *config.Config) error {
+	if err := e.setRoster(cfg); err != nil {
+		return err
+	}
+	old := e.cfg.Load()
+	e.cfg.Store(cfg)
+	if cfg.PromptsDir != old.PromptsDir {
+		if err := e.prompts.SetDir(cfg.PromptsDir); err != nil {
+			return err
+		}
+	}
+	if e.scripted != nil {
+		if p, ok := cfg.Providers[e.resolved.Name]; ok && p.Type == "scripted" {
+			e.scripted.SetLatency(p.Latency.D())
+			e.scripted.SetStreamSpeed(p.StreamSpeed)
+		}
+	}
+	return nil
+}
+
+// Prompts is the prompt library (for hot reload).
+func (e *Engine) Prompts() *prompts.Library { return e.prompts }
+
+// Store is the engine's database.
+func (e *Engine) Store() *store.Store { return e.store }
+
+// Bus carries the engine's events.
+func (e *Engine) Bus() *event.Bus { return e.bus }
+
+// Scripted is the in-process scripted model, or nil.
+func (e *Engine) Scripted() *scripted.Server { return e.scripted }
+
+// ProviderLabel describes the provider for people ("scripted", "openai at
+// http://localhost:11434/v1").
+func (e *Engine) ProviderLabel() string {
+	if e.scripted != nil {
+		return "scripted"
+	}
+	host := e.baseURL
+	if u, err := url.Parse(e.baseURL); err == nil && u.Host != "" {
+		host = u.Host
+	}
+	return e.resolved.Name + " (" + host + ")"
+}
+
+// Model is the model requested.
+func (e *Engine) Model() string { return e.resolved.Model }
+
+// Close stops every run (leaving it resumable) and closes the store.
+func (e *Engine) Close() error {
+	e.mu.Lock()
+	runs := make([]*Run, 0, len(e.runs))
+	for _, r := range e.runs {
+		runs = append(runs, r)
+	}
+	e.mu.Unlock()
+	for _, r := range runs {
+		r.Interrupt()
+	}
+	var errs []error
+	if e.scripted != nil {
+		errs = append(errs, e.scripted.Close())
+	}
+	errs = append(errs, e.store.Close())
+	return errors.Join(errs...)
+}
+
+// Export returns a stored run as the export JSON structure.
+func (e *Engine) Export(ctx context.Context, runID string) (*store.Export, error) {
+	if runID == "" {
+		r, err := e.store.LatestRun(ctx)
+		if err != nil {
+			return nil, err
+		}
+		runID = r.ID
+	}
+	return e.store.Export(ctx, runID)
+}
+
+// Runs lists stored runs.
+func (e *Engine) Runs(ctx context.Context) ([]store.Run, error) { return e.store.Runs(ctx, 0) }
+
+func (e *Engine) register(r *Run) {
+	e.mu.Lock()
+	e.runs[r.id] = r
+	e.mu.Unlock()
+}
+
+func (e *Engine) unregister(r *Run) {
+	e.mu.Lock()
+	delete(e.runs, r.id)
+	e.mu.Unlock()
+}
+
+func (e *Engine) now() time.Time { return time.Now().UTC() }
+
+// scriptedName reports whether the provider is the scripted model.
+func (e *Engine) isScripted() bool { return e.scripted != nil }
+
+func trimTitle(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len([]rune(s)) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}

@@ -1,0 +1,150 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/swarmdeck/swarmdeck/runtime/event"
+)
+
+// HeadlessOptions configure a run without the dashboard.
+type HeadlessOptions struct {
+	JSON    bool      // one event per line on Out
+	Deltas  bool      // include message.delta events (with JSON)
+	Out     io.Writer // stdout
+	Log     io.Writer // progress for people when not JSON (stderr)
+	Control io.Reader // --control -: commands, one per line; nil: none
+}
+
+// Exit statuses of a headless run.
+const (
+	ExitOK     = 0
+	ExitFailed = 1
+	ExitUsage  = 2
+)
+
+// Headless runs start (which starts or resumes a run) and follows it to the
+// end, printing events. It returns the process exit status.
+func (e *Engine) Headless(ctx context.Context, opts HeadlessOptions, start func(context.Context) (*Run, error)) (int, error) {
+	sub := e.bus.Subscribe(4096)
+	defer sub.Close()
+	run, err := start(ctx)
+	if err != nil {
+		return ExitUsage, err
+	}
+	run.SetHumanAttached(opts.Control != nil)
+	if opts.Control != nil {
+		go run.ServeControl(ctx, opts.Control)
+	}
+	enc := json.NewEncoder(opts.Out)
+	enc.SetEscapeHTML(false)
+	printer := &progress{w: opts.Log}
+	for {
+		select {
+		case ev, ok := <-sub.C:
+			if !ok {
+				return ExitFailed, fmt.Errorf("event stream closed")
+			}
+			if ev.RunID != run.ID() {
+				continue
+			}
+			if opts.JSON {
+				if ev.Type != event.MessageDelta || opts.Deltas {
+					if err := enc.Encode(ev); err != nil {
+						run.Interrupt()
+						return ExitFailed, err
+					}
+				}
+			} else if opts.Log != nil {
+				printer.print(ev)
+			}
+			if ev.Type == event.RunFinished {
+				<-run.Done()
+				if ev.Run != nil && ev.Run.Status == RunCompleted {
+					return ExitOK, nil
+				}
+				return ExitFailed, nil
+			}
+		case <-ctx.Done():
+			run.Interrupt()
+			return ExitFailed, fmt.Errorf("interrupted: run %s is stored; continue it with `swarmdeck resume %s`", run.ID(), run.ID())
+		}
+	}
+}
+
+// progress prints a readable line for the events a person cares about.
+type progress struct{ w io.Writer }
+
+func (p *progress) print(ev event.Event) {
+	if p.w == nil {
+		return
+	}
+	switch ev.Type {
+	case event.RunStarted:
+		r := ev.Run
+		note := ""
+		if r.Scripted {
+			note = " (scripted model: offline demo)"
+		}
+		verb := "started"
+		if r.Resumed {
+			verb = "resumed"
+		}
+		fmt.Fprintf(p.w, "run %s %s: %s\n  provider %s, model %s%s\n", r.ID, verb, r.Goal, r.Provider, r.Model, note)
+	case event.SessionCreated:
+		s := ev.Session
+		if s.ParentID != "" {
+			fmt.Fprintf(p.w, "  + %s %s spawned by %s: %s\n", s.ID, name(s), s.ParentID, s.Title)
+		}
+	case event.SessionStatus:
+		s := ev.Session
+		switch s.Status {
+		case "completed":
+			fmt.Fprintf(p.w, "  ✓ %s %s completed (%d tokens)\n", s.ID, name(s), s.Usage.TotalTokens)
+		case "failed", "cancelled":
+			fmt.Fprintf(p.w, "  ✗ %s %s %s: %s\n", s.ID, name(s), s.Status, s.Reason)
+		}
+	case event.ToolStarted:
+		fmt.Fprintf(p.w, "    %s → %s\n", ev.SessionID, ev.Tool.Name)
+	case event.BroadcastSent:
+		b := ev.Broadcast
+		fmt.Fprintf(p.w, "  ✉ %s %s → %s: %s\n", b.Kind, b.From, b.Target, oneLine(b.Message, 100))
+	case event.QuestionOpened:
+		q := ev.Question
+		if q.AllowHuman {
+			fmt.Fprintf(p.w, "  ? %s asks (%s): %s\n", q.From, q.ID, q.Question)
+		}
+	case event.DelegationUpdated:
+		d := ev.Delegation
+		fmt.Fprintf(p.w, "  ⇢ delegation %s %s\n", d.ID, d.Status)
+	case event.Error:
+		fmt.Fprintf(p.w, "  ! %s\n", ev.Error)
+	case event.RunFinished:
+		r := ev.Run
+		fmt.Fprintf(p.w, "run %s %s (%d tokens)\n", r.ID, r.Status, r.Usage.TotalTokens)
+		if r.Result != "" {
+			fmt.Fprintf(p.w, "\n%s\n", r.Result)
+		}
+		if r.Error != "" {
+			fmt.Fprintf(p.w, "error: %s\n", r.Error)
+		}
+	}
+}
+
+func name(s *event.SessionInfo) string {
+	if s.Label != "" {
+		return s.Agent + " (" + s.Label + ")"
+	}
+	return s.Agent
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}

@@ -1,0 +1,894 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/swarmdeck/swarmdeck/agents"
+	"github.com/swarmdeck/swarmdeck/coordination"
+	"github.com/swarmdeck/swarmdeck/runtime/event"
+	"github.com/swarmdeck/swarmdeck/runtime/store"
+)
+
+// host is a session seen by its tool handlers (agents.Host).
+type host Session
+
+var _ agents.Host = (*host)(nil)
+
+func (h *host) s() *Session { return (*Session)(h) }
+
+func (h *host) Self() agents.Self {
+	s := h.s()
+	return agents.Self{ID: s.id, ParentID: s.rec.ParentID, Agent: s.agent, Label: s.label, Depth: s.depth, Kind: s.kind,
+		CanSpawn: s.role.CanSpawn, CanWrite: s.role.CanWrite, MaxTasksPerPlan: s.r.e.Config().Coordination.MaxTasksPerPlan}
+}
+
+func (h *host) Workspace() *agents.Workspace { return h.s().r.ws }
+
+func (h *host) SharedContext() json.RawMessage {
+	s := h.s()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, _ := s.sharedCtx.MarshalJSON()
+	return b
+}
+
+func effectKey(sessionID, callID string, n int) string {
+	return fmt.Sprintf("%s/%s/%d", sessionID, callID, n)
+}
+
+// effect runs fn once per tool call and position: fn runs inside a store
+// operation and its result is recorded together with its changes, so that a
+// call re-run after a crash gets the recorded result instead of acting twice.
+func (s *Session) effect(c *agents.Call, kind string, fn func(tx *store.Tx) (any, error)) (json.RawMessage, error) {
+	key := ""
+	n := 0
+	if c != nil {
+		s.mu.Lock()
+		n = s.effectN[c.ID]
+		s.effectN[c.ID] = n + 1
+		s.mu.Unlock()
+		key = effectKey(s.id, c.ID, n)
+		s.r.mu.Lock()
+		memo, ok := s.r.effects[key]
+		s.r.mu.Unlock()
+		if ok {
+			return memo, nil
+		}
+	}
+	var out []byte
+	err := s.r.e.store.Do(context.Background(), func(tx *store.Tx) error {
+		v, err := fn(tx)
+		if err != nil {
+			return err
+		}
+		b, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		if c != nil {
+			if err := tx.InsertEffect(s.r.id, s.id, c.ID, n, kind, b); err != nil {
+				return err
+			}
+			s.r.mu.Lock()
+			s.r.effects[key] = b
+			s.r.mu.Unlock()
+		}
+		out = b
+		return nil
+	})
+	return out, err
+}
+
+// Intent records the intent of a workspace write (see agents.Host).
+func (h *host) Intent(ctx context.Context, c *agents.Call, data []byte) ([]byte, error) {
+	s := h.s()
+	key := effectKey(s.id, c.ID, -1)
+	s.r.mu.Lock()
+	earlier, ok := s.r.effects[key]
+	s.r.mu.Unlock()
+	if ok || data == nil {
+		return earlier, nil
+	}
+	err := s.r.e.store.Do(ctx, func(tx *store.Tx) error {
+		if err := tx.InsertEffect(s.r.id, s.id, c.ID, -1, "intent", data); err != nil {
+			return err
+		}
+		s.r.mu.Lock()
+		s.r.effects[key] = data
+		s.r.mu.Unlock()
+		return nil
+	})
+	return nil, err
+}
+
+// ---- spawning ----
+
+func (h *host) Spawn(ctx context.Context, c *agents.Call, req agents.SpawnRequest) (*agents.SpawnResult, error) {
+	s := h.s()
+	r := s.r
+	cfg := r.e.Config()
+	if !s.role.CanSpawn {
+		return nil, agents.Errorf("your role (%s) may not spawn sub-agents", s.agent)
+	}
+	roster := r.e.roster.Load()
+	agentName := req.Agent
+	if agentName == "" {
+		agentName = defaultChildRole(roster)
+	}
+	role, ok := roster.Get(agentName)
+	if !ok {
+		return nil, agents.Errorf("unknown agent %q; choose one of the roster: %s", agentName, strings.Join(roster.Names(), ", "))
+	}
+	if max := cfg.Limits.MaxSpawnDepth; max > 0 && s.depth+1 > max {
+		return nil, agents.Errorf("spawn refused: a child would be at depth %d but max_spawn_depth is %d; do this work yourself", s.depth+1, max)
+	}
+	var given coordination.Context
+	var refs []coordination.Reference
+	if len(req.SharedContext) > 0 && string(req.SharedContext) != "null" {
+		var err error
+		if given, refs, err = coordination.ParseSpawnContext(req.SharedContext); err != nil {
+			return nil, &agents.Error{Msg: err.Error()}
+		}
+	}
+	n := len(req.Tasks)
+	labels := make([]string, n)
+	for i := range labels {
+		switch {
+		case req.Label == "":
+		case n == 1:
+			labels[i] = req.Label
+		default:
+			labels[i] = fmt.Sprintf("%s-%d", req.Label, i+1)
+		}
+	}
+	var started []*Session
+	raw, err := s.effect(c, "spawn", func(tx *store.Tx) (any, error) {
+		started = started[:0]
+		r.mu.Lock()
+		total := len(r.order)
+		r.mu.Unlock()
+		if max := cfg.Limits.MaxSessionsPerRun; max > 0 && total+n > max {
+			return nil, agents.Errorf("spawn refused: the run has %d sessions and max_sessions_per_run is %d; finish with the sub-agents you have", total, max)
+		}
+		family := s.childList()
+		used := map[string]string{}
+		for _, k := range family {
+			if k.label != "" {
+				used[k.label] = k.id
+			}
+		}
+		for _, l := range labels {
+			if l == "" {
+				continue
+			}
+			if id, clash := used[l]; clash {
+				return nil, agents.Errorf("label %q is already used by your child %s; labels are unique among your children: choose another", l, id)
+			}
+			used[l] = "(this call)"
+		}
+		var chain []string
+		for _, name := range req.ChainAfter {
+			k := findChild(family, name)
+			if k == nil {
+				return nil, agents.Errorf("chainAfter/dependsOn names %q but none of your children has that label or task id (your children: %s)", name, familyNames(family))
+			}
+			switch st := k.status(); st {
+			case StatusFailed, StatusCancelled:
+				return nil, agents.Errorf("cannot chain after %s: it has %s", k.display(), st)
+			case StatusCompleted:
+			default:
+				chain = appendUnique(chain, k.id)
+			}
+		}
+		s.mu.Lock()
+		effective := coordination.Merge(s.sharedCtx, given)
+		s.mu.Unlock()
+		var pendingRefs []coordination.Reference
+		if len(refs) > 0 {
+			res, err := coordination.ResolveReferences(refs, r.refLookup(s))
+			if err != nil {
+				return nil, &agents.Error{Msg: err.Error()}
+			}
+			effective = res.Apply(effective)
+			if !res.Ready() {
+				pendingRefs = refs
+				for _, id := range res.Pending {
+					chain = appendUnique(chain, id)
+				}
+			}
+		}
+		var batch []*Session
+		for i, task := range req.Tasks {
+			title := trimTitle(task, 80)
+			if i < len(req.Titles) && req.Titles[i] != "" {
+				title = req.Titles[i]
+			}
+			child := r.newSession(s, role, kindTask, labels[i], title, task, s.depth+1)
+			child.sharedCtx = effective
+			child.spawnCall = s.id + "/" + callID(c)
+			child.refs = pendingRefs
+			child.waitOn = append([]string(nil), chain...)
+			if !req.Parallel && i > 0 {
+				child.waitOn = appendUnique(child.waitOn, batch[i-1].id)
+				if len(pendingRefs) == 0 && len(refs) > 0 {
+					child.refs = nil
+				}
+			}
+			if len(child.waitOn) == 0 {
+				child.rec.Status = StatusRunning
+			} else {
+				child.rec.Reason = "waiting for " + strings.Join(child.waitOn, ", ")
+			}
+			batch = append(batch, child)
+		}
+		// Create the whole batch first, then inject: every member sees all others.
+		for _, child := range batch {
+			if err := r.createSessionTx(tx, child); err != nil {
+				return nil, err
+			}
+		}
+		if err := r.injectSiblingsTx(tx, s, batch); err != nil {
+			return nil, err
+		}
+		res := &agents.SpawnResult{Status: "started"}
+		for _, child := range batch {
+			st := child.status()
+			out := agents.TaskOutcome{TaskID: child.id, Label: child.label, Agent: child.agent, Status: st}
+			if st == StatusPending {
+				out.WaitingOn = child.waitOn
+			} else {
+				started = append(started, child)
+			}
+			res.Sessions = append(res.Sessions, out)
+		}
+		if len(started) == 0 {
+			res.Status = "pending"
+		}
+		return res, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, child := range started {
+		child.start()
+	}
+	var res agents.SpawnResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, err
+	}
+	if !req.Wait {
+		return &res, nil
+	}
+	var targets []*Session
+	for _, o := range res.Sessions {
+		if k := r.session(o.TaskID); k != nil {
+			targets = append(targets, k)
+		}
+	}
+	outcomes, _ := s.waitTerminal(ctx, c, targets, req.Timeout)
+	res.Sessions = outcomes
+	res.Status = "completed"
+	for _, o := range outcomes {
+		if o.Status != StatusCompleted {
+			res.Status = "finished"
+			if o.TimedOut {
+				res.Status = "timed_out"
+				break
+			}
+		}
+	}
+	return &res, nil
+}
+
+func callID(c *agents.Call) string {
+	if c == nil {
+		return ""
+	}
+	return c.ID
+}
+
+func defaultChildRole(roster *agents.Roster) string {
+	if _, ok := roster.Get("researcher"); ok {
+		return "researcher"
+	}
+	for _, r := range roster.Roles() {
+		if r.Name != "orchestrator" {
+			return r.Name
+		}
+	}
+	return "orchestrator"
+}
+
+func appendUnique(list []string, id string) []string {
+	for _, x := range list {
+		if x == id {
+			return list
+		}
+	}
+	return append(list, id)
+}
+
+func findChild(family []*Session, name string) *Session {
+	for _, k := range family {
+		if k.id == name || (k.label != "" && k.label == name) {
+			return k
+		}
+	}
+	return nil
+}
+
+func familyNames(family []*Session) string {
+	if len(family) == 0 {
+		return "none yet"
+	}
+	var names []string
+	for _, k := range family {
+		names = append(names, k.name())
+	}
+	return strings.Join(names, ", ")
+}
+
+// agentColumn is how a session is named in sibling tables.
+func (s *Session) agentColumn() string {
+	if s.label != "" {
+		return s.agent + " (" + s.label + ")"
+	}
+	return s.agent
+}
+
+// injectSiblingsTx gives every new child the table of its siblings and
+// tells the existing siblings about the new ones (FR-9, FR-10), passively.
+func (r *Run) injectSiblingsTx(tx *store.Tx, parent *Session, batch []*Session) error {
+	family := parent.childList()
+	inBatch := map[*Session]bool{}
+	for _, b := range batch {
+		inBatch[b] = true
+	}
+	maxRows := r.e.Config().Limits.MaxSiblingRows
+	for _, child := range batch {
+		var rows []coordination.SiblingRow
+		for _, k := range family {
+			if k == child || k.status() == StatusCancelled {
+				continue
+			}
+			rows = append(rows, coordination.SiblingRow{TaskID: k.id, Agent: k.agentColumn(), Title: k.title})
+		}
+		item := &store.InboxItem{Kind: "sibling", Content: coordination.FormatSiblingTasks(rows, maxRows), Source: "system", FromSession: parent.id}
+		if _, err := child.deliverTx(tx, item); err != nil {
+			return err
+		}
+	}
+	const maxAnnounced = 5
+	for _, k := range family {
+		if inBatch[k] || k.status() == StatusCancelled {
+			continue
+		}
+		var parts []string
+		for i, b := range batch {
+			if i == maxAnnounced {
+				parts = append(parts, fmt.Sprintf("… and %d more new sibling tasks (use task_siblings to list them all)", len(batch)-maxAnnounced))
+				break
+			}
+			parts = append(parts, coordination.FormatNewSibling(b.id, b.agentColumn(), b.title))
+		}
+		item := &store.InboxItem{Kind: "sibling", Content: strings.Join(parts, "\n"), Source: "system", FromSession: parent.id}
+		if _, err := k.deliverTx(tx, item); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// related finds a child or sibling of s by id (or label).
+func (s *Session) related(taskID string) *Session {
+	if k := findChild(s.childList(), taskID); k != nil {
+		return k
+	}
+	if k := findChild(s.siblings(), taskID); k != nil {
+		return k
+	}
+	return nil
+}
+
+func invalidTask(taskID string) error {
+	return agents.Errorf("Invalid task ID - must be a child or sibling task (got %q; your children and siblings are listed in <sibling_tasks> and spawn results)", taskID)
+}
+
+func outcomeOf(k *Session) agents.TaskOutcome {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	o := agents.TaskOutcome{TaskID: k.id, Label: k.label, Agent: k.agent, Status: k.rec.Status}
+	switch k.rec.Status {
+	case StatusCompleted:
+		o.Output = k.rec.Result
+	case StatusFailed, StatusCancelled:
+		o.Error = k.rec.Error
+	case StatusPending:
+		o.Reason = k.rec.Reason
+		o.WaitingOn = k.waitOn
+	default:
+		o.Reason = k.rec.Reason
+	}
+	return o
+}
+
+// waitTerminal blocks until every target has finished, or the timeout
+// (default 5 minutes) passes, then returns their outcomes. Results of the
+// caller's own children are consumed: the caller gets them here, not again
+// as <task_result> messages.
+func (s *Session) waitTerminal(ctx context.Context, c *agents.Call, targets []*Session, timeout time.Duration) ([]agents.TaskOutcome, []string) {
+	if timeout <= 0 {
+		timeout = 5 * time.Minute
+	}
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	blocked := false
+	defer func() {
+		if blocked {
+			s.endBlocking()
+		}
+	}()
+	// Targets usually share one parent; when they do not (a child and a
+	// sibling), a slow tick covers the changes of the other families.
+	var tick <-chan time.Time
+	if len(targets) > 1 {
+		for _, t := range targets[1:] {
+			if t.parent != targets[0].parent {
+				tk := time.NewTicker(100 * time.Millisecond)
+				defer tk.Stop()
+				tick = tk.C
+				break
+			}
+		}
+	}
+wait:
+	for {
+		var ch <-chan struct{}
+		if p := targets[0].parent; p != nil {
+			ch = p.childChanged()
+		}
+		pending := 0
+		for _, t := range targets {
+			if !terminal(t.status()) {
+				pending++
+			}
+		}
+		if pending == 0 {
+			break
+		}
+		if !blocked {
+			blocked = true
+			s.beginBlocking(fmt.Sprintf("waiting for %d task(s)", pending))
+		}
+		select {
+		case <-ch:
+		case <-tick:
+		case <-deadline.C:
+			break wait
+		case <-ctx.Done():
+			break wait
+		}
+	}
+	var out []agents.TaskOutcome
+	var timedOut []string
+	mine := map[string]bool{}
+	for _, t := range targets {
+		o := outcomeOf(t)
+		if !terminal(o.Status) {
+			o.TimedOut = true
+			timedOut = append(timedOut, t.id)
+		} else if t.parent == s {
+			mine[t.id] = true
+		}
+		out = append(out, o)
+	}
+	if len(mine) > 0 && ctx.Err() == nil {
+		s.consumeResults(callID(c), mine)
+	}
+	if timedOut == nil {
+		timedOut = []string{}
+	}
+	return out, timedOut
+}
+
+// beginBlocking marks the session as waiting inside a tool: it gives up its
+// session slot so that the sessions it waits for can run.
+func (s *Session) beginBlocking(reason string) {
+	s.mu.Lock()
+	s.blocking++
+	first := s.blocking == 1
+	s.mu.Unlock()
+	if !first {
+		return
+	}
+	s.releaseSlot()
+	s.r.e.store.Do(context.Background(), func(tx *store.Tx) error {
+		if st := s.status(); terminal(st) || st == StatusWaiting {
+			return nil
+		}
+		return s.setStatusTx(tx, StatusWaiting, reason)
+	})
+}
+
+func (s *Session) endBlocking() {
+	s.mu.Lock()
+	s.blocking--
+	last := s.blocking == 0
+	s.mu.Unlock()
+	if !last || s.ctx.Err() != nil {
+		return
+	}
+	s.acquireSlot()
+	s.r.e.store.Do(context.Background(), func(tx *store.Tx) error {
+		if terminal(s.status()) {
+			return nil
+		}
+		return s.setStatusTx(tx, StatusRunning, "")
+	})
+}
+
+func (h *host) TaskOutput(ctx context.Context, c *agents.Call, taskID string, wait bool, timeout time.Duration) (*agents.TaskOutcome, error) {
+	s := h.s()
+	k := s.related(taskID)
+	if k == nil {
+		return nil, invalidTask(taskID)
+	}
+	if wait {
+		outs, _ := s.waitTerminal(ctx, c, []*Session{k}, timeout)
+		return &outs[0], nil
+	}
+	o := outcomeOf(k)
+	return &o, nil
+}
+
+func (h *host) WaitTasks(ctx context.Context, c *agents.Call, ids []string, timeout time.Duration) (*agents.WaitResult, error) {
+	s := h.s()
+	var targets []*Session
+	if len(ids) == 0 {
+		targets = s.childList()
+		if len(targets) == 0 {
+			return &agents.WaitResult{Results: []agents.TaskOutcome{}, TimedOut: []string{}}, nil
+		}
+	}
+	for _, id := range ids {
+		k := s.related(id)
+		if k == nil {
+			return nil, invalidTask(id)
+		}
+		targets = append(targets, k)
+	}
+	outs, timedOut := s.waitTerminal(ctx, c, targets, timeout)
+	return &agents.WaitResult{Results: outs, TimedOut: timedOut}, nil
+}
+
+func (h *host) Siblings(ctx context.Context) []agents.TaskRef {
+	var out []agents.TaskRef
+	for _, k := range h.s().siblings() {
+		out = append(out, agents.TaskRef{TaskID: k.id, Label: k.label, Agent: k.agentColumn(), Title: k.title, Status: k.status()})
+	}
+	return out
+}
+
+func (h *host) SendMessage(ctx context.Context, c *agents.Call, taskID, message string, noReply bool) (*agents.SendResult, error) {
+	s := h.s()
+	k := s.related(taskID)
+	if k == nil {
+		return nil, invalidTask(taskID)
+	}
+	if k.status() == StatusCancelled {
+		return nil, agents.Errorf("task %s was cancelled: it cannot receive messages", k.id)
+	}
+	raw, err := s.effect(c, "message", func(tx *store.Tx) (any, error) {
+		before := k.status()
+		item := &store.InboxItem{Kind: "message", Waking: !noReply, Source: "agent", FromSession: s.id,
+			Content: coordination.FormatTaskMessage(s.display(), s.id, message)}
+		ok, err := k.deliverTx(tx, item)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, agents.Errorf("task %s cannot receive messages", k.id)
+		}
+		res := agents.SendResult{Status: "delivered", TaskID: k.id, NoReply: noReply}
+		switch {
+		case !noReply && before == StatusCompleted:
+			res.Note = "the task had completed: it was woken to answer"
+		case before == StatusFailed:
+			res.Note = "the task has failed: the message is in its history but it will not act on it"
+		}
+		err = s.r.recordFeedTx(tx, &store.Broadcast{Kind: event.KindMessage, FromSession: s.id, FromLabel: s.display(),
+			Target: k.id, Message: message, NoReply: noReply, Recipients: []store.Recipient{{SessionID: k.id, Status: "delivered"}}})
+		return res, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	var res agents.SendResult
+	return &res, json.Unmarshal(raw, &res)
+}
+
+func (h *host) CancelTask(ctx context.Context, c *agents.Call, taskID string) (*agents.CancelResult, error) {
+	s := h.s()
+	k := findChild(s.childList(), taskID)
+	if k == nil {
+		return nil, agents.Errorf("task %q is not one of your children: you can only cancel tasks you created", taskID)
+	}
+	if st := k.status(); terminal(st) {
+		return &agents.CancelResult{Status: "already_" + st, TaskID: k.id, Cancelled: []string{}}, nil
+	}
+	ended := s.r.cancelTree(k, "cancelled by "+s.display(), StatusCancelled, func() {
+		k.mu.Lock()
+		k.resultConsumed = true
+		k.mu.Unlock()
+	})
+	if ended == nil {
+		ended = []string{}
+	}
+	return &agents.CancelResult{Status: "cancelled", TaskID: k.id, Cancelled: ended}, nil
+}
+
+// ---- broadcasts ----
+
+// recordFeedTx stores a feed item (broadcast, announcement, direct or human
+// message) and emits broadcast.sent.
+func (r *Run) recordFeedTx(tx *store.Tx, b *store.Broadcast) error {
+	b.RunID = r.id
+	if b.ID == "" {
+		b.ID = "b-" + randomHex(8)
+	}
+	if b.CreatedAt.IsZero() {
+		b.CreatedAt = r.e.now()
+	}
+	info := &event.BroadcastInfo{ID: b.ID, Kind: b.Kind, FromSession: b.FromSession, From: b.FromLabel, Category: b.Category,
+		Target: b.Target, Message: b.Message, Skipped: b.Skipped, NoReply: b.NoReply, Timestamp: b.CreatedAt, Recipients: []string{}}
+	for _, rc := range b.Recipients {
+		if rc.Status == "delivered" {
+			info.Recipients = append(info.Recipients, rc.SessionID)
+		}
+	}
+	ev, err := tx.Emit(event.Event{Type: event.BroadcastSent, RunID: r.id, SessionID: b.FromSession, Broadcast: info})
+	if err != nil {
+		return err
+	}
+	b.Seq = ev.Seq
+	if err := tx.InsertBroadcast(b); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	if len(r.feed) >= feedKeep {
+		r.feed = append(r.feed[:0], r.feed[len(r.feed)-feedKeep/2:]...)
+	}
+	r.feed = append(r.feed, *info)
+	r.mu.Unlock()
+	return nil
+}
+
+func (h *host) Broadcast(ctx context.Context, c *agents.Call, message, category, target string) (*agents.BroadcastResult, error) {
+	s := h.s()
+	if err := coordination.CheckBroadcastMessage(message); err != nil {
+		return nil, &agents.Error{Msg: err.Error()}
+	}
+	if err := coordination.CheckCategory(category); err != nil {
+		return nil, &agents.Error{Msg: err.Error()}
+	}
+	if err := coordination.CheckTarget(target); err != nil {
+		return nil, &agents.Error{Msg: err.Error()}
+	}
+	if s.parent == nil && target == "siblings" {
+		msg := "Not a child task - cannot broadcast to siblings (the orchestrator has no siblings; use target \"children\")"
+		return &agents.BroadcastResult{Status: "failed", Target: target, Error: msg, Errors: []string{msg}}, nil
+	}
+	limit := s.r.e.Config().Coordination.MaxBroadcastsPerSession
+	raw, err := s.effect(c, "broadcast", func(tx *store.Tx) (any, error) {
+		s.mu.Lock()
+		sent := s.broadcasts
+		s.mu.Unlock()
+		if limit > 0 && sent >= limit {
+			return nil, agents.Errorf("broadcast limit reached: you have sent %d broadcasts and the limit is %d per session (max_broadcasts_per_session); put anything else in your final answer", sent, limit)
+		}
+		var candidates []*Session
+		res := &agents.BroadcastResult{Target: target, Errors: nil}
+		if target != "children" && s.parent != nil {
+			candidates = append(candidates, s.siblings()...)
+			res.Skipped++ // self
+		}
+		if target != "siblings" {
+			candidates = append(candidates, s.childList()...)
+		}
+		ts := s.r.e.now()
+		content := coordination.FormatBroadcast(s.display(), s.id, category, ts, message)
+		rec := &store.Broadcast{Kind: event.KindBroadcast, FromSession: s.id, FromLabel: s.display(), Category: category, Target: target,
+			Message: message, NoReply: true, CreatedAt: ts}
+		for _, k := range candidates {
+			if k.status() == StatusCancelled {
+				res.Skipped++
+				res.Errors = append(res.Errors, fmt.Sprintf("%s (%s): skipped, the task was cancelled", k.id, k.agentColumn()))
+				rec.Recipients = append(rec.Recipients, store.Recipient{SessionID: k.id, Status: "skipped", Reason: "cancelled"})
+				continue
+			}
+			ok, err := k.deliverTx(tx, &store.InboxItem{Kind: "broadcast", Content: content, Source: "agent", FromSession: s.id})
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				res.Skipped++
+				res.Errors = append(res.Errors, fmt.Sprintf("%s (%s): skipped, it cannot receive messages", k.id, k.agentColumn()))
+				rec.Recipients = append(rec.Recipients, store.Recipient{SessionID: k.id, Status: "skipped", Reason: "unavailable"})
+				continue
+			}
+			res.DeliveredTo++
+			rec.Recipients = append(rec.Recipients, store.Recipient{SessionID: k.id, Status: "delivered"})
+		}
+		rec.Skipped = res.Skipped
+		switch {
+		case len(res.Errors) == 0:
+			res.Status = "success"
+		case res.DeliveredTo > 0:
+			res.Status = "partial"
+		default:
+			res.Status = "failed"
+		}
+		if err := s.r.recordFeedTx(tx, rec); err != nil {
+			return nil, err
+		}
+		s.mu.Lock()
+		s.broadcasts++
+		s.mu.Unlock()
+		return res, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	var res agents.BroadcastResult
+	return &res, json.Unmarshal(raw, &res)
+}
+
+func (h *host) ReadBroadcasts(ctx context.Context, category string, limit int, source string) (*agents.BroadcastsRead, error) {
+	s := h.s()
+	ids := []string{s.id}
+	src := "self"
+	if source == "children" {
+		ids = ids[:0]
+		for _, k := range s.childList() {
+			ids = append(ids, k.id)
+		}
+		src = "child"
+		if len(ids) == 0 {
+			return &agents.BroadcastsRead{Broadcasts: []agents.BroadcastItem{}}, nil
+		}
+	}
+	items, total, err := s.r.e.store.ReadBroadcasts(ctx, s.r.id, ids, source == "children", category, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := &agents.BroadcastsRead{Broadcasts: []agents.BroadcastItem{}, Total: total}
+	for _, b := range items {
+		from := b.FromLabel
+		if from == "" {
+			from = "human"
+		}
+		out.Broadcasts = append(out.Broadcasts, agents.BroadcastItem{From: from, TaskID: b.FromSession, Category: b.Category,
+			Timestamp: b.CreatedAt.UTC().Format(time.RFC3339), Message: b.Message, Source: src})
+	}
+	return out, nil
+}
+
+// ---- planning ----
+
+func (h *host) PlanOp(ctx context.Context, c *agents.Call, fn func(p *coordination.Plan) (*coordination.Plan, any, error)) (any, error) {
+	s := h.s()
+	if c == nil {
+		s.planMu.Lock()
+		defer s.planMu.Unlock()
+		_, res, err := fn(s.plan)
+		return res, err
+	}
+	raw, err := s.effect(c, "plan", func(tx *store.Tx) (any, error) {
+		s.planMu.Lock()
+		defer s.planMu.Unlock()
+		next, res, err := fn(s.plan)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.savePlanTx(tx, next); err != nil {
+			return nil, err
+		}
+		s.plan = next
+		return res, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return raw, nil
+}
+
+// savePlanTx stores a plan and emits plan.updated; s.planMu must be held.
+func (s *Session) savePlanTx(tx *store.Tx, p *coordination.Plan) error {
+	var tasks []coordination.Task
+	if p != nil {
+		tasks = p.Tasks()
+	}
+	rows := make([]store.PlanTask, 0, len(tasks))
+	for _, t := range tasks {
+		rows = append(rows, store.PlanTask{ID: t.ID, Description: t.Description, Status: t.Status, DependsOn: t.DependsOn, Note: t.Note,
+			CreatedAt: t.CreatedAt, CompletedAt: t.CompletedAt})
+	}
+	if err := tx.ReplacePlan(s.r.id, s.id, rows); err != nil {
+		return err
+	}
+	_, err := tx.Emit(event.Event{Type: event.PlanUpdated, RunID: s.r.id, SessionID: s.id, Plan: planInfo(s.id, p)})
+	return err
+}
+
+func planInfo(sessionID string, p *coordination.Plan) *event.PlanInfo {
+	info := &event.PlanInfo{SessionID: sessionID, Tasks: []event.PlanTask{}}
+	if p == nil {
+		return info
+	}
+	ready := map[string]bool{}
+	for _, t := range p.Ready() {
+		ready[t.ID] = true
+	}
+	waiting := map[string][]string{}
+	for _, b := range p.Blocked() {
+		waiting[b.ID] = b.WaitingOn
+	}
+	for _, t := range p.Tasks() {
+		info.Tasks = append(info.Tasks, event.PlanTask{ID: t.ID, Description: t.Description, Status: t.Status,
+			DependsOn: t.DependsOn, WaitingOn: waiting[t.ID], Ready: ready[t.ID], Note: t.Note})
+	}
+	return info
+}
+
+func (h *host) ViewPlans(ctx context.Context, sessionID string) (any, error) {
+	s := h.s()
+	type view struct {
+		TaskID  string                `json:"task_id"`
+		Agent   string                `json:"agent"`
+		Label   string                `json:"label,omitempty"`
+		Status  string                `json:"status"`
+		Summary string                `json:"summary"`
+		Tasks   []agents.PlanTaskView `json:"tasks"`
+	}
+	var targets []*Session
+	if sessionID != "" {
+		k := s.r.session(sessionID)
+		if k == nil {
+			for _, x := range s.r.allSessions() {
+				if x.label == sessionID {
+					k = x
+				}
+			}
+		}
+		if k == nil {
+			return nil, agents.Errorf("no session %q in this run", sessionID)
+		}
+		targets = []*Session{k}
+	} else {
+		for _, k := range s.r.allSessions() {
+			if k != s {
+				targets = append(targets, k)
+			}
+		}
+	}
+	out := []view{}
+	for _, k := range targets {
+		k.planMu.Lock()
+		p := k.plan
+		k.planMu.Unlock()
+		if p == nil {
+			continue
+		}
+		out = append(out, view{TaskID: k.id, Agent: k.agent, Label: k.label, Status: k.status(), Summary: p.Summary(), Tasks: agents.ViewTasks(p.Tasks())})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].TaskID < out[j].TaskID })
+	if sessionID != "" && len(out) == 0 {
+		return map[string]any{"plans": out, "note": sessionID + " has no task plan"}, nil
+	}
+	return map[string]any{"plans": out}, nil
+}

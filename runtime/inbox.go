@@ -1,0 +1,88 @@
+package runtime
+
+import (
+	"fmt"
+
+	"github.com/swarmdeck/swarmdeck/runtime/store"
+)
+
+// deliverTx hands an item to the session, inside a store operation: a
+// session between turns (waiting or finished) gets it in its history at
+// once; a session in a turn, or not started yet, finds it in its inbox at
+// the next turn boundary. A waking item wakes an idle session and
+// resurrects a completed one. It reports false when the session cannot
+// receive anything (cancelled).
+func (s *Session) deliverTx(tx *store.Tx, it *store.InboxItem) (bool, error) {
+	it.RunID, it.SessionID = s.r.id, s.id
+	if it.Key == "" {
+		it.Key = fmt.Sprintf("%s/%s/%s", it.Kind, s.id, randomHex(12))
+	}
+	s.mu.Lock()
+	status := s.rec.Status
+	if status == StatusCancelled {
+		s.mu.Unlock()
+		return false, nil
+	}
+	if !s.started || s.inTurn {
+		inserted, err := tx.InsertInbox(it)
+		if err != nil {
+			s.mu.Unlock()
+			return false, err
+		}
+		if inserted {
+			s.inbox = append(s.inbox, it)
+		}
+		s.mu.Unlock()
+		return true, nil
+	}
+	if err := s.appendMessageTx(tx, inboxMessage(it)); err != nil {
+		s.mu.Unlock()
+		return false, err
+	}
+	s.mu.Unlock()
+	if !it.Waking || status == StatusFailed {
+		return true, nil
+	}
+	if status == StatusCompleted {
+		return true, s.resurrectTx(tx)
+	}
+	s.signal()
+	return true, nil
+}
+
+// resurrectTx brings a completed session back to take another turn.
+func (s *Session) resurrectTx(tx *store.Tx) error {
+	if err := s.r.reopenTx(tx); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.startedAt = s.r.e.now() // a woken session gets a fresh session_timeout
+	s.mu.Unlock()
+	if err := s.setStatusTx(tx, StatusRunning, "woken by a new message"); err != nil {
+		return err
+	}
+	s.signal()
+	s.start()
+	return nil
+}
+
+// consumeResults marks the <task_result> items of the given children as
+// taken by a tool call that returned their outcomes itself, so that they
+// are not injected a second time.
+func (s *Session) consumeResults(callID string, children map[string]bool) error {
+	return s.r.e.store.Do(s.ctx, func(tx *store.Tx) error {
+		s.mu.Lock()
+		var ids []int64
+		kept := s.inbox[:0:0]
+		for _, it := range s.inbox {
+			if it.Kind == "task_result" && children[it.FromSession] {
+				ids = append(ids, it.ID)
+				continue
+			}
+			kept = append(kept, it)
+		}
+		s.inbox = kept
+		s.mu.Unlock()
+		return tx.MarkDelivered(s.r.id, ids, callID)
+	})
+}

@@ -1,0 +1,630 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/swarmdeck/swarmdeck/agents"
+	"github.com/swarmdeck/swarmdeck/coordination"
+	"github.com/swarmdeck/swarmdeck/prompts"
+	"github.com/swarmdeck/swarmdeck/runtime/event"
+	"github.com/swarmdeck/swarmdeck/runtime/llm"
+	"github.com/swarmdeck/swarmdeck/runtime/store"
+)
+
+// Question statuses (DESIGN.md section 7).
+const (
+	QuestionOpen     = "open"
+	QuestionAnswered = "answered"
+	QuestionTimedOut = "timed_out"
+	QuestionSkipped  = "skipped"
+	QuestionClosed   = "closed"
+)
+
+// questionBoard holds the open questions of a run and the queue of those
+// waiting for the human, who sees one at a time.
+type questionBoard struct {
+	r     *Run
+	mu    sync.Mutex
+	open  map[string]*question
+	queue []string // ids waiting for the human, oldest first
+}
+
+type question struct {
+	rec        store.Question
+	asker      *Session
+	options    []coordination.Option
+	expected   map[string]string // responder (session id or "human") -> name shown to the asker
+	responses  map[string]string // responder -> answer
+	humanWait  bool              // the human is expected to answer
+	humanState string            // "", answered, skipped, absent
+	remembered string
+	changed    chan struct{}
+	cancel     context.CancelFunc
+}
+
+func newQuestionBoard(r *Run) *questionBoard {
+	return &questionBoard{r: r, open: map[string]*question{}}
+}
+
+func (q *question) notify() {
+	close(q.changed)
+	q.changed = make(chan struct{})
+}
+
+// complete reports whether every expected answer is in.
+func (q *question) complete() bool {
+	for who := range q.expected {
+		if who == "human" {
+			if q.humanWait && q.humanState == "" {
+				return false
+			}
+			continue
+		}
+		if _, ok := q.responses[who]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func (b *questionBoard) info(q *question) *event.QuestionInfo {
+	qi := &event.QuestionInfo{ID: q.rec.ID, FromSession: q.rec.FromSession, From: q.asker.display(), Question: q.rec.Question,
+		MultiSelect: q.rec.MultiSelect, AllowHuman: q.humanWait, Status: q.rec.Status, HumanResponded: q.rec.HumanResponded,
+		TimedOut: q.rec.TimedOut, Deadline: q.rec.Deadline, Remembered: q.remembered, Responses: map[string]string{}}
+	for _, o := range q.options {
+		qi.Options = append(qi.Options, event.Option{ID: o.ID, Label: o.Label})
+	}
+	for who, text := range q.responses {
+		qi.Responses[q.expected[who]] = text
+	}
+	return qi
+}
+
+// humanQueue lists the open questions waiting for the human, oldest first.
+func (b *questionBoard) humanQueue() []event.QuestionInfo {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]event.QuestionInfo, 0, len(b.queue))
+	for _, id := range b.queue {
+		if q := b.open[id]; q != nil {
+			out = append(out, *b.info(q))
+		}
+	}
+	return out
+}
+
+func (b *questionBoard) dequeueLocked(id string) {
+	for i, x := range b.queue {
+		if x == id {
+			b.queue = append(b.queue[:i:i], b.queue[i+1:]...)
+			return
+		}
+	}
+}
+
+// closeAll closes every open question (the run ended or stopped).
+func (b *questionBoard) closeAll(reason string) {
+	b.mu.Lock()
+	qs := make([]*question, 0, len(b.open))
+	for _, q := range b.open {
+		qs = append(qs, q)
+	}
+	b.mu.Unlock()
+	for _, q := range qs {
+		if q.cancel != nil {
+			q.cancel()
+		}
+	}
+}
+
+// recipients are the sessions that answer a question: every other running
+// session, or those named.
+func (s *Session) questionRecipients(specific []string) ([]*Session, error) {
+	var all []*Session
+	for _, k := range s.r.allSessions() {
+		if k == s {
+			continue
+		}
+		if st := k.status(); st == StatusRunning || st == StatusWaiting {
+			k.mu.Lock()
+			started := k.started
+			k.mu.Unlock()
+			if started {
+				all = append(all, k)
+			}
+		}
+	}
+	if len(specific) == 0 {
+		return all, nil
+	}
+	var out []*Session
+	for _, name := range specific {
+		found := false
+		for _, k := range all {
+			if k.id == name || k.label == name || k.agent == name {
+				out = append(out, k)
+				found = true
+			}
+		}
+		if !found && name != "human" {
+			var names []string
+			for _, k := range all {
+				names = append(names, k.name())
+			}
+			if len(names) == 0 {
+				names = []string{"none"}
+			}
+			return nil, agents.Errorf("specific_agents names %q, which is not a running session (running: %s)", name, strings.Join(names, ", "))
+		}
+	}
+	return out, nil
+}
+
+func (h *host) Ask(ctx context.Context, c *agents.Call, req agents.AskRequest) (*agents.AskResult, error) {
+	s := h.s()
+	r := s.r
+	cfg := r.e.Config().Coordination
+	timeout := req.Timeout
+	if timeout <= 0 {
+		timeout = cfg.BroadcastTimeout.D()
+	}
+	if timeout <= 0 {
+		timeout = 2 * time.Minute
+	}
+	recips, err := s.questionRecipients(req.SpecificAgents)
+	if err != nil {
+		return nil, err
+	}
+	askHuman := req.AllowHuman && req.Kind == "ask_others"
+	if len(req.SpecificAgents) > 0 {
+		askHuman = askHuman && contains(req.SpecificAgents, "human")
+		if !askHuman && req.AllowHuman && req.Kind == "ask_others" && len(recips) == 0 {
+			askHuman = true
+		}
+	}
+	limit := cfg.MaxQuestionsPerSession
+	b := r.questions
+	raw, err := s.effect(c, "question", func(tx *store.Tx) (any, error) {
+		s.mu.Lock()
+		asked := s.questions
+		s.mu.Unlock()
+		if limit > 0 && asked >= limit {
+			return nil, agents.Errorf("question limit reached: you have asked %d questions and the limit is %d per session (max_questions_per_session); decide with what you know", asked, limit)
+		}
+		q := &question{asker: s, options: req.Options, expected: map[string]string{}, responses: map[string]string{}, changed: make(chan struct{})}
+		now := r.e.now()
+		opts, _ := json.Marshal(req.Options)
+		if len(req.Options) == 0 {
+			opts = []byte("[]")
+		}
+		q.rec = store.Question{RunID: r.id, ID: "q-" + randomHex(4), FromSession: s.id, Kind: req.Kind, Question: req.Question,
+			AllowHuman: askHuman, Options: opts, MultiSelect: req.MultiSelect, Status: QuestionOpen, CreatedAt: now, Deadline: now.Add(timeout)}
+		for _, k := range recips {
+			q.expected[k.id] = k.name()
+			q.rec.Recipients = append(q.rec.Recipients, k.id)
+		}
+		if askHuman {
+			q.expected["human"] = "human"
+			q.humanWait = true
+			r.mu.Lock()
+			skipAll := r.rec.HumanSkipAll
+			r.mu.Unlock()
+			switch {
+			case skipAll:
+				q.humanState = "skipped"
+			case !r.human.Load():
+				q.humanState = "absent"
+			}
+			if a, ok := r.e.store.RememberedAnswer(context.Background(), coordination.NormalizeQuestion(req.Question)); ok {
+				q.remembered = a
+			}
+		}
+		if err := tx.UpsertQuestion(&q.rec); err != nil {
+			return nil, err
+		}
+		b.mu.Lock()
+		b.open[q.rec.ID] = q
+		if q.humanWait && q.humanState == "" {
+			b.queue = append(b.queue, q.rec.ID)
+		}
+		info := b.info(q)
+		b.mu.Unlock()
+		if _, err := tx.Emit(event.Event{Type: event.QuestionOpened, RunID: r.id, SessionID: s.id, Question: info}); err != nil {
+			return nil, err
+		}
+		s.mu.Lock()
+		s.questions++
+		if q.humanWait && q.humanState == "" {
+			s.waitingHuman++
+		}
+		s.mu.Unlock()
+		return map[string]string{"question_id": q.rec.ID}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	var created struct {
+		QuestionID string `json:"question_id"`
+	}
+	if err := json.Unmarshal(raw, &created); err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	q := b.open[created.QuestionID]
+	b.mu.Unlock()
+	if q == nil {
+		// Re-run after a crash of a question that had closed already.
+		return &agents.AskResult{QuestionID: created.QuestionID, Status: QuestionClosed, Responses: map[string]string{},
+			TimedOut: []string{}, Note: "this question was closed when the run stopped; ask again if you still need answers"}, nil
+	}
+	return s.awaitAnswers(ctx, q)
+}
+
+func contains(list []string, x string) bool {
+	for _, v := range list {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+// awaitAnswers runs the shadow responders and waits for every answer, the
+// deadline, or the asker's end. It never waits on another session's turn
+// loop, so two sessions asking each other cannot deadlock.
+func (s *Session) awaitAnswers(ctx context.Context, q *question) (*agents.AskResult, error) {
+	r := s.r
+	b := r.questions
+	qctx, cancel := context.WithDeadline(ctx, q.rec.Deadline)
+	defer cancel()
+	b.mu.Lock()
+	q.cancel = cancel
+	var todo []*Session
+	for who := range q.expected {
+		if who == "human" {
+			continue
+		}
+		if _, done := q.responses[who]; !done {
+			if k := r.session(who); k != nil {
+				todo = append(todo, k)
+			}
+		}
+	}
+	b.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, k := range todo {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.shadowAnswer(qctx, q, k)
+		}()
+	}
+	s.beginBlocking("waiting for answers to " + q.rec.ID)
+	for {
+		b.mu.Lock()
+		done := q.complete()
+		ch := q.changed
+		b.mu.Unlock()
+		if done {
+			break
+		}
+		select {
+		case <-ch:
+			continue
+		case <-qctx.Done():
+		}
+		break
+	}
+	cancel()
+	wg.Wait()
+	s.endBlocking()
+	res, err := s.closeQuestion(q)
+	if ctx.Err() != nil {
+		return nil, context.Cause(ctx)
+	}
+	return res, err
+}
+
+// closeQuestion records the outcome and tells the asker what arrived.
+func (s *Session) closeQuestion(q *question) (*agents.AskResult, error) {
+	r := s.r
+	b := r.questions
+	b.mu.Lock()
+	res := &agents.AskResult{QuestionID: q.rec.ID, Responses: map[string]string{}, TimedOut: []string{}}
+	for who, name := range q.expected {
+		if who == "human" {
+			switch q.humanState {
+			case "answered":
+			case "skipped":
+				res.Note = "the human skipped this question"
+			case "absent":
+				res.TimedOut = append(res.TimedOut, "human")
+				res.Note = "no person is attached to answer (a headless run without --control)"
+			default:
+				res.TimedOut = append(res.TimedOut, "human")
+			}
+			continue
+		}
+		if _, ok := q.responses[who]; !ok {
+			res.TimedOut = append(res.TimedOut, name)
+		}
+	}
+	for who, text := range q.responses {
+		res.Responses[q.expected[who]] = text
+	}
+	sort.Strings(res.TimedOut)
+	res.HumanResponded = q.humanState == "answered"
+	missing := 0
+	for _, name := range res.TimedOut {
+		if name != "human" || q.humanState != "absent" {
+			missing++
+		}
+	}
+	switch {
+	case missing > 0:
+		res.Status = QuestionTimedOut
+	case q.humanState == "skipped":
+		res.Status = QuestionSkipped
+	default:
+		res.Status = QuestionAnswered
+	}
+	if len(q.expected) == 0 {
+		res.Note = "no other session is running and the human was not asked: nobody could answer"
+	}
+	q.rec.Status = res.Status
+	q.rec.TimedOut = res.TimedOut
+	q.rec.HumanResponded = res.HumanResponded
+	q.rec.ClosedAt = r.e.now()
+	delete(b.open, q.rec.ID)
+	b.dequeueLocked(q.rec.ID)
+	info := b.info(q)
+	rec := q.rec
+	wasWaiting := q.humanWait && q.humanState == ""
+	b.mu.Unlock()
+	err := r.e.store.Do(context.Background(), func(tx *store.Tx) error {
+		if err := tx.UpsertQuestion(&rec); err != nil {
+			return err
+		}
+		if wasWaiting {
+			s.mu.Lock()
+			s.waitingHuman--
+			s.mu.Unlock()
+		}
+		_, err := tx.Emit(event.Event{Type: event.QuestionClosed, RunID: r.id, SessionID: s.id, Question: info})
+		return err
+	})
+	return res, err
+}
+
+// shadowAnswer answers q on behalf of k: one tool-less call over a snapshot
+// of k's history. k is not interrupted; it later finds a passive note of
+// what was answered for it.
+func (s *Session) shadowAnswer(ctx context.Context, q *question, k *Session) {
+	r := s.r
+	var opts []string
+	for _, o := range q.options {
+		opts = append(opts, o.ID+": "+o.Label)
+	}
+	system, err := r.e.prompts.Shadow(prompts.ShadowData{Agent: k.display(), AskedBy: s.display(), Question: q.rec.Question,
+		Options: opts, MultiSelect: q.rec.MultiSelect})
+	if err != nil {
+		r.e.log.Warn("shadow prompt", "err", err)
+		return
+	}
+	user := transcript(k) + "\n\nQuestion from " + s.display() + ":\n" + q.rec.Question
+	if len(opts) > 0 {
+		user += "\nOptions:\n" + strings.Join(opts, "\n")
+	}
+	model := r.e.Model()
+	if k.role.Model != "" {
+		model = k.role.Model
+	}
+	req := llm.Request{Model: model, Messages: []llm.Message{{Role: llm.RoleSystem, Content: system}, {Role: llm.RoleUser, Content: user}}}
+	select {
+	case r.llmSem <- struct{}{}:
+	case <-ctx.Done():
+		return
+	}
+	resp, err := r.e.llm.Stream(ctx, req, nil)
+	<-r.llmSem
+	if err != nil {
+		if ctx.Err() == nil {
+			r.e.log.Warn("shadow answer failed", "question", q.rec.ID, "for", k.id, "err", err)
+		}
+		return
+	}
+	answer := strings.TrimSpace(resp.Content)
+	if answer == "" {
+		answer = "(no answer)"
+	}
+	u := store.Usage{PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens, TotalTokens: resp.Usage.TotalTokens}
+	b := r.questions
+	r.e.store.Do(context.Background(), func(tx *store.Tx) error {
+		b.mu.Lock()
+		if _, open := b.open[q.rec.ID]; !open {
+			b.mu.Unlock()
+			return nil
+		}
+		q.responses[k.id] = answer
+		q.notify()
+		b.mu.Unlock()
+		if err := tx.InsertResponse(r.id, q.rec.ID, store.Response{Responder: k.id, Name: k.name(), Content: answer}); err != nil {
+			return err
+		}
+		r.mu.Lock()
+		r.addUsageLocked(u)
+		run := r.rec
+		r.mu.Unlock()
+		if err := tx.UpdateRun(&run); err != nil {
+			return err
+		}
+		note := coordination.FormatShadowNote(q.rec.ID, s.display(), q.rec.Question, answer)
+		_, err := k.deliverTx(tx, &store.InboxItem{Kind: "note", Content: note, Source: "system", FromSession: s.id})
+		return err
+	})
+}
+
+// transcript renders the tail of a session's history as plain text for a
+// shadow responder (tool calls in flight would make a chat request invalid).
+func transcript(k *Session) string {
+	k.mu.Lock()
+	hist := append([]llm.Message(nil), k.history...)
+	k.mu.Unlock()
+	const maxChars = 12000
+	var parts []string
+	total := 0
+	for i := len(hist) - 1; i >= 1 && total < maxChars; i-- {
+		m := hist[i]
+		text := m.Content
+		if len(m.ToolCalls) > 0 {
+			var names []string
+			for _, c := range m.ToolCalls {
+				names = append(names, c.Name+"("+clip(c.Arguments, 200)+")")
+			}
+			text = strings.TrimSpace(text + "\ncalls: " + strings.Join(names, ", "))
+		}
+		text = clip(text, 1500)
+		total += len(text)
+		parts = append(parts, "["+m.Role+"] "+text)
+	}
+	for i, j := 0, len(parts)-1; i < j; i, j = i+1, j-1 {
+		parts[i], parts[j] = parts[j], parts[i]
+	}
+	head := ""
+	if len(hist) > 0 {
+		head = "Your role and instructions:\n" + clip(hist[0].Content, 1500) + "\n\n"
+	}
+	return head + "Your conversation so far:\n" + strings.Join(parts, "\n")
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// answerHuman records the human's answer (or skip) to a question.
+func (r *Run) answerHuman(ctx context.Context, id, text string, skip bool) error {
+	b := r.questions
+	b.mu.Lock()
+	q := b.open[id]
+	if q == nil {
+		b.mu.Unlock()
+		return fmt.Errorf("question %s is not open (it was answered, skipped or timed out)", id)
+	}
+	if !q.humanWait || q.humanState != "" {
+		b.mu.Unlock()
+		return fmt.Errorf("question %s is not waiting for you", id)
+	}
+	var ans coordination.Answer
+	if !skip {
+		var err error
+		if ans, err = coordination.ParseAnswer(text, q.options, q.rec.MultiSelect); err != nil {
+			b.mu.Unlock()
+			return err
+		}
+		if strings.TrimSpace(ans.Text) == "" {
+			b.mu.Unlock()
+			return fmt.Errorf("the answer is empty: type an answer, an option number, or skip")
+		}
+	}
+	b.mu.Unlock()
+	return r.e.store.Do(ctx, func(tx *store.Tx) error {
+		b.mu.Lock()
+		if q.humanState != "" {
+			b.mu.Unlock()
+			return nil
+		}
+		if skip {
+			q.humanState = "skipped"
+		} else {
+			q.humanState = "answered"
+			q.responses["human"] = ans.Text
+			q.rec.HumanResponded = true
+		}
+		b.dequeueLocked(id)
+		q.notify()
+		info := b.info(q)
+		if skip {
+			info.Status = QuestionSkipped
+		} else {
+			info.Status = QuestionAnswered
+		}
+		asker := q.asker
+		b.mu.Unlock()
+		asker.mu.Lock()
+		asker.waitingHuman--
+		asker.mu.Unlock()
+		if !skip {
+			if err := tx.InsertResponse(r.id, id, store.Response{Responder: "human", Name: "human", Content: ans.Text}); err != nil {
+				return err
+			}
+			if err := tx.RememberAnswer(coordination.NormalizeQuestion(q.rec.Question), ans.Text); err != nil {
+				return err
+			}
+		}
+		_, err := tx.Emit(event.Event{Type: event.QuestionAnswered, RunID: r.id, SessionID: asker.id, Question: info})
+		return err
+	})
+}
+
+// skipAll stops asking the human for the rest of the run.
+func (r *Run) skipAll(ctx context.Context) error {
+	r.mu.Lock()
+	r.rec.HumanSkipAll = true
+	rec := r.rec
+	r.mu.Unlock()
+	if err := r.e.store.Do(ctx, func(tx *store.Tx) error { return tx.UpdateRun(&rec) }); err != nil {
+		return err
+	}
+	b := r.questions
+	b.mu.Lock()
+	ids := append([]string(nil), b.queue...)
+	b.mu.Unlock()
+	for _, id := range ids {
+		if err := r.answerHuman(ctx, id, "", true); err != nil {
+			continue
+		}
+	}
+	return nil
+}
+
+func (h *host) Announce(ctx context.Context, c *agents.Call, message string) (*agents.AnnounceResult, error) {
+	s := h.s()
+	r := s.r
+	raw, err := s.effect(c, "announce", func(tx *store.Tx) (any, error) {
+		ts := r.e.now()
+		content := coordination.FormatAnnouncement(s.display(), s.id, message, ts)
+		rec := &store.Broadcast{Kind: event.KindAnnounce, FromSession: s.id, FromLabel: s.display(), Target: "all", Message: message, NoReply: true, CreatedAt: ts}
+		n := 0
+		for _, k := range r.allSessions() {
+			if k == s || k.status() == StatusCancelled {
+				continue
+			}
+			ok, err := k.deliverTx(tx, &store.InboxItem{Kind: "announce", Content: content, Source: "agent", FromSession: s.id})
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				n++
+				rec.Recipients = append(rec.Recipients, store.Recipient{SessionID: k.id, Status: "delivered"})
+			}
+		}
+		if err := r.recordFeedTx(tx, rec); err != nil {
+			return nil, err
+		}
+		return agents.AnnounceResult{Status: "delivered", DeliveredTo: n}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	var res agents.AnnounceResult
+	return &res, json.Unmarshal(raw, &res)
+}

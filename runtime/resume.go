@@ -1,0 +1,246 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/swarmdeck/swarmdeck/agents"
+	"github.com/swarmdeck/swarmdeck/coordination"
+	"github.com/swarmdeck/swarmdeck/runtime/event"
+	"github.com/swarmdeck/swarmdeck/runtime/llm"
+	"github.com/swarmdeck/swarmdeck/runtime/store"
+)
+
+// Resume continues an interrupted run from what is stored: finished
+// sessions stay finished, the others continue from their last stored
+// message, undelivered items are delivered, and tool calls that were cut
+// short are run again (their recorded effects are not repeated).
+func (e *Engine) Resume(ctx context.Context, runID string) (*Run, error) {
+	st := e.store
+	rec, err := st.Run(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	switch rec.Status {
+	case RunCompleted, RunFailed, RunCancelled:
+		return nil, fmt.Errorf("run %s has already %s: open it with `swarmdeck view %s`", rec.ID, rec.Status, rec.ID)
+	}
+	e.mu.Lock()
+	_, live := e.runs[rec.ID]
+	e.mu.Unlock()
+	if live {
+		return nil, fmt.Errorf("run %s is already running in this process", rec.ID)
+	}
+	r, err := e.newRun(rec.ID, rec.Goal, *rec)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.load(ctx); err != nil {
+		return nil, fmt.Errorf("resume %s: %w", rec.ID, err)
+	}
+	r.rec.Status = RunRunning
+	r.rec.EndedAt = rec.EndedAt
+	r.rec.Provider, r.rec.Model, r.rec.Scripted = e.ProviderLabel(), e.Model(), e.isScripted()
+	err = st.Do(ctx, func(tx *store.Tx) error {
+		run := r.rec
+		if err := tx.UpdateRun(&run); err != nil {
+			return err
+		}
+		info := r.runInfo()
+		info.Resumed = true
+		_, err := tx.Emit(event.Event{Type: event.RunStarted, RunID: r.id, Run: info})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	e.register(r)
+	r.restart()
+	return r, nil
+}
+
+// load rebuilds the run's sessions and state from the store.
+func (r *Run) load(ctx context.Context) error {
+	st := r.e.store
+	roster := r.e.roster.Load()
+	recs, err := st.Sessions(ctx, r.id)
+	if err != nil {
+		return err
+	}
+	msgs, err := st.AllMessages(ctx, r.id)
+	if err != nil {
+		return err
+	}
+	inbox, err := st.PendingInbox(ctx, r.id)
+	if err != nil {
+		return err
+	}
+	plans, err := st.Plans(ctx, r.id)
+	if err != nil {
+		return err
+	}
+	dels, err := st.Delegations(ctx, r.id)
+	if err != nil {
+		return err
+	}
+	effects, err := st.Effects(ctx, r.id)
+	if err != nil {
+		return err
+	}
+	questions, err := st.Questions(ctx, r.id)
+	if err != nil {
+		return err
+	}
+	bcs, err := st.Broadcasts(ctx, r.id, 0, feedKeep)
+	if err != nil {
+		return err
+	}
+	for _, b := range bcs {
+		r.feed = append(r.feed, feedInfo(&b))
+	}
+	for _, ef := range effects {
+		r.effects[effectKey(ef.SessionID, ef.CallID, ef.N)] = ef.Result
+	}
+	sent := map[string]int{}
+	for _, b := range bcs {
+		if b.Kind == event.KindBroadcast {
+			sent[b.FromSession]++
+		}
+	}
+	asked := map[string]int{}
+	for _, q := range questions {
+		asked[q.FromSession]++
+	}
+	for i := range recs {
+		rec := recs[i]
+		role, ok := roster.Get(rec.Agent)
+		if !ok {
+			role = &agents.Role{Name: rec.Agent, Groups: map[string]bool{}}
+			if o, ok := roster.Get("orchestrator"); ok && rec.ParentID == "" {
+				role = o
+			}
+		}
+		var parent *Session
+		if rec.ParentID != "" {
+			parent = r.sessions[rec.ParentID]
+			if parent == nil {
+				return fmt.Errorf("session %s has an unknown parent %s", rec.ID, rec.ParentID)
+			}
+		}
+		s := &Session{r: r, role: role, parent: parent, id: rec.ID, agent: rec.Agent, label: rec.Label, title: rec.Title,
+			task: rec.Task, kind: rec.Kind, depth: rec.Depth, spawnCall: rec.SpawnCall, delegationID: rec.DelegationID,
+			rec: rec, wake: make(chan struct{}, 1), childCh: make(chan struct{}), effectN: map[string]int{},
+			broadcasts: sent[rec.ID], questions: asked[rec.ID], startedAt: r.e.now()}
+		s.ctx, s.cancel = contextWithCancel(r)
+		if len(rec.SharedContext) > 0 {
+			if err := json.Unmarshal(rec.SharedContext, &s.sharedCtx); err != nil {
+				return fmt.Errorf("session %s: shared context: %w", rec.ID, err)
+			}
+		}
+		for _, name := range rec.Refs {
+			s.refs = append(s.refs, coordination.Reference{Key: "$" + name, Name: name})
+		}
+		s.waitOn = rec.WaitOn
+		s.passiveTail = true
+		for _, m := range msgs[rec.ID] {
+			s.history = append(s.history, toLLM(&m))
+			s.nextIndex = m.Index + 1
+			switch {
+			case m.Role == llm.RoleAssistant:
+				s.passiveTail = true
+			case m.Role == llm.RoleUser && !m.NoReply, m.Role == llm.RoleTool:
+				s.passiveTail = false
+			}
+			if m.Role == llm.RoleUser && m.Synthetic && strings.HasPrefix(m.Content, "<reminder>") {
+				s.lastReminder = m.Content
+			}
+		}
+		s.started = len(msgs[rec.ID]) > 0
+		if tasks, ok := plans[rec.ID]; ok {
+			var ts []coordination.Task
+			for _, t := range tasks {
+				ts = append(ts, coordination.Task{ID: t.ID, Description: t.Description, Status: t.Status, DependsOn: t.DependsOn,
+					Note: t.Note, CreatedAt: t.CreatedAt, CompletedAt: t.CompletedAt})
+			}
+			s.plan = coordination.Restore(ts, r.e.Config().Coordination.MaxTasksPerPlan)
+		}
+		r.register(s)
+		if !terminal(rec.Status) {
+			r.active++
+		}
+	}
+	for i := range inbox {
+		it := inbox[i]
+		if s := r.sessions[it.SessionID]; s != nil {
+			s.inbox = append(s.inbox, &it)
+		}
+	}
+	for _, d := range dels {
+		r.delegations[d.ID] = &delegation{rec: d, session: r.sessions[d.SessionID]}
+	}
+	for _, q := range questions {
+		if q.Status != QuestionOpen {
+			continue
+		}
+		asker := r.sessions[q.FromSession]
+		if asker == nil {
+			continue
+		}
+		qq := &question{rec: q, asker: asker, expected: map[string]string{}, responses: map[string]string{}, changed: make(chan struct{})}
+		json.Unmarshal(q.Options, &qq.options)
+		for _, id := range q.Recipients {
+			if k := r.sessions[id]; k != nil {
+				qq.expected[id] = k.name()
+			}
+		}
+		for _, resp := range q.Responses {
+			qq.responses[resp.Responder] = resp.Content
+		}
+		if q.AllowHuman {
+			qq.expected["human"] = "human"
+			qq.humanWait = true
+			switch {
+			case q.HumanResponded:
+				qq.humanState = "answered"
+			case r.rec.HumanSkipAll:
+				qq.humanState = "skipped"
+			default:
+				// Whether a person is attached is known once the caller
+				// says so; assume yes and let the deadline decide.
+				r.questions.queue = append(r.questions.queue, q.ID)
+				asker.waitingHuman++
+			}
+		}
+		// The deadline restarts: the time the run was stopped does not count.
+		qq.rec.Deadline = r.e.now().Add(q.Deadline.Sub(q.CreatedAt))
+		r.questions.open[q.ID] = qq
+	}
+	return nil
+}
+
+func contextWithCancel(r *Run) (context.Context, context.CancelCauseFunc) {
+	return context.WithCancelCause(r.ctx)
+}
+
+// restart sets the loaded sessions going again.
+func (r *Run) restart() {
+	for _, s := range r.allSessions() {
+		switch st := s.status(); {
+		case terminal(st):
+		case st == StatusPending:
+			if len(s.waitOn) > 0 || len(s.refs) > 0 {
+				r.e.store.Do(context.Background(), func(tx *store.Tx) error { return r.checkChainTx(tx, s) })
+			} else if s.delegationID != "" {
+				r.e.store.Do(context.Background(), func(tx *store.Tx) error { return r.startQueuedDelegationsTx(tx) })
+			} else {
+				s.start()
+			}
+		default:
+			s.start()
+		}
+	}
+	// A run whose root had finished but whose end was not recorded.
+	r.e.store.Do(context.Background(), func(tx *store.Tx) error { return r.maybeFinishTx(tx) })
+}

@@ -1,0 +1,438 @@
+package runtime
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/swarmdeck/swarmdeck/agents"
+	"github.com/swarmdeck/swarmdeck/coordination"
+	"github.com/swarmdeck/swarmdeck/runtime/event"
+	"github.com/swarmdeck/swarmdeck/runtime/store"
+)
+
+// Run statuses.
+const (
+	RunRunning     = "running"
+	RunCompleted   = "completed"
+	RunFailed      = "failed"
+	RunCancelled   = "cancelled"
+	RunInterrupted = "interrupted"
+)
+
+// Run is one goal given to the swarm, in progress in this process.
+type Run struct {
+	e    *Engine
+	id   string
+	goal string
+	ws   *agents.Workspace
+
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+
+	mu          sync.Mutex
+	rec         store.Run
+	sessions    map[string]*Session
+	order       []*Session
+	root        *Session
+	active      int
+	dependents  map[string][]*Session
+	effects     map[string][]byte
+	delegations map[string]*delegation
+	delegQueue  []*delegation
+	finished    bool
+	budgetHit   bool
+	feed        []event.BroadcastInfo // the most recent feed items, for snapshots
+
+	llmSem  chan struct{}
+	slotSem chan struct{}
+
+	questions *questionBoard
+	human     atomic.Bool // a person can answer questions (dashboard or --control)
+	stopping  atomic.Bool
+	wg        sync.WaitGroup
+	done      chan struct{}
+	doneOnce  sync.Once
+	startedAt time.Time
+}
+
+// ID is the run's id.
+func (r *Run) ID() string { return r.id }
+
+// Done is closed when the run has finished (or was interrupted).
+func (r *Run) Done() <-chan struct{} { return r.done }
+
+// Status is the run's status.
+func (r *Run) Status() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.rec.Status
+}
+
+// Result is the root's final answer and the run's error, if any.
+func (r *Run) Result() (string, string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.rec.Result, r.rec.Error
+}
+
+// SetHumanAttached tells the run whether a person can answer questions.
+func (r *Run) SetHumanAttached(on bool) { r.human.Store(on) }
+
+func randomHex(n int) string {
+	b := make([]byte, (n+1)/2)
+	rand.Read(b)
+	return hex.EncodeToString(b)[:n]
+}
+
+// newRun prepares the in-memory run.
+func (e *Engine) newRun(id, goal string, rec store.Run) (*Run, error) {
+	cfg := e.Config()
+	wsDir := cfg.Workspace
+	if rec.Workspace != "" {
+		wsDir = rec.Workspace
+	}
+	ws, err := agents.OpenWorkspace(wsDir)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	lim := cfg.Limits
+	r := &Run{e: e, id: id, goal: goal, ws: ws, ctx: ctx, cancel: cancel, rec: rec,
+		sessions: map[string]*Session{}, dependents: map[string][]*Session{}, effects: map[string][]byte{},
+		delegations: map[string]*delegation{},
+		llmSem: make(chan struct{}, max(1, lim.MaxConcurrentLLMCalls)), slotSem: make(chan struct{}, max(1, lim.MaxConcurrentSessions)),
+		done: make(chan struct{}), startedAt: e.now()}
+	r.questions = newQuestionBoard(r)
+	return r, nil
+}
+
+// Start begins a new run on goal.
+func (e *Engine) Start(ctx context.Context, goal string) (*Run, error) {
+	if goal == "" {
+		return nil, errors.New("the goal is empty: say what the swarm should do")
+	}
+	id := "r-" + randomHex(6)
+	now := e.now()
+	wsAbs, _ := filepath.Abs(e.Config().Workspace)
+	rec := store.Run{ID: id, Goal: goal, Status: RunRunning, Provider: e.ProviderLabel(), Model: e.Model(),
+		Scripted: e.isScripted(), Workspace: wsAbs, CreatedAt: now}
+	r, err := e.newRun(id, goal, rec)
+	if err != nil {
+		return nil, err
+	}
+	role, ok := e.roster.Load().Get("orchestrator")
+	if !ok {
+		return nil, errors.New("the roster has no orchestrator role")
+	}
+	root := r.newSession(nil, role, "root", "", trimTitle(goal, 80), goal, 0)
+	root.rec.Status = StatusRunning
+	err = e.store.Do(ctx, func(tx *store.Tx) error {
+		if err := tx.InsertRun(&rec); err != nil {
+			return err
+		}
+		if _, err := tx.Emit(event.Event{Type: event.RunStarted, RunID: id, Run: r.runInfo()}); err != nil {
+			return err
+		}
+		return r.createSessionTx(tx, root)
+	})
+	if err != nil {
+		return nil, err
+	}
+	e.register(r)
+	root.start()
+	return r, nil
+}
+
+func (r *Run) runInfo() *event.RunInfo {
+	rec := r.rec
+	return &event.RunInfo{ID: r.id, Goal: r.goal, Status: rec.Status, Provider: rec.Provider, Model: rec.Model,
+		Scripted: rec.Scripted, Workspace: rec.Workspace, Result: rec.Result, Error: rec.Error, Usage: event.Usage(rec.Usage),
+		StartedAt: rec.CreatedAt}
+}
+
+// newSession builds a session in memory (not yet stored or registered).
+func (r *Run) newSession(parent *Session, role *agents.Role, kind, label, title, task string, depth int) *Session {
+	s := &Session{r: r, role: role, parent: parent, agent: role.Name, label: label, title: title, task: task, kind: kind,
+		depth: depth, wake: make(chan struct{}, 1), childCh: make(chan struct{}), effectN: map[string]int{}}
+	r.mu.Lock()
+	s.id = r.newSessionIDLocked()
+	r.mu.Unlock()
+	parentID := ""
+	if parent != nil {
+		parentID = parent.id
+	}
+	s.rec = store.Session{RunID: r.id, ID: s.id, ParentID: parentID, Agent: role.Name, Label: label, Title: title, Task: task,
+		Kind: kind, Status: StatusPending, Depth: depth, CreatedAt: r.e.now()}
+	s.ctx, s.cancel = context.WithCancelCause(r.ctx)
+	return s
+}
+
+func (r *Run) newSessionIDLocked() string {
+	n := 4
+	if len(r.sessions) > 20000 {
+		n = 6
+	}
+	for {
+		id := "s-" + randomHex(n)
+		if _, taken := r.sessions[id]; !taken {
+			r.sessions[id] = nil // reserve
+			return id
+		}
+	}
+}
+
+// createSessionTx stores a new session, registers it and emits
+// session.created. Runs inside a store operation.
+func (r *Run) createSessionTx(tx *store.Tx, s *Session) error {
+	s.mu.Lock()
+	if s.sharedCtx.Len() > 0 {
+		s.rec.SharedContext, _ = s.sharedCtx.MarshalJSON()
+	}
+	s.rec.WaitOn = s.waitOn
+	s.rec.Refs = refNames(s.refs)
+	s.rec.SpawnCall, s.rec.DelegationID = s.spawnCall, s.delegationID
+	rec := s.rec
+	info := s.infoLocked()
+	s.mu.Unlock()
+	if err := tx.UpsertSession(&rec); err != nil {
+		return err
+	}
+	if _, err := tx.Emit(event.Event{Type: event.SessionCreated, RunID: r.id, SessionID: s.id, Session: info}); err != nil {
+		return err
+	}
+	r.register(s)
+	return r.statusChanged(tx, s, "", rec.Status)
+}
+
+func refNames(refs []coordination.Reference) []string {
+	out := make([]string, 0, len(refs))
+	for _, ref := range refs {
+		out = append(out, ref.Name)
+	}
+	return out
+}
+
+func (r *Run) register(s *Session) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.sessions[s.id] = s
+	r.order = append(r.order, s)
+	if s.parent == nil {
+		r.root = s
+	} else {
+		s.parent.children = append(s.parent.children, s)
+	}
+	for _, pred := range s.waitOn {
+		r.dependents[pred] = append(r.dependents[pred], s)
+	}
+}
+
+// session finds a session of this run.
+func (r *Run) session(id string) *Session {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.sessions[id]
+}
+
+// allSessions copies the session list.
+func (r *Run) allSessions() []*Session {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]*Session(nil), r.order...)
+}
+
+// statusChanged keeps the run's accounting when a session changes status:
+// it starts or fails what was chained after a finished session, and ends the
+// run when the root has ended and nothing is active. It runs inside the store
+// operation that made the change (never queue another operation from here:
+// the writer would wait on itself).
+func (r *Run) statusChanged(tx *store.Tx, s *Session, prev, next string) error {
+	wasActive := prev != "" && !terminal(prev)
+	isActive := !terminal(next)
+	r.mu.Lock()
+	switch {
+	case wasActive && !isActive:
+		r.active--
+	case !wasActive && isActive:
+		r.active++
+	}
+	r.mu.Unlock()
+	if s.parent != nil {
+		s.parent.notifyChildChange()
+	}
+	if !terminal(next) || terminal(prev) {
+		return nil
+	}
+	r.mu.Lock()
+	deps := append([]*Session(nil), r.dependents[s.id]...)
+	r.mu.Unlock()
+	for _, d := range deps {
+		if err := r.checkChainTx(tx, d); err != nil {
+			return err
+		}
+	}
+	if s.delegationID != "" {
+		if err := r.delegationEndedTx(tx, s); err != nil {
+			return err
+		}
+	}
+	return r.maybeFinishTx(tx)
+}
+
+// maybeFinishTx ends the run when the root has ended and no session is active.
+func (r *Run) maybeFinishTx(tx *store.Tx) error {
+	r.mu.Lock()
+	root := r.root
+	if r.finished || root == nil || r.active > 0 {
+		r.mu.Unlock()
+		return nil
+	}
+	r.mu.Unlock()
+	root.mu.Lock()
+	status, result, errText := root.rec.Status, root.rec.Result, root.rec.Error
+	root.mu.Unlock()
+	if !terminal(status) {
+		return nil
+	}
+	r.mu.Lock()
+	r.finished = true
+	r.rec.Status = map[string]string{StatusCompleted: RunCompleted, StatusFailed: RunFailed, StatusCancelled: RunCancelled}[status]
+	r.rec.Result, r.rec.Error = result, errText
+	if r.rec.Error == "" && status != StatusCompleted {
+		root.mu.Lock()
+		r.rec.Error = root.rec.Reason
+		root.mu.Unlock()
+	}
+	r.rec.EndedAt = r.e.now()
+	rec := r.rec
+	info := r.runInfo()
+	r.mu.Unlock()
+	if err := tx.UpdateRun(&rec); err != nil {
+		return err
+	}
+	if _, err := tx.Emit(event.Event{Type: event.RunFinished, RunID: r.id, Run: info}); err != nil {
+		return err
+	}
+	// Close Done only once this operation is committed: the barrier below
+	// runs after the current batch.
+	go func() {
+		r.e.store.Do(context.Background(), func(*store.Tx) error { return nil })
+		r.questions.closeAll("the run finished")
+		r.doneOnce.Do(func() { close(r.done) })
+	}()
+	return nil
+}
+
+// reopen marks a finished run as running again (a person woke a session).
+func (r *Run) reopenTx(tx *store.Tx) error {
+	r.mu.Lock()
+	if !r.finished {
+		r.mu.Unlock()
+		return nil
+	}
+	r.finished = false
+	r.rec.Status = RunRunning
+	r.rec.EndedAt = time.Time{}
+	rec := r.rec
+	r.mu.Unlock()
+	return tx.UpdateRun(&rec)
+}
+
+// addUsage counts tokens and enforces the run's token budget.
+func (r *Run) addUsageLocked(u store.Usage) (budgetExceeded bool) {
+	r.rec.Usage.PromptTokens += u.PromptTokens
+	r.rec.Usage.CompletionTokens += u.CompletionTokens
+	r.rec.Usage.TotalTokens += u.TotalTokens
+	budget := r.e.Config().Limits.TokenBudgetPerRun
+	return budget > 0 && r.rec.Usage.TotalTokens >= budget
+}
+
+// Wait blocks until the run finishes or ctx ends.
+func (r *Run) Wait(ctx context.Context) error {
+	select {
+	case <-r.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Interrupt stops every session without changing what is stored about it:
+// the run stays resumable. It returns once the session goroutines are gone.
+func (r *Run) Interrupt() {
+	if !r.stopping.CompareAndSwap(false, true) {
+		<-r.done
+		return
+	}
+	r.cancel(errInterrupted)
+	waited := make(chan struct{})
+	go func() { r.wg.Wait(); close(waited) }()
+	select {
+	case <-waited:
+	case <-time.After(10 * time.Second):
+		r.e.log.Warn("sessions still running after interrupt", "run", r.id)
+	}
+	r.mu.Lock()
+	finished := r.finished
+	if !finished {
+		r.rec.Status = RunInterrupted
+	}
+	rec := r.rec
+	r.mu.Unlock()
+	if !finished {
+		r.e.store.Do(context.Background(), func(tx *store.Tx) error { return tx.UpdateRun(&rec) })
+	}
+	r.questions.closeAll("the run was interrupted")
+	r.e.unregister(r)
+	r.ws.Close()
+	r.doneOnce.Do(func() { close(r.done) })
+}
+
+var errInterrupted = errors.New("the run was interrupted")
+
+// failRun stops a run that cannot go on (the store failed, the budget is
+// spent): every active session is cancelled with the reason.
+func (r *Run) failRun(reason string) {
+	r.mu.Lock()
+	root := r.root
+	r.mu.Unlock()
+	if root == nil {
+		return
+	}
+	r.cancelTree(root, reason, StatusFailed, nil)
+}
+
+// limitsf formats a limit error.
+func limitsf(format string, args ...any) string { return fmt.Sprintf(format, args...) }
+
+// overBudget reports whether the run has spent its token budget.
+func (r *Run) overBudget() bool {
+	budget := r.e.Config().Limits.TokenBudgetPerRun
+	if budget <= 0 {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.rec.Usage.TotalTokens >= budget
+}
+
+// budgetExhausted stops the run cleanly, once, saying why.
+func (r *Run) budgetExhausted() {
+	r.mu.Lock()
+	if r.budgetHit {
+		r.mu.Unlock()
+		return
+	}
+	r.budgetHit = true
+	used := r.rec.Usage.TotalTokens
+	r.mu.Unlock()
+	budget := r.e.Config().Limits.TokenBudgetPerRun
+	r.failRun(fmt.Sprintf("token budget exhausted: the run used %d tokens and token_budget_per_run is %d", used, budget))
+}

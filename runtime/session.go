@@ -1,0 +1,266 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"time"
+
+	"github.com/swarmdeck/swarmdeck/agents"
+	"github.com/swarmdeck/swarmdeck/coordination"
+	"github.com/swarmdeck/swarmdeck/runtime/event"
+	"github.com/swarmdeck/swarmdeck/runtime/llm"
+	"github.com/swarmdeck/swarmdeck/runtime/store"
+)
+
+// Session statuses (DESIGN.md section 2).
+const (
+	StatusPending   = "pending"
+	StatusRunning   = "running"
+	StatusWaiting   = "waiting"
+	StatusCompleted = "completed"
+	StatusFailed    = "failed"
+	StatusCancelled = "cancelled"
+)
+
+func terminal(status string) bool {
+	return status == StatusCompleted || status == StatusFailed || status == StatusCancelled
+}
+
+// Session is one agent conversation of a run.
+type Session struct {
+	r      *Run
+	role   *agents.Role
+	parent *Session
+
+	// Fixed at creation.
+	id, agent, label, title, task, kind string
+	depth                               int
+	spawnCall                           string
+	delegationID                        string
+
+	mu           sync.Mutex
+	rec          store.Session
+	sharedCtx    coordination.Context
+	refs         []coordination.Reference // $ references resolved when it starts
+	waitOn       []string                 // predecessors (session ids)
+	history      []llm.Message            // what the model sees
+	nextIndex    int                      // index of the next stored message
+	passiveTail  bool                     // the messages after the last assistant turn are all passive
+	inbox        []*store.InboxItem       // waiting for the next turn boundary
+	started      bool                     // system prompt stored
+	inTurn       bool                     // between the start and the end of a turn
+	running      bool                     // the goroutine is alive
+	wake         chan struct{}
+	ctx          context.Context
+	cancel       context.CancelCauseFunc
+	children     []*Session
+	childCh      chan struct{} // closed and replaced when a child changes status
+	plan         *coordination.Plan
+	planMu       sync.Mutex
+	effectN      map[string]int
+	broadcasts   int
+	questions    int
+	waitingHuman int
+	blocking     int  // tool calls in flight that wait (slot released)
+	slotHeld     bool // holds a max_concurrent_sessions slot
+	lastReminder string
+	startedAt    time.Time
+	// resultConsumed skips the next <task_result> to the parent: the parent
+	// learned the outcome from its own tool call (task_cancel).
+	resultConsumed bool
+}
+
+// Session kinds.
+const (
+	kindRoot       = "root"
+	kindTask       = "task"
+	kindDelegation = "delegation"
+)
+
+func (s *Session) ID() string { return s.id }
+
+// status reads the current status.
+func (s *Session) status() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rec.Status
+}
+
+// display names a session in messages: "researcher (research-1)".
+func (s *Session) display() string {
+	if s.label != "" {
+		return s.agent + " (" + s.label + ")"
+	}
+	return s.agent + " (" + s.id + ")"
+}
+
+// name is how results address a session: its label, else its id.
+func (s *Session) name() string {
+	if s.label != "" {
+		return s.label
+	}
+	return s.id
+}
+
+// infoLocked builds the event view of the session; s.mu must be held.
+func (s *Session) infoLocked() *event.SessionInfo {
+	var sc json.RawMessage
+	if s.sharedCtx.Len() > 0 {
+		sc, _ = json.Marshal(s.sharedCtx)
+	}
+	rec := &s.rec
+	return &event.SessionInfo{ID: s.id, ParentID: rec.ParentID, Agent: s.agent, Label: s.label, Title: s.title,
+		Status: rec.Status, Depth: s.depth, Kind: s.kind, SharedContext: sc, Reason: rec.Reason, Result: rec.Result,
+		Error: rec.Error, Usage: event.Usage(rec.Usage), Turns: rec.Turns, WaitingHuman: s.waitingHuman > 0,
+		LastTool: rec.LastTool, CreatedAt: rec.CreatedAt, EndedAt: rec.EndedAt}
+}
+
+func (s *Session) info() *event.SessionInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.infoLocked()
+}
+
+// notifyChildChange wakes whoever waits on this session's children.
+func (s *Session) notifyChildChange() {
+	s.mu.Lock()
+	close(s.childCh)
+	s.childCh = make(chan struct{})
+	s.mu.Unlock()
+}
+
+// childChanged returns a channel closed at the next change of a child.
+func (s *Session) childChanged() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.childCh
+}
+
+// signal wakes the session's loop if it is idle.
+func (s *Session) signal() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// activeChildren counts children that are not finished.
+func (s *Session) activeChildren() int {
+	s.r.mu.Lock()
+	kids := s.children
+	s.r.mu.Unlock()
+	n := 0
+	for _, c := range kids {
+		if !terminal(c.status()) {
+			n++
+		}
+	}
+	return n
+}
+
+// childList copies the children.
+func (s *Session) childList() []*Session {
+	s.r.mu.Lock()
+	defer s.r.mu.Unlock()
+	return append([]*Session(nil), s.children...)
+}
+
+// siblings lists the other children of the parent.
+func (s *Session) siblings() []*Session {
+	if s.parent == nil {
+		return nil
+	}
+	s.r.mu.Lock()
+	defer s.r.mu.Unlock()
+	out := make([]*Session, 0, len(s.parent.children))
+	for _, c := range s.parent.children {
+		if c != s {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// appendMessageTx stores a message and adds it to the in-memory history;
+// it runs inside a store operation. s.mu must be held.
+func (s *Session) appendMessageTx(tx *store.Tx, m *store.Message) error {
+	m.RunID, m.SessionID, m.Index = s.r.id, s.id, s.nextIndex
+	if m.Source == "" {
+		m.Source = "system"
+	}
+	if err := tx.InsertMessage(m); err != nil {
+		return err
+	}
+	s.nextIndex++
+	s.history = append(s.history, toLLM(m))
+	switch {
+	case m.Role == llm.RoleAssistant:
+		s.passiveTail = true
+	case m.Role == llm.RoleUser && !m.NoReply:
+		s.passiveTail = false
+	case m.Role == llm.RoleTool:
+		s.passiveTail = false
+	}
+	_, err := tx.Emit(event.Event{Type: event.MessageAppended, RunID: s.r.id, SessionID: s.id, Message: messageInfo(m)})
+	return err
+}
+
+func toLLM(m *store.Message) llm.Message {
+	lm := llm.Message{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID}
+	for _, c := range m.ToolCalls {
+		lm.ToolCalls = append(lm.ToolCalls, llm.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
+	}
+	return lm
+}
+
+func messageInfo(m *store.Message) *event.MessageInfo {
+	mi := &event.MessageInfo{ID: m.ID, Index: m.Index, Role: m.Role, Content: m.Content, Synthetic: m.Synthetic,
+		NoReply: m.NoReply, Source: m.Source, ToolCallID: m.ToolCallID}
+	for _, c := range m.ToolCalls {
+		mi.ToolCalls = append(mi.ToolCalls, event.ToolCall(c))
+	}
+	if m.Role == llm.RoleAssistant && (m.Usage.TotalTokens > 0 || m.Usage.PromptTokens > 0) {
+		u := event.Usage(m.Usage)
+		mi.Usage = &u
+	}
+	return mi
+}
+
+// setStatusTx changes the status inside a store operation and emits
+// session.status. s.mu must NOT be held.
+func (s *Session) setStatusTx(tx *store.Tx, status, reason string) error {
+	s.mu.Lock()
+	prev := s.rec.Status
+	rec := s.rec
+	rec.Status, rec.Reason = status, reason
+	if terminal(status) && rec.EndedAt.IsZero() {
+		rec.EndedAt = s.r.e.now()
+	}
+	if !terminal(status) {
+		rec.EndedAt = time.Time{}
+	}
+	if err := tx.UpsertSession(&rec); err != nil {
+		s.mu.Unlock()
+		return err
+	}
+	s.rec = rec
+	info := s.infoLocked()
+	s.mu.Unlock()
+	if _, err := tx.Emit(event.Event{Type: event.SessionStatus, RunID: s.r.id, SessionID: s.id, Session: info}); err != nil {
+		return err
+	}
+	if prev != status {
+		return s.r.statusChanged(tx, s, prev, status)
+	}
+	return nil
+}
+
+// saveTx writes the session record (usage, turns, last tool) without a
+// status change event.
+func (s *Session) saveTx(tx *store.Tx) error {
+	s.mu.Lock()
+	rec := s.rec
+	s.mu.Unlock()
+	return tx.UpsertSession(&rec)
+}

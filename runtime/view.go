@@ -1,0 +1,101 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/swarmdeck/swarmdeck/runtime/event"
+	"github.com/swarmdeck/swarmdeck/runtime/store"
+)
+
+// errReadOnly refuses actions on a stored run opened for viewing.
+var errReadOnly = errors.New("read-only: this run is stored, not running (continue it with `swarmdeck resume`)")
+
+// storedRun is a run read back from the store for `swarmdeck view`.
+type storedRun struct {
+	e    *Engine
+	id   string
+	snap event.Snapshot
+}
+
+var _ event.Controller = (*storedRun)(nil)
+
+// View opens a stored run read-only.
+func (e *Engine) View(ctx context.Context, runID string) (event.Controller, error) {
+	st := e.store
+	rec, err := st.Run(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	v := &storedRun{e: e, id: rec.ID}
+	snap := &v.snap
+	snap.Run = event.RunInfo{ID: rec.ID, Goal: rec.Goal, Status: rec.Status, Provider: rec.Provider, Model: rec.Model,
+		Scripted: rec.Scripted, Workspace: rec.Workspace, Result: rec.Result, Error: rec.Error, Usage: event.Usage(rec.Usage), StartedAt: rec.CreatedAt}
+	sessions, err := st.Sessions(ctx, rec.ID)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range sessions {
+		var sc json.RawMessage
+		if len(s.SharedContext) > 2 {
+			sc = s.SharedContext
+		}
+		snap.Sessions = append(snap.Sessions, event.SessionInfo{ID: s.ID, ParentID: s.ParentID, Agent: s.Agent, Label: s.Label,
+			Title: s.Title, Status: s.Status, Depth: s.Depth, Kind: s.Kind, SharedContext: sc, Reason: s.Reason, Result: s.Result,
+			Error: s.Error, Usage: event.Usage(s.Usage), Turns: s.Turns, LastTool: s.LastTool, CreatedAt: s.CreatedAt, EndedAt: s.EndedAt})
+	}
+	bcs, err := st.Broadcasts(ctx, rec.ID, 0, feedKeep)
+	if err != nil {
+		return nil, err
+	}
+	for _, b := range bcs {
+		snap.Broadcasts = append(snap.Broadcasts, feedInfo(&b))
+	}
+	plans, err := st.Plans(ctx, rec.ID)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range sessions {
+		tasks, ok := plans[s.ID]
+		if !ok {
+			continue
+		}
+		pi := event.PlanInfo{SessionID: s.ID, Tasks: []event.PlanTask{}}
+		for _, t := range tasks {
+			pi.Tasks = append(pi.Tasks, event.PlanTask{ID: t.ID, Description: t.Description, Status: t.Status, DependsOn: t.DependsOn, Note: t.Note})
+		}
+		snap.Plans = append(snap.Plans, pi)
+	}
+	dels, err := st.Delegations(ctx, rec.ID)
+	if err != nil {
+		return nil, err
+	}
+	for i := range dels {
+		snap.Delegations = append(snap.Delegations, *delegationInfo(&dels[i]))
+	}
+	err = st.Do(ctx, func(tx *store.Tx) error {
+		seq, err := tx.LastSeq(rec.ID)
+		snap.LastSeq = seq
+		return err
+	})
+	return v, err
+}
+
+func (v *storedRun) Snapshot() event.Snapshot                                { return v.snap }
+func (v *storedRun) Subscribe(lossy int) *event.Subscription                 { return v.e.bus.Subscribe(lossy) }
+func (v *storedRun) ReadOnly() bool                                          { return true }
+func (v *storedRun) Broadcast(context.Context, string, string, string) error { return errReadOnly }
+func (v *storedRun) SendMessage(context.Context, string, string, bool) error { return errReadOnly }
+func (v *storedRun) Answer(context.Context, string, string) error            { return errReadOnly }
+func (v *storedRun) Skip(context.Context, string) error                      { return errReadOnly }
+func (v *storedRun) SkipAll(context.Context) error                           { return errReadOnly }
+func (v *storedRun) Cancel(context.Context, string) error                    { return errReadOnly }
+
+func (v *storedRun) Transcript(ctx context.Context, sessionID string, from, limit int) ([]event.MessageInfo, error) {
+	return transcriptFrom(ctx, v.e.store, v.id, sessionID, from, limit)
+}
+
+func (v *storedRun) Broadcasts(ctx context.Context, before string, limit int) ([]event.BroadcastInfo, error) {
+	return feedFrom(ctx, v.e.store, v.id, before, limit)
+}
