@@ -24,8 +24,8 @@ import (
 
 	"github.com/swarmdeck/swarmdeck/runtime"
 	"github.com/swarmdeck/swarmdeck/runtime/config"
-	"github.com/swarmdeck/swarmdeck/runtime/scripted"
 	"github.com/swarmdeck/swarmdeck/runtime/event"
+	"github.com/swarmdeck/swarmdeck/runtime/scripted"
 	"github.com/swarmdeck/swarmdeck/runtime/store"
 	"github.com/swarmdeck/swarmdeck/tui"
 )

@@ -107,7 +107,7 @@ func (e *Engine) newRun(id, goal string, rec store.Run) (*Run, error) {
 	r := &Run{e: e, id: id, goal: goal, ws: ws, ctx: ctx, cancel: cancel, rec: rec,
 		sessions: map[string]*Session{}, dependents: map[string][]*Session{}, effects: map[string][]byte{},
 		delegations: map[string]*delegation{},
-		llmSem: make(chan struct{}, max(1, lim.MaxConcurrentLLMCalls)), slotSem: make(chan struct{}, max(1, lim.MaxConcurrentSessions)),
+		llmSem:      make(chan struct{}, max(1, lim.MaxConcurrentLLMCalls)), slotSem: make(chan struct{}, max(1, lim.MaxConcurrentSessions)),
 		done: make(chan struct{}), startedAt: e.now()}
 	r.questions = newQuestionBoard(r)
 	return r, nil
