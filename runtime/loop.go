@@ -352,6 +352,19 @@ func (s *Session) systemPrompt() (string, error) {
 func (s *Session) beginTurn() (bool, error) {
 	need := false
 	reminder := s.reminder()
+	// The common case needs no write: nothing arrived, the status stays.
+	// inTurn is guarded by s.mu, which deliverTx holds too, so an item
+	// arriving now goes to the inbox and is drained at the next boundary.
+	s.mu.Lock()
+	if len(s.inbox) == 0 {
+		need = !s.passiveTail || s.pendingCallsLocked()
+		if !(need && reminder != "" && reminder != s.lastReminder) && (!need || s.rec.Status == StatusRunning) {
+			s.inTurn = need
+			s.mu.Unlock()
+			return need, nil
+		}
+	}
+	s.mu.Unlock()
 	err := s.r.e.store.Do(context.Background(), func(tx *store.Tx) error {
 		s.mu.Lock()
 		items := s.inbox

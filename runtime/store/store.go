@@ -245,7 +245,9 @@ func (s *Store) loop() {
 	}
 }
 
-// run executes one batch in one transaction.
+// run executes one batch in one transaction. Each operation runs inside a
+// savepoint so that one that fails leaves the others of its batch intact; a
+// batch of one needs no savepoint (the transaction plays that part).
 func (s *Store) run(batch []*op) {
 	ctx := context.Background()
 	if err := s.Err(); err != nil {
@@ -258,29 +260,39 @@ func (s *Store) run(batch []*op) {
 		s.fail(batch, fmt.Errorf("begin: %w", err))
 		return
 	}
+	single := len(batch) == 1
 	tx := &Tx{s: s, ctx: ctx}
 	results := make([]error, len(batch))
 	for i, o := range batch {
 		mark := s.snapshotSeqs()
 		tx.events = tx.events[:0]
-		if _, err := s.conn.ExecContext(ctx, "SAVEPOINT op"); err != nil {
-			tx.broken = err
-			break
+		if !single {
+			if _, err := s.conn.ExecContext(ctx, "SAVEPOINT op"); err != nil {
+				tx.broken = err
+				break
+			}
 		}
 		err := o.fn(tx)
 		if err != nil && tx.broken == nil {
-			s.conn.ExecContext(ctx, "ROLLBACK TO op")
-			s.conn.ExecContext(ctx, "RELEASE op")
 			s.restoreSeqs(mark)
 			results[i] = err
+			if single {
+				s.conn.ExecContext(ctx, "ROLLBACK")
+				o.finish(err)
+				return
+			}
+			s.conn.ExecContext(ctx, "ROLLBACK TO op")
+			s.conn.ExecContext(ctx, "RELEASE op")
 			continue
 		}
 		if tx.broken != nil {
 			break
 		}
-		if _, rerr := s.conn.ExecContext(ctx, "RELEASE op"); rerr != nil {
-			tx.broken = rerr
-			break
+		if !single {
+			if _, rerr := s.conn.ExecContext(ctx, "RELEASE op"); rerr != nil {
+				tx.broken = rerr
+				break
+			}
 		}
 		o.events = append(o.events[:0], tx.events...)
 	}

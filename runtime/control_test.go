@@ -1,0 +1,64 @@
+package runtime
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParseCommand(t *testing.T) {
+	tests := []struct {
+		line, op, err string
+	}{
+		{`{"op":"answer","question_id":"q-1","text":"2"}`, "answer", ""},
+		{`{"op":"skip","question_id":"q-1"}`, "skip", ""},
+		{`{"op":"skip_all"}`, "skip_all", ""},
+		{`{"op":"broadcast","text":"hi","target":"all","category":"warning"}`, "broadcast", ""},
+		{`{"op":"message","session_id":"s-1","text":"hi","no_reply":true}`, "message", ""},
+		{`{"op":"cancel","session_id":"s-1"}`, "cancel", ""},
+		{`  {"op":"skip_all"}  `, "skip_all", ""},
+		{`{"op":"answer","question_id":"q-1"}`, "", `op "answer" needs "text"`},
+		{`{"op":"message","text":"x"}`, "", `needs "session_id"`},
+		{`{"op":"dance"}`, "", `unknown op "dance"`},
+		{`{"text":"x"}`, "", `has no "op"`},
+		{`{"op":"skip_all","extra":1}`, "", `unknown field "extra"`},
+		{`not json`, "", "not a JSON command"},
+		{`{"op":"skip_all"}{"op":"skip_all"}`, "", "more than one JSON value"},
+		{`{"op":"answer","question_id":"q","text":` + `"` + strings.Repeat("x", MaxControlLine) + `"}`, "", "the limit is"},
+	}
+	for _, tt := range tests {
+		c, err := ParseCommand([]byte(tt.line))
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("%.50q: error %v, want %q", tt.line, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || c.Op != tt.op {
+			t.Errorf("%.50q: got %+v, %v", tt.line, c, err)
+		}
+	}
+}
+
+// FuzzControlLine: no input crashes the parser, and whatever it accepts is
+// a known op with the fields that op needs.
+func FuzzControlLine(f *testing.F) {
+	for _, s := range []string{`{"op":"answer","question_id":"q-1","text":"2"}`, `{"op":"skip_all"}`, `{"op":"message","session_id":"s","text":"t","no_reply":true}`,
+		`{"op":"broadcast","text":"x","target":"s-1"}`, `{`, `{"op":null}`, `[]`, `"op"`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		c, err := ParseCommand(line)
+		if err != nil {
+			return
+		}
+		switch c.Op {
+		case "answer":
+			if strings.TrimSpace(c.QuestionID) == "" || strings.TrimSpace(c.Text) == "" {
+				t.Fatalf("accepted an answer without question or text: %+v", c)
+			}
+		case "skip", "skip_all", "broadcast", "message", "cancel":
+		default:
+			t.Fatalf("accepted unknown op %q", c.Op)
+		}
+	})
+}
