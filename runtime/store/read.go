@@ -123,7 +123,10 @@ func (s *Store) Sessions(ctx context.Context, runID string) ([]Session, error) {
 	return out, rows.Err()
 }
 
-const msgCols = `id, run_id, session_id, idx, role, content, tool_calls, tool_call_id, synthetic, no_reply, source, prompt_tokens, completion_tokens, created_at`
+const msgCols = `m.id, m.run_id, m.session_id, m.idx, m.role, COALESCE(c.content, m.content), m.tool_calls, m.tool_call_id, m.synthetic, m.no_reply,
+	m.source, m.prompt_tokens, m.completion_tokens, m.created_at`
+
+const msgFrom = ` FROM messages m LEFT JOIN shared_contents c ON m.content_ref <> 0 AND c.id = m.content_ref `
 
 func scanMessages(rows *sql.Rows) ([]Message, error) {
 	defer rows.Close()
@@ -155,7 +158,7 @@ func (s *Store) Messages(ctx context.Context, runID, sessionID string, from, lim
 	if limit <= 0 {
 		limit = 1 << 30
 	}
-	rows, err := s.read.QueryContext(ctx, `SELECT `+msgCols+` FROM messages WHERE run_id = ? AND session_id = ? AND idx >= ? ORDER BY idx LIMIT ?`,
+	rows, err := s.read.QueryContext(ctx, `SELECT `+msgCols+msgFrom+`WHERE m.run_id = ? AND m.session_id = ? AND m.idx >= ? ORDER BY m.idx LIMIT ?`,
 		runID, sessionID, from, limit)
 	if err != nil {
 		return nil, err
@@ -165,7 +168,7 @@ func (s *Store) Messages(ctx context.Context, runID, sessionID string, from, lim
 
 // AllMessages loads every message of a run, grouped by session, in order.
 func (s *Store) AllMessages(ctx context.Context, runID string) (map[string][]Message, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT `+msgCols+` FROM messages WHERE run_id = ? ORDER BY session_id, idx`, runID)
+	rows, err := s.read.QueryContext(ctx, `SELECT `+msgCols+msgFrom+`WHERE m.run_id = ? ORDER BY m.session_id, m.idx`, runID)
 	if err != nil {
 		return nil, err
 	}
@@ -182,8 +185,10 @@ func (s *Store) AllMessages(ctx context.Context, runID string) (map[string][]Mes
 
 // PendingInbox loads the items not yet delivered, oldest first.
 func (s *Store) PendingInbox(ctx context.Context, runID string) ([]InboxItem, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT id, run_id, session_id, key, kind, waking, content, source, from_session, created_at
-		FROM inbox WHERE run_id = ? AND delivered_at = '' ORDER BY id`, runID)
+	rows, err := s.read.QueryContext(ctx, `SELECT i.id, i.run_id, i.session_id, i.key, i.kind, i.waking, COALESCE(c.content, i.content), i.source,
+		i.from_session, i.created_at
+		FROM inbox i LEFT JOIN shared_contents c ON i.content_ref <> 0 AND c.id = i.content_ref
+		WHERE i.run_id = ? AND i.delivered_at = '' ORDER BY i.id`, runID)
 	if err != nil {
 		return nil, err
 	}
@@ -250,6 +255,29 @@ func (s *Store) Effects(ctx context.Context, runID string) ([]Effect, error) {
 	return out, rows.Err()
 }
 
+const broadcastCols = `run_id, id, seq, kind, from_session, from_label, category, target, message, no_reply, skipped, delivered, skipped_list, created_at`
+
+func scanBroadcast(sc interface{ Scan(...any) error }) (Broadcast, error) {
+	var b Broadcast
+	var noReply int
+	var delivered, skipped, created string
+	if err := sc.Scan(&b.RunID, &b.ID, &b.Seq, &b.Kind, &b.FromSession, &b.FromLabel, &b.Category, &b.Target, &b.Message, &noReply, &b.Skipped,
+		&delivered, &skipped, &created); err != nil {
+		return b, err
+	}
+	b.NoReply = noReply != 0
+	b.CreatedAt = ParseTime(created)
+	for _, id := range strings.Split(strings.Trim(delivered, ","), ",") {
+		if id != "" {
+			b.Recipients = append(b.Recipients, Recipient{SessionID: id, Status: "delivered"})
+		}
+	}
+	var sk []Recipient
+	json.Unmarshal([]byte(skipped), &sk)
+	b.Recipients = append(b.Recipients, sk...)
+	return b, nil
+}
+
 // Broadcasts loads broadcasts of a run with their recipients, oldest first:
 // at most limit of those with seq below beforeSeq (beforeSeq <= 0: the newest).
 func (s *Store) Broadcasts(ctx context.Context, runID string, beforeSeq int64, limit int) ([]Broadcast, error) {
@@ -259,25 +287,19 @@ func (s *Store) Broadcasts(ctx context.Context, runID string, beforeSeq int64, l
 	if beforeSeq <= 0 {
 		beforeSeq = 1 << 62
 	}
-	rows, err := s.read.QueryContext(ctx, `SELECT run_id, id, seq, kind, from_session, from_label, category, target, message, no_reply, skipped, created_at
-		FROM broadcasts WHERE run_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?`, runID, beforeSeq, limit)
+	rows, err := s.read.QueryContext(ctx, `SELECT `+broadcastCols+` FROM broadcasts WHERE run_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?`, runID, beforeSeq, limit)
 	if err != nil {
 		return nil, err
 	}
+	defer rows.Close()
 	var out []Broadcast
 	for rows.Next() {
-		var b Broadcast
-		var noReply int
-		var created string
-		if err := rows.Scan(&b.RunID, &b.ID, &b.Seq, &b.Kind, &b.FromSession, &b.FromLabel, &b.Category, &b.Target, &b.Message, &noReply, &b.Skipped, &created); err != nil {
-			rows.Close()
+		b, err := scanBroadcast(rows)
+		if err != nil {
 			return nil, err
 		}
-		b.NoReply = noReply != 0
-		b.CreatedAt = ParseTime(created)
 		out = append(out, b)
 	}
-	rows.Close()
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
@@ -285,31 +307,7 @@ func (s *Store) Broadcasts(ctx context.Context, runID string, beforeSeq int64, l
 	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
 		out[i], out[j] = out[j], out[i]
 	}
-	if len(out) == 0 {
-		return out, nil
-	}
-	idx := make(map[string]int, len(out))
-	for i, b := range out {
-		idx[b.ID] = i
-	}
-	rrows, err := s.read.QueryContext(ctx, `SELECT broadcast_id, session_id, status, reason FROM broadcast_recipients
-		WHERE run_id = ? AND broadcast_id IN (SELECT id FROM broadcasts WHERE run_id = ? AND seq >= ? AND seq <= ?) ORDER BY broadcast_id, session_id`,
-		runID, runID, out[0].Seq, out[len(out)-1].Seq)
-	if err != nil {
-		return nil, err
-	}
-	defer rrows.Close()
-	for rrows.Next() {
-		var bid string
-		var r Recipient
-		if err := rrows.Scan(&bid, &r.SessionID, &r.Status, &r.Reason); err != nil {
-			return nil, err
-		}
-		if i, ok := idx[bid]; ok {
-			out[i].Recipients = append(out[i].Recipients, r)
-		}
-	}
-	return out, rrows.Err()
+	return out, nil
 }
 
 // Plans loads every plan of a run by session id, tasks in order.
@@ -427,7 +425,7 @@ func (s *Store) MessageCount(ctx context.Context, runID string) (int, error) {
 // EventCount counts logged events of a run.
 func (s *Store) EventCount(ctx context.Context, runID string) (int, error) {
 	var n int
-	err := s.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM events WHERE run_id = ?`, runID).Scan(&n)
+	err := s.read.QueryRowContext(ctx, `SELECT COALESCE(SUM(last_seq - seq + 1), 0) FROM events WHERE run_id = ?`, runID).Scan(&n)
 	return n, err
 }
 
@@ -438,27 +436,23 @@ func (s *Store) ReadBroadcasts(ctx context.Context, runID string, sessions []str
 	if len(sessions) == 0 {
 		return nil, 0, nil
 	}
-	marks := strings.TrimSuffix(strings.Repeat("?,", len(sessions)), ",")
 	args := []any{runID}
-	q := `SELECT DISTINCT b.run_id, b.id, b.seq, b.kind, b.from_session, b.from_label, b.category, b.target, b.message, b.no_reply, b.skipped, b.created_at
-		FROM broadcasts b LEFT JOIN broadcast_recipients r ON r.run_id = b.run_id AND r.broadcast_id = b.id AND r.status = 'delivered'
-		WHERE b.run_id = ? AND (b.kind = 'broadcast' OR (b.kind = 'human' AND b.category <> ''))`
-	cond := `r.session_id IN (` + marks + `)`
+	var conds []string
 	for _, id := range sessions {
-		args = append(args, id)
-	}
-	if sentToo {
-		cond = `(` + cond + ` OR b.from_session IN (` + marks + `))`
-		for _, id := range sessions {
+		conds = append(conds, `instr(delivered, ?) > 0`)
+		args = append(args, ","+id+",")
+		if sentToo {
+			conds = append(conds, `from_session = ?`)
 			args = append(args, id)
 		}
 	}
-	q += ` AND ` + cond
+	q := `SELECT ` + broadcastCols + ` FROM broadcasts WHERE run_id = ? AND (kind = 'broadcast' OR (kind = 'human' AND category <> ''))
+		AND (` + strings.Join(conds, " OR ") + `)`
 	if category != "" && category != "all" {
-		q += ` AND b.category = ?`
+		q += ` AND category = ?`
 		args = append(args, category)
 	}
-	q += ` ORDER BY b.seq DESC`
+	q += ` ORDER BY seq DESC`
 	rows, err := s.read.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, 0, err
@@ -471,14 +465,10 @@ func (s *Store) ReadBroadcasts(ctx context.Context, runID string, sessions []str
 		if limit > 0 && len(out) >= limit {
 			continue
 		}
-		var b Broadcast
-		var noReply int
-		var created string
-		if err := rows.Scan(&b.RunID, &b.ID, &b.Seq, &b.Kind, &b.FromSession, &b.FromLabel, &b.Category, &b.Target, &b.Message, &noReply, &b.Skipped, &created); err != nil {
+		b, err := scanBroadcast(rows)
+		if err != nil {
 			return nil, 0, err
 		}
-		b.NoReply = noReply != 0
-		b.CreatedAt = ParseTime(created)
 		out = append(out, b)
 	}
 	return out, total, rows.Err()

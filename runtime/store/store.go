@@ -56,6 +56,7 @@ type Store struct {
 
 	seqMu sync.Mutex
 	seqs  map[string]int64 // last event sequence per run
+	msgID int64            // last message id given out (0: not read yet)
 	err   error            // a failed commit poisons the store
 }
 
@@ -77,7 +78,7 @@ func Open(path string, publish func([]event.Event)) (*Store, error) {
 			return nil, fmt.Errorf("create the database directory: %w", err)
 		}
 	}
-	dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(OFF)&_txlock=immediate"
+	dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=cache_size(-65536)&_pragma=temp_store(MEMORY)&_pragma=wal_autocheckpoint(16384)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(OFF)&_txlock=immediate"
 	write, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
@@ -256,7 +257,7 @@ func (s *Store) run(batch []*op) {
 		}
 		return
 	}
-	if _, err := s.conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+	if _, err := s.control("BEGIN IMMEDIATE"); err != nil {
 		s.fail(batch, fmt.Errorf("begin: %w", err))
 		return
 	}
@@ -267,44 +268,40 @@ func (s *Store) run(batch []*op) {
 		mark := s.snapshotSeqs()
 		tx.events = tx.events[:0]
 		if !single {
-			if _, err := s.conn.ExecContext(ctx, "SAVEPOINT op"); err != nil {
+			if _, err := s.control("SAVEPOINT op"); err != nil {
 				tx.broken = err
 				break
 			}
 		}
 		err := o.fn(tx)
+		if err == nil {
+			err = tx.flushMessages()
+		}
+		if err != nil {
+			tx.msgs = tx.msgs[:0]
+		}
 		if err != nil && tx.broken == nil {
 			s.restoreSeqs(mark)
 			results[i] = err
 			if single {
-				s.conn.ExecContext(ctx, "ROLLBACK")
+				s.control("ROLLBACK")
 				o.finish(err)
 				return
 			}
-			s.conn.ExecContext(ctx, "ROLLBACK TO op")
-			s.conn.ExecContext(ctx, "RELEASE op")
+			s.control("ROLLBACK TO op")
+			s.control("RELEASE op")
 			continue
 		}
 		if tx.broken != nil {
 			break
 		}
 		if !single {
-			if _, rerr := s.conn.ExecContext(ctx, "RELEASE op"); rerr != nil {
+			if _, rerr := s.control("RELEASE op"); rerr != nil {
 				tx.broken = rerr
 				break
 			}
 		}
 		o.events = append(o.events[:0], tx.events...)
-	}
-	if tx.broken != nil {
-		s.conn.ExecContext(ctx, "ROLLBACK")
-		s.fail(batch, tx.broken)
-		return
-	}
-	if _, err := s.conn.ExecContext(ctx, "COMMIT"); err != nil {
-		s.conn.ExecContext(ctx, "ROLLBACK")
-		s.fail(batch, fmt.Errorf("commit: %w", err))
-		return
 	}
 	var events []event.Event
 	for i, o := range batch {
@@ -312,12 +309,41 @@ func (s *Store) run(batch []*op) {
 			events = append(events, o.events...)
 		}
 	}
+	if tx.broken == nil && len(events) > 0 {
+		if err := tx.writeEvents(events); err != nil {
+			tx.broken = err
+		}
+	}
+	if tx.broken != nil {
+		s.control("ROLLBACK")
+		s.fail(batch, tx.broken)
+		return
+	}
+	if _, err := s.control("COMMIT"); err != nil {
+		s.control("ROLLBACK")
+		s.fail(batch, fmt.Errorf("commit: %w", err))
+		return
+	}
 	if len(events) > 0 {
 		s.publish(events)
 	}
 	for i, o := range batch {
 		o.finish(results[i])
 	}
+}
+
+// control runs a transaction control statement (BEGIN, SAVEPOINT, COMMIT,
+// ...), prepared once: they run several times per commit.
+func (s *Store) control(stmt string) (sql.Result, error) {
+	st, ok := s.stmts[stmt]
+	if !ok {
+		var err error
+		if st, err = s.conn.PrepareContext(context.Background(), stmt); err != nil {
+			return nil, err
+		}
+		s.stmts[stmt] = st
+	}
+	return st.ExecContext(context.Background())
 }
 
 func (o *op) finish(err error) {
@@ -340,22 +366,32 @@ func (s *Store) fail(batch []*op, err error) {
 	}
 }
 
-func (s *Store) snapshotSeqs() map[string]int64 {
-	s.seqMu.Lock()
-	defer s.seqMu.Unlock()
-	if len(s.seqs) == 0 {
-		return nil
-	}
-	m := make(map[string]int64, len(s.seqs))
-	for k, v := range s.seqs {
-		m[k] = v
-	}
-	return m
+// counters holds what an operation may advance and must give back when it
+// is rolled back: event sequences and message ids.
+type counters struct {
+	seqs  map[string]int64
+	msgID int64
 }
 
-func (s *Store) restoreSeqs(m map[string]int64) {
+func (s *Store) snapshotSeqs() counters {
 	s.seqMu.Lock()
 	defer s.seqMu.Unlock()
+	c := counters{msgID: s.msgID}
+	if len(s.seqs) == 0 {
+		return c
+	}
+	c.seqs = make(map[string]int64, len(s.seqs))
+	for k, v := range s.seqs {
+		c.seqs[k] = v
+	}
+	return c
+}
+
+func (s *Store) restoreSeqs(c counters) {
+	s.seqMu.Lock()
+	defer s.seqMu.Unlock()
+	s.msgID = c.msgID
+	m := c.seqs
 	for k := range s.seqs {
 		if v, ok := m[k]; ok {
 			s.seqs[k] = v

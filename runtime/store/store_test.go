@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"path/filepath"
 	"sync"
@@ -142,4 +143,36 @@ func BenchmarkStoreAppend(b *testing.B) {
 			i++
 		}
 	})
+}
+
+func TestEventLogRowsAreJSON(t *testing.T) {
+	s := openTest(t, nil)
+	ctx := context.Background()
+	err := s.Do(ctx, func(tx *Tx) error {
+		tx.Emit(event.Event{Type: event.MessageAppended, RunID: "r-1", SessionID: "s-1", Message: &event.MessageInfo{ID: 7, Index: 2, Role: "user", Source: "agent", Content: "x", NoReply: true}})
+		tx.Emit(event.Event{Type: event.MessageAppended, RunID: "r-1", SessionID: `s-"odd"`, Message: &event.MessageInfo{ID: 8, Role: "tool"}})
+		_, err := tx.Emit(event.Event{Type: event.Error, RunID: "r-1", Error: "bad \"thing\"\n"})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var data string
+	var first, last int64
+	if err := s.read.QueryRowContext(ctx, `SELECT seq, last_seq, data FROM events WHERE run_id = 'r-1'`).Scan(&first, &last, &data); err != nil {
+		t.Fatal(err)
+	}
+	var evs []event.Event
+	if err := json.Unmarshal([]byte(data), &evs); err != nil {
+		t.Fatalf("log row is not JSON: %v\n%s", err, data)
+	}
+	if first != 1 || last != 3 || len(evs) != 3 || evs[0].Message.ID != 7 || !evs[0].Message.NoReply || evs[1].SessionID != `s-"odd"` || evs[2].Error != "bad \"thing\"\n" {
+		t.Errorf("log = %d..%d %+v", first, last, evs)
+	}
+	if evs[0].Message.Content != "" {
+		t.Errorf("the log repeats message bodies")
+	}
+	if n, _ := s.EventCount(ctx, "r-1"); n != 3 {
+		t.Errorf("EventCount = %d", n)
+	}
 }

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/swarmdeck/swarmdeck/runtime/event"
@@ -15,6 +17,7 @@ type Tx struct {
 	s      *Store
 	ctx    context.Context
 	events []event.Event
+	msgs   []*Message // inserted with one statement at the end of the operation
 	broken error
 }
 
@@ -63,42 +66,102 @@ func rawOr(raw json.RawMessage, def string) string {
 	return string(raw)
 }
 
-// Emit appends an event to the log; it is published after the commit. The
-// sequence number and time are filled in here.
+// Emit adds an event to the log; the events of a commit are stored
+// together and published after it. The sequence number and time are filled
+// in here.
 func (tx *Tx) Emit(e event.Event) (event.Event, error) {
-	s := tx.s
-	s.seqMu.Lock()
-	seq, ok := s.seqs[e.RunID]
-	s.seqMu.Unlock()
-	if !ok {
-		var max sql.NullInt64
-		st, err := tx.stmt(`SELECT MAX(seq) FROM events WHERE run_id = ?`)
-		if err != nil {
-			return e, err
-		}
-		if err := st.QueryRowContext(tx.ctx, e.RunID).Scan(&max); err != nil {
-			return e, err
-		}
-		seq = max.Int64
+	seq, err := tx.LastSeq(e.RunID)
+	if err != nil {
+		return e, err
 	}
 	seq++
 	e.Seq = seq
 	if e.Time.IsZero() {
 		e.Time = time.Now().UTC()
 	}
-	data, err := json.Marshal(compact(e))
-	if err != nil {
-		return e, err
-	}
-	if _, err := tx.exec(`INSERT INTO events (run_id, seq, session_id, type, time, data) VALUES (?, ?, ?, ?, ?, ?)`,
-		e.RunID, e.Seq, e.SessionID, string(e.Type), Time(e.Time), string(data)); err != nil {
-		return e, err
-	}
+	s := tx.s
 	s.seqMu.Lock()
 	s.seqs[e.RunID] = seq
 	s.seqMu.Unlock()
 	tx.events = append(tx.events, e)
 	return e, nil
+}
+
+// writeEvents stores the events of a commit, one row per run.
+func (tx *Tx) writeEvents(events []event.Event) error {
+	for start := 0; start < len(events); {
+		end := start + 1
+		for end < len(events) && events[end].RunID == events[start].RunID && events[end].Seq == events[end-1].Seq+1 {
+			end++
+		}
+		group := events[start:end]
+		buf := make([]byte, 0, 256*len(group))
+		buf = append(buf, '[')
+		for i := range group {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			if b, ok := appendMessageEvent(buf, &group[i]); ok {
+				buf = b
+				continue
+			}
+			b, err := json.Marshal(compact(group[i]))
+			if err != nil {
+				return err
+			}
+			buf = append(buf, b...)
+		}
+		buf = append(buf, ']')
+		if _, err := tx.exec(`INSERT INTO events (run_id, seq, last_seq, data) VALUES (?, ?, ?, ?)`,
+			group[0].RunID, group[0].Seq, group[len(group)-1].Seq, string(buf)); err != nil {
+			return err
+		}
+		start = end
+	}
+	return nil
+}
+
+// appendMessageEvent encodes a message.appended event for the log by hand:
+// it is by far the most frequent event (a broadcast to a hundred siblings
+// makes a hundred), and the log keeps only its address; the message itself
+// is in the messages table. It declines events it cannot encode simply.
+func appendMessageEvent(buf []byte, e *event.Event) ([]byte, bool) {
+	if e.Type != event.MessageAppended || e.Message == nil || !plain(e.RunID) || !plain(e.SessionID) || !plain(e.Message.Role) || !plain(e.Message.Source) {
+		return buf, false
+	}
+	m := e.Message
+	buf = append(buf, `{"seq":`...)
+	buf = strconv.AppendInt(buf, e.Seq, 10)
+	buf = append(buf, `,"time":"`...)
+	buf = e.Time.UTC().AppendFormat(buf, time.RFC3339Nano)
+	buf = append(buf, `","type":"message.appended","run_id":"`...)
+	buf = append(buf, e.RunID...)
+	buf = append(buf, `","session_id":"`...)
+	buf = append(buf, e.SessionID...)
+	buf = append(buf, `","message":{"id":`...)
+	buf = strconv.AppendInt(buf, m.ID, 10)
+	buf = append(buf, `,"index":`...)
+	buf = strconv.AppendInt(buf, int64(m.Index), 10)
+	buf = append(buf, `,"role":"`...)
+	buf = append(buf, m.Role...)
+	buf = append(buf, `","source":"`...)
+	buf = append(buf, m.Source...)
+	buf = append(buf, `","synthetic":`...)
+	buf = strconv.AppendBool(buf, m.Synthetic)
+	buf = append(buf, `,"no_reply":`...)
+	buf = strconv.AppendBool(buf, m.NoReply)
+	buf = append(buf, "}}"...)
+	return buf, true
+}
+
+// plain reports whether s can go into JSON between quotes as it is.
+func plain(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 // compact drops what the log would otherwise store twice: message bodies
@@ -161,28 +224,103 @@ func nonNil(s []string) []string {
 	return s
 }
 
-// InsertMessage appends a message and sets its ID.
+// InsertMessage appends a message and sets its ID. The row is written with
+// the operation's other messages in one statement when the operation ends
+// (a broadcast to a hundred siblings is then one insert, not a hundred).
 func (tx *Tx) InsertMessage(m *Message) error {
-	calls := ""
-	if len(m.ToolCalls) > 0 {
-		b, err := json.Marshal(m.ToolCalls)
+	s := tx.s
+	s.seqMu.Lock()
+	if s.msgID == 0 {
+		s.seqMu.Unlock()
+		var max sql.NullInt64
+		st, err := tx.stmt(`SELECT MAX(id) FROM messages`)
 		if err != nil {
 			return err
 		}
-		calls = string(b)
+		if err := st.QueryRowContext(tx.ctx).Scan(&max); err != nil {
+			return err
+		}
+		s.seqMu.Lock()
+		if s.msgID == 0 {
+			s.msgID = max.Int64
+		}
 	}
+	s.msgID++
+	m.ID = s.msgID
+	s.seqMu.Unlock()
 	if m.CreatedAt.IsZero() {
 		m.CreatedAt = time.Now()
 	}
-	res, err := tx.exec(`INSERT INTO messages (run_id, session_id, idx, role, content, tool_calls, tool_call_id, synthetic, no_reply, source,
-		prompt_tokens, completion_tokens, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		m.RunID, m.SessionID, m.Index, m.Role, m.Content, calls, m.ToolCallID, b2i(m.Synthetic), b2i(m.NoReply), m.Source,
-		m.Usage.PromptTokens, m.Usage.CompletionTokens, Time(m.CreatedAt))
-	if err != nil {
-		return fmt.Errorf("append message %d of %s: %w", m.Index, m.SessionID, err)
+	tx.msgs = append(tx.msgs, m)
+	if len(tx.msgs) >= maxRowsPerInsert {
+		return tx.flushMessages()
 	}
-	m.ID, _ = res.LastInsertId()
 	return nil
+}
+
+const maxRowsPerInsert = 64
+
+const messageColumns = 15
+
+// flushMessages writes the messages inserted so far in this operation.
+func (tx *Tx) flushMessages() error {
+	if len(tx.msgs) == 0 {
+		return nil
+	}
+	n := len(tx.msgs)
+	key := "messages/" + strconv.Itoa(n)
+	st, ok := tx.s.stmts[key]
+	if !ok {
+		var b strings.Builder
+		b.WriteString(`INSERT INTO messages (id, run_id, session_id, idx, role, content, content_ref, tool_calls, tool_call_id, synthetic, no_reply, source,
+		prompt_tokens, completion_tokens, created_at) VALUES `)
+		for i := range n {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+		}
+		var err error
+		if st, err = tx.s.conn.PrepareContext(tx.ctx, b.String()); err != nil {
+			return fmt.Errorf("prepare: %w", err)
+		}
+		tx.s.stmts[key] = st
+	}
+	args := make([]any, 0, n*messageColumns)
+	for _, m := range tx.msgs {
+		content, ref := m.Content, int64(0)
+		if m.Shared != nil {
+			content, ref = "", m.Shared.ID
+		}
+		calls := ""
+		if len(m.ToolCalls) > 0 {
+			b, err := json.Marshal(m.ToolCalls)
+			if err != nil {
+				return err
+			}
+			calls = string(b)
+		}
+		args = append(args, m.ID, m.RunID, m.SessionID, m.Index, m.Role, content, ref, calls, m.ToolCallID, b2i(m.Synthetic), b2i(m.NoReply),
+			m.Source, m.Usage.PromptTokens, m.Usage.CompletionTokens, Time(m.CreatedAt))
+	}
+	tx.msgs = tx.msgs[:0]
+	if _, err := st.ExecContext(tx.ctx, args...); err != nil {
+		return fmt.Errorf("append messages: %w", err)
+	}
+	return nil
+}
+
+// ShareContent stores a text once for the messages that will carry it.
+func (tx *Tx) ShareContent(text string) (*SharedContent, error) {
+	res, err := tx.exec(`INSERT INTO shared_contents (content) VALUES (?)`, text)
+	if err != nil {
+		return nil, err
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		return nil, err
+	}
+	return &SharedContent{ID: id, Text: text}, nil
 }
 
 // InsertInbox queues an item. It returns false when an item with the same
@@ -191,9 +329,13 @@ func (tx *Tx) InsertInbox(it *InboxItem) (bool, error) {
 	if it.CreatedAt.IsZero() {
 		it.CreatedAt = time.Now()
 	}
-	res, err := tx.exec(`INSERT OR IGNORE INTO inbox (run_id, session_id, key, kind, waking, content, source, from_session, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		it.RunID, it.SessionID, it.Key, it.Kind, b2i(it.Waking), it.Content, it.Source, it.FromSession, Time(it.CreatedAt))
+	content, ref := it.Content, int64(0)
+	if it.Shared != nil {
+		content, ref = "", it.Shared.ID
+	}
+	res, err := tx.exec(`INSERT OR IGNORE INTO inbox (run_id, session_id, key, kind, waking, content, content_ref, source, from_session, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		it.RunID, it.SessionID, it.Key, it.Kind, b2i(it.Waking), content, ref, it.Source, it.FromSession, Time(it.CreatedAt))
 	if err != nil {
 		return false, err
 	}
@@ -209,10 +351,20 @@ func (tx *Tx) InsertInbox(it *InboxItem) (bool, error) {
 // (consumedBy names the tool call that took them instead, if any).
 func (tx *Tx) MarkDelivered(runID string, ids []int64, consumedBy string) error {
 	now := Time(time.Now())
-	for _, id := range ids {
-		if _, err := tx.exec(`UPDATE inbox SET delivered_at = ?, consumed_by = ? WHERE id = ? AND run_id = ?`, now, consumedBy, id, runID); err != nil {
+	for len(ids) > 0 {
+		n := min(len(ids), 200)
+		args := make([]any, 0, n+2)
+		args = append(args, now, consumedBy)
+		for _, id := range ids[:n] {
+			args = append(args, id)
+		}
+		// By rowid alone: with a run_id term the planner may pick the
+		// pending-items index and scan every pending item of the run.
+		q := `UPDATE inbox SET delivered_at = ?, consumed_by = ? WHERE id IN (?` + strings.Repeat(",?", n-1) + `)`
+		if _, err := tx.exec(q, args...); err != nil {
 			return err
 		}
+		ids = ids[n:]
 	}
 	return nil
 }
@@ -229,18 +381,26 @@ func (tx *Tx) InsertBroadcast(b *Broadcast) error {
 	if b.CreatedAt.IsZero() {
 		b.CreatedAt = time.Now()
 	}
-	if _, err := tx.exec(`INSERT INTO broadcasts (run_id, id, seq, kind, from_session, from_label, category, target, message, no_reply, skipped, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		b.RunID, b.ID, b.Seq, b.Kind, b.FromSession, b.FromLabel, b.Category, b.Target, b.Message, b2i(b.NoReply), b.Skipped, Time(b.CreatedAt)); err != nil {
-		return err
-	}
+	delivered := make([]byte, 0, 8*len(b.Recipients)+1)
+	delivered = append(delivered, ',')
+	var skipped []Recipient
 	for _, r := range b.Recipients {
-		if _, err := tx.exec(`INSERT OR REPLACE INTO broadcast_recipients (run_id, broadcast_id, session_id, status, reason) VALUES (?, ?, ?, ?, ?)`,
-			b.RunID, b.ID, r.SessionID, r.Status, r.Reason); err != nil {
-			return err
+		if r.Status == "delivered" {
+			delivered = append(delivered, r.SessionID...)
+			delivered = append(delivered, ',')
+		} else {
+			skipped = append(skipped, r)
 		}
 	}
-	return nil
+	sk := "[]"
+	if len(skipped) > 0 {
+		sk = jsonText(skipped)
+	}
+	_, err := tx.exec(`INSERT INTO broadcasts (run_id, id, seq, kind, from_session, from_label, category, target, message, no_reply, skipped,
+		delivered, skipped_list, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		b.RunID, b.ID, b.Seq, b.Kind, b.FromSession, b.FromLabel, b.Category, b.Target, b.Message, b2i(b.NoReply), b.Skipped,
+		string(delivered), sk, Time(b.CreatedAt))
+	return err
 }
 
 // ReplacePlan stores a session's whole plan.
@@ -320,10 +480,53 @@ func (tx *Tx) LastSeq(runID string) (int64, error) {
 		return seq, nil
 	}
 	var max sql.NullInt64
-	st, err := tx.stmt(`SELECT MAX(seq) FROM events WHERE run_id = ?`)
+	st, err := tx.stmt(`SELECT MAX(last_seq) FROM events WHERE run_id = ?`)
 	if err != nil {
 		return 0, err
 	}
-	err = st.QueryRowContext(tx.ctx, runID).Scan(&max)
-	return max.Int64, err
+	if err := st.QueryRowContext(tx.ctx, runID).Scan(&max); err != nil {
+		return 0, err
+	}
+	s.seqMu.Lock()
+	if cur, ok := s.seqs[runID]; ok {
+		max.Int64 = cur // another operation got there first
+	} else {
+		s.seqs[runID] = max.Int64
+	}
+	s.seqMu.Unlock()
+	return max.Int64, nil
+}
+
+// Nested runs fn inside a savepoint of its own: if fn fails, its writes and
+// events are undone while the rest of the operation stands. The operation
+// then goes on (and may still commit); Nested returns fn's error.
+func (tx *Tx) Nested(fn func() error) error {
+	if err := tx.flushMessages(); err != nil {
+		return err
+	}
+	if _, err := tx.s.control("SAVEPOINT nested"); err != nil {
+		tx.broken = err
+		return err
+	}
+	mark := tx.s.snapshotSeqs()
+	nEvents := len(tx.events)
+	err := fn()
+	if err == nil {
+		err = tx.flushMessages()
+	}
+	if err != nil {
+		tx.msgs = tx.msgs[:0]
+		if _, rerr := tx.s.control("ROLLBACK TO nested"); rerr != nil {
+			tx.broken = rerr
+		}
+		tx.s.control("RELEASE nested")
+		tx.s.restoreSeqs(mark)
+		tx.events = tx.events[:nEvents]
+		return err
+	}
+	if _, err := tx.s.control("RELEASE nested"); err != nil {
+		tx.broken = err
+		return err
+	}
+	return nil
 }

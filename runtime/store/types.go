@@ -81,6 +81,15 @@ type Message struct {
 	Source     string // agent, human, system
 	Usage      Usage
 	CreatedAt  time.Time
+	// Shared is set for a text delivered to many sessions: it is stored
+	// once (see Tx.ShareContent) and the message refers to it.
+	Shared *SharedContent
+}
+
+// SharedContent is a text stored once for many messages.
+type SharedContent struct {
+	ID   int64
+	Text string
 }
 
 // InboxItem waits to enter a session's history at its next turn boundary.
@@ -97,6 +106,8 @@ type InboxItem struct {
 	CreatedAt   time.Time
 	DeliveredAt time.Time
 	ConsumedBy  string
+	// Shared, when set, is Content stored once for many recipients.
+	Shared *SharedContent
 }
 
 // Broadcast is a broadcast, announcement, direct or human message.

@@ -56,6 +56,7 @@ CREATE TABLE messages (
     idx               INTEGER NOT NULL,
     role              TEXT NOT NULL,
     content           TEXT NOT NULL DEFAULT '',
+    content_ref       INTEGER NOT NULL DEFAULT 0,
     tool_calls        TEXT NOT NULL DEFAULT '',
     tool_call_id      TEXT NOT NULL DEFAULT '',
     synthetic         INTEGER NOT NULL DEFAULT 0,
@@ -67,6 +68,13 @@ CREATE TABLE messages (
     UNIQUE (run_id, session_id, idx)
 );
 
+-- Texts delivered to many sessions at once (a broadcast to a hundred
+-- siblings) are stored once; their messages point here with content_ref.
+CREATE TABLE shared_contents (
+    id      INTEGER PRIMARY KEY,
+    content TEXT NOT NULL
+);
+
 -- Items waiting to enter a session's history at its next turn boundary.
 CREATE TABLE inbox (
     id           INTEGER PRIMARY KEY,
@@ -76,6 +84,7 @@ CREATE TABLE inbox (
     kind         TEXT NOT NULL,
     waking       INTEGER NOT NULL DEFAULT 0,
     content      TEXT NOT NULL,
+    content_ref  INTEGER NOT NULL DEFAULT 0,
     source       TEXT NOT NULL DEFAULT 'system',
     from_session TEXT NOT NULL DEFAULT '',
     created_at   TEXT NOT NULL,
@@ -97,6 +106,8 @@ CREATE TABLE call_effects (
     PRIMARY KEY (run_id, session_id, call_id, n)
 ) WITHOUT ROWID;
 
+-- Recipients are kept in the row: delivered is ",s-1a2b,s-3c4d," (so a
+-- recipient can be found with instr), skipped a JSON list with reasons.
 CREATE TABLE broadcasts (
     run_id       TEXT NOT NULL,
     id           TEXT NOT NULL,
@@ -109,20 +120,12 @@ CREATE TABLE broadcasts (
     message      TEXT NOT NULL,
     no_reply     INTEGER NOT NULL DEFAULT 1,
     skipped      INTEGER NOT NULL DEFAULT 0,
+    delivered    TEXT NOT NULL DEFAULT ',',
+    skipped_list TEXT NOT NULL DEFAULT '[]',
     created_at   TEXT NOT NULL,
     PRIMARY KEY (run_id, id)
 ) WITHOUT ROWID;
 CREATE INDEX broadcasts_seq ON broadcasts (run_id, seq);
-
-CREATE TABLE broadcast_recipients (
-    run_id       TEXT NOT NULL,
-    broadcast_id TEXT NOT NULL,
-    session_id   TEXT NOT NULL,
-    status       TEXT NOT NULL,
-    reason       TEXT NOT NULL DEFAULT '',
-    PRIMARY KEY (run_id, broadcast_id, session_id)
-) WITHOUT ROWID;
-CREATE INDEX broadcast_recipients_session ON broadcast_recipients (run_id, session_id);
 
 CREATE TABLE plan_tasks (
     run_id       TEXT NOT NULL,
@@ -192,13 +195,13 @@ CREATE TABLE human_answers (
     updated_at   TEXT NOT NULL
 ) WITHOUT ROWID;
 
--- The append-only event log.
+-- The append-only event log. Each row holds the events of one commit for
+-- one run (seq .. last_seq) as a JSON array: one insert per commit instead
+-- of one per event.
 CREATE TABLE events (
-    run_id     TEXT NOT NULL,
-    seq        INTEGER NOT NULL,
-    session_id TEXT NOT NULL DEFAULT '',
-    type       TEXT NOT NULL,
-    time       TEXT NOT NULL,
-    data       TEXT NOT NULL,
+    run_id   TEXT NOT NULL,
+    seq      INTEGER NOT NULL,
+    last_seq INTEGER NOT NULL,
+    data     TEXT NOT NULL,
     PRIMARY KEY (run_id, seq)
 ) WITHOUT ROWID;
