@@ -280,8 +280,12 @@ func estimateUsage(req *Request, resp *Response) Usage {
 			n += len(tc.ID) + len(tc.Name) + len(tc.Arguments)
 		}
 	}
-	for _, t := range req.Tools {
-		n += len(t.Name) + len(t.Description) + len(t.Parameters)
+	if req.ToolSet != nil {
+		n += req.ToolSet.chars
+	} else {
+		for _, t := range req.Tools {
+			n += len(t.Name) + len(t.Description) + len(t.Parameters)
+		}
 	}
 	out := len(resp.Content)
 	for _, tc := range resp.ToolCalls {

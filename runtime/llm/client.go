@@ -95,17 +95,20 @@ func (c *Client) Stream(ctx context.Context, req Request, onDelta func(Delta)) (
 	if ctx.Err() != nil {
 		return nil, canceled(ctx, 0)
 	}
-	oreq := chatRequest(&req)
+	oreq := chatParams(&req)
+	body, err := encodeBody(&req, oreq.Temperature)
+	if err != nil {
+		// What go-openai used to refuse before sending; it counted as the
+		// first attempt.
+		return nil, &Error{Kind: BadRequest, Attempts: 1, Err: err, Message: c.clean(err.Error())}
+	}
+	defer body.release()
 	acc := &accumulator{onDelta: onDelta}
 	retries := 0
 	fellBack := false
 	for attempt := 1; ; attempt++ {
 		withUsage := !c.noStreamOptions.Load()
-		oreq.StreamOptions = nil
-		if withUsage {
-			oreq.StreamOptions = includeUsage
-		}
-		e := c.attempt(ctx, oreq, acc)
+		e := c.attempt(ctx, oreq, body, withUsage, acc)
 		if e == nil {
 			resp := acc.response(&req)
 			resp.Attempts = attempt
@@ -139,8 +142,6 @@ func (c *Client) Stream(ctx context.Context, req Request, onDelta func(Delta)) (
 	}
 }
 
-var includeUsage = &openai.StreamOptions{IncludeUsage: true}
-
 // Causes of an attempt's context ending, so a failed read can be told apart
 // from the timers that aborted it.
 var (
@@ -149,10 +150,15 @@ var (
 	errAborted     = errors.New("attempt aborted")
 )
 
-// attempt makes one HTTP request and reads its stream into acc.
-func (c *Client) attempt(ctx context.Context, oreq openai.ChatCompletionRequest, acc *accumulator) *Error {
+// attempt makes one HTTP request and reads its stream into acc. The doer
+// sends body, with stream_options when withUsage, in place of go-openai's
+// encoding of oreq.
+func (c *Client) attempt(ctx context.Context, oreq openai.ChatCompletionRequest, body *preparedBody, withUsage bool, acc *accumulator) *Error {
 	acc.reset()
-	info := &respInfo{}
+	info := &respInfo{reqBody: body, tail: tailPlain}
+	if withUsage {
+		info.tail = tailWithUsage
+	}
 	actx, cancel := context.WithCancelCause(withRespInfo(ctx, info))
 	defer cancel(errAborted)
 	if c.cfg.CallTimeout > 0 {
@@ -258,8 +264,8 @@ func (c *Client) failure(ctx, actx context.Context, info *respInfo, err error, s
 		return &Error{Kind: Truncated, Retryable: true, Err: err}
 	}
 	if !info.sent {
-		// go-openai refused the request before sending it (bad tool schema
-		// JSON, parameters the model does not support).
+		// go-openai refused the request before sending it (parameters the
+		// model does not support).
 		return &Error{Kind: BadRequest, Err: err, Message: c.clean(err.Error())}
 	}
 	if streaming {

@@ -1,7 +1,6 @@
 package llm
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -15,53 +14,17 @@ import (
 // null schema.
 var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
 
-// chatRequest maps a Request to go-openai's form. StreamOptions is set per
-// attempt.
-func chatRequest(req *Request) openai.ChatCompletionRequest {
-	msgs := make([]openai.ChatCompletionMessage, len(req.Messages))
-	for i := range req.Messages {
-		m := &req.Messages[i]
-		om := openai.ChatCompletionMessage{
-			Role:       m.Role,
-			Content:    m.Content,
-			Name:       m.Name,
-			ToolCallID: m.ToolCallID,
-		}
-		// go-openai omits empty content, and servers reject a tool result
-		// or user message without any.
-		if om.Content == "" && (m.Role == RoleTool || m.Role == RoleUser) {
-			om.Content = " "
-		}
-		if len(m.ToolCalls) > 0 {
-			om.ToolCalls = make([]openai.ToolCall, len(m.ToolCalls))
-			for j, tc := range m.ToolCalls {
-				args := tc.Arguments
-				if strings.TrimSpace(args) == "" {
-					args = "{}" // servers that parse the arguments reject ""
-				}
-				om.ToolCalls[j] = openai.ToolCall{
-					ID:       tc.ID,
-					Type:     openai.ToolTypeFunction,
-					Function: openai.FunctionCall{Name: tc.Name, Arguments: args},
-				}
-			}
-		}
-		msgs[i] = om
-	}
-	out := openai.ChatCompletionRequest{Model: req.Model, Messages: msgs}
-	if len(req.Tools) > 0 {
-		out.Tools = make([]openai.Tool, len(req.Tools))
-		for i, t := range req.Tools {
-			params := t.Parameters
-			if p := bytes.TrimSpace(params); len(p) == 0 || string(p) == "null" {
-				params = emptySchema
-			}
-			out.Tools[i] = openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
-				Name:        t.Name,
-				Description: t.Description,
-				Parameters:  params,
-			}}
-		}
+// chatParams is the request handed to go-openai: every field its
+// client-side checks read (model, temperature, the token limits, whether
+// there are tools) and nothing else. The body sent is encodeBody's, with
+// the temperature chosen here; go-openai's own encoding of this small
+// request is thrown away (see doer).
+func chatParams(req *Request) openai.ChatCompletionRequest {
+	out := openai.ChatCompletionRequest{Model: req.Model}
+	if req.ToolSet.Len() > 0 || (req.ToolSet == nil && len(req.Tools) > 0) {
+		// Some models refuse tools on this endpoint; go-openai only needs to
+		// see that there are some.
+		out.Tools = toolsPresent
 	}
 	if req.Temperature != nil {
 		out.Temperature = *req.Temperature
@@ -77,11 +40,16 @@ func chatRequest(req *Request) openai.ChatCompletionRequest {
 			out.MaxCompletionTokens = req.MaxTokens
 		} else {
 			// Local servers know max_tokens; not all know the newer name.
+			//lint:ignore SA1019 deprecated by OpenAI only
 			out.MaxTokens = req.MaxTokens
 		}
 	}
 	return out
 }
+
+// toolsPresent stands in for a request's tools in chatParams. It is never
+// changed.
+var toolsPresent = []openai.Tool{{Type: openai.ToolTypeFunction}}
 
 // reasoningModel reports the OpenAI models that refuse max_tokens (go-openai
 // rejects it for them before sending).

@@ -50,11 +50,18 @@ func newHTTPClient() *http.Client {
 // turns a failed response into an error and drops its headers and, for
 // non-JSON bodies, most of its meaning; the doer below fills this in so the
 // retry logic can honour Retry-After and show a readable message.
+//
+// It also carries the request body to send: go-openai encodes the request
+// it is given, which is only chatParams's stand-in, and the doer replaces
+// that with the attempt's prepared body.
 type respInfo struct {
 	sent   bool // the request reached the HTTP client
 	status int  // non-2xx status, 0 when the response was a success
 	header http.Header
 	body   []byte
+
+	reqBody *preparedBody
+	tail    string // the end of reqBody for this attempt
 }
 
 type respInfoKey struct{}
@@ -63,9 +70,10 @@ func withRespInfo(ctx context.Context, info *respInfo) context.Context {
 	return context.WithValue(ctx, respInfoKey{}, info)
 }
 
-// doer is the go-openai HTTPDoer: it adds the configured headers, records
-// failed responses into the attempt's respInfo and filters success bodies
-// through sseFilter.
+// doer is the go-openai HTTPDoer: it puts the attempt's prepared body in
+// place of go-openai's, adds the configured headers, records failed
+// responses into the attempt's respInfo and filters success bodies through
+// sseFilter.
 type doer struct {
 	hc      *http.Client
 	headers []headerKV
@@ -75,6 +83,11 @@ type headerKV struct{ key, value string }
 
 func (d *doer) Do(req *http.Request) (*http.Response, error) {
 	info, _ := req.Context().Value(respInfoKey{}).(*respInfo)
+	if info != nil && info.reqBody != nil {
+		if err := setBody(req, info.reqBody, info.tail); err != nil {
+			return nil, err
+		}
+	}
 	for _, h := range d.headers {
 		req.Header.Set(h.key, h.value)
 	}
@@ -100,6 +113,23 @@ func (d *doer) Do(req *http.Request) (*http.Response, error) {
 		info.body = body
 	}
 	return resp, nil
+}
+
+// setBody makes req send body followed by tail. GetBody hands net/http a
+// fresh reader of the same bytes for the retries and redirects it makes on
+// its own.
+func setBody(req *http.Request, body *preparedBody, tail string) error {
+	r, err := body.reader(tail)
+	if err != nil {
+		return err
+	}
+	if req.Body != nil {
+		req.Body.Close() // go-openai's encoding of the stand-in request
+	}
+	req.Body = r
+	req.ContentLength = body.size(tail)
+	req.GetBody = func() (io.ReadCloser, error) { return body.reader(tail) }
+	return nil
 }
 
 var sseReaderPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 8<<10) }}

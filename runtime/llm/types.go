@@ -1,8 +1,9 @@
 // Package llm is swarmdeck's client for OpenAI-compatible chat completion
 // servers (OpenAI, Ollama, llama.cpp, vLLM, LM Studio, OpenRouter and the
-// built-in scripted model). It streams every call through go-openai and
-// smooths over the differences between servers: how tool calls are split
-// across chunks, where usage arrives, how errors and rate limits look.
+// built-in scripted model). It streams every call through go-openai, with
+// a request body it encodes itself (encode.go), and smooths over the
+// differences between servers: how tool calls are split across chunks,
+// where usage arrives, how errors and rate limits look.
 package llm
 
 import "encoding/json"
@@ -44,11 +45,59 @@ type Tool struct {
 
 // Request is one chat completion call.
 type Request struct {
-	Model       string
-	Messages    []Message
+	Model    string
+	Messages []Message
+	// Tools is encoded anew on every call; ToolSet, when set, is used
+	// instead and costs nothing per call.
 	Tools       []Tool
+	ToolSet     *ToolSet
 	Temperature *float32
 	MaxTokens   int
+}
+
+// ToolSet is a list of tools encoded once, for the many calls of a session
+// that offer the same tools: encoding and checking some thirty JSON schemas
+// on every call was a large share of a swarm's CPU time. A ToolSet is
+// immutable and safe for concurrent use; its methods take a nil *ToolSet
+// as a set without tools.
+type ToolSet struct {
+	json  []byte // the OpenAI "tools" array, compact
+	len   int
+	chars int   // length of names, descriptions and schemas, for usage estimates
+	err   error // why a schema cannot be sent
+}
+
+// NewToolSet encodes tools. A tool whose Parameters are empty or null gets
+// an empty object schema; one whose Parameters are not valid JSON makes
+// every call with the set fail as a BadRequest before anything is sent, as
+// Request.Tools does (Err reports it earlier).
+func NewToolSet(tools []Tool) *ToolSet {
+	s := &ToolSet{len: len(tools)}
+	for i := range tools {
+		t := &tools[i]
+		s.chars += len(t.Name) + len(t.Description) + len(t.Parameters)
+	}
+	s.json, s.err = appendTools(make([]byte, 0, s.chars+64*len(tools)), tools)
+	if s.err != nil {
+		s.json = nil
+	}
+	return s
+}
+
+// Len is the number of tools in the set.
+func (s *ToolSet) Len() int {
+	if s == nil {
+		return 0
+	}
+	return s.len
+}
+
+// Err reports a tool whose schema is not valid JSON.
+func (s *ToolSet) Err() error {
+	if s == nil {
+		return nil
+	}
+	return s.err
 }
 
 // Usage counts tokens of one call.
