@@ -61,6 +61,9 @@ type Self struct {
 	CanWrite bool
 
 	MaxTasksPerPlan int
+	// BroadcastResponseRequired is broadcast_message's default for
+	// requires_response (config coordination.broadcast_response_required).
+	BroadcastResponseRequired bool
 }
 
 // SpawnRequest is sessions_spawn (and task_create) after argument checks.

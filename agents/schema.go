@@ -95,17 +95,43 @@ func (s *Schema) Normalize(raw []byte) (json.RawMessage, error) {
 		d2.UseNumber()
 		if d2.Decode(&inner) == nil {
 			v = inner
+			raw = []byte(str)
 		}
 	}
 	v, err := s.check("", v, true)
 	if err != nil {
 		return nil, err
 	}
+	v = keepFreeForm(s, raw, v)
 	out, err := json.Marshal(v)
 	if err != nil {
 		return nil, &ArgError{err.Error()}
 	}
 	return out, nil
+}
+
+// keepFreeForm puts back the original JSON text of every free-form object
+// (an object schema that declares no properties, such as sharedContext):
+// re-encoding the decoded map would sort its keys, and a shared context
+// keeps its keys in the order the model gave them. doc is v's JSON text.
+func keepFreeForm(s *Schema, doc []byte, v any) any {
+	obj, ok := v.(map[string]any)
+	if !ok || s == nil || len(s.AnyOf) > 0 {
+		return v
+	}
+	if s.Properties == nil {
+		return json.RawMessage(bytes.TrimSpace(doc))
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(doc, &fields) != nil {
+		return v
+	}
+	for k, val := range obj {
+		if p, ok := s.Properties[k]; ok && fields[k] != nil {
+			obj[k] = keepFreeForm(p, fields[k], val)
+		}
+	}
+	return obj
 }
 
 func jsonErr(err error, raw []byte) string {

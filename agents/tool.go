@@ -46,7 +46,11 @@ type Tool struct {
 	// Blocking marks tools that may wait a long time (for children, the
 	// human): the runtime releases the session's concurrency slot meanwhile.
 	Blocking bool
-	Handler  Handler
+	// Pure marks tools that only read: running one again after a crash is
+	// harmless, so the runtime may store the call and its result together
+	// after the fact instead of recording the call first.
+	Pure    bool
+	Handler Handler
 
 	params json.RawMessage
 }
@@ -181,3 +185,7 @@ func UnknownTool(name string, available []*Tool) error {
 	sort.Strings(names)
 	return Errorf("there is no tool named %q available to you; your tools are: %v", name, names)
 }
+
+// MustSchema parses a schema written as JSON text and panics on a mistake:
+// schemas are part of the program, not input.
+func MustSchema(text string) *Schema { return mustSchema(text) }

@@ -41,6 +41,7 @@ var taskBroadcast = &Tool{
 }
 
 var taskBroadcastsRead = &Tool{
+	Pure:  true,
 	Name:  "task_broadcasts_read",
 	Group: GroupBroadcasts,
 	Description: "Read broadcasts, newest first, without triggering anyone: source self (received by you) or children " +
@@ -74,6 +75,7 @@ var taskBroadcastsRead = &Tool{
 }
 
 var getSharedContext = &Tool{
+	Pure:        true,
 	Name:        "get_shared_context",
 	Group:       GroupContext,
 	Description: "Return the shared context your parent gave you (read-only), including results included by $ references.",
@@ -117,6 +119,7 @@ var delegateTask = &Tool{
 }
 
 var checkDelegationStatus = &Tool{
+	Pure:        true,
 	Name:        "check_delegation_status",
 	Group:       GroupDelegation,
 	Description: "Check the status of a delegation (pending, running, completed, failed, cancelled).",
@@ -134,6 +137,7 @@ var checkDelegationStatus = &Tool{
 }
 
 var getDelegationResult = &Tool{
+	Pure:        true,
 	Name:        "get_delegation_result",
 	Group:       GroupDelegation,
 	Description: "Get the result of a finished delegation. An error while it is still pending or running.",
@@ -201,7 +205,7 @@ var askOthers = &Tool{
 var broadcastMessage = &Tool{
 	Name:  "broadcast_message",
 	Group: GroupQuestions,
-	Description: "Send a message to every other agent of the run. With requires_response (default true) they answer and " +
+	Description: "Send a message to every other agent of the run. With requires_response they answer and " +
 		"you get their responses (like ask_others without the human); with false it is an announcement.",
 	Blocking: true,
 	Schema: mustSchema(`{"type":"object","additionalProperties":false,
@@ -217,7 +221,11 @@ var broadcastMessage = &Tool{
 		if err := decode(args, &a); err != nil {
 			return nil, err
 		}
-		if a.Requires != nil && !*a.Requires {
+		requires := c.Host.Self().BroadcastResponseRequired
+		if a.Requires != nil {
+			requires = *a.Requires
+		}
+		if !requires {
 			return c.Host.Announce(ctx, c, a.Message)
 		}
 		return c.Host.Ask(ctx, c, AskRequest{Kind: "broadcast_message", Question: a.Message, RequiresResponse: true})
@@ -243,6 +251,7 @@ var announce = &Tool{
 }
 
 var viewAgentTasks = &Tool{
+	Pure:  true,
 	Name:  "view_agent_tasks",
 	Group: GroupQuestions,
 	Description: "See the task plans of the other sessions (read-only), or of one session by task id. The least disruptive way " +

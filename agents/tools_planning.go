@@ -101,10 +101,9 @@ var addTask = &Tool{
 		}
 		return c.Host.PlanOp(ctx, c, func(p *coordination.Plan) (*coordination.Plan, any, error) {
 			if p == nil {
-				var err error
-				if p, err = coordination.NewPlan(nil, c.Host.Self().MaxTasksPerPlan); err != nil {
-					return nil, nil, err
-				}
+				// The first task starts an empty plan (NewPlan refuses a
+				// plan without tasks).
+				p = coordination.Restore(nil, c.Host.Self().MaxTasksPerPlan)
 			}
 			t, err := p.Add(a.Description, strings.TrimSpace(a.After), a.DependsOn)
 			if err != nil {
@@ -216,6 +215,7 @@ func readPlan(ctx context.Context, c *Call, view func(p *coordination.Plan) any)
 }
 
 var getTaskPlan = &Tool{
+	Pure:        true,
 	Name:        "get_task_plan",
 	Group:       GroupPlanning,
 	Description: "Return your whole task plan with statuses and dependencies.",
@@ -228,6 +228,7 @@ var getTaskPlan = &Tool{
 }
 
 var getReadyTasks = &Tool{
+	Pure:        true,
 	Name:        "get_ready_tasks",
 	Group:       GroupPlanning,
 	Description: "Return the pending tasks whose dependencies are all completed: what can start now (or be delegated in parallel).",
@@ -240,6 +241,7 @@ var getReadyTasks = &Tool{
 }
 
 var getBlockedTasks = &Tool{
+	Pure:        true,
 	Name:        "get_blocked_tasks",
 	Group:       GroupPlanning,
 	Description: "Return the pending tasks still waiting on unfinished dependencies, each with waiting_on.",

@@ -219,16 +219,41 @@ var taskWait = &Tool{
 	},
 }
 
+// siblingsPage is task_siblings' default page size: a large family listed
+// at once would be cut by the runtime's tool output limit mid-JSON.
+const siblingsPage = 50
+
 var taskSiblings = &Tool{
-	Name:        "task_siblings",
-	Group:       GroupTasks,
-	Description: "List all your sibling tasks (id, agent, title, status), for when <sibling_tasks> showed only the first ones.",
-	Schema:      mustSchema(`{"type":"object","additionalProperties":false,"properties":{}}`),
+	Pure:  true,
+	Name:  "task_siblings",
+	Group: GroupTasks,
+	Description: "List your sibling tasks (id, agent, title, status), for when <sibling_tasks> showed only the first ones. " +
+		"Large families come in pages: call again with offset: next_offset until next_offset is absent.",
+	Schema: mustSchema(`{"type":"object","additionalProperties":false,"properties":{
+	    "offset":{"type":"integer","minimum":0,"description":"Skip this many siblings (default 0)"},
+	    "limit":{"type":"integer","minimum":1,"maximum":100,"description":"At most this many (default 50)"}
+	  }}`),
 	Handler: func(ctx context.Context, c *Call, args json.RawMessage) (any, error) {
-		sibs := c.Host.Siblings(ctx)
-		if sibs == nil {
-			sibs = []TaskRef{}
+		var a struct {
+			Offset int `json:"offset"`
+			Limit  int `json:"limit"`
 		}
-		return map[string]any{"siblings": sibs, "total": len(sibs)}, nil
+		if err := decode(args, &a); err != nil {
+			return nil, err
+		}
+		if a.Limit == 0 {
+			a.Limit = siblingsPage
+		}
+		sibs := c.Host.Siblings(ctx)
+		total := len(sibs)
+		page := sibs[min(a.Offset, total):min(a.Offset+a.Limit, total)]
+		if page == nil {
+			page = []TaskRef{}
+		}
+		res := map[string]any{"siblings": page, "total": total, "offset": a.Offset}
+		if end := a.Offset + len(page); end < total {
+			res["next_offset"] = end
+		}
+		return res, nil
 	},
 }

@@ -6,6 +6,7 @@ import (
 )
 
 var readFile = &Tool{
+	Pure:        true,
 	Name:        "read_file",
 	Group:       GroupWorkspace,
 	Description: "Read a text file of the workspace (path relative to it). offset is the first line (1-based), limit the number of lines.",
@@ -29,6 +30,7 @@ var readFile = &Tool{
 }
 
 var listFiles = &Tool{
+	Pure:        true,
 	Name:        "list_files",
 	Group:       GroupWorkspace,
 	Description: "List a directory of the workspace (default: its top), or the whole tree below it with recursive: true.",
@@ -52,6 +54,7 @@ var listFiles = &Tool{
 }
 
 var searchFiles = &Tool{
+	Pure:        true,
 	Name:        "search_files",
 	Group:       GroupWorkspace,
 	Description: "Find lines containing query (case-insensitive) in the workspace's text files, optionally under path and only in files whose name matches glob (e.g. \"*.go\").",
@@ -127,6 +130,7 @@ var writeFile = &Tool{
 		if err != nil {
 			return nil, err
 		}
+		defer c.Host.Workspace().LockPath(clean)()
 		return applyIntent(ctx, c, writeIntent{Path: clean, Content: []byte(a.Content)})
 	},
 }
@@ -153,6 +157,10 @@ var editFile = &Tool{
 		}
 		if err := decode(args, &a); err != nil {
 			return nil, err
+		}
+		// The file must not change between reading it and writing the edit.
+		if clean, err := c.Host.Workspace().Clean(a.Path); err == nil {
+			defer c.Host.Workspace().LockPath(clean)()
 		}
 		// A re-run after a crash repeats the recorded intent even though the
 		// file may already hold the edit (old_string would be gone).

@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -19,8 +22,9 @@ import (
 // absolute paths, ".." and symbolic links that leave it are refused (os.Root
 // enforces the last one against races too).
 type Workspace struct {
-	dir  string
-	root *os.Root
+	dir   string
+	root  *os.Root
+	locks sync.Map // clean path -> *sync.Mutex, see LockPath
 }
 
 // Workspace limits.
@@ -43,6 +47,18 @@ func OpenWorkspace(dir string) (*Workspace, error) {
 		return nil, fmt.Errorf("workspace %s: %w", abs, err)
 	}
 	return &Workspace{dir: abs, root: root}, nil
+}
+
+// LockPath serialises the tools that write the file at clean (a path from
+// Clean) and returns the unlock. edit_file reads a file, changes it and
+// writes it whole: two calls changing one file at once (two in one answer
+// run concurrently, or two sessions) would each write over the other's
+// change, and both would report success.
+func (w *Workspace) LockPath(clean string) (unlock func()) {
+	m, _ := w.locks.LoadOrStore(clean, new(sync.Mutex))
+	mu := m.(*sync.Mutex)
+	mu.Lock()
+	return mu.Unlock
 }
 
 // Dir is the absolute workspace directory.
@@ -358,14 +374,49 @@ func (w *Workspace) Write(p string, content []byte) (*WriteResult, error) {
 		return nil, Errorf("content is %d bytes; the limit is %d", len(content), maxWriteBytes)
 	}
 	created := false
-	if _, err := w.root.Lstat(clean); errors.Is(err, fs.ErrNotExist) {
+	mode := fs.FileMode(0o644)
+	fi, err := w.root.Lstat(clean)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		created = true
+	case err == nil && fi.Mode().IsRegular():
+		mode = fi.Mode().Perm()
 	}
 	if dir := path.Dir(clean); dir != "." {
 		if err := w.root.MkdirAll(dir, 0o755); err != nil {
 			return nil, w.explain(clean, err)
 		}
 	}
+	if !created && (err != nil || !fi.Mode().IsRegular()) {
+		// A symbolic link (inside the workspace) is written through, as
+		// before; renaming over it would replace the link itself.
+		return w.writeInPlace(clean, content, created)
+	}
+	// Write a temporary file beside the target and rename it over: a
+	// process killed mid-write leaves the old content or the new, never an
+	// empty or half-written file (a re-run after a crash then repeats the
+	// recorded write).
+	tmp := path.Join(path.Dir(clean), "."+path.Base(clean)+".swarmdeck-"+strconv.FormatUint(rand.Uint64(), 36))
+	f, err := w.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	if err != nil {
+		return nil, w.explain(clean, err)
+	}
+	_, err = f.Write(content)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = w.root.Rename(tmp, clean)
+	}
+	if err != nil {
+		w.root.Remove(tmp)
+		return nil, w.explain(clean, err)
+	}
+	return &WriteResult{Path: clean, Bytes: len(content), Created: created}, nil
+}
+
+// writeInPlace truncates and rewrites the file clean.
+func (w *Workspace) writeInPlace(clean string, content []byte, created bool) (*WriteResult, error) {
 	f, err := w.root.OpenFile(clean, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, w.explain(clean, err)

@@ -281,7 +281,18 @@ func firstLine(s string) string {
 }
 
 func hasLine(s, line string) bool {
-	return strings.Contains("\n"+s+"\n", "\n"+line+"\n")
+	for i := 0; ; {
+		j := strings.Index(s[i:], line)
+		if j < 0 {
+			return false
+		}
+		j += i
+		end := j + len(line)
+		if (j == 0 || s[j-1] == '\n') && (end == len(s) || s[end] == '\n') {
+			return true
+		}
+		i = j + 1
+	}
 }
 
 func quoteAll(ss []string) []string {
