@@ -51,6 +51,10 @@ func (r *Run) endSubtreeTx(tx *store.Tx, s *Session, reason, status string, repo
 		return nil
 	}
 	s.mu.Lock()
+	if err := s.flushLocked(tx); err != nil {
+		s.mu.Unlock()
+		return err
+	}
 	s.rec.Error = reason
 	s.inTurn = false
 	s.mu.Unlock()

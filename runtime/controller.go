@@ -125,8 +125,12 @@ func (r *Run) Broadcast(ctx context.Context, text, target, category string) erro
 	return r.e.store.Do(ctx, func(tx *store.Tx) error {
 		content := coordination.FormatHumanBroadcast(category, text)
 		rec := &store.Broadcast{Kind: event.KindHuman, FromLabel: "human", Category: category, Target: target, Message: text, NoReply: true}
+		shared, err := tx.ShareContent(content)
+		if err != nil {
+			return err
+		}
 		for _, k := range recipients {
-			ok, err := k.deliverTx(tx, &store.InboxItem{Kind: "human", Content: content, Source: "human"})
+			ok, err := k.deliverTx(tx, &store.InboxItem{Kind: "human", Content: content, Source: "human", Shared: shared})
 			if err != nil {
 				return err
 			}

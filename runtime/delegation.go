@@ -192,7 +192,9 @@ func (h *host) Delegate(ctx context.Context, c *agents.Call, req agents.Delegate
 				return nil, agents.Errorf("label %q is already used by your child %s", cc.Label, k.id)
 			}
 		}
-		id := "d-" + randomHex(4)
+		r.mu.Lock()
+		id := r.newDelegationIDLocked()
+		r.mu.Unlock()
 		title := trimTitle(req.Description, 80)
 		child = r.newSession(s, role, kindDelegation, cc.Label, title, req.Description, s.depth+1)
 		child.delegationID = id
@@ -252,6 +254,22 @@ func (h *host) Delegate(ctx context.Context, c *agents.Call, req agents.Delegate
 		s.waitTerminal(ctx, c, []*Session{k}, 0x7fffffffffffffff)
 	}
 	return h.DelegationStatus(ctx, res.DelegationID)
+}
+
+// newDelegationIDLocked returns a delegation id not yet used in the run
+// (short ids collide; a repeated one would replace the earlier delegation).
+// r.mu must be held.
+func (r *Run) newDelegationIDLocked() string {
+	n := 4
+	if len(r.delegations) > 20000 {
+		n = 6
+	}
+	for {
+		id := "d-" + randomHex(n)
+		if _, taken := r.delegations[id]; !taken {
+			return id
+		}
+	}
 }
 
 // markPlanTaskTx sets the status of one task of s's plan and stores it.

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -35,6 +36,14 @@ type Options struct {
 	Policy scripted.Policy
 	// Dialect of the in-process scripted model (tests): openai, ollama, llamacpp.
 	Dialect string
+	// Model replaces the LLM client; only benchmarks of the runtime's own
+	// cost use it (everything else goes through HTTP).
+	Model Model
+}
+
+// Model is what sessions call for completions.
+type Model interface {
+	Stream(ctx context.Context, req llm.Request, onDelta func(llm.Delta)) (*llm.Response, error)
 }
 
 // Engine is swarmdeck's process-wide runtime: the store, the event bus, the
@@ -45,7 +54,7 @@ type Engine struct {
 	log      *slog.Logger
 	store    *store.Store
 	bus      *event.Bus
-	llm      *llm.Client
+	llm      Model
 	scripted *scripted.Server
 	baseURL  string
 	prompts  *prompts.Library
@@ -54,7 +63,41 @@ type Engine struct {
 
 	mu   sync.Mutex
 	runs map[string]*Run
+
+	human atomic.Bool // new and resumed runs start with a person attached
+
+	toolSets sync.Map // "groups|write" -> *llm.ToolSet, encoded once
 }
+
+// toolSet returns the encoded tool definitions for a set of groups: every
+// call of a session sends the same tools, so they are encoded once.
+func (e *Engine) toolSet(groups map[string]bool, canWrite bool) *llm.ToolSet {
+	names := make([]string, 0, len(groups))
+	for g, on := range groups {
+		if on {
+			names = append(names, g)
+		}
+	}
+	sort.Strings(names)
+	key := strings.Join(names, ",")
+	if canWrite {
+		key += "|write"
+	}
+	if ts, ok := e.toolSets.Load(key); ok {
+		return ts.(*llm.ToolSet)
+	}
+	tools := e.tools.ForGroups(groups, canWrite)
+	specs := make([]llm.Tool, 0, len(tools))
+	for _, t := range tools {
+		specs = append(specs, t.Spec())
+	}
+	ts, _ := e.toolSets.LoadOrStore(key, llm.NewToolSet(specs))
+	return ts.(*llm.ToolSet)
+}
+
+// AttachHuman says whether a person can answer questions in the runs this
+// engine starts or resumes from now on (the dashboard, or --control).
+func (e *Engine) AttachHuman(on bool) { e.human.Store(on) }
 
 // New builds an engine: it opens the store, starts the scripted model when
 // that is the provider, and prepares the LLM client.
@@ -108,6 +151,9 @@ func New(opts Options) (*Engine, error) {
 	lim := cfg.Limits
 	e.llm = llm.New(llm.Config{BaseURL: e.baseURL, APIKey: opts.Resolved.APIKey, Headers: p.Headers,
 		CallTimeout: lim.CallTimeout.D(), IdleTimeout: lim.StreamIdleTimeout.D(), MaxRetries: lim.MaxRetries, Logger: log})
+	if opts.Model != nil {
+		e.llm = opts.Model
+	}
 	return e, nil
 }
 
@@ -140,6 +186,7 @@ func (e *Engine) Reload(cfg *config.Config) error {
 	}
 	old := e.cfg.Load()
 	e.cfg.Store(cfg)
+	e.toolSets.Clear()
 	if cfg.PromptsDir != old.PromptsDir {
 		if err := e.prompts.SetDir(cfg.PromptsDir); err != nil {
 			return err

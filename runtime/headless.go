@@ -31,6 +31,7 @@ const (
 func (e *Engine) Headless(ctx context.Context, opts HeadlessOptions, start func(context.Context) (*Run, error)) (int, error) {
 	sub := e.bus.Subscribe(4096)
 	defer sub.Close()
+	e.AttachHuman(opts.Control != nil)
 	run, err := start(ctx)
 	if err != nil {
 		return ExitUsage, err

@@ -23,8 +23,10 @@ func (h *host) s() *Session { return (*Session)(h) }
 
 func (h *host) Self() agents.Self {
 	s := h.s()
+	coord := s.r.e.Config().Coordination
 	return agents.Self{ID: s.id, ParentID: s.rec.ParentID, Agent: s.agent, Label: s.label, Depth: s.depth, Kind: s.kind,
-		CanSpawn: s.role.CanSpawn, CanWrite: s.role.CanWrite, MaxTasksPerPlan: s.r.e.Config().Coordination.MaxTasksPerPlan}
+		CanSpawn: s.role.CanSpawn, CanWrite: s.role.CanWrite, MaxTasksPerPlan: coord.MaxTasksPerPlan,
+		BroadcastResponseRequired: coord.BroadcastResponseRequired}
 }
 
 func (h *host) Workspace() *agents.Workspace { return h.s().r.ws }
@@ -61,27 +63,40 @@ func (s *Session) effect(c *agents.Call, kind string, fn func(tx *store.Tx) (any
 		}
 	}
 	var out []byte
+	var fnErr error
 	err := s.r.e.store.Do(context.Background(), func(tx *store.Tx) error {
-		v, err := fn(tx)
-		if err != nil {
+		// The call must be on record before its effect, and stays on record
+		// when the effect is refused (the model gets the error as the
+		// call's result).
+		if err := s.flushTx(tx); err != nil {
 			return err
 		}
-		b, err := json.Marshal(v)
-		if err != nil {
-			return err
-		}
-		if c != nil {
-			if err := tx.InsertEffect(s.r.id, s.id, c.ID, n, kind, b); err != nil {
+		fnErr = tx.Nested(func() error {
+			v, err := fn(tx)
+			if err != nil {
 				return err
 			}
-			s.r.mu.Lock()
-			s.r.effects[key] = b
-			s.r.mu.Unlock()
-		}
-		out = b
+			b, err := json.Marshal(v)
+			if err != nil {
+				return err
+			}
+			if c != nil {
+				if err := tx.InsertEffect(s.r.id, s.id, c.ID, n, kind, b); err != nil {
+					return err
+				}
+				s.r.mu.Lock()
+				s.r.effects[key] = b
+				s.r.mu.Unlock()
+			}
+			out = b
+			return nil
+		})
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	return out, fnErr
 }
 
 // Intent records the intent of a workspace write (see agents.Host).
@@ -95,6 +110,9 @@ func (h *host) Intent(ctx context.Context, c *agents.Call, data []byte) ([]byte,
 		return earlier, nil
 	}
 	err := s.r.e.store.Do(ctx, func(tx *store.Tx) error {
+		if err := s.flushTx(tx); err != nil {
+			return err
+		}
 		if err := tx.InsertEffect(s.r.id, s.id, c.ID, -1, "intent", data); err != nil {
 			return err
 		}
@@ -508,6 +526,9 @@ func (s *Session) beginBlocking(reason string) {
 	}
 	s.releaseSlot()
 	s.r.e.store.Do(context.Background(), func(tx *store.Tx) error {
+		if err := s.flushTx(tx); err != nil {
+			return err
+		}
 		if st := s.status(); terminal(st) || st == StatusWaiting {
 			return nil
 		}
@@ -639,7 +660,7 @@ func (h *host) CancelTask(ctx context.Context, c *agents.Call, taskID string) (*
 func (r *Run) recordFeedTx(tx *store.Tx, b *store.Broadcast) error {
 	b.RunID = r.id
 	if b.ID == "" {
-		b.ID = "b-" + randomHex(8)
+		b.ID = "b-" + randomHex(12)
 	}
 	if b.CreatedAt.IsZero() {
 		b.CreatedAt = r.e.now()
@@ -704,6 +725,13 @@ func (h *host) Broadcast(ctx context.Context, c *agents.Call, message, category,
 		content := coordination.FormatBroadcast(s.display(), s.id, category, ts, message)
 		rec := &store.Broadcast{Kind: event.KindBroadcast, FromSession: s.id, FromLabel: s.display(), Category: category, Target: target,
 			Message: message, NoReply: true, CreatedAt: ts}
+		var shared *store.SharedContent
+		if len(candidates) > 1 {
+			var err error
+			if shared, err = tx.ShareContent(content); err != nil {
+				return nil, err
+			}
+		}
 		for _, k := range candidates {
 			if k.status() == StatusCancelled {
 				res.Skipped++
@@ -711,7 +739,7 @@ func (h *host) Broadcast(ctx context.Context, c *agents.Call, message, category,
 				rec.Recipients = append(rec.Recipients, store.Recipient{SessionID: k.id, Status: "skipped", Reason: "cancelled"})
 				continue
 			}
-			ok, err := k.deliverTx(tx, &store.InboxItem{Kind: "broadcast", Content: content, Source: "agent", FromSession: s.id})
+			ok, err := k.deliverTx(tx, &store.InboxItem{Kind: "broadcast", Content: content, Source: "agent", FromSession: s.id, Shared: shared})
 			if err != nil {
 				return nil, err
 			}

@@ -35,6 +35,10 @@ func (s *Session) deliverTx(tx *store.Tx, it *store.InboxItem) (bool, error) {
 		s.mu.Unlock()
 		return true, nil
 	}
+	if err := s.flushInboxLocked(tx); err != nil {
+		s.mu.Unlock()
+		return false, err
+	}
 	if err := s.appendMessageTx(tx, inboxMessage(it)); err != nil {
 		s.mu.Unlock()
 		return false, err
@@ -48,6 +52,30 @@ func (s *Session) deliverTx(tx *store.Tx, it *store.InboxItem) (bool, error) {
 	}
 	s.signal()
 	return true, nil
+}
+
+// flushInboxLocked moves whatever waits in the inbox into the history, in
+// arrival order, once the session is between turns. The inbox holds what
+// arrived during a turn or before the session started; left there, it
+// would come after later items that went straight into the history, or
+// never show at all in a session that is not woken again, though every
+// sender was told it was delivered. Runs inside a store operation; s.mu
+// must be held.
+func (s *Session) flushInboxLocked(tx *store.Tx) error {
+	if s.inTurn || !s.started || len(s.inbox) == 0 {
+		return nil
+	}
+	ids := make([]int64, 0, len(s.inbox))
+	for len(s.inbox) > 0 {
+		it := s.inbox[0]
+		if err := s.appendMessageTx(tx, inboxMessage(it)); err != nil {
+			return err
+		}
+		s.inbox = s.inbox[1:]
+		ids = append(ids, it.ID)
+	}
+	s.inbox = nil
+	return tx.MarkDelivered(s.r.id, ids, "")
 }
 
 // resurrectTx brings a completed session back to take another turn.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/swarmdeck/swarmdeck/agents"
 	"github.com/swarmdeck/swarmdeck/coordination"
@@ -268,23 +269,26 @@ func (s *Session) ensureStarted() bool {
 	if s.parent == nil {
 		source = "human"
 	}
-	err = s.r.e.store.Do(s.ctx, func(tx *store.Tx) error {
-		s.mu.Lock()
-		if s.started {
-			s.mu.Unlock()
-			return nil
-		}
-		if err := s.appendMessageTx(tx, &store.Message{Role: llm.RoleSystem, Content: system, Source: "system"}); err != nil {
-			s.mu.Unlock()
-			return err
-		}
-		if err := s.appendMessageTx(tx, &store.Message{Role: llm.RoleUser, Content: s.task, Source: source}); err != nil {
-			s.mu.Unlock()
-			return err
-		}
+	// The prompt and the task are stored with the session's first write:
+	// the model call does not wait for a commit. The session counts as in
+	// its turn from here, so deliveries meanwhile go to its inbox.
+	s.mu.Lock()
+	if !s.started {
+		s.addLocked(&store.Message{Role: llm.RoleSystem, Content: system, Source: "system"})
+		s.addLocked(&store.Message{Role: llm.RoleUser, Content: s.task, Source: source})
 		s.started = true
+		s.inTurn = true
 		s.startedAt = s.r.e.now()
-		s.mu.Unlock()
+	}
+	status := s.rec.Status
+	s.mu.Unlock()
+	if status == StatusRunning {
+		return true
+	}
+	err = s.r.e.store.Do(s.ctx, func(tx *store.Tx) error {
+		if err := s.flushTx(tx); err != nil {
+			return err
+		}
 		return s.setStatusTx(tx, StatusRunning, "")
 	})
 	if err != nil {
@@ -307,7 +311,7 @@ func (s *Session) groups() map[string]bool {
 		switch g {
 		case agents.GroupPlanning:
 			on = cfg.EnableAgentPlanning
-		case agents.GroupQuestions:
+		case agents.GroupQuestions, agents.GroupBroadcasts:
 			on = cfg.EnableBroadcasts
 		case agents.GroupDelegation:
 			on = cfg.EnableTaskDelegation
@@ -350,49 +354,51 @@ func (s *Session) systemPrompt() (string, error) {
 // beginTurn moves the inbox into the history and decides whether the model
 // must be called (something non-passive arrived since its last answer).
 func (s *Session) beginTurn() (bool, error) {
-	need := false
 	reminder := s.reminder()
-	// The common case needs no write: nothing arrived, the status stays.
-	// inTurn is guarded by s.mu, which deliverTx holds too, so an item
-	// arriving now goes to the inbox and is drained at the next boundary.
+	// Inbox items enter the history now and are stored with the session's
+	// next write; only a status change needs a write of its own. inTurn is
+	// guarded by s.mu, which deliverTx holds too, so an item arriving from
+	// here on goes to the inbox and is drained at the next boundary.
 	s.mu.Lock()
-	if len(s.inbox) == 0 {
-		need = !s.passiveTail || s.pendingCallsLocked()
-		if !(need && reminder != "" && reminder != s.lastReminder) && (!need || s.rec.Status == StatusRunning) {
-			s.inTurn = need
-			s.mu.Unlock()
-			return need, nil
+	// Tool calls cut short by a crash are answered first: nothing may come
+	// between a call and its result, and a waiting tool (task_wait) takes
+	// the results it returns out of the inbox.
+	unanswered := s.pendingCallsLocked()
+	if !unanswered {
+		for _, it := range s.inbox {
+			s.addLocked(inboxMessage(it))
+			s.pendingDelivered = append(s.pendingDelivered, it.ID)
 		}
+		s.inbox = nil
 	}
+	need := !s.passiveTail || unanswered
+	if need && !unanswered && reminder != "" && reminder != s.lastReminder {
+		s.addLocked(&store.Message{Role: llm.RoleUser, Content: reminder, Synthetic: true, NoReply: true})
+		s.lastReminder = reminder
+	}
+	s.inTurn = need || len(s.pendingMsgs) > 0
+	status := s.rec.Status
+	pendingWrites := len(s.pendingMsgs) > 0 || len(s.pendingDelivered) > 0
 	s.mu.Unlock()
+	switch {
+	case need && status != StatusRunning && !terminal(status):
+	case !need && pendingWrites:
+		// Nothing to answer, but what was drained must reach the store
+		// before the session goes back to being idle.
+	default:
+		return need, nil
+	}
 	err := s.r.e.store.Do(context.Background(), func(tx *store.Tx) error {
 		s.mu.Lock()
-		items := s.inbox
-		s.inbox = nil
-		var ids []int64
-		for _, it := range items {
-			if err := s.appendMessageTx(tx, inboxMessage(it)); err != nil {
-				s.inbox = items
-				s.mu.Unlock()
-				return err
-			}
-			ids = append(ids, it.ID)
+		err := s.flushLocked(tx)
+		if !need {
+			s.inTurn = false
 		}
-		need = !s.passiveTail || s.pendingCallsLocked()
-		if need && reminder != "" && reminder != s.lastReminder {
-			if err := s.appendMessageTx(tx, &store.Message{Role: llm.RoleUser, Content: reminder, Synthetic: true, NoReply: true}); err != nil {
-				s.mu.Unlock()
-				return err
-			}
-			s.lastReminder = reminder
-		}
-		s.inTurn = need
-		status := s.rec.Status
 		s.mu.Unlock()
-		if err := tx.MarkDelivered(s.r.id, ids, ""); err != nil {
+		if err != nil {
 			return err
 		}
-		if need && status != StatusRunning && !terminal(status) {
+		if need && status != StatusRunning && !terminal(s.status()) {
 			return s.setStatusTx(tx, StatusRunning, "")
 		}
 		return nil
@@ -402,7 +408,11 @@ func (s *Session) beginTurn() (bool, error) {
 
 // inboxMessage turns an inbox item into a history message.
 func inboxMessage(it *store.InboxItem) *store.Message {
-	return &store.Message{Role: llm.RoleUser, Content: it.Content, Synthetic: true, NoReply: !it.Waking, Source: it.Source}
+	// Synthetic marks what the system injected. A message that wakes its
+	// recipient was written by an agent or a person (task_send_message,
+	// the dashboard); a child's result is the system's report.
+	synthetic := !it.Waking || it.Kind == "task_result"
+	return &store.Message{Role: llm.RoleUser, Content: it.Content, Synthetic: synthetic, NoReply: !it.Waking, Source: it.Source, Shared: it.Shared}
 }
 
 // reminder builds the dynamic planning reminder, or "".
@@ -418,7 +428,14 @@ func (s *Session) reminder() string {
 	}
 	var d prompts.ReminderData
 	for _, b := range p.Blocked() {
-		d.Blocked = append(d.Blocked, fmt.Sprintf("%s (waiting on %s)", b.ID, strings.Join(b.WaitingOn, ", ")))
+		switch {
+		case len(b.WaitingOn) > 0:
+			d.Blocked = append(d.Blocked, fmt.Sprintf("%s (waiting on %s)", b.ID, strings.Join(b.WaitingOn, ", ")))
+		case b.Note != "":
+			d.Blocked = append(d.Blocked, fmt.Sprintf("%s (blocked: %s)", b.ID, b.Note))
+		default:
+			d.Blocked = append(d.Blocked, b.ID+" (marked blocked)")
+		}
 	}
 	for _, t := range p.Ready() {
 		d.Ready = append(d.Ready, t.ID+": "+t.Description)
@@ -478,27 +495,27 @@ func (s *Session) request() llm.Request {
 			msgs[n-1].Content += "\n\n" + m.Content
 			continue
 		}
-		// Malformed arguments stay in the store as the model sent them, but
-		// some servers (Ollama) refuse a history that holds them.
-		for i, c := range m.ToolCalls {
-			if !json.Valid([]byte(c.Arguments)) {
-				calls := append([]llm.ToolCall(nil), m.ToolCalls...)
-				calls[i].Arguments = "{}"
-				m.ToolCalls = calls
-			}
-		}
 		msgs = append(msgs, m)
-	}
-	tools := s.tools()
-	specs := make([]llm.Tool, 0, len(tools))
-	for _, t := range tools {
-		specs = append(specs, t.Spec())
 	}
 	model := s.r.e.Model()
 	if s.role.Model != "" {
 		model = s.role.Model
 	}
-	return llm.Request{Model: model, Messages: msgs, Tools: specs}
+	return llm.Request{Model: model, Messages: msgs, ToolSet: s.r.e.toolSet(s.groups(), s.role.CanWrite)}
+}
+
+// sanitizeCalls keeps malformed arguments out of what is sent back to the
+// model: they stay in the store as the model wrote them, but some servers
+// (Ollama) refuse a history that holds them.
+func sanitizeCalls(m llm.Message) llm.Message {
+	for i, c := range m.ToolCalls {
+		if !json.Valid([]byte(c.Arguments)) {
+			calls := append([]llm.ToolCall(nil), m.ToolCalls...)
+			calls[i].Arguments = "{}"
+			m.ToolCalls = calls
+		}
+	}
+	return m
 }
 
 // callModel makes one streaming call, under the run's LLM concurrency limit.
@@ -530,44 +547,25 @@ func (s *Session) recordAssistant(resp *llm.Response) ([]llm.ToolCall, error) {
 	for _, c := range calls {
 		msg.ToolCalls = append(msg.ToolCalls, store.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
 	}
-	err := s.r.e.store.Do(context.Background(), func(tx *store.Tx) error {
-		s.mu.Lock()
-		if err := s.appendMessageTx(tx, msg); err != nil {
-			s.mu.Unlock()
-			return err
-		}
-		s.rec.Turns++
-		s.rec.Usage.PromptTokens += u.PromptTokens
-		s.rec.Usage.CompletionTokens += u.CompletionTokens
-		s.rec.Usage.TotalTokens += u.TotalTokens
-		if len(calls) > 0 {
-			s.rec.LastTool = calls[len(calls)-1].Name
-		}
-		rec := s.rec
-		info := s.infoLocked()
-		s.mu.Unlock()
-		if err := tx.UpsertSession(&rec); err != nil {
-			return err
-		}
-		if _, err := tx.Emit(event.Event{Type: event.SessionStatus, RunID: s.r.id, SessionID: s.id, Session: info}); err != nil {
-			return err
-		}
-		s.r.mu.Lock()
-		s.r.addUsageLocked(u)
-		run := s.r.rec
-		s.r.mu.Unlock()
-		if err := tx.UpdateRun(&run); err != nil {
-			return err
-		}
-		for _, c := range calls {
-			if _, err := tx.Emit(event.Event{Type: event.ToolStarted, RunID: s.r.id, SessionID: s.id,
-				Tool: &event.ToolInfo{CallID: c.ID, Name: c.Name, Arguments: c.Arguments}}); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	return calls, err
+	// The answer is not written here: the next store operation of this
+	// session writes it first (see Session.pending). Nothing can reach the
+	// history in between: the session is in its turn, so deliveries go to
+	// the inbox.
+	s.mu.Lock()
+	s.addLocked(msg)
+	s.pendingCalls = calls
+	s.rec.Turns++
+	s.rec.Usage.PromptTokens += u.PromptTokens
+	s.rec.Usage.CompletionTokens += u.CompletionTokens
+	s.rec.Usage.TotalTokens += u.TotalTokens
+	if len(calls) > 0 {
+		s.rec.LastTool = calls[len(calls)-1].Name
+	}
+	s.mu.Unlock()
+	s.r.mu.Lock()
+	s.r.addUsageLocked(u)
+	s.r.mu.Unlock()
+	return calls, nil
 }
 
 // uniqueCallIDs fills in missing tool call ids and renames repeated ones:
@@ -601,11 +599,17 @@ func (s *Session) uniqueCallIDs(calls []llm.ToolCall) []llm.ToolCall {
 	return out
 }
 
-// runTools executes the calls of one answer and stores each result as it
-// comes. Calls that change the session's family, plan or delegations run in
-// order on one lane (a spawn may refer to the label of one just before it);
-// the others run concurrently.
+// runTools executes the calls of one answer and stores their results.
+// When every call only reads, they run concurrently and the answer and all
+// results are stored in one operation. Otherwise each result is stored as it
+// comes; calls that change the session's family, plan or delegations run in
+// order on one lane (a spawn may refer to the label of one just before it)
+// and the others run concurrently.
 func (s *Session) runTools(calls []llm.ToolCall) {
+	if s.allPure(calls) {
+		s.runPure(calls)
+		return
+	}
 	var wg sync.WaitGroup
 	var lane []llm.ToolCall
 	for _, c := range calls {
@@ -631,6 +635,212 @@ func (s *Session) runTools(calls []llm.ToolCall) {
 	wg.Wait()
 }
 
+func (s *Session) allPure(calls []llm.ToolCall) bool {
+	for _, c := range calls {
+		if t, ok := s.r.e.tools.Get(c.Name); !ok || !t.Pure {
+			return false
+		}
+	}
+	return true
+}
+
+type toolOutcome struct {
+	call    llm.ToolCall
+	content string
+	isErr   bool
+	took    time.Duration
+}
+
+// runPure runs read-only calls concurrently and stores them with their
+// results at once.
+func (s *Session) runPure(calls []llm.ToolCall) {
+	out := make([]toolOutcome, len(calls))
+	var wg sync.WaitGroup
+	for i, c := range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			started := time.Now()
+			content, isErr, panicked := s.execTool(c)
+			if panicked != nil {
+				s.fail(panicked.msg)
+				return
+			}
+			out[i] = toolOutcome{call: c, content: s.clipOutput(content), isErr: isErr, took: time.Since(started)}
+		}()
+	}
+	wg.Wait()
+	if s.ctx.Err() != nil {
+		return
+	}
+	err := s.r.e.store.Do(context.Background(), func(tx *store.Tx) error {
+		for _, o := range out {
+			if err := s.recordResultTx(tx, o); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		s.fail("could not store tool results: " + err.Error())
+	}
+}
+
+// clipOutput bounds a tool result to max_tool_output characters, keeping
+// it JSON (every tool answers JSON, and half an object is unreadable): the
+// longest strings are shortened first, then the longest lists lose their
+// last items (with a count of what was left out), and only if that is not
+// enough does the result become a note with its beginning as text.
+func (s *Session) clipOutput(content string) string {
+	lim := s.r.e.Config().Limits.MaxToolOutput
+	if lim <= 0 || len(content) <= lim {
+		return content
+	}
+	total := utf8.RuneCountInString(content)
+	if total <= lim {
+		return content
+	}
+	if out, ok := clipJSON(content, lim); ok {
+		return out
+	}
+	shown := lim - 160
+	for range 8 {
+		if shown < 0 {
+			shown = 0
+		}
+		b, _ := json.Marshal(struct {
+			Truncated bool   `json:"truncated"`
+			Note      string `json:"note"`
+			Beginning string `json:"beginning"`
+		}{true, fmt.Sprintf("%d characters, over max_tool_output (%d): ask for less", total, lim), firstRunes(content, shown)})
+		if utf8.RuneCount(b) <= lim || shown == 0 {
+			return string(b)
+		}
+		shown -= utf8.RuneCount(b) - lim
+	}
+	return `{"truncated":true}`
+}
+
+// clipJSON shortens a JSON object to at most lim characters.
+func clipJSON(content string, lim int) (string, bool) {
+	dec := json.NewDecoder(strings.NewReader(content))
+	dec.UseNumber()
+	var root map[string]any
+	if dec.Decode(&root) != nil {
+		return "", false
+	}
+	root["truncated"] = true
+	size := func() int {
+		b, _ := json.Marshal(root)
+		return utf8.RuneCount(b)
+	}
+	for range 64 {
+		n := size()
+		if n <= lim {
+			b, _ := json.Marshal(root)
+			return string(b), true
+		}
+		// The longest string over 120 characters is cut by what is over
+		// (plus a margin); failing that, the longest list loses items.
+		if p, str := longestString(root); p != nil && utf8.RuneCountInString(str) > 120 {
+			keep := max(100, utf8.RuneCountInString(str)-(n-lim)-20)
+			p(firstRunes(str, keep) + "…[cut]")
+			continue
+		}
+		if !dropFromLongestList(root) {
+			break
+		}
+	}
+	return "", false
+}
+
+// longestString finds the longest string value and a setter for it.
+func longestString(v any) (func(string), string) {
+	var best func(string)
+	bestStr := ""
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, val := range x {
+				if s, ok := val.(string); ok && len(s) > len(bestStr) {
+					m, key := x, k
+					best, bestStr = func(n string) { m[key] = n }, s
+				}
+				walk(val)
+			}
+		case []any:
+			for i, val := range x {
+				if s, ok := val.(string); ok && len(s) > len(bestStr) {
+					a, idx := x, i
+					best, bestStr = func(n string) { a[idx] = n }, s
+				}
+				walk(val)
+			}
+		}
+	}
+	walk(v)
+	return best, bestStr
+}
+
+// dropFromLongestList removes the last quarter of the longest list held by
+// an object key and records how many items were left out beside it.
+func dropFromLongestList(root map[string]any) bool {
+	var obj map[string]any
+	key := ""
+	longest := 1
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, val := range x {
+				if a, ok := val.([]any); ok && len(a) > longest {
+					obj, key, longest = x, k, len(a)
+				}
+				walk(val)
+			}
+		case []any:
+			for _, val := range x {
+				walk(val)
+			}
+		}
+	}
+	walk(root)
+	if obj == nil {
+		return false
+	}
+	a := obj[key].([]any)
+	cut := max(1, len(a)/4)
+	obj[key] = a[:len(a)-cut]
+	omitted, _ := obj[key+"_omitted"].(int)
+	obj[key+"_omitted"] = omitted + cut
+	return true
+}
+
+// firstRunes is the first n characters of s.
+func firstRunes(s string, n int) string {
+	for i := range s {
+		if n == 0 {
+			return s[:i]
+		}
+		n--
+	}
+	return s
+}
+
+// recordResultTx stores one tool result and emits tool.finished.
+func (s *Session) recordResultTx(tx *store.Tx, o toolOutcome) error {
+	s.mu.Lock()
+	err := s.appendMessageTx(tx, &store.Message{Role: llm.RoleTool, Content: o.content, ToolCallID: o.call.ID, Source: "system"})
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	_, err = tx.Emit(event.Event{Type: event.ToolFinished, RunID: s.r.id, SessionID: s.id, Tool: &event.ToolInfo{
+		CallID: o.call.ID, Name: o.call.Name, Result: o.content, IsError: o.isErr, DurationMS: o.took.Milliseconds()}})
+	return err
+}
+
 type toolPanic struct{ msg string }
 
 // runTool executes one call and stores its result.
@@ -644,22 +854,8 @@ func (s *Session) runTool(c llm.ToolCall) {
 	if s.ctx.Err() != nil {
 		return
 	}
-	lim := s.r.e.Config().Limits.MaxToolOutput
-	if lim > 0 && len(content) > lim {
-		content = content[:lim] + fmt.Sprintf("\n[output truncated: %d more characters]", len(content)-lim)
-	}
-	err := s.r.e.store.Do(context.Background(), func(tx *store.Tx) error {
-		s.mu.Lock()
-		err := s.appendMessageTx(tx, &store.Message{Role: llm.RoleTool, Content: content, ToolCallID: c.ID, Source: "system"})
-		s.mu.Unlock()
-		if err != nil {
-			return err
-		}
-		_, err = tx.Emit(event.Event{Type: event.ToolFinished, RunID: s.r.id, SessionID: s.id, Tool: &event.ToolInfo{
-			CallID: c.ID, Name: c.Name, Result: content, IsError: isErr, DurationMS: time.Since(started).Milliseconds()}})
-		return err
-	})
-	if err != nil {
+	o := toolOutcome{call: c, content: s.clipOutput(content), isErr: isErr, took: time.Since(started)}
+	if err := s.r.e.store.Do(context.Background(), func(tx *store.Tx) error { return s.recordResultTx(tx, o) }); err != nil {
 		s.fail("could not store a tool result: " + err.Error())
 	}
 }
@@ -717,6 +913,9 @@ const (
 func (s *Session) endTurn(content string) (outcome turnOutcome, err error) {
 	err = s.r.e.store.Do(context.Background(), func(tx *store.Tx) error {
 		outcome = turnWait
+		if err := s.flushTx(tx); err != nil {
+			return err
+		}
 		s.mu.Lock()
 		waking := false
 		for _, it := range s.inbox {
@@ -780,6 +979,9 @@ func (s *Session) reportTx(tx *store.Tx) error {
 // whatever it left running.
 func (s *Session) fail(reason string) {
 	err := s.r.e.store.Do(context.Background(), func(tx *store.Tx) error {
+		if err := s.flushTx(tx); err != nil {
+			return err
+		}
 		if terminal(s.status()) {
 			return nil
 		}

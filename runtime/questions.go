@@ -32,7 +32,8 @@ type questionBoard struct {
 	r     *Run
 	mu    sync.Mutex
 	open  map[string]*question
-	queue []string // ids waiting for the human, oldest first
+	queue []string        // ids waiting for the human, oldest first
+	ids   map[string]bool // every question id of the run, open or closed
 }
 
 type question struct {
@@ -49,7 +50,24 @@ type question struct {
 }
 
 func newQuestionBoard(r *Run) *questionBoard {
-	return &questionBoard{r: r, open: map[string]*question{}}
+	return &questionBoard{r: r, open: map[string]*question{}, ids: map[string]bool{}}
+}
+
+// newIDLocked returns a question id not yet used in the run: ids are short
+// for people to type, so they do collide, and a repeated id would make a
+// second question replace the first in the store. b.mu must be held.
+func (b *questionBoard) newIDLocked() string {
+	n := 4
+	if len(b.ids) > 20000 {
+		n = 6
+	}
+	for {
+		id := "q-" + randomHex(n)
+		if !b.ids[id] {
+			b.ids[id] = true
+			return id
+		}
+	}
 }
 
 func (q *question) notify() {
@@ -203,7 +221,10 @@ func (h *host) Ask(ctx context.Context, c *agents.Call, req agents.AskRequest) (
 		if len(req.Options) == 0 {
 			opts = []byte("[]")
 		}
-		q.rec = store.Question{RunID: r.id, ID: "q-" + randomHex(4), FromSession: s.id, Kind: req.Kind, Question: req.Question,
+		b.mu.Lock()
+		id := b.newIDLocked()
+		b.mu.Unlock()
+		q.rec = store.Question{RunID: r.id, ID: id, FromSession: s.id, Kind: req.Kind, Question: req.Question,
 			AllowHuman: askHuman, Options: opts, MultiSelect: req.MultiSelect, Status: QuestionOpen, CreatedAt: now, Deadline: now.Add(timeout)}
 		for _, k := range recips {
 			q.expected[k.id] = k.name()
@@ -215,11 +236,8 @@ func (h *host) Ask(ctx context.Context, c *agents.Call, req agents.AskRequest) (
 			r.mu.Lock()
 			skipAll := r.rec.HumanSkipAll
 			r.mu.Unlock()
-			switch {
-			case skipAll:
+			if skipAll {
 				q.humanState = "skipped"
-			case !r.human.Load():
-				q.humanState = "absent"
 			}
 			if a, ok := r.e.store.RememberedAnswer(context.Background(), coordination.NormalizeQuestion(req.Question)); ok {
 				q.remembered = a
@@ -259,9 +277,9 @@ func (h *host) Ask(ctx context.Context, c *agents.Call, req agents.AskRequest) (
 	q := b.open[created.QuestionID]
 	b.mu.Unlock()
 	if q == nil {
-		// Re-run after a crash of a question that had closed already.
-		return &agents.AskResult{QuestionID: created.QuestionID, Status: QuestionClosed, Responses: map[string]string{},
-			TimedOut: []string{}, Note: "this question was closed when the run stopped; ask again if you still need answers"}, nil
+		// Re-run after a crash of a question that had closed already: give
+		// back what it got.
+		return s.storedAnswers(ctx, created.QuestionID)
 	}
 	return s.awaitAnswers(ctx, q)
 }
@@ -308,6 +326,11 @@ func (s *Session) awaitAnswers(ctx context.Context, q *question) (*agents.AskRes
 	s.beginBlocking("waiting for answers to " + q.rec.ID)
 	for {
 		b.mu.Lock()
+		if q.humanWait && q.humanState == "" && !r.human.Load() {
+			// Nobody can answer: a headless run without --control.
+			q.humanState = "absent"
+			b.dequeueLocked(q.rec.ID)
+		}
 		done := q.complete()
 		ch := q.changed
 		b.mu.Unlock()
@@ -324,6 +347,11 @@ func (s *Session) awaitAnswers(ctx context.Context, q *question) (*agents.AskRes
 	cancel()
 	wg.Wait()
 	s.endBlocking()
+	if r.stopping.Load() {
+		// The run is stopping, not the question ending: it stays open in
+		// the store and a resumed run waits for it again.
+		return nil, errInterrupted
+	}
 	res, err := s.closeQuestion(q)
 	if ctx.Err() != nil {
 		return nil, context.Cause(ctx)
@@ -604,11 +632,15 @@ func (h *host) Announce(ctx context.Context, c *agents.Call, message string) (*a
 		content := coordination.FormatAnnouncement(s.display(), s.id, message, ts)
 		rec := &store.Broadcast{Kind: event.KindAnnounce, FromSession: s.id, FromLabel: s.display(), Target: "all", Message: message, NoReply: true, CreatedAt: ts}
 		n := 0
+		shared, err := tx.ShareContent(content)
+		if err != nil {
+			return nil, err
+		}
 		for _, k := range r.allSessions() {
 			if k == s || k.status() == StatusCancelled {
 				continue
 			}
-			ok, err := k.deliverTx(tx, &store.InboxItem{Kind: "announce", Content: content, Source: "agent", FromSession: s.id})
+			ok, err := k.deliverTx(tx, &store.InboxItem{Kind: "announce", Content: content, Source: "agent", FromSession: s.id, Shared: shared})
 			if err != nil {
 				return nil, err
 			}
@@ -627,4 +659,28 @@ func (h *host) Announce(ctx context.Context, c *agents.Call, message string) (*a
 	}
 	var res agents.AnnounceResult
 	return &res, json.Unmarshal(raw, &res)
+}
+
+// storedAnswers rebuilds an ask_others result from the store.
+func (s *Session) storedAnswers(ctx context.Context, id string) (*agents.AskResult, error) {
+	qs, err := s.r.e.store.Questions(ctx, s.r.id)
+	if err != nil {
+		return nil, err
+	}
+	for _, q := range qs {
+		if q.ID != id {
+			continue
+		}
+		res := &agents.AskResult{QuestionID: id, Status: q.Status, Responses: map[string]string{}, HumanResponded: q.HumanResponded,
+			TimedOut: append([]string{}, q.TimedOut...)}
+		for _, r := range q.Responses {
+			res.Responses[r.Name] = r.Content
+		}
+		if q.Status == QuestionOpen {
+			res.Status = QuestionClosed
+			res.Note = "this question was closed when the run stopped; ask again if you still need answers"
+		}
+		return res, nil
+	}
+	return nil, fmt.Errorf("question %s is not in the store", id)
 }

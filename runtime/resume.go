@@ -144,8 +144,22 @@ func (r *Run) load(ctx context.Context) error {
 		}
 		s.waitOn = rec.WaitOn
 		s.passiveTail = true
+		// Usage, turns and the last tool are derived from the messages: the
+		// session row is not rewritten on every turn.
+		s.rec.Turns, s.rec.Usage = 0, store.Usage{}
 		for _, m := range msgs[rec.ID] {
-			s.history = append(s.history, toLLM(&m))
+			if m.Role == llm.RoleAssistant {
+				s.rec.Turns++
+				s.rec.Usage.PromptTokens += m.Usage.PromptTokens
+				s.rec.Usage.CompletionTokens += m.Usage.CompletionTokens
+				s.rec.Usage.TotalTokens += m.Usage.PromptTokens + m.Usage.CompletionTokens
+				if n := len(m.ToolCalls); n > 0 {
+					s.rec.LastTool = m.ToolCalls[n-1].Name
+				}
+			}
+		}
+		for _, m := range msgs[rec.ID] {
+			s.history = append(s.history, sanitizeCalls(toLLM(&m)))
 			s.nextIndex = m.Index + 1
 			switch {
 			case m.Role == llm.RoleAssistant:
@@ -158,6 +172,10 @@ func (r *Run) load(ctx context.Context) error {
 			}
 		}
 		s.started = len(msgs[rec.ID]) > 0
+		// A session stopped while its tools ran is still in that turn:
+		// what arrives before it has run them waits in the inbox, so that
+		// nothing comes between the tool calls and their results.
+		s.inTurn = !terminal(rec.Status) && s.pendingCallsLocked()
 		if tasks, ok := plans[rec.ID]; ok {
 			var ts []coordination.Task
 			for _, t := range tasks {
@@ -171,6 +189,18 @@ func (r *Run) load(ctx context.Context) error {
 			r.active++
 		}
 	}
+	// The run's usage: at least what its sessions' messages add up to (the
+	// stored figure can lag behind after a crash; it also holds the tokens
+	// of shadow answers, which no session message carries).
+	var sum store.Usage
+	for _, s := range r.order {
+		sum.PromptTokens += s.rec.Usage.PromptTokens
+		sum.CompletionTokens += s.rec.Usage.CompletionTokens
+		sum.TotalTokens += s.rec.Usage.TotalTokens
+	}
+	if sum.TotalTokens > r.rec.Usage.TotalTokens {
+		r.rec.Usage = sum
+	}
 	for i := range inbox {
 		it := inbox[i]
 		if s := r.sessions[it.SessionID]; s != nil {
@@ -181,6 +211,7 @@ func (r *Run) load(ctx context.Context) error {
 		r.delegations[d.ID] = &delegation{rec: d, session: r.sessions[d.SessionID]}
 	}
 	for _, q := range questions {
+		r.questions.ids[q.ID] = true
 		if q.Status != QuestionOpen {
 			continue
 		}

@@ -83,7 +83,38 @@ func (r *Run) Result() (string, string) {
 }
 
 // SetHumanAttached tells the run whether a person can answer questions.
-func (r *Run) SetHumanAttached(on bool) { r.human.Store(on) }
+func (r *Run) SetHumanAttached(on bool) {
+	r.human.Store(on)
+	if !on {
+		r.questions.humanAbsent()
+	}
+}
+
+// humanAbsent stops the open questions from waiting for a person. A new
+// question sees that nobody is attached when it is asked; the ones a resume
+// restored were asked in an earlier process and assume a person until the
+// caller says otherwise, so without this a headless resume would wait out
+// their whole timeout for an answer that cannot come.
+func (b *questionBoard) humanAbsent() {
+	b.mu.Lock()
+	var askers []*Session
+	for _, id := range b.queue {
+		q := b.open[id]
+		if q == nil || !q.humanWait || q.humanState != "" {
+			continue
+		}
+		q.humanState = "absent"
+		q.notify()
+		askers = append(askers, q.asker)
+	}
+	b.queue = nil
+	b.mu.Unlock()
+	for _, s := range askers {
+		s.mu.Lock()
+		s.waitingHuman--
+		s.mu.Unlock()
+	}
+}
 
 func randomHex(n int) string {
 	b := make([]byte, (n+1)/2)
@@ -110,6 +141,7 @@ func (e *Engine) newRun(id, goal string, rec store.Run) (*Run, error) {
 		llmSem:      make(chan struct{}, max(1, lim.MaxConcurrentLLMCalls)), slotSem: make(chan struct{}, max(1, lim.MaxConcurrentSessions)),
 		done: make(chan struct{}), startedAt: e.now()}
 	r.questions = newQuestionBoard(r)
+	r.human.Store(e.human.Load())
 	return r, nil
 }
 
@@ -199,7 +231,7 @@ func (r *Run) createSessionTx(tx *store.Tx, s *Session) error {
 	s.rec.Refs = refNames(s.refs)
 	s.rec.SpawnCall, s.rec.DelegationID = s.spawnCall, s.delegationID
 	rec := s.rec
-	info := s.infoLocked()
+	info := s.infoLockedCtx(true)
 	s.mu.Unlock()
 	if err := tx.UpsertSession(&rec); err != nil {
 		return err

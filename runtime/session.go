@@ -69,6 +69,17 @@ type Session struct {
 	// resultConsumed skips the next <task_result> to the parent: the parent
 	// learned the outcome from its own tool call (task_cancel).
 	resultConsumed bool
+	// Writes not stored yet: messages added to the history during a turn
+	// (the session's start, inbox items drained at a turn boundary, the
+	// model's answer) and the inbox items they came from. The session's
+	// next store operation writes them first (flushLocked), so a turn
+	// usually costs one commit. They exist only while the session is in a
+	// turn: deliveries then go to the inbox, so no other session's
+	// operation ever writes them. A crash loses only what a resume redoes
+	// (the model call, the draining of still-undelivered inbox items).
+	pendingMsgs      []*store.Message
+	pendingCalls     []llm.ToolCall
+	pendingDelivered []int64
 }
 
 // Session kinds.
@@ -105,8 +116,15 @@ func (s *Session) name() string {
 
 // infoLocked builds the event view of the session; s.mu must be held.
 func (s *Session) infoLocked() *event.SessionInfo {
+	return s.infoLockedCtx(false)
+}
+
+// infoLockedCtx is infoLocked with the shared context included: only
+// session.created carries it (it never changes after the session starts
+// but for resolved $ references, and status events are frequent).
+func (s *Session) infoLockedCtx(withContext bool) *event.SessionInfo {
 	var sc json.RawMessage
-	if s.sharedCtx.Len() > 0 {
+	if withContext && s.sharedCtx.Len() > 0 {
 		sc, _ = json.Marshal(s.sharedCtx)
 	}
 	rec := &s.rec
@@ -119,7 +137,7 @@ func (s *Session) infoLocked() *event.SessionInfo {
 func (s *Session) info() *event.SessionInfo {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.infoLocked()
+	return s.infoLockedCtx(true)
 }
 
 // notifyChildChange wakes whoever waits on this session's children.
@@ -182,18 +200,25 @@ func (s *Session) siblings() []*Session {
 	return out
 }
 
-// appendMessageTx stores a message and adds it to the in-memory history;
-// it runs inside a store operation. s.mu must be held.
+// appendMessageTx adds a message to the history and stores it (with any
+// writes still pending) inside a store operation. s.mu must be held.
 func (s *Session) appendMessageTx(tx *store.Tx, m *store.Message) error {
+	s.addLocked(m)
+	return s.flushLocked(tx)
+}
+
+// addLocked adds a message to the in-memory history; it is stored by the
+// session's next store operation. s.mu must be held.
+func (s *Session) addLocked(m *store.Message) {
 	m.RunID, m.SessionID, m.Index = s.r.id, s.id, s.nextIndex
 	if m.Source == "" {
 		m.Source = "system"
 	}
-	if err := tx.InsertMessage(m); err != nil {
-		return err
+	if m.CreatedAt.IsZero() {
+		m.CreatedAt = s.r.e.now()
 	}
 	s.nextIndex++
-	s.history = append(s.history, toLLM(m))
+	s.history = append(s.history, sanitizeCalls(toLLM(m)))
 	switch {
 	case m.Role == llm.RoleAssistant:
 		s.passiveTail = true
@@ -202,8 +227,7 @@ func (s *Session) appendMessageTx(tx *store.Tx, m *store.Message) error {
 	case m.Role == llm.RoleTool:
 		s.passiveTail = false
 	}
-	_, err := tx.Emit(event.Event{Type: event.MessageAppended, RunID: s.r.id, SessionID: s.id, Message: messageInfo(m)})
-	return err
+	s.pendingMsgs = append(s.pendingMsgs, m)
 }
 
 func toLLM(m *store.Message) llm.Message {
@@ -245,6 +269,12 @@ func (s *Session) setStatusTx(tx *store.Tx, status, reason string) error {
 		return err
 	}
 	s.rec = rec
+	if status == StatusCompleted || status == StatusWaiting {
+		if err := s.flushInboxLocked(tx); err != nil {
+			s.mu.Unlock()
+			return err
+		}
+	}
 	info := s.infoLocked()
 	s.mu.Unlock()
 	if _, err := tx.Emit(event.Event{Type: event.SessionStatus, RunID: s.r.id, SessionID: s.id, Session: info}); err != nil {
@@ -256,11 +286,48 @@ func (s *Session) setStatusTx(tx *store.Tx, status, reason string) error {
 	return nil
 }
 
-// saveTx writes the session record (usage, turns, last tool) without a
-// status change event.
-func (s *Session) saveTx(tx *store.Tx) error {
+// flushLocked stores the session's pending writes inside a store
+// operation, and emits their events. s.mu must be held.
+func (s *Session) flushLocked(tx *store.Tx) error {
+	if len(s.pendingMsgs) == 0 && len(s.pendingDelivered) == 0 {
+		return nil
+	}
+	msgs := s.pendingMsgs
+	for _, m := range msgs {
+		if err := tx.InsertMessage(m); err != nil {
+			return err
+		}
+	}
+	if err := tx.MarkDelivered(s.r.id, s.pendingDelivered, ""); err != nil {
+		return err
+	}
+	calls := s.pendingCalls
+	s.pendingMsgs, s.pendingCalls, s.pendingDelivered = nil, nil, nil
+	answered := false
+	for _, m := range msgs {
+		if _, err := tx.Emit(event.Event{Type: event.MessageAppended, RunID: s.r.id, SessionID: s.id, Message: messageInfo(m)}); err != nil {
+			return err
+		}
+		answered = answered || m.Role == llm.RoleAssistant
+	}
+	if answered {
+		// Turns, tokens and the last tool changed with the answer.
+		if _, err := tx.Emit(event.Event{Type: event.SessionStatus, RunID: s.r.id, SessionID: s.id, Session: s.infoLocked()}); err != nil {
+			return err
+		}
+	}
+	for _, c := range calls {
+		if _, err := tx.Emit(event.Event{Type: event.ToolStarted, RunID: s.r.id, SessionID: s.id,
+			Tool: &event.ToolInfo{CallID: c.ID, Name: c.Name, Arguments: c.Arguments}}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// flushTx is flushLocked for callers that do not hold s.mu.
+func (s *Session) flushTx(tx *store.Tx) error {
 	s.mu.Lock()
-	rec := s.rec
-	s.mu.Unlock()
-	return tx.UpsertSession(&rec)
+	defer s.mu.Unlock()
+	return s.flushLocked(tx)
 }

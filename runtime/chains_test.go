@@ -1,0 +1,158 @@
+package runtime
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/swarmdeck/swarmdeck/runtime/scripted"
+)
+
+// Chains and fan-in barriers (DESIGN.md §3 sessions_spawn: chainAfter,
+// dependsOn, an array without parallel).
+
+// chainAfter by label, dependsOn by id and label, and an array without
+// parallel each make the new session wait for its predecessors; a label
+// already used among the caller's children is a tool error.
+func TestChainsAndFanIn(t *testing.T) {
+	p := policyFor(func(c *convo) scripted.Reply {
+		if !c.isRoot() {
+			return say("result of " + c.label)
+		}
+		switch c.turns {
+		case 0:
+			return do(
+				call("sessions_spawn", obj{"task": "First", "label": "a"}),
+				call("sessions_spawn", obj{"task": "Second", "label": "b", "chainAfter": "a"}),
+				call("sessions_spawn", obj{"task": []string{"Step one", "Step two", "Step three"}, "label": "step"}),
+			)
+		case 1:
+			ids := spawned(t, c.results("sessions_spawn")[0])
+			return do(
+				call("sessions_spawn", obj{"task": "Combine everything", "label": "fanin", "dependsOn": []string{ids["a"], "b", "step-3"}}),
+				call("sessions_spawn", obj{"task": "Clash", "label": "a"}),
+			)
+		}
+		return say("done")
+	})
+	x, events, code := swarm(t, p, nil)
+	mustComplete(t, x, code)
+
+	id := func(label string) string { return mustLabel(t, x, label).ID }
+	after := func(later, earlier string) {
+		t.Helper()
+		run, done := statusSeq(events, id(later), "running"), statusSeq(events, id(earlier), "completed")
+		if run == 0 || done == 0 || run < done {
+			t.Errorf("%s started (seq %d) before %s completed (seq %d)", later, run, earlier, done)
+		}
+	}
+	after("b", "a")
+	after("step-2", "step-1")
+	after("step-3", "step-2")
+	for _, pred := range []string{"a", "b", "step-3"} {
+		after("fanin", pred)
+	}
+	for _, label := range []string{"b", "step-2", "step-3"} {
+		if st := statuses(events, id(label)); len(st) == 0 || st[0] != "pending" {
+			t.Errorf("%s statuses %v: a chained session starts pending", label, st)
+		}
+	}
+	if st := statuses(events, id("step-1")); len(st) == 0 || st[0] != "running" {
+		t.Errorf("the head of a chain statuses %v, want running at once", st)
+	}
+	for _, s := range x.Sessions {
+		if s.Status != "completed" {
+			t.Errorf("%s is %s: %s", s.Label, s.Status, s.Error)
+		}
+	}
+	root := rootOf(x)
+	spawns := toolResults(root, "sessions_spawn")
+	if e := toolError(spawns[len(spawns)-1]); !strings.Contains(e, `label "a" is already used`) {
+		t.Errorf("a label clash gave %s", spawns[len(spawns)-1])
+	}
+	n := 0
+	for _, s := range x.Sessions {
+		if s.Label == "a" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d sessions labelled a", n)
+	}
+}
+
+// A predecessor that fails or is cancelled fails what is chained after it
+// (by chainAfter or by a $ reference) with that reason, and the run ends.
+func TestChainPredecessorFailsOrCancelled(t *testing.T) {
+	doomed, broken := newGate(), newGate()
+	p := policyFor(func(c *convo) scripted.Reply {
+		switch {
+		case c.isRoot():
+			switch c.turns {
+			case 0:
+				return do(
+					call("sessions_spawn", obj{"task": "Never finishes", "label": "doomed"}),
+					call("sessions_spawn", obj{"task": "After doomed", "label": "next", "chainAfter": "doomed"}),
+					call("sessions_spawn", obj{"task": "Uses doomed", "label": "uses", "sharedContext": obj{"$doomed": "reference"}}),
+					call("sessions_spawn", obj{"task": "Breaks", "label": "broken"}),
+					call("sessions_spawn", obj{"task": "After broken", "label": "afterbroken", "dependsOn": []string{"broken"}}),
+				)
+			case 1:
+				broken.open()
+				return do(call("task_cancel", obj{"task_id": "doomed"}))
+			case 2:
+				doomed.open()
+			}
+			return say("done")
+		case c.label == "doomed":
+			doomed.wait()
+			return say("too late")
+		case c.label == "broken":
+			broken.wait()
+			return scripted.Reply{Fault: &scripted.Fault{Status: 400, Body: `{"error":{"message":"this model cannot do that","type":"invalid_request_error"}}`}}
+		}
+		return say("should not run: " + c.label)
+	})
+	x, _, code := swarm(t, p, nil, doomed, broken)
+	mustComplete(t, x, code)
+
+	want := map[string]string{
+		"doomed":      "cancelled",
+		"next":        "failed",
+		"uses":        "failed",
+		"broken":      "failed",
+		"afterbroken": "failed",
+	}
+	for label, st := range want {
+		s := mustLabel(t, x, label)
+		if s.Status != st {
+			t.Errorf("%s is %s, want %s (error %q)", label, s.Status, st, s.Error)
+		}
+	}
+	for _, label := range []string{"next", "uses"} {
+		if e := mustLabel(t, x, label).Error; !strings.Contains(e, "predecessor researcher (doomed) cancelled") {
+			t.Errorf("%s error %q does not give the predecessor's cancellation", label, e)
+		}
+	}
+	if e := mustLabel(t, x, "afterbroken").Error; !strings.Contains(e, "predecessor researcher (broken) failed") || !strings.Contains(e, "cannot do that") {
+		t.Errorf("afterbroken error %q does not give the predecessor's failure", e)
+	}
+	for _, label := range []string{"next", "uses", "afterbroken"} {
+		if s := mustLabel(t, x, label); len(s.Messages) != 0 || s.Turns != 0 {
+			t.Errorf("%s ran (%d messages) although its predecessor did not complete", label, len(s.Messages))
+		}
+	}
+	// The parent hears about each failure as a <task_result>.
+	root := rootOf(x)
+	for _, label := range []string{"next", "uses", "afterbroken"} {
+		s := mustLabel(t, x, label)
+		found := false
+		for _, m := range injected(root, "task_result") {
+			if strings.Contains(m.Content, `task_id="`+s.ID+`"`) && strings.Contains(m.Content, `status="failed"`) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("the root got no failed <task_result> for %s", label)
+		}
+	}
+}

@@ -1,0 +1,271 @@
+package runtime
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/swarmdeck/swarmdeck/agents"
+	"github.com/swarmdeck/swarmdeck/runtime/config"
+	"github.com/swarmdeck/swarmdeck/runtime/event"
+	"github.com/swarmdeck/swarmdeck/runtime/scripted"
+	"github.com/swarmdeck/swarmdeck/runtime/store"
+)
+
+// delegate_task and its companions (seed 002, DESIGN.md §3 Delegation).
+
+func delegationOf(t *testing.T, s string) agents.DelegationStatus {
+	t.Helper()
+	var d agents.DelegationStatus
+	decode(t, s, &d)
+	return d
+}
+
+func exportedPlanTask(x *store.Export, sessionID, taskID string) store.ExportPlanTask {
+	for _, p := range x.Plans {
+		if p.SessionID != sessionID {
+			continue
+		}
+		for _, t := range p.Tasks {
+			if t.ID == taskID {
+				return t
+			}
+		}
+	}
+	return store.ExportPlanTask{}
+}
+
+func exportedDelegation(x *store.Export, id string) store.ExportDelegation {
+	for _, d := range x.Delegations {
+		if d.ID == id {
+			return d
+		}
+	}
+	return store.ExportDelegation{}
+}
+
+// openWhen opens g once an event matching ok has been published.
+func openWhen(t *testing.T, e *Engine, g *gate, ok func(ev event.Event) bool) {
+	sub := e.Bus().Subscribe(64)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() {
+		defer sub.Close()
+		for {
+			select {
+			case ev, more := <-sub.C:
+				if !more {
+					return
+				}
+				if ok(ev) {
+					g.open()
+					return
+				}
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+}
+
+// A delegation linked to a plan task marks it in_progress, then completed
+// with the delegation, or blocked with the reason when the delegation
+// fails; wait:true returns the result; a delegate cannot delegate past
+// max_delegation_depth; the result is an error until the delegation ends;
+// the parent does not complete while delegations run; all of it exported.
+func TestDelegationLinkedToPlan(t *testing.T) {
+	release := newGate()
+	p := policyFor(func(c *convo) scripted.Reply {
+		if !c.isRoot() {
+			switch c.task {
+			case "Write the checklist":
+				release.wait()
+				return say("checklist written")
+			case "Risky work":
+				release.wait()
+				return scripted.Reply{Fault: &scripted.Fault{Status: 400, Body: `{"error":{"message":"the risky model refused","type":"invalid_request_error"}}`}}
+			case "Blocking work":
+				if c.turns == 0 {
+					return do(call("delegate_task", obj{"description": "Nested work"}))
+				}
+				return say("blocking work done")
+			}
+			return say("unexpected delegation: " + c.task)
+		}
+		dl := func(i int) string { return delegationOf(t, c.results("delegate_task")[i]).DelegationID }
+		switch c.turns {
+		case 0:
+			return do(call("create_task_plan", obj{"tasks": raw(`[{"id":"checklist","description":"Checklist"},{"id":"risky","description":"Risky"},{"id":"final","description":"Final","depends_on":["checklist","risky"]}]`)}))
+		case 1:
+			return do(
+				call("delegate_task", obj{"description": "Write the checklist", "task_id": "checklist"}),
+				call("delegate_task", obj{"description": "Risky work", "task_id": "risky"}),
+				call("get_task_plan", obj{}),
+			)
+		case 2:
+			return do(
+				call("check_delegation_status", obj{"delegation_id": dl(0)}),
+				call("get_delegation_result", obj{"delegation_id": dl(0)}),
+				call("get_delegation_result", obj{"delegation_id": "d-none"}),
+			)
+		case 3:
+			return do(call("delegate_task", obj{"description": "Blocking work", "wait": true}))
+		case 4:
+			return say("root final while delegations run")
+		case 5:
+			return do(call("get_delegation_result", obj{"delegation_id": dl(0)}))
+		}
+		return say("root final")
+	})
+	e := testEngine(t, nil, p, nil)
+	t.Cleanup(release.open)
+	// Release the delegations once the root has answered and waits for
+	// them (not while it waits inside delegate_task with wait: true).
+	openWhen(t, e, release, func(ev event.Event) bool {
+		s := ev.Session
+		return ev.Type == event.SessionStatus && s != nil && s.ParentID == "" && s.Status == StatusWaiting && strings.Contains(s.Reason, "active child")
+	})
+	events, code := headless(t, e, "delegate", nil)
+	x := exportLatest(t, e)
+	mustComplete(t, x, code)
+	root := rootOf(x)
+
+	dels := callResults(root, "delegate_task")
+	d1, d2, d3 := delegationOf(t, dels[0]), delegationOf(t, dels[1]), delegationOf(t, dels[2])
+	if d1.Status != "running" || d1.PlanTaskID != "checklist" || d1.Depth != 1 || d1.SessionID == "" {
+		t.Errorf("delegate_task returned %s", dels[0])
+	}
+	var plan struct {
+		Tasks []agents.PlanTaskView `json:"tasks"`
+	}
+	decode(t, callResults(root, "get_task_plan")[0], &plan)
+	for _, task := range plan.Tasks[:2] {
+		if task.Status != "in_progress" || !strings.Contains(task.Note, "delegated to") {
+			t.Errorf("plan task %s is %s (%q) right after delegating it", task.ID, task.Status, task.Note)
+		}
+	}
+	if st := delegationOf(t, callResults(root, "check_delegation_status")[0]); st.Status != "running" || st.Completed {
+		t.Errorf("check_delegation_status while running: %+v", st)
+	}
+	results := callResults(root, "get_delegation_result")
+	if e := toolError(results[0]); !strings.Contains(e, "still running") {
+		t.Errorf("get_delegation_result while running gave %s", results[0])
+	}
+	if e := toolError(results[1]); !strings.Contains(e, "d-none") || !strings.Contains(e, d1.DelegationID) {
+		t.Errorf("an unknown delegation gave %s", results[1])
+	}
+	if r := delegationOf(t, results[2]); r.Status != "completed" || !r.Completed || r.Result != "checklist written" {
+		t.Errorf("get_delegation_result after completion gave %s", results[2])
+	}
+
+	// wait: true returns the finished delegation; its sub-orchestrator could
+	// not delegate again.
+	if d3.Status != "completed" || !d3.Completed || d3.Result != "blocking work done" {
+		t.Errorf("delegate_task with wait returned %s", dels[2])
+	}
+	sub := findSession(x, d3.SessionID)
+	if sub.Kind != "delegation" || sub.Agent != "orchestrator" || !strings.Contains(sub.Messages[0].Content, "You are a sub-orchestrator working on a delegated task.") {
+		t.Errorf("the delegation ran as %s/%s", sub.Kind, sub.Agent)
+	}
+	if e := toolError(toolResults(sub, "delegate_task")[0]); !strings.Contains(e, "max_delegation_depth") {
+		t.Errorf("a nested delegation gave %s", toolResults(sub, "delegate_task")[0])
+	}
+
+	// What the store says.
+	if d := exportedDelegation(x, d1.DelegationID); d.Status != "completed" || d.Result != "checklist written" || d.PlanTaskID != "checklist" || d.ParentSession != root.ID {
+		t.Errorf("exported delegation %+v", d)
+	}
+	if d := exportedDelegation(x, d2.DelegationID); d.Status != "failed" || !strings.Contains(d.Error, "risky model refused") {
+		t.Errorf("exported failed delegation %+v", d)
+	}
+	if d := exportedDelegation(x, d3.DelegationID); d.Status != "completed" || d.PlanTaskID != "" {
+		t.Errorf("exported blocking delegation %+v", d)
+	}
+	if len(x.Delegations) != 3 {
+		t.Errorf("%d delegations exported, want 3 (the nested one was refused)", len(x.Delegations))
+	}
+	if task := exportedPlanTask(x, root.ID, "checklist"); task.Status != "completed" || !strings.Contains(task.Note, d1.DelegationID) {
+		t.Errorf("plan task checklist %+v", task)
+	}
+	if task := exportedPlanTask(x, root.ID, "risky"); task.Status != "blocked" || !strings.Contains(task.Note, "failed") || !strings.Contains(task.Note, "risky model refused") {
+		t.Errorf("plan task risky %+v", task)
+	}
+	if task := exportedPlanTask(x, root.ID, "final"); task.Status != "pending" {
+		t.Errorf("plan task final %+v", task)
+	}
+
+	// The root waited for its delegations before completing.
+	rootDone := statusSeq(events, root.ID, "completed")
+	for _, d := range []agents.DelegationStatus{d1, d2} {
+		end := statusSeq(events, d.SessionID, "completed") + statusSeq(events, d.SessionID, "failed")
+		if end == 0 || rootDone < end {
+			t.Errorf("the root completed (seq %d) before delegation %s ended (seq %d)", rootDone, d.DelegationID, end)
+		}
+	}
+	if st := statuses(events, root.ID); !strings.Contains(strings.Join(st, ","), "waiting") {
+		t.Errorf("root statuses %v: it never waited for its delegations", st)
+	}
+}
+
+// delegation_timeout fails a delegation (and blocks its plan task), and
+// max_concurrent_delegations queues the next one as pending until a place
+// frees up.
+func TestDelegationTimeoutAndQueue(t *testing.T) {
+	stuck := newGate()
+	p := policyFor(func(c *convo) scripted.Reply {
+		if !c.isRoot() {
+			if c.task == "Slow work" {
+				stuck.wait() // past delegation_timeout
+			}
+			return say("done: " + c.task)
+		}
+		switch c.turns {
+		case 0:
+			return do(call("create_task_plan", obj{"tasks": raw(`[{"id":"slow","description":"Slow"},{"id":"quick","description":"Quick"}]`)}))
+		case 1:
+			return do(
+				call("delegate_task", obj{"description": "Slow work", "task_id": "slow"}),
+				call("delegate_task", obj{"description": "Quick work", "task_id": "quick"}),
+			)
+		}
+		return say("root done")
+	})
+	x, events, code := swarm(t, p, func(cfg *config.Config) {
+		// Short enough to wait out; the quick delegation, which runs under
+		// the same limit, needs one model call.
+		cfg.Coordination.DelegationTimeout = config.Duration(3 * time.Second)
+		cfg.Coordination.MaxConcurrentDelegations = 1
+	}, stuck)
+	mustComplete(t, x, code)
+	root := rootOf(x)
+	dels := callResults(root, "delegate_task")
+	slow, quick := delegationOf(t, dels[0]), delegationOf(t, dels[1])
+	if slow.Status != "running" {
+		t.Errorf("first delegation %s", dels[0])
+	}
+	if quick.Status != "pending" || !strings.Contains(quick.Note, "max_concurrent_delegations") {
+		t.Errorf("second delegation over the limit returned %s, want pending and queued", dels[1])
+	}
+	if d := exportedDelegation(x, slow.DelegationID); d.Status != "failed" || !strings.Contains(d.Error, "delegation timed out") || !strings.Contains(d.Error, "delegation_timeout") {
+		t.Errorf("timed-out delegation %+v", d)
+	}
+	if d := exportedDelegation(x, quick.DelegationID); d.Status != "completed" || d.Result != "done: Quick work" {
+		t.Errorf("queued delegation %+v", d)
+	}
+	if task := exportedPlanTask(x, root.ID, "slow"); task.Status != "blocked" || !strings.Contains(task.Note, "timed out") {
+		t.Errorf("plan task slow %+v", task)
+	}
+	if task := exportedPlanTask(x, root.ID, "quick"); task.Status != "completed" {
+		t.Errorf("plan task quick %+v", task)
+	}
+	if st := strings.Join(statuses(events, quick.SessionID), ","); st != "pending,running,completed" {
+		t.Errorf("queued delegation went through %s", st)
+	}
+	if run, end := statusSeq(events, quick.SessionID, "running"), statusSeq(events, slow.SessionID, "failed"); run < end {
+		t.Errorf("the queued delegation started (seq %d) before the running one ended (seq %d)", run, end)
+	}
+	if s := findSession(x, slow.SessionID); s.Status != "failed" || !strings.Contains(s.Error, "delegation timed out") {
+		t.Errorf("timed-out session %s: %s", s.Status, s.Error)
+	}
+}

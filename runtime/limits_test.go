@@ -1,0 +1,475 @@
+package runtime
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/swarmdeck/swarmdeck/agents"
+	"github.com/swarmdeck/swarmdeck/runtime/config"
+	"github.com/swarmdeck/swarmdeck/runtime/event"
+	"github.com/swarmdeck/swarmdeck/runtime/scripted"
+	"github.com/swarmdeck/swarmdeck/runtime/store"
+)
+
+// firstLineRole reads the role from a request's system prompt.
+func firstLineRole(req *scripted.Request) string {
+	if len(req.Messages) == 0 {
+		return ""
+	}
+	first, _, _ := strings.Cut(req.Messages[0].Content, "\n")
+	r, ok := strings.CutPrefix(first, "You are the ")
+	if !ok {
+		return ""
+	}
+	r, _, _ = strings.Cut(r, " ")
+	return r
+}
+
+func turnsOf(req *scripted.Request) int {
+	n := 0
+	for _, m := range req.Messages {
+		if m.Role == "assistant" {
+			n++
+		}
+	}
+	return n
+}
+
+func lastToolResult(req *scripted.Request) string {
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		if req.Messages[i].Role == "tool" {
+			return req.Messages[i].Content
+		}
+	}
+	return ""
+}
+
+func limDo(calls ...scripted.Call) scripted.Reply { return scripted.Reply{ToolCalls: calls} }
+func limSay(text string) scripted.Reply           { return scripted.Reply{Content: text} }
+
+type limArgs = map[string]any
+
+func TestMaxTurnsFailsTheSession(t *testing.T) {
+	policy := scripted.PolicyFunc(func(req *scripted.Request) scripted.Reply {
+		return limDo(scripted.Call{Name: "get_shared_context", Args: limArgs{}})
+	})
+	e := testEngine(t, nil, policy, func(c *config.Config) { c.Limits.MaxTurnsPerSession = 3 })
+	events, code := headless(t, e, "loop forever", nil)
+	if code != ExitFailed {
+		t.Fatalf("exit %d, want %d", code, ExitFailed)
+	}
+	last := events[len(events)-1]
+	if last.Type != event.RunFinished || last.Run.Status != RunFailed || !strings.Contains(last.Run.Error, "max_turns_per_session (3)") {
+		t.Fatalf("run.finished = %+v", last.Run)
+	}
+	if x := exportLatest(t, e); x.Sessions[0].Turns != 3 {
+		t.Errorf("the root took %d turns, want 3", x.Sessions[0].Turns)
+	}
+}
+
+func TestSpawnLimits(t *testing.T) {
+	policy := scripted.PolicyFunc(func(req *scripted.Request) scripted.Reply {
+		switch role := firstLineRole(req); {
+		case role == "orchestrator" && turnsOf(req) == 0:
+			return limDo(scripted.Call{Name: "sessions_spawn", Args: limArgs{"task": []string{"a", "b", "c"}, "parallel": true}})
+		case role == "orchestrator" && turnsOf(req) == 1:
+			return limDo(scripted.Call{Name: "sessions_spawn", Args: limArgs{"task": "nested work", "agent": "planner", "label": "p"}})
+		case role == "planner" && turnsOf(req) == 0:
+			return limDo(scripted.Call{Name: "sessions_spawn", Args: limArgs{"task": "too deep"}})
+		default:
+			return limSay("done: " + lastToolResult(req))
+		}
+	})
+	e := testEngine(t, nil, policy, func(c *config.Config) {
+		c.Limits.MaxSessionsPerRun = 3
+		c.Limits.MaxSpawnDepth = 1
+	})
+	if _, code := headless(t, e, "limits", nil); code != ExitOK {
+		t.Fatalf("exit %d", code)
+	}
+	x := exportLatest(t, e)
+	root := &x.Sessions[0]
+	spawns := toolResults(root, "sessions_spawn")
+	if len(spawns) != 2 || !strings.Contains(spawns[0], "max_sessions_per_run is 3") {
+		t.Fatalf("root spawn results: %v", spawns)
+	}
+	planner := sessionByLabel(x, "p")
+	if planner == nil {
+		t.Fatalf("the planner was not spawned: %v", spawns)
+	}
+	if res := toolResults(planner, "sessions_spawn"); len(res) != 1 || !strings.Contains(res[0], "max_spawn_depth is 1") {
+		t.Errorf("a spawn beyond max_spawn_depth was not refused: %v", res)
+	}
+	if len(x.Sessions) != 2 {
+		t.Errorf("%d sessions, want 2", len(x.Sessions))
+	}
+}
+
+func TestTokenBudgetStopsTheRunAndSaysWhy(t *testing.T) {
+	var calls atomic.Int64
+	policy := scripted.PolicyFunc(func(req *scripted.Request) scripted.Reply {
+		calls.Add(1)
+		if firstLineRole(req) == "orchestrator" && turnsOf(req) == 0 {
+			return limDo(scripted.Call{Name: "sessions_spawn", Args: limArgs{"task": []string{"x", "y", "z"}, "parallel": true}})
+		}
+		return limDo(scripted.Call{Name: "get_shared_context", Args: limArgs{}})
+	})
+	e := testEngine(t, nil, policy, func(c *config.Config) {
+		c.Limits.TokenBudgetPerRun = 40000
+		c.Limits.MaxTurnsPerSession = 1000
+	})
+	events, code := headless(t, e, "spend tokens", nil)
+	if code != ExitFailed {
+		t.Fatalf("exit %d", code)
+	}
+	last := events[len(events)-1].Run
+	if last.Status != RunFailed || !strings.Contains(last.Error, "token budget exhausted") || !strings.Contains(last.Error, "token_budget_per_run is 40000") {
+		t.Fatalf("run ended %q: %q", last.Status, last.Error)
+	}
+	x := exportLatest(t, e)
+	for _, s := range x.Sessions {
+		if !terminal(s.Status) {
+			t.Errorf("session %s still %s after the budget ran out", s.ID, s.Status)
+		}
+	}
+	if x.Run.Usage.TotalTokens < 40000 || calls.Load() > 200 {
+		t.Errorf("usage %d after %d calls", x.Run.Usage.TotalTokens, calls.Load())
+	}
+}
+
+func TestCancelStopsASubtreeAndItsCallsInFlight(t *testing.T) {
+	var stalled atomic.Int64
+	policy := scripted.PolicyFunc(func(req *scripted.Request) scripted.Reply {
+		switch role := firstLineRole(req); {
+		case role == "orchestrator" && turnsOf(req) == 0:
+			return limDo(scripted.Call{Name: "sessions_spawn", Args: limArgs{"task": "plan the work", "agent": "planner", "label": "a"}})
+		case role == "planner" && turnsOf(req) == 0:
+			return limDo(scripted.Call{Name: "sessions_spawn", Args: limArgs{"task": "slow research", "label": "b"}})
+		case role == "researcher":
+			stalled.Add(1)
+			return scripted.Reply{Content: "this answer never finishes streaming", Fault: &scripted.Fault{Stall: time.Minute}}
+		default:
+			return limSay("done: " + lastToolResult(req))
+		}
+	})
+	e := testEngine(t, nil, policy, func(c *config.Config) { c.Limits.StreamIdleTimeout = config.Duration(5 * time.Minute) })
+	sub := e.Bus().Subscribe(64)
+	defer sub.Close()
+	run, err := e.Start(context.Background(), "cancel a subtree")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Wait until the grandchild's call is in flight, then cancel its parent.
+	var planner string
+	deadline := time.After(30 * time.Second)
+	for planner == "" || stalled.Load() == 0 {
+		select {
+		case ev := <-sub.C:
+			if ev.Type == event.SessionCreated && ev.Session.Label == "a" {
+				planner = ev.Session.ID
+			}
+		case <-time.After(50 * time.Millisecond):
+		case <-deadline:
+			t.Fatal("the grandchild never started its call")
+		}
+	}
+	time.Sleep(100 * time.Millisecond)
+	if err := run.Cancel(context.Background(), planner); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-run.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the run did not end after the cancellation: the stalled call was not aborted")
+	}
+	if srv := e.Scripted(); srv.Stats().Cancelled == 0 {
+		t.Errorf("the in-flight HTTP call was not cancelled: %+v", srv.Stats())
+	}
+	x := exportLatest(t, e)
+	if x.Run.Status != "completed" {
+		t.Fatalf("run %s: %s", x.Run.Status, x.Run.Error)
+	}
+	for _, label := range []string{"a", "b"} {
+		if s := sessionByLabel(x, label); s == nil || s.Status != "cancelled" || !strings.Contains(s.Error, "cancelled by the human") {
+			t.Errorf("session %s: %+v", label, s)
+		}
+	}
+	if !strings.Contains(joinContents(&x.Sessions[0]), `status="cancelled"`) {
+		t.Errorf("the root never learned that its child was cancelled")
+	}
+}
+
+func TestToolPanicFailsOnlyItsSession(t *testing.T) {
+	policy := scripted.PolicyFunc(func(req *scripted.Request) scripted.Reply {
+		switch role := firstLineRole(req); {
+		case role == "orchestrator" && turnsOf(req) == 0:
+			return limDo(scripted.Call{Name: "sessions_spawn", Args: limArgs{"task": "fine work", "label": "ok", "wait": true}})
+		case role == "orchestrator":
+			return limDo(scripted.Call{Name: "explode", Args: limArgs{}})
+		default:
+			return limSay("child finished")
+		}
+	})
+	e := testEngine(t, nil, policy, nil)
+	e.tools.MustAdd(&agents.Tool{Name: "explode", Group: agents.GroupContext, Description: "panics",
+		Schema:  agents.MustSchema(`{"type":"object","properties":{}}`),
+		Handler: func(context.Context, *agents.Call, json.RawMessage) (any, error) { panic("boom") }})
+	events, code := headless(t, e, "panic", nil)
+	if code != ExitFailed {
+		t.Fatalf("exit %d", code)
+	}
+	x := exportLatest(t, e)
+	if root := x.Sessions[0]; root.Status != "failed" || !strings.Contains(root.Error, "tool explode crashed") || !strings.Contains(root.Error, "boom") {
+		t.Errorf("root: %s %q", root.Status, root.Error)
+	}
+	if ok := sessionByLabel(x, "ok"); ok == nil || ok.Status != "completed" {
+		t.Errorf("the child was harmed: %+v", ok)
+	}
+	if events[len(events)-1].Run.Error == "" {
+		t.Errorf("the failure reason did not reach run.finished")
+	}
+}
+
+func TestConcurrentSessionLimitQueuesSessions(t *testing.T) {
+	policy := scripted.PolicyFunc(func(req *scripted.Request) scripted.Reply {
+		if firstLineRole(req) == "orchestrator" && turnsOf(req) == 0 {
+			return limDo(scripted.Call{Name: "sessions_spawn", Args: limArgs{"task": []string{"1", "2", "3", "4"}, "parallel": true, "wait": true}})
+		}
+		return limSay("ok")
+	})
+	e := testEngine(t, nil, policy, func(c *config.Config) {
+		c.Limits.MaxConcurrentSessions = 2
+		c.Providers["scripted"].Latency = config.Duration(50 * time.Millisecond)
+	})
+	events, code := headless(t, e, "queue", nil)
+	if code != ExitOK {
+		t.Fatalf("exit %d", code)
+	}
+	queued := 0
+	for _, ev := range events {
+		if ev.Type == event.SessionStatus && ev.Session.Status == StatusPending && strings.Contains(ev.Session.Reason, "max_concurrent_sessions is 2") {
+			queued++
+		}
+	}
+	if queued == 0 {
+		t.Errorf("no session waited for a slot with max_concurrent_sessions 2")
+	}
+}
+
+// TestResumeAfterStop stops a run mid-way (as a crash would: the sessions'
+// statuses stay as stored) and resumes it in a new engine on the same
+// database.
+func TestResumeAfterStop(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "resume.db")
+	mod := func(c *config.Config) { c.Providers["scripted"].Latency = config.Duration(15 * time.Millisecond) }
+	e1 := limEngineAt(t, db, mod)
+	sub := e1.Bus().Subscribe(4096)
+	run, err := e1.Start(context.Background(), "Plan a product launch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := 0; n < 45; {
+		ev := <-sub.C
+		if ev.Type == event.MessageAppended {
+			n++
+		}
+	}
+	sub.Close()
+	run.Interrupt()
+	before, err := e1.Export(context.Background(), run.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before.Run.Status != RunInterrupted {
+		t.Fatalf("stopped run is %s", before.Run.Status)
+	}
+	e1.Close()
+
+	e2 := limEngineAt(t, db, mod)
+	var out bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	code, err := e2.Headless(ctx, HeadlessOptions{JSON: true, Out: &out}, func(ctx context.Context) (*Run, error) { return e2.Resume(ctx, run.ID()) })
+	if err != nil || code != ExitOK {
+		dumpRun(t, e2)
+		t.Fatalf("resume: exit %d, %v", code, err)
+	}
+	after := exportLatest(t, e2)
+	checkDemoExport(t, after)
+	// Nothing stored before the stop changed.
+	for _, bs := range before.Sessions {
+		as := findSession(after, bs.ID)
+		for i, m := range bs.Messages {
+			if i >= len(as.Messages) || as.Messages[i].Content != m.Content || as.Messages[i].Role != m.Role {
+				t.Fatalf("session %s message %d changed across the resume", bs.ID, i)
+			}
+		}
+	}
+	assertResultsOnce(t, after)
+}
+
+// assertResultsOnce checks that each child's outcome reached its parent at
+// most once per completion.
+func assertResultsOnce(t *testing.T, x *store.Export) {
+	t.Helper()
+	for _, s := range x.Sessions {
+		seen := map[string]int{}
+		for _, m := range s.Messages {
+			if m.Role != "user" || !strings.HasPrefix(m.Content, "<task_result ") {
+				continue
+			}
+			seen[m.Content]++
+		}
+		for content, n := range seen {
+			if n > 1 {
+				t.Errorf("session %s got the same task result %d times: %.80s", s.ID, n, content)
+			}
+		}
+	}
+}
+
+func limEngineAt(t *testing.T, db string, mod func(*config.Config)) *Engine {
+	t.Helper()
+	dir := filepath.Dir(db)
+	ws := filepath.Join(dir, "ws")
+	os.MkdirAll(ws, 0o755)
+	os.WriteFile(filepath.Join(ws, "README.md"), []byte("# launch\nproduct notes\n"), 0o644)
+	cfg := config.Defaults()
+	cfg.Workspace = ws
+	cfg.LogFile = filepath.Join(dir, "log")
+	cfg.Providers["scripted"].StreamSpeed = 0
+	cfg.Providers["scripted"].Latency = 0
+	if mod != nil {
+		mod(cfg)
+	}
+	res, err := cfg.Resolve(func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(Options{Config: cfg, Resolved: res, DBPath: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+// TestAPIKeyNeverLeaves runs against a server that requires a key and
+// checks that the key is nowhere in the database, the log or the export.
+func TestAPIKeyNeverLeaves(t *testing.T) {
+	const key = "sk-test-SECRETKEY-0123456789"
+	inner := scripted.New(scripted.Config{Policy: scripted.Demo()})
+	defer inner.Close()
+	var unauthorized atomic.Int64
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+key {
+			unauthorized.Add(1)
+			http.Error(w, `{"error":{"message":"bad key","type":"invalid_request_error"}}`, http.StatusUnauthorized)
+			return
+		}
+		inner.Handler().ServeHTTP(w, r)
+	}))
+	defer hs.Close()
+	dir := t.TempDir()
+	cfg := config.Defaults()
+	cfg.Workspace = dir
+	cfg.LogFile = filepath.Join(dir, "swarmdeck.log")
+	res := config.Resolved{Name: "test", Provider: config.Provider{Type: "openai", BaseURL: hs.URL + "/v1", APIKeyEnv: "TEST_KEY"}, Model: "m", APIKey: key}
+	db := filepath.Join(dir, "db")
+	e, err := New(Options{Config: cfg, Resolved: res, DBPath: db, Logger: fileLogger(t, cfg.LogFile)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	code, err := e.Headless(context.Background(), HeadlessOptions{JSON: true, Out: &out}, func(ctx context.Context) (*Run, error) {
+		return e.Start(ctx, "Plan a product launch")
+	})
+	if err != nil || code != ExitOK || unauthorized.Load() > 0 {
+		t.Fatalf("exit %d, %v, %d unauthorized calls", code, err, unauthorized.Load())
+	}
+	x := exportLatest(t, e)
+	e.Close()
+	exported, _ := json.Marshal(x)
+	places := map[string][]byte{"events": out.Bytes(), "export": exported}
+	for _, name := range []string{db, db + "-wal", cfg.LogFile} {
+		b, _ := os.ReadFile(name)
+		places[filepath.Base(name)] = b
+	}
+	for where, b := range places {
+		if bytes.Contains(b, []byte(key)) || bytes.Contains(b, []byte("SECRETKEY")) {
+			t.Errorf("the API key leaked into %s", where)
+		}
+	}
+}
+
+// TestLoadManyAgentsBroadcasting runs a swarm of about a thousand agents on
+// the scripted model over HTTP, every leaf broadcasting to its siblings,
+// and checks that it completes with every broadcast stored and delivered.
+func TestLoadManyAgentsBroadcasting(t *testing.T) {
+	const agents, fanout = 1000, 10
+	e := testEngine(t, nil, scripted.Bench(), func(c *config.Config) {
+		c.Limits.MaxSessionsPerRun = 2 * agents
+		c.Limits.MaxConcurrentSessions = 2 * agents
+		c.Limits.MaxConcurrentLLMCalls = 256
+		c.Limits.MaxSpawnDepth = 8
+	})
+	_, code := headless(t, e, scripted.BenchGoal(agents, fanout, 2, 1), nil)
+	if code != ExitOK {
+		dumpRun(t, e)
+		t.Fatalf("exit %d", code)
+	}
+	x := exportLatest(t, e)
+	sessions, _ := scripted.BenchShape(agents, fanout)
+	if len(x.Sessions) != sessions {
+		t.Fatalf("%d sessions, want %d", len(x.Sessions), sessions)
+	}
+	delivered := 0
+	for _, b := range x.Broadcasts {
+		delivered += len(b.Recipients)
+	}
+	if len(x.Broadcasts) == 0 || delivered == 0 {
+		t.Fatalf("%d broadcasts, %d deliveries", len(x.Broadcasts), delivered)
+	}
+	for _, s := range x.Sessions {
+		if s.Status != "completed" {
+			t.Fatalf("session %s %s: %s", s.ID, s.Status, s.Error)
+		}
+	}
+}
+
+// TestDeepTree runs a tree five levels deep.
+func TestDeepTree(t *testing.T) {
+	e := testEngine(t, nil, scripted.Bench(), func(c *config.Config) { c.Limits.MaxSpawnDepth = 5 })
+	if _, code := headless(t, e, scripted.BenchGoal(63, 2, 1, 0), nil); code != ExitOK {
+		dumpRun(t, e)
+		t.Fatalf("exit %d", code)
+	}
+	x := exportLatest(t, e)
+	depth := 0
+	for _, s := range x.Sessions {
+		depth = max(depth, s.Depth)
+	}
+	if depth != 5 {
+		t.Errorf("deepest session at depth %d, want 5", depth)
+	}
+}
+
+func fileLogger(t *testing.T, path string) *slogLogger {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return newTextLogger(f)
+}

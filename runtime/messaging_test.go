@@ -1,0 +1,248 @@
+package runtime
+
+import (
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/swarmdeck/swarmdeck/agents"
+	"github.com/swarmdeck/swarmdeck/runtime/config"
+	"github.com/swarmdeck/swarmdeck/runtime/scripted"
+	"github.com/swarmdeck/swarmdeck/runtime/store"
+)
+
+// task_send_message and task_output to children and siblings: FR-11..FR-13
+// and AC-8..AC-10 of seeds 000/001.
+
+// idBook lets one session's policy learn an id another session's policy
+// saw (the root's own id, a cousin's), as a model never could: it is how
+// the tests aim at targets that must be refused.
+type idBook struct {
+	mu  sync.Mutex
+	ids map[string]string
+}
+
+func (b *idBook) set(k, v string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ids == nil {
+		b.ids = map[string]string{}
+	}
+	b.ids[k] = v
+}
+
+func (b *idBook) get(k string) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.ids[k]
+}
+
+// Siblings message and read each other; anything but a child or a sibling
+// is refused with the spec's error; noReply:true is passive and synthetic
+// and starts no turn; noReply:false wakes a waiting sibling and resurrects
+// a completed one, which completes again and reports a second time.
+func TestSendMessageAndOutput(t *testing.T) {
+	var book idBook
+	pcGate, pcKnown := newGate(), newGate()
+	p := policyFor(func(c *convo) scripted.Reply {
+		switch {
+		case c.isRoot():
+			book.set("root", c.id)
+			switch c.turns {
+			case 0:
+				return do(
+					call("sessions_spawn", obj{"task": []string{"Sibling one", "Sibling two"}, "parallel": true, "label": "s"}),
+					call("sessions_spawn", obj{"task": "Lead a sub-team", "label": "p", "agent": "planner"}),
+				)
+			case 1:
+				ids := spawned(t, c.results("sessions_spawn")[0])
+				return do(
+					call("task_output", obj{"task_id": ids["s-1"], "wait": true}),
+					call("task_send_message", obj{"task_id": ids["s-2"], "message": "root note", "noReply": true}),
+				)
+			}
+			return say("root done")
+		case c.label == "p":
+			switch c.turns {
+			case 0:
+				return do(call("sessions_spawn", obj{"task": "Sub work", "label": "pc"}))
+			case 1:
+				book.set("pc", spawned(t, c.last("sessions_spawn"))["pc"])
+				pcKnown.open()
+				return say("p waiting for pc")
+			}
+			if c.saw("wake up, p") {
+				pcGate.open()
+			}
+			return say("p done")
+		case c.label == "pc":
+			pcGate.wait()
+			return say("pc done")
+		case c.label == "s-2":
+			if c.turns == 0 {
+				return say("s2 first answer")
+			}
+			return say("s2 second answer")
+		case c.label == "s-1":
+			sib := c.siblingIDs()["s-2"]
+			switch c.turns {
+			case 0:
+				return do(call("task_output", obj{"task_id": sib, "wait": true}))
+			case 1:
+				return do(call("task_send_message", obj{"task_id": sib, "message": "FYI only", "noReply": true}))
+			case 2:
+				return do(call("task_output", obj{"task_id": sib}))
+			case 3:
+				return do(call("task_send_message", obj{"task_id": sib, "message": "Please redo it"}))
+			case 4:
+				pcKnown.wait()
+				return do(
+					call("task_send_message", obj{"task_id": book.get("root"), "message": "to my parent"}),
+					call("task_output", obj{"task_id": book.get("root")}),
+					call("task_send_message", obj{"task_id": book.get("pc"), "message": "to my cousin"}),
+					call("task_output", obj{"task_id": book.get("pc")}),
+					call("task_send_message", obj{"task_id": "s-nope", "message": "to nobody"}),
+				)
+			case 5:
+				return do(call("task_send_message", obj{"task_id": c.siblingIDs()["p"], "message": "wake up, p"}))
+			}
+			return say("s1 done")
+		}
+		return say("?")
+	})
+	x, events, code := swarm(t, p, nil, pcGate, pcKnown)
+	mustComplete(t, x, code)
+	root, s1, s2, ps := rootOf(x), mustLabel(t, x, "s-1"), mustLabel(t, x, "s-2"), mustLabel(t, x, "p")
+
+	var out agents.TaskOutcome
+	decode(t, callResults(s1, "task_output")[0], &out)
+	if out.TaskID != s2.ID || out.Status != "completed" || out.Output != "s2 first answer" {
+		t.Errorf("task_output of a sibling = %+v", out)
+	}
+	decode(t, callResults(root, "task_output")[0], &out)
+	if out.Status != "completed" || out.Output != "s1 done" {
+		t.Errorf("task_output of a child = %+v", out)
+	}
+
+	// noReply: true is passive and synthetic, and starts no turn.
+	sends := callResults(s1, "task_send_message")
+	var sent agents.SendResult
+	decode(t, sends[0], &sent)
+	if sent.Status != "delivered" || !sent.NoReply {
+		t.Errorf("noReply send returned %s", sends[0])
+	}
+	decode(t, callResults(s1, "task_output")[1], &out)
+	if out.Status != "completed" || out.Output != "s2 first answer" {
+		t.Errorf("after a noReply message s-2 is %+v, want still completed with its first answer", out)
+	}
+	var fyi, redo *store.ExportMessage
+	for i, m := range s2.Messages {
+		switch {
+		case strings.Contains(m.Content, "FYI only"):
+			fyi = &s2.Messages[i]
+		case strings.Contains(m.Content, "Please redo it"):
+			redo = &s2.Messages[i]
+		}
+	}
+	if fyi == nil || !fyi.NoReply || !fyi.Synthetic || !strings.Contains(fyi.Content, `<task_message from="researcher (s-1)" task_id="`+s1.ID+`"`) {
+		t.Errorf("the noReply message in s-2's history: %+v", fyi)
+	}
+	if redo == nil || redo.NoReply {
+		t.Fatalf("the waking message in s-2's history: %+v", redo)
+	}
+	rootNote := false
+	for _, m := range s2.Messages {
+		if strings.Contains(m.Content, "root note") && m.NoReply {
+			rootNote = true
+		}
+	}
+	if !rootNote {
+		t.Errorf("the root's passive message to its child is not in the child's history")
+	}
+
+	// noReply: false resurrected the completed sibling: it completed again
+	// and its parent got a second <task_result>.
+	decode(t, sends[1], &sent)
+	if sent.NoReply || !strings.Contains(sent.Note, "woken") {
+		t.Errorf("waking send returned %s", sends[1])
+	}
+	if s2.Turns != 2 || s2.Status != "completed" || s2.Result != "s2 second answer" {
+		t.Errorf("s-2 is %s after %d turns with %q", s2.Status, s2.Turns, s2.Result)
+	}
+	if st := strings.Join(statuses(events, s2.ID), ","); st != "running,completed,running,completed" {
+		t.Errorf("s-2 went through %s", st)
+	}
+	var results []string
+	for _, m := range injected(root, "task_result") {
+		if strings.Contains(m.Content, `task_id="`+s2.ID+`"`) {
+			results = append(results, m.Content)
+		}
+	}
+	if len(results) != 2 || !strings.Contains(results[0], "s2 first answer") || !strings.Contains(results[1], "s2 second answer") {
+		t.Errorf("the root got these results of s-2: %q", results)
+	}
+
+	// Anything but a child or a sibling is refused.
+	for i, res := range append(sends[2:5:5], callResults(s1, "task_output")[2:]...) {
+		if e := toolError(res); !strings.Contains(e, "Invalid task ID - must be a child or sibling task") {
+			t.Errorf("refused target %d gave %s", i, res)
+		}
+	}
+	if n := len(callResults(s1, "task_output")); n != 4 {
+		t.Errorf("%d task_output results", n)
+	}
+
+	// A waking message to a sibling waiting for its children makes it take
+	// a turn that sees the message.
+	woke := -1
+	for i, m := range ps.Messages {
+		if strings.Contains(m.Content, "wake up, p") && !m.NoReply {
+			woke = i
+		}
+	}
+	if woke < 0 {
+		t.Fatalf("p never got the waking message")
+	}
+	answered := false
+	for _, m := range ps.Messages[woke:] {
+		if m.Role == "assistant" {
+			answered = true
+		}
+	}
+	if !answered || ps.Status != "completed" {
+		t.Errorf("p did not take a turn after the waking message (status %s)", ps.Status)
+	}
+}
+
+// A tool result longer than max_tool_output is cut, and still JSON: every
+// tool returns JSON (DESIGN.md §3), and a model given half an object may
+// misread it (a sessions_spawn with wait of 200 children, or a long
+// task_output, is easily over the default 16000 characters).
+func TestCutToolResultIsStillJSON(t *testing.T) {
+	long := strings.Repeat("très long résultat ", 100)
+	p := policyFor(func(c *convo) scripted.Reply {
+		if !c.isRoot() {
+			return say(long)
+		}
+		switch c.turns {
+		case 0:
+			return do(call("sessions_spawn", obj{"task": "Write a lot", "label": "w", "wait": true}))
+		case 1:
+			return do(call("task_output", obj{"task_id": "w"}))
+		}
+		return say("done")
+	})
+	x, _, code := swarm(t, p, func(cfg *config.Config) { cfg.Limits.MaxToolOutput = 500 })
+	mustComplete(t, x, code)
+	for _, name := range []string{"sessions_spawn", "task_output"} {
+		res := toolResults(rootOf(x), name)[0]
+		if len(res) > 700 {
+			t.Errorf("%s result is %d bytes: not cut", name, len(res))
+		}
+		if !json.Valid([]byte(res)) || !utf8.ValidString(res) {
+			t.Errorf("the cut %s result is not valid JSON: ...%s", name, res[max(0, len(res)-80):])
+		}
+	}
+}

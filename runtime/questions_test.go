@@ -1,0 +1,461 @@
+package runtime
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/swarmdeck/swarmdeck/agents"
+	"github.com/swarmdeck/swarmdeck/runtime/config"
+	"github.com/swarmdeck/swarmdeck/runtime/event"
+	"github.com/swarmdeck/swarmdeck/runtime/scripted"
+	"github.com/swarmdeck/swarmdeck/runtime/store"
+)
+
+// ask_others: shadow responders, the human through --control, timeouts,
+// remembered answers and limits (seed 002, DESIGN.md §3 Questions).
+
+func askResult(t *testing.T, s string) agents.AskResult {
+	t.Helper()
+	var r agents.AskResult
+	decode(t, s, &r)
+	return r
+}
+
+func exportedQuestion(t *testing.T, x *store.Export, question string) store.ExportQuestion {
+	t.Helper()
+	for _, q := range x.Questions {
+		if q.Question == question {
+			return q
+		}
+	}
+	t.Fatalf("no stored question %q", question)
+	return store.ExportQuestion{}
+}
+
+// Every other running session answers through a shadow responder, without
+// being interrupted; each gets a passive note of what was said for it.
+func TestAskOthersShadowResponders(t *testing.T) {
+	r2Started, r2Release := newGate(), newGate()
+	var shadowSaw sync.Map // agent -> the shadow request's last message
+	const question = "Which database should we use?"
+	p := policyFor(func(c *convo) scripted.Reply {
+		switch {
+		case c.shadow != "":
+			shadowSaw.Store(c.shadow, c.req.Messages[len(c.req.Messages)-1].Content)
+			return say("shadow for " + c.shadow + ": a")
+		case c.isRoot():
+			if c.turns == 0 {
+				return do(call("sessions_spawn", obj{"task": []string{"Ask", "Work"}, "parallel": true, "label": "r"}))
+			}
+			return say("root done")
+		case c.label == "r-2":
+			r2Started.open()
+			r2Release.wait() // busy in its turn while r-1 asks
+			return say("r2 done")
+		}
+		switch c.turns {
+		case 0:
+			r2Started.wait()
+			return do(call("ask_others", obj{"question": question, "options": []obj{{"id": "a", "label": "SQLite"}, {"id": "b", "label": "Postgres"}}}))
+		}
+		r2Release.open()
+		return say("r1 done")
+	})
+	x, _, code := swarm(t, p, nil, r2Started, r2Release)
+	mustComplete(t, x, code)
+	root, r1, r2 := rootOf(x), mustLabel(t, x, "r-1"), mustLabel(t, x, "r-2")
+
+	res := askResult(t, toolResults(r1, "ask_others")[0])
+	want := map[string]string{
+		root.ID: "shadow for orchestrator (" + root.ID + "): a",
+		"r-2":   "shadow for researcher (r-2): a",
+	}
+	if res.Status != "answered" || sprint(res.Responses) != sprint(want) || res.HumanResponded {
+		t.Errorf("ask_others returned %+v, want both shadow answers", res)
+	}
+	// Headless without --control: nobody to ask, and it says so.
+	if strings.Join(res.TimedOut, ",") != "human" || !strings.Contains(res.Note, "no person is attached") {
+		t.Errorf("human part of the result: timed_out %v, note %q", res.TimedOut, res.Note)
+	}
+	// The shadow call saw the recipient's conversation, the question and the options.
+	if v, ok := shadowSaw.Load("researcher (r-2)"); !ok || !strings.Contains(v.(string), "Question from researcher (r-1):\n"+question) ||
+		!strings.Contains(v.(string), "a: SQLite") || !strings.Contains(v.(string), "Your conversation so far") {
+		t.Errorf("the shadow request for r-2 was %q", v)
+	}
+	// Recipients were not interrupted: r-2 took exactly its own turn, and
+	// both got a passive note.
+	if r2.Turns != 1 {
+		t.Errorf("r-2 took %d turns: answering must not cost it a turn", r2.Turns)
+	}
+	for s, answer := range map[*store.ExportSession]string{root: want[root.ID], r2: want["r-2"]} {
+		notes := injected(s, "answered_on_your_behalf")
+		if len(notes) != 1 || !notes[0].NoReply || !notes[0].Synthetic || !strings.Contains(notes[0].Content, `asked_by="researcher (r-1)"`) ||
+			!strings.Contains(notes[0].Content, "Question: "+question) || !strings.Contains(notes[0].Content, "Answer given on your behalf: "+answer) {
+			t.Errorf("%s notes: %+v", s.ID, notes)
+		}
+	}
+	if len(injected(r1, "answered_on_your_behalf")) != 0 {
+		t.Errorf("the asker answered itself")
+	}
+	q := exportedQuestion(t, x, question)
+	if q.Status != "answered" || q.FromSession != r1.ID || sprint(q.Responses) != sprint(want) || q.HumanResponded {
+		t.Errorf("stored question %+v", q)
+	}
+}
+
+// controlled runs a goal with a --control channel driven by answer, which
+// sees each question.opened event and returns the control line to send
+// ("" for none).
+func controlled(t *testing.T, e *Engine, answer func(q *event.QuestionInfo) string) ([]event.Event, int) {
+	t.Helper()
+	pr, pw := io.Pipe()
+	t.Cleanup(func() { pw.Close() })
+	sub := e.Bus().Subscribe(256)
+	done := make(chan struct{})
+	t.Cleanup(func() { close(done) })
+	go func() {
+		defer sub.Close()
+		for {
+			select {
+			case ev, ok := <-sub.C:
+				if !ok {
+					return
+				}
+				if ev.Type != event.QuestionOpened || ev.Question == nil {
+					continue
+				}
+				if line := answer(ev.Question); line != "" {
+					go io.WriteString(pw, line+"\n")
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	return headless(t, e, "ask the human", pr)
+}
+
+func controlLine(v any) string { b, _ := json.Marshal(v); return string(b) }
+
+// The person answers through --control, by option number and in free
+// text, skips, and skips all; an answer is remembered and offered again
+// for the same question; a question nobody answers in time returns what
+// arrived, with timed_out. The answers reach the asking agent's tool
+// results, and the export keeps each question's status.
+func TestAskOthersHumanThroughControl(t *testing.T) {
+	helperStarted, helperRelease := newGate(), newGate()
+	opts := []obj{{"id": "a", "label": "Next week"}, {"id": "b", "label": "Next month"}}
+	asks := []obj{
+		{"question": "When should we launch?", "options": opts},
+		{"question": "Any naming ideas?"},
+		{"question": "Skip me?"},
+		{"question": "  when should we LAUNCH ", "options": opts},
+		{"question": "Will anyone answer in time?", "timeout": 1},
+		{"question": "Fifth question"},
+		{"question": "After skip all"},
+	}
+	p := policyFor(func(c *convo) scripted.Reply {
+		switch {
+		case c.shadow != "":
+			return say("helper thinks so")
+		case !c.isRoot():
+			helperStarted.open()
+			helperRelease.wait()
+			return say("helper done")
+		}
+		switch {
+		case c.turns == 0:
+			return do(call("sessions_spawn", obj{"task": "Help", "label": "helper"}))
+		case c.turns <= len(asks):
+			helperStarted.wait()
+			return do(call("ask_others", asks[c.turns-1]))
+		}
+		helperRelease.open()
+		return say("asked everything")
+	})
+	e := testEngine(t, nil, p, func(cfg *config.Config) { cfg.Coordination.MaxQuestionsPerSession = len(asks) })
+	t.Cleanup(func() { helperStarted.open(); helperRelease.open() })
+	var mu sync.Mutex
+	remembered := map[string]string{}
+	events, code := controlled(t, e, func(q *event.QuestionInfo) string {
+		mu.Lock()
+		remembered[q.Question] = q.Remembered
+		mu.Unlock()
+		switch q.Question {
+		case "When should we launch?":
+			return controlLine(obj{"op": "answer", "question_id": q.ID, "text": "2"})
+		case "Any naming ideas?":
+			return controlLine(obj{"op": "answer", "question_id": q.ID, "text": "Call it Swarmy"})
+		case "Skip me?":
+			return controlLine(obj{"op": "skip", "question_id": q.ID})
+		case "  when should we LAUNCH ":
+			return controlLine(obj{"op": "answer", "question_id": q.ID, "text": "a"})
+		case "Fifth question":
+			return controlLine(obj{"op": "skip_all"})
+		}
+		return "" // the timeout question and the one after skip_all
+	})
+	x := exportLatest(t, e)
+	mustComplete(t, x, code)
+	root := rootOf(x)
+	results := callResults(root, "ask_others")
+	if len(results) != len(asks) {
+		t.Fatalf("%d ask_others results", len(results))
+	}
+	type want struct {
+		status, human string
+		timedOut      string
+	}
+	for i, w := range []want{
+		{"answered", "Next month", ""},
+		{"answered", "Call it Swarmy", ""},
+		{"skipped", "", ""},
+		{"answered", "Next week", ""},
+		{"timed_out", "", "human"},
+		{"skipped", "", ""},
+		{"skipped", "", ""},
+	} {
+		r := askResult(t, results[i])
+		q := asks[i]["question"].(string)
+		timedOut := strings.Join(r.TimedOut, ",")
+		if timedOut == "helper,human" {
+			timedOut = "human" // the helper's lateness is checked below
+		}
+		if r.Status != w.status || r.Responses["human"] != w.human || r.HumanResponded != (w.human != "") || timedOut != w.timedOut {
+			t.Errorf("%q returned %s; want status %s, human %q, timed_out %q", q, results[i], w.status, w.human, w.timedOut)
+		}
+		// What the other agent said arrived with the human's answer or
+		// skip; under the one-second timeout it is either in or listed as
+		// timed out (how fast a shadow call is depends on the machine).
+		helper := r.Responses["helper"] == "helper thinks so"
+		if !helper && (w.status != "timed_out" || !strings.Contains(results[i], `"helper"`)) {
+			t.Errorf("%q lost the helper's answer: %s", q, results[i])
+		}
+		if eq := exportedQuestion(t, x, q); eq.Status != w.status || eq.HumanResponded != (w.human != "") || eq.Responses["human"] != w.human {
+			t.Errorf("stored %q: %+v", q, eq)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if remembered["When should we launch?"] != "" || remembered["  when should we LAUNCH "] != "Next month" {
+		t.Errorf("remembered answers offered: %q", remembered)
+	}
+	for _, ev := range events {
+		if ev.Type == event.Error {
+			t.Errorf("control error: %s", ev.Error)
+		}
+	}
+}
+
+// Two sessions asking each other at the same time both get their answers:
+// an asker never waits on another session's turn loop.
+func TestAskOthersEachOtherAtOnce(t *testing.T) {
+	started := map[string]*gate{"x-1": newGate(), "x-2": newGate()}
+	var shadows atomic.Int32
+	bothAsked := newGate()
+	p := policyFor(func(c *convo) scripted.Reply {
+		switch {
+		case c.shadow != "":
+			// Hold every shadow answer until both questions are out.
+			if shadows.Add(1) == 2 {
+				bothAsked.open()
+			}
+			bothAsked.wait()
+			return say(c.shadow + " answers")
+		case c.isRoot():
+			if c.turns == 0 {
+				return do(call("sessions_spawn", obj{"task": []string{"Ask x-2", "Ask x-1"}, "parallel": true, "label": "x"}))
+			}
+			return say("done")
+		}
+		if c.turns == 0 {
+			other := map[string]string{"x-1": "x-2", "x-2": "x-1"}[c.label]
+			started[c.label].open()
+			started[other].wait()
+			return do(call("ask_others", obj{"question": "What does " + c.label + " need to know?", "specific_agents": []string{other}, "allow_human_response": false}))
+		}
+		return say(c.label + " done")
+	})
+	x, _, code := swarm(t, p, nil, started["x-1"], started["x-2"], bothAsked)
+	mustComplete(t, x, code)
+	for label, other := range map[string]string{"x-1": "x-2", "x-2": "x-1"} {
+		r := askResult(t, toolResults(mustLabel(t, x, label), "ask_others")[0])
+		if r.Status != "answered" || r.Responses[other] != "researcher ("+other+") answers" || len(r.Responses) != 1 || len(r.TimedOut) != 0 {
+			t.Errorf("%s's question returned %+v", label, r)
+		}
+	}
+}
+
+// A hundred sessions asking at once all get their answers, and the one
+// they all asked gets a hundred passive notes.
+func TestAskOthersHundredAtOnce(t *testing.T) {
+	const n = 100
+	tasks := make([]string, n)
+	for i := range tasks {
+		tasks[i] = fmt.Sprintf("Ask %d", i+1)
+	}
+	p := policyFor(func(c *convo) scripted.Reply {
+		switch {
+		case c.shadow != "":
+			return say("the orchestrator says go")
+		case c.isRoot():
+			if c.turns == 0 {
+				return do(call("sessions_spawn", obj{"task": tasks, "parallel": true, "label": "q", "wait": true}))
+			}
+			return say("done")
+		}
+		if c.turns == 0 {
+			return do(call("ask_others", obj{"question": "May " + c.label + " go ahead?", "specific_agents": []string{"orchestrator"}, "allow_human_response": false}))
+		}
+		return say("went ahead")
+	})
+	x, _, code := swarm(t, p, nil)
+	mustComplete(t, x, code)
+	root := rootOf(x)
+	if len(x.Questions) != n {
+		for i := 1; i <= n; i++ {
+			s := mustLabel(t, x, fmt.Sprintf("q-%d", i))
+			if r := toolResults(s, "ask_others"); len(r) != 1 || toolError(r[0]) != "" {
+				t.Logf("%s: %v", s.Label, r)
+			}
+		}
+		t.Fatalf("%d questions stored", len(x.Questions))
+	}
+	for _, q := range x.Questions {
+		if q.Status != "answered" || q.Responses[root.ID] != "the orchestrator says go" || len(q.Responses) != 1 {
+			t.Errorf("question %q: %+v", q.Question, q)
+		}
+	}
+	for i := 1; i <= n; i++ {
+		s := mustLabel(t, x, fmt.Sprintf("q-%d", i))
+		if r := askResult(t, toolResults(s, "ask_others")[0]); r.Status != "answered" {
+			t.Errorf("%s: %+v", s.Label, r)
+		}
+	}
+	if notes := injected(root, "answered_on_your_behalf"); len(notes) != n {
+		t.Errorf("the root has %d notes, want %d", len(notes), n)
+	}
+}
+
+// The per-session question limit refuses the next question with a
+// message naming the setting, and an unknown specific agent is an error.
+func TestAskOthersLimits(t *testing.T) {
+	p := policyFor(func(c *convo) scripted.Reply {
+		if c.shadow != "" {
+			return say("fine")
+		}
+		switch c.turns {
+		case 0:
+			return do(call("ask_others", obj{"question": "First?", "allow_human_response": false, "specific_agents": []string{"nobody"}}))
+		case 1:
+			return do(call("ask_others", obj{"question": "First?", "allow_human_response": false}))
+		case 2:
+			return do(call("ask_others", obj{"question": "Second?", "allow_human_response": false}))
+		}
+		return say("done")
+	})
+	x, _, code := swarm(t, p, func(cfg *config.Config) { cfg.Coordination.MaxQuestionsPerSession = 1 })
+	mustComplete(t, x, code)
+	res := callResults(rootOf(x), "ask_others")
+	if e := toolError(res[0]); !strings.Contains(e, `"nobody"`) {
+		t.Errorf("an unknown specific agent gave %s", res[0])
+	}
+	if r := askResult(t, res[1]); r.Status != "answered" || !strings.Contains(r.Note, "nobody could answer") {
+		t.Errorf("a question with nobody to ask returned %s", res[1])
+	}
+	if e := toolError(res[2]); !strings.Contains(e, "max_questions_per_session") {
+		t.Errorf("a question over the limit gave %s", res[2])
+	}
+	if len(x.Questions) != 1 {
+		t.Errorf("%d questions stored, want 1", len(x.Questions))
+	}
+}
+
+// Question and delegation ids are short enough to type, so random ones
+// collide within a run; a run never hands out the same one twice (a
+// repeated question id made a second question replace the first in the
+// store, which the hundred-question test caught now and then).
+func TestQuestionAndDelegationIDsAreUniqueInARun(t *testing.T) {
+	r := &Run{delegations: map[string]*delegation{}}
+	b := newQuestionBoard(r)
+	const n = 3000 // with 16 random bits, repeats are all but certain
+	for i := 0; i < n; i++ {
+		b.newIDLocked()
+		r.delegations[r.newDelegationIDLocked()] = &delegation{}
+	}
+	if len(b.ids) != n || len(r.delegations) != n {
+		t.Errorf("%d distinct question ids and %d delegation ids out of %d", len(b.ids), len(r.delegations), n)
+	}
+}
+
+// announce is a passive FYI to every other session (finished ones too);
+// broadcast_message asks the running agents without the human, or, with
+// requires_response false, is an announcement.
+func TestAnnounceAndBroadcastMessage(t *testing.T) {
+	busy := newGate()
+	p := policyFor(func(c *convo) scripted.Reply {
+		switch {
+		case c.shadow != "":
+			return say(c.shadow + " has no objection")
+		case c.label == "busy":
+			busy.wait()
+			return say("busy done")
+		case !c.isRoot():
+			return say("idle done")
+		}
+		switch c.turns {
+		case 0:
+			return do(call("sessions_spawn", obj{"task": "Busy", "label": "busy"}), call("sessions_spawn", obj{"task": "Idle", "label": "idle", "wait": true}))
+		case 1:
+			return do(call("announce", obj{"message": "Milestone: the schema is final"}))
+		case 2:
+			return do(call("broadcast_message", obj{"message": "FYI: docs moved", "requires_response": false}))
+		case 3:
+			return do(call("broadcast_message", obj{"message": "Anyone object to Postgres?"}))
+		case 4:
+			busy.open()
+		}
+		return say("done")
+	})
+	x, _, code := swarm(t, p, nil, busy)
+	mustComplete(t, x, code)
+	root, busyS, idle := rootOf(x), mustLabel(t, x, "busy"), mustLabel(t, x, "idle")
+	for _, res := range []string{toolResults(root, "announce")[0], callResults(root, "broadcast_message")[0]} {
+		var a agents.AnnounceResult
+		decode(t, res, &a)
+		if a.Status != "delivered" || a.DeliveredTo != 2 {
+			t.Errorf("announcement returned %s, want delivered to both children", res)
+		}
+	}
+	for _, s := range []*store.ExportSession{busyS, idle} {
+		notes := injected(s, "announcement")
+		if len(notes) != 2 || !notes[0].NoReply || !strings.Contains(notes[0].Content, `from="orchestrator (`+root.ID+`)"`) ||
+			!strings.Contains(notes[0].Content, "Milestone: the schema is final") || !strings.Contains(notes[1].Content, "FYI: docs moved") {
+			t.Errorf("%s announcements: %+v", s.Label, notes)
+		}
+	}
+	if idle.Turns != 1 || idle.Status != "completed" {
+		t.Errorf("announcements woke the finished child: %s after %d turns", idle.Status, idle.Turns)
+	}
+	r := askResult(t, callResults(root, "broadcast_message")[1])
+	if r.Status != "answered" || sprint(r.Responses) != sprint(map[string]string{"busy": "researcher (busy) has no objection"}) || r.HumanResponded || len(r.TimedOut) != 0 {
+		t.Errorf("broadcast_message returned %+v, want the running child's answer and no human", r)
+	}
+	if q := exportedQuestion(t, x, "Anyone object to Postgres?"); q.Kind != "broadcast_message" || q.AllowHuman || q.Status != "answered" {
+		t.Errorf("stored broadcast_message %+v", q)
+	}
+	n := 0
+	for _, b := range x.Broadcasts {
+		if b.Kind == "announce" && sameSet(b.Recipients, []string{busyS.ID, idle.ID}) {
+			n++
+		}
+	}
+	if n != 2 {
+		t.Errorf("%d announcements stored with both recipients, want 2", n)
+	}
+}
