@@ -124,20 +124,66 @@ func BenchShape(agents, fanout int) (sessions, depth int) {
 }
 
 // BenchIdeal is the wall time of a bench run if the runtime cost nothing:
-// the critical path through the tree, where each LLM call takes latency,
-// an internal node costs two calls plus its slowest child and a leaf costs
-// `turns` calls.
+// the critical path through the tree, where each LLM call takes latency.
+// A leaf costs `turns` calls. An internal node costs its two calls plus what
+// its spawns wait for. The runtime runs a turn's sessions_spawn calls one
+// after the other (a spawn may name a sibling spawned just before it), and
+// each waits for its children, so a node whose children are a mix of
+// subtrees and leaves pays for its largest subtree and then for its leaves.
 func BenchIdeal(agents, fanout, turns int, latency time.Duration) time.Duration {
-	calls := 0
-	for n := max(agents, 1); n > 1; {
-		calls += 2
-		_, q, r := split(n, max(fanout, 1))
-		n = q
-		if r > 0 {
-			n = q + 1
+	return time.Duration(benchPath(max(agents, 1), max(fanout, 1), max(turns, 1))) * latency
+}
+
+// benchPath is the number of sequential LLM calls on the critical path of
+// a subtree of size n. It is not monotonic in n (a node of size 2*fanout
+// has a mix of children, one of 2*fanout+1 has none), so both child sizes
+// are looked at.
+func benchPath(n, fanout, turns int) int {
+	if n <= 1 {
+		return turns
+	}
+	_, q, r := split(n, fanout)
+	sizes := []int{q} // every node has at least one child of size q
+	if r > 0 {
+		sizes = append(sizes, q+1)
+	}
+	subtrees, leaves := 0, false
+	for _, size := range sizes {
+		if size == 1 {
+			leaves = true
+		} else {
+			subtrees = max(subtrees, benchPath(size, fanout, turns))
 		}
 	}
-	return time.Duration(calls+max(turns, 1)) * latency
+	path := 2 + subtrees
+	if leaves {
+		path += turns
+	}
+	return path
+}
+
+// BenchCalls is the number of LLM calls a bench run makes: two per
+// internal node and `turns` per leaf.
+func BenchCalls(agents, fanout, turns int) int {
+	fanout, turns = max(fanout, 1), max(turns, 1)
+	memo := map[int]int{}
+	var count func(n int) int
+	count = func(n int) int {
+		if n <= 1 {
+			return turns
+		}
+		if c, ok := memo[n]; ok {
+			return c
+		}
+		k, q, r := split(n, fanout)
+		c := 2 + (k-r)*count(q)
+		if r > 0 {
+			c += r * count(q+1)
+		}
+		memo[n] = c
+		return c
+	}
+	return count(max(agents, 1))
 }
 
 // Reply implements Policy.
@@ -216,7 +262,9 @@ func benchLeaf(spec benchSpec, turn int) Reply {
 
 // benchSpawn starts a node's children in one turn. sessions_spawn takes one
 // agent per call, so when the children are a mix of subtrees (planners,
-// which may spawn) and leaves (researchers) it makes two parallel calls.
+// which may spawn) and leaves (researchers) it makes two calls, which the
+// runtime runs in order: the leaves start once the subtrees are done (see
+// BenchIdeal).
 func benchSpawn(spec benchSpec) []Call {
 	k, q, r := split(spec.size, spec.fanout)
 	var planners, leaves []int

@@ -36,6 +36,11 @@ func TestBenchIdeal(t *testing.T) {
 		{7, 3, 1, 5 * l},      // two internal levels + leaf 1
 		{1, 10, 3, 3 * l},     // the root is a leaf
 		{1000, 10, 5, 11 * l}, // leaf turns add up
+		// Mixed children: the subtrees' spawn runs before the leaves'.
+		{12, 10, 2, 8 * l},   // root 2 + node of 2 (2 + leaf 2) + leaves 2
+		{20, 10, 1, 6 * l},   // root 2 + node of 2 (2 + leaf 1) + leaves 1
+		{21, 10, 1, 5 * l},   // 20 below: ten nodes of 2, no leaves
+		{202, 10, 2, 10 * l}, // the critical path is under a child of 20 (mixed), not of 21
 	} {
 		if got := BenchIdeal(tc.agents, tc.fanout, tc.turns, l); got != tc.want {
 			t.Errorf("BenchIdeal(%d, %d, %d) = %v, want %v", tc.agents, tc.fanout, tc.turns, got, tc.want)
@@ -59,6 +64,7 @@ func TestBenchGoalRoundTrip(t *testing.T) {
 // benchRun records what a simulated bench run did.
 type benchRun struct {
 	sessions   int
+	calls      int
 	depth      int
 	leafTurns  map[int]int // turns taken -> leaves
 	broadcasts map[int]int // broadcasts on the first turn -> leaves
@@ -67,7 +73,9 @@ type benchRun struct {
 
 // simulateBench runs one session of the bench policy to its end, running
 // the children of its spawns recursively as the runtime would with wait:true.
-func simulateBench(t *testing.T, run *benchRun, agent, task string, depth int) {
+// It returns the session's critical path in LLM calls: the runtime runs a
+// turn's spawns one after the other, each waiting for its children.
+func simulateBench(t *testing.T, run *benchRun, agent, task string, depth int) (path int) {
 	t.Helper()
 	run.sessions++
 	run.depth = max(run.depth, depth)
@@ -82,6 +90,8 @@ func simulateBench(t *testing.T, run *benchRun, agent, task string, depth int) {
 			t.Fatalf("%s never finished", task)
 		}
 		rep := Bench().Reply(&Request{Messages: msgs})
+		run.calls++
+		path++
 		if len(rep.ToolCalls) == 0 {
 			if !strings.HasPrefix(rep.Content, Prefix) {
 				t.Fatalf("answer %q", rep.Content)
@@ -92,7 +102,7 @@ func simulateBench(t *testing.T, run *benchRun, agent, task string, depth int) {
 			} else {
 				run.nodeTurns[turn]++
 			}
-			return
+			return path
 		}
 		am := Message{Role: "assistant"}
 		var results []Message
@@ -123,14 +133,16 @@ func simulateBench(t *testing.T, run *benchRun, agent, task string, depth int) {
 					t.Fatalf("spawn must be parallel and wait: %s", argText)
 				}
 				var sessions []string
+				longest := 0
 				for _, child := range a.Task {
 					cs, ok := parseBench(child)
 					if !ok || (cs.size > 1) != (a.Agent == "planner") {
 						t.Fatalf("child %q spawned as %s", child, a.Agent)
 					}
-					simulateBench(t, run, a.Agent, child, depth+1)
+					longest = max(longest, simulateBench(t, run, a.Agent, child, depth+1))
 					sessions = append(sessions, `{"task_id":"s-1","status":"completed","output":"done"}`)
 				}
+				path += longest
 				res = `{"status":"completed","sessions":[` + strings.Join(sessions, ",") + `]}`
 			}
 			results = append(results, Message{Role: "tool", ToolCallID: id, Content: res})
@@ -146,13 +158,20 @@ func TestBenchPolicyBuildsTheTree(t *testing.T) {
 		{7, 3, 3, 0},
 		{12, 10, 1, 2},
 		{50, 4, 4, 3},
+		{202, 10, 2, 1},
 	} {
 		t.Run(fmt.Sprint(tc), func(t *testing.T) {
 			run := &benchRun{leafTurns: map[int]int{}, broadcasts: map[int]int{}, nodeTurns: map[int]int{}}
-			simulateBench(t, run, "orchestrator", BenchGoal(tc.agents, tc.fanout, tc.turns, tc.broadcasts), 0)
+			path := simulateBench(t, run, "orchestrator", BenchGoal(tc.agents, tc.fanout, tc.turns, tc.broadcasts), 0)
 			sessions, depth := BenchShape(tc.agents, tc.fanout)
 			if run.sessions != sessions || run.sessions != tc.agents || run.depth != depth {
 				t.Fatalf("ran %d sessions at depth %d; BenchShape says %d, %d", run.sessions, run.depth, sessions, depth)
+			}
+			if want := BenchCalls(tc.agents, tc.fanout, tc.turns); run.calls != want {
+				t.Fatalf("made %d LLM calls; BenchCalls says %d", run.calls, want)
+			}
+			if ideal := BenchIdeal(tc.agents, tc.fanout, tc.turns, time.Second); time.Duration(path)*time.Second != ideal {
+				t.Fatalf("critical path of %d calls; BenchIdeal says %v at 1s a call", path, ideal)
 			}
 			leaves := 0
 			for turns, n := range run.leafTurns {
