@@ -14,9 +14,19 @@ import (
 // parallel each make the new session wait for its predecessors; a label
 // already used among the caller's children is a tool error.
 func TestChainsAndFanIn(t *testing.T) {
+	// "a" answers only once the root's first turn is over, so that "b" is
+	// spawned while "a" is still running (else b may rightly start at once).
+	aMayAnswer := newGate()
+	t.Cleanup(aMayAnswer.open)
 	p := policyFor(func(c *convo) scripted.Reply {
 		if !c.isRoot() {
+			if c.label == "a" {
+				aMayAnswer.wait()
+			}
 			return say("result of " + c.label)
+		}
+		if c.turns > 0 {
+			aMayAnswer.open()
 		}
 		switch c.turns {
 		case 0:

@@ -246,9 +246,13 @@ func (s *Store) loop() {
 	}
 }
 
-// run executes one batch in one transaction. Each operation runs inside a
-// savepoint so that one that fails leaves the others of its batch intact; a
-// batch of one needs no savepoint (the transaction plays that part).
+// run executes one batch in one transaction. An operation that fails
+// before writing anything is simply left out (its events are dropped); one
+// that fails after writing cannot be undone alone (savepoints per
+// operation cost a journal copy of every page each one touches), so the
+// whole batch is rolled back and the store stops: a write that fails
+// half-way means the database is broken, and going on would lose data
+// silently. Tx.Nested gives an operation an inner step it can undo.
 func (s *Store) run(batch []*op) {
 	ctx := context.Background()
 	if err := s.Err(); err != nil {
@@ -261,45 +265,28 @@ func (s *Store) run(batch []*op) {
 		s.fail(batch, fmt.Errorf("begin: %w", err))
 		return
 	}
-	single := len(batch) == 1
 	tx := &Tx{s: s, ctx: ctx}
 	results := make([]error, len(batch))
 	for i, o := range batch {
 		mark := s.snapshotSeqs()
 		tx.events = tx.events[:0]
-		if !single {
-			if _, err := s.control("SAVEPOINT op"); err != nil {
-				tx.broken = err
-				break
-			}
-		}
+		writes := tx.writes
 		err := o.fn(tx)
 		if err == nil {
 			err = tx.flushMessages()
 		}
-		if err != nil {
-			tx.msgs = tx.msgs[:0]
-		}
-		if err != nil && tx.broken == nil {
-			s.restoreSeqs(mark)
-			results[i] = err
-			if single {
-				s.control("ROLLBACK")
-				o.finish(err)
-				return
-			}
-			s.control("ROLLBACK TO op")
-			s.control("RELEASE op")
-			continue
-		}
 		if tx.broken != nil {
 			break
 		}
-		if !single {
-			if _, rerr := s.control("RELEASE op"); rerr != nil {
-				tx.broken = rerr
+		if err != nil {
+			tx.msgs = tx.msgs[:0]
+			s.restoreSeqs(mark)
+			if tx.writes != writes {
+				tx.broken = fmt.Errorf("an operation failed after writing: %w", err)
 				break
 			}
+			results[i] = err
+			continue
 		}
 		o.events = append(o.events[:0], tx.events...)
 	}

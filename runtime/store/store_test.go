@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -22,7 +23,7 @@ func openTest(t *testing.T, publish func([]event.Event)) *Store {
 	return s
 }
 
-func TestFailedOperationLeavesOthersInItsBatch(t *testing.T) {
+func TestRefusedOperationLeavesOthersInItsBatch(t *testing.T) {
 	var mu sync.Mutex
 	var published []event.Event
 	s := openTest(t, func(evs []event.Event) {
@@ -31,9 +32,7 @@ func TestFailedOperationLeavesOthersInItsBatch(t *testing.T) {
 		mu.Unlock()
 	})
 	ctx := context.Background()
-	if err := s.Do(ctx, func(tx *Tx) error {
-		return tx.InsertRun(&Run{ID: "r-1", Goal: "g", Status: "running", CreatedAt: time.Now()})
-	}); err != nil {
+	if err := s.Do(ctx, func(tx *Tx) error { return tx.InsertRun(&Run{ID: "r-1", Goal: "g", Status: "running", CreatedAt: time.Now()}) }); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
@@ -46,13 +45,10 @@ func TestFailedOperationLeavesOthersInItsBatch(t *testing.T) {
 				if _, err := tx.Emit(event.Event{Type: event.Error, RunID: "r-1", Error: "x"}); err != nil {
 					return err
 				}
-				if err := tx.InsertMessage(&Message{RunID: "r-1", SessionID: "s-1", Index: i, Role: "user", Content: "m"}); err != nil {
-					return err
-				}
 				if i%2 == 1 {
-					return errors.New("refused")
+					return errors.New("refused") // before writing anything
 				}
-				return nil
+				return tx.InsertMessage(&Message{RunID: "r-1", SessionID: "s-1", Index: i, Role: "user", Content: "m"})
 			})
 		}()
 	}
@@ -62,14 +58,12 @@ func TestFailedOperationLeavesOthersInItsBatch(t *testing.T) {
 			t.Fatalf("op %d: err = %v", i, err)
 		}
 	}
+	if err := s.Err(); err != nil {
+		t.Fatalf("a refusal stopped the store: %v", err)
+	}
 	msgs, err := s.Messages(ctx, "r-1", "s-1", 0, 0)
 	if err != nil || len(msgs) != 20 {
 		t.Fatalf("%d messages stored (want 20): %v", len(msgs), err)
-	}
-	for _, m := range msgs {
-		if m.Index%2 == 1 {
-			t.Errorf("message %d of a refused operation was kept", m.Index)
-		}
 	}
 	// Events of refused operations are neither stored nor published, and
 	// the published sequence has no holes.
@@ -85,6 +79,54 @@ func TestFailedOperationLeavesOthersInItsBatch(t *testing.T) {
 	}
 	if n, _ := s.EventCount(ctx, "r-1"); n != 20 {
 		t.Errorf("%d events logged, want 20", n)
+	}
+}
+
+func TestFailureAfterWritingStopsTheStore(t *testing.T) {
+	s := openTest(t, nil)
+	ctx := context.Background()
+	err := s.Do(ctx, func(tx *Tx) error {
+		if err := tx.InsertRun(&Run{ID: "r-1", Goal: "g", Status: "running", CreatedAt: time.Now()}); err != nil {
+			return err
+		}
+		return errors.New("half done")
+	})
+	if err == nil || !strings.Contains(err.Error(), "half done") {
+		t.Fatalf("Do = %v", err)
+	}
+	if err := s.Do(ctx, func(tx *Tx) error { return nil }); err == nil {
+		t.Fatalf("the store went on after a half-done write")
+	}
+	if _, err := s.Run(ctx, "r-1"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("the half-done write was committed: %v", err)
+	}
+}
+
+func TestNestedUndoesOnlyItsStep(t *testing.T) {
+	s := openTest(t, nil)
+	ctx := context.Background()
+	var inner error
+	err := s.Do(ctx, func(tx *Tx) error {
+		if err := tx.InsertMessage(&Message{RunID: "r-1", SessionID: "s-1", Index: 0, Role: "user", Content: "kept"}); err != nil {
+			return err
+		}
+		tx.Emit(event.Event{Type: event.Error, RunID: "r-1", Error: "kept"})
+		inner = tx.Nested(func() error {
+			tx.InsertMessage(&Message{RunID: "r-1", SessionID: "s-1", Index: 1, Role: "user", Content: "undone"})
+			tx.Emit(event.Event{Type: event.Error, RunID: "r-1", Error: "undone"})
+			return errors.New("refused")
+		})
+		return nil
+	})
+	if err != nil || inner == nil {
+		t.Fatalf("Do = %v, nested = %v", err, inner)
+	}
+	msgs, _ := s.Messages(ctx, "r-1", "s-1", 0, 0)
+	if len(msgs) != 1 || msgs[0].Content != "kept" {
+		t.Errorf("messages = %+v", msgs)
+	}
+	if n, _ := s.EventCount(ctx, "r-1"); n != 1 {
+		t.Errorf("%d events logged, want 1", n)
 	}
 }
 

@@ -18,6 +18,7 @@ type Tx struct {
 	ctx    context.Context
 	events []event.Event
 	msgs   []*Message // inserted with one statement at the end of the operation
+	writes int        // statements that changed the database (and queued messages)
 	broken error
 }
 
@@ -38,6 +39,7 @@ func (tx *Tx) exec(query string, args ...any) (sql.Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	tx.writes++
 	return st.ExecContext(tx.ctx, args...)
 }
 
@@ -252,6 +254,7 @@ func (tx *Tx) InsertMessage(m *Message) error {
 		m.CreatedAt = time.Now()
 	}
 	tx.msgs = append(tx.msgs, m)
+	tx.writes++
 	if len(tx.msgs) >= maxRowsPerInsert {
 		return tx.flushMessages()
 	}
