@@ -49,8 +49,12 @@ type Tool struct {
 	// Pure marks tools that only read: running one again after a crash is
 	// harmless, so the runtime may store the call and its result together
 	// after the fact instead of recording the call first.
-	Pure    bool
-	Handler Handler
+	Pure bool
+	// ResultIsEffect marks tools whose answer is exactly the recorded
+	// result of their one side effect: the runtime stores the answer in the
+	// same commit as the effect.
+	ResultIsEffect bool
+	Handler        Handler
 
 	params json.RawMessage
 }

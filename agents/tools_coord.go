@@ -9,8 +9,9 @@ import (
 )
 
 var taskBroadcast = &Tool{
-	Name:  "task_broadcast",
-	Group: GroupBroadcasts,
+	ResultIsEffect: true,
+	Name:           "task_broadcast",
+	Group:          GroupBroadcasts,
 	Description: "Share a discovery with your siblings and/or children. Delivered passively into their history (it never " +
 		"interrupts them and they must not reply by broadcasting). Be concise and specific: file paths, names, patterns. " +
 		"category: discovery (found something), warning (avoid this), context (background), blocker (you are stuck; awareness, " +
@@ -233,8 +234,9 @@ var broadcastMessage = &Tool{
 }
 
 var announce = &Tool{
-	Name:  "announce",
-	Group: GroupQuestions,
+	ResultIsEffect: true,
+	Name:           "announce",
+	Group:          GroupQuestions,
 	Description: "Send an FYI to every other agent of the run, without waiting: they see it at their next turn. " +
 		"For milestones (\"OAuth implementation finished\"), not for progress chatter.",
 	Schema: mustSchema(`{"type":"object","additionalProperties":false,

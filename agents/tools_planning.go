@@ -47,8 +47,9 @@ func readyIDs(p *coordination.Plan) []string {
 var errNoPlan = Errorf("you have no task plan yet: create one with create_task_plan")
 
 var createTaskPlan = &Tool{
-	Name:  "create_task_plan",
-	Group: GroupPlanning,
+	ResultIsEffect: true,
+	Name:           "create_task_plan",
+	Group:          GroupPlanning,
 	Description: "Create (or replace) your task plan. Each item is a description string or {id, description, depends_on}; " +
 		"depends_on lists earlier tasks by 0-based index or by id. Cycles, self-references and references to later or unknown " +
 		"tasks are rejected. Returns the tasks with their ids and which are ready.",
@@ -81,9 +82,10 @@ var createTaskPlan = &Tool{
 }
 
 var addTask = &Tool{
-	Name:        "add_task",
-	Group:       GroupPlanning,
-	Description: "Add a task to your plan, after after_task_id or at the end, depending on existing tasks by id.",
+	ResultIsEffect: true,
+	Name:           "add_task",
+	Group:          GroupPlanning,
+	Description:    "Add a task to your plan, after after_task_id or at the end, depending on existing tasks by id.",
 	Schema: mustSchema(`{"type":"object","additionalProperties":false,
 	  "properties":{
 	    "description":{"type":"string","minLength":1},
@@ -115,8 +117,9 @@ var addTask = &Tool{
 }
 
 var updateTaskStatus = &Tool{
-	Name:  "update_task_status",
-	Group: GroupPlanning,
+	ResultIsEffect: true,
+	Name:           "update_task_status",
+	Group:          GroupPlanning,
 	Description: "Set a plan task's status: pending, in_progress, completed or blocked. Completing a task returns " +
 		"newly_ready_tasks, the tasks that were waiting only on it.",
 	Schema: mustSchema(`{"type":"object","additionalProperties":false,
@@ -152,9 +155,10 @@ var updateTaskStatus = &Tool{
 }
 
 var editTask = &Tool{
-	Name:        "edit_task",
-	Group:       GroupPlanning,
-	Description: "Change the description of a plan task.",
+	ResultIsEffect: true,
+	Name:           "edit_task",
+	Group:          GroupPlanning,
+	Description:    "Change the description of a plan task.",
 	Schema: mustSchema(`{"type":"object","additionalProperties":false,
 	  "properties":{"task_id":{"type":"string","minLength":1},"description":{"type":"string","minLength":1}},
 	  "required":["task_id","description"]}`),
@@ -180,9 +184,10 @@ var editTask = &Tool{
 }
 
 var deleteTask = &Tool{
-	Name:        "delete_task",
-	Group:       GroupPlanning,
-	Description: "Remove a task from your plan. Refused while other tasks depend on it.",
+	ResultIsEffect: true,
+	Name:           "delete_task",
+	Group:          GroupPlanning,
+	Description:    "Remove a task from your plan. Refused while other tasks depend on it.",
 	Schema: mustSchema(`{"type":"object","additionalProperties":false,
 	  "properties":{"task_id":{"type":"string","minLength":1}},"required":["task_id"]}`),
 	Handler: func(ctx context.Context, c *Call, args json.RawMessage) (any, error) {

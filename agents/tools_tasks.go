@@ -156,8 +156,9 @@ var taskOutput = &Tool{
 }
 
 var taskSendMessage = &Tool{
-	Name:  "task_send_message",
-	Group: GroupTasks,
+	ResultIsEffect: true,
+	Name:           "task_send_message",
+	Group:          GroupTasks,
 	Description: "Send a message to a child or sibling task. By default it wakes the recipient (even one that has finished) " +
 		"to act on it; with noReply: true it is delivered passively, read at its next turn without starting one.",
 	Schema: mustSchema(`{"type":"object","additionalProperties":false,

@@ -11,6 +11,7 @@ import (
 	"github.com/swarmdeck/swarmdeck/agents"
 	"github.com/swarmdeck/swarmdeck/coordination"
 	"github.com/swarmdeck/swarmdeck/runtime/event"
+	"github.com/swarmdeck/swarmdeck/runtime/llm"
 	"github.com/swarmdeck/swarmdeck/runtime/store"
 )
 
@@ -91,6 +92,19 @@ func (s *Session) effect(c *agents.Call, kind string, fn func(tx *store.Tx) (any
 			out = b
 			return nil
 		})
+		if fnErr == nil && c != nil && n == 0 {
+			// A tool whose answer is this result is answered in the same
+			// commit.
+			if t, ok := s.r.e.tools.Get(c.Name); ok && t.ResultIsEffect {
+				o := toolOutcome{call: llm.ToolCall{ID: c.ID, Name: c.Name}, content: s.clipOutput(string(out))}
+				if err := s.recordResultTx(tx, o); err != nil {
+					return err
+				}
+				s.mu.Lock()
+				s.answered[c.ID] = true
+				s.mu.Unlock()
+			}
+		}
 		return nil
 	})
 	if err != nil {

@@ -854,6 +854,13 @@ func (s *Session) runTool(c llm.ToolCall) {
 	if s.ctx.Err() != nil {
 		return
 	}
+	s.mu.Lock()
+	done := s.answered[c.ID]
+	delete(s.answered, c.ID)
+	s.mu.Unlock()
+	if done {
+		return // stored with the call's effect
+	}
 	o := toolOutcome{call: c, content: s.clipOutput(content), isErr: isErr, took: time.Since(started)}
 	if err := s.r.e.store.Do(context.Background(), func(tx *store.Tx) error { return s.recordResultTx(tx, o) }); err != nil {
 		s.fail("could not store a tool result: " + err.Error())

@@ -141,6 +141,11 @@ func TestResumeFinishesCutShortToolsBeforeTheInbox(t *testing.T) {
 	release := make(chan struct{})
 	var once sync.Once
 	open := func() { once.Do(func() { close(release) }) }
+	// The fast child answers only once the root has asked for its
+	// task_wait: its result must arrive during that turn (into the inbox),
+	// not before it (when the turn's start would take it into the history).
+	waitAsked := make(chan struct{})
+	var askedOnce sync.Once
 	policy := scripted.PolicyFunc(func(req *scripted.Request) scripted.Reply {
 		role, label := recRole(req)
 		switch {
@@ -148,11 +153,13 @@ func TestResumeFinishesCutShortToolsBeforeTheInbox(t *testing.T) {
 			return scripted.Reply{ToolCalls: []scripted.Call{{Name: "sessions_spawn",
 				Args: map[string]any{"task": []string{"fast", "slow"}, "label": "w", "agent": "researcher", "parallel": true}}}}
 		case role == "orchestrator" && recTurn(req) == 1:
+			askedOnce.Do(func() { close(waitAsked) })
 			return scripted.Reply{ToolCalls: []scripted.Call{{Name: "task_wait"}}}
 		case label == "w-2":
 			<-release
 			return scripted.Reply{Content: "slow result"}
 		case label == "w-1":
+			<-waitAsked
 			return scripted.Reply{Content: "fast result"}
 		}
 		return scripted.Reply{Content: "all done"}

@@ -131,7 +131,7 @@ func (r *Run) load(ctx context.Context) error {
 		}
 		s := &Session{r: r, role: role, parent: parent, id: rec.ID, agent: rec.Agent, label: rec.Label, title: rec.Title,
 			task: rec.Task, kind: rec.Kind, depth: rec.Depth, spawnCall: rec.SpawnCall, delegationID: rec.DelegationID,
-			rec: rec, wake: make(chan struct{}, 1), childCh: make(chan struct{}), effectN: map[string]int{},
+			rec: rec, wake: make(chan struct{}, 1), childCh: make(chan struct{}), effectN: map[string]int{}, answered: map[string]bool{},
 			broadcasts: sent[rec.ID], questions: asked[rec.ID], startedAt: r.e.now()}
 		s.ctx, s.cancel = contextWithCancel(r)
 		if len(rec.SharedContext) > 0 {

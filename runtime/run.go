@@ -192,7 +192,7 @@ func (r *Run) runInfo() *event.RunInfo {
 // newSession builds a session in memory (not yet stored or registered).
 func (r *Run) newSession(parent *Session, role *agents.Role, kind, label, title, task string, depth int) *Session {
 	s := &Session{r: r, role: role, parent: parent, agent: role.Name, label: label, title: title, task: task, kind: kind,
-		depth: depth, wake: make(chan struct{}, 1), childCh: make(chan struct{}), effectN: map[string]int{}}
+		depth: depth, wake: make(chan struct{}, 1), childCh: make(chan struct{}), effectN: map[string]int{}, answered: map[string]bool{}}
 	r.mu.Lock()
 	s.id = r.newSessionIDLocked()
 	r.mu.Unlock()

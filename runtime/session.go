@@ -77,6 +77,7 @@ type Session struct {
 	// turn: deliveries then go to the inbox, so no other session's
 	// operation ever writes them. A crash loses only what a resume redoes
 	// (the model call, the draining of still-undelivered inbox items).
+	answered         map[string]bool // calls answered with their effect's commit
 	pendingMsgs      []*store.Message
 	pendingCalls     []llm.ToolCall
 	pendingDelivered []int64

@@ -34,8 +34,11 @@ func newHTTPClient() *http.Client {
 			Timeout:   30 * time.Second,
 			KeepAlive: 30 * time.Second,
 		}).DialContext,
-		MaxIdleConns:          1024,
-		MaxIdleConnsPerHost:   512,
+		// A swarm can have a thousand calls in flight to one server; a
+		// connection closed for want of an idle slot is a new dial (and a
+		// TLS handshake) on the next call.
+		MaxIdleConns:          4096,
+		MaxIdleConnsPerHost:   4096,
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,

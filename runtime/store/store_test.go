@@ -32,7 +32,9 @@ func TestRefusedOperationLeavesOthersInItsBatch(t *testing.T) {
 		mu.Unlock()
 	})
 	ctx := context.Background()
-	if err := s.Do(ctx, func(tx *Tx) error { return tx.InsertRun(&Run{ID: "r-1", Goal: "g", Status: "running", CreatedAt: time.Now()}) }); err != nil {
+	if err := s.Do(ctx, func(tx *Tx) error {
+		return tx.InsertRun(&Run{ID: "r-1", Goal: "g", Status: "running", CreatedAt: time.Now()})
+	}); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
