@@ -150,7 +150,17 @@ func (e *Engine) Start(ctx context.Context, goal string) (*Run, error) {
 	if goal == "" {
 		return nil, errors.New("the goal is empty: say what the swarm should do")
 	}
-	id := "r-" + randomHex(6)
+	id := ""
+	for {
+		id = "r-" + randomHex(6)
+		taken, err := e.store.RunExists(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if !taken {
+			break
+		}
+	}
 	now := e.now()
 	wsAbs, _ := filepath.Abs(e.Config().Workspace)
 	rec := store.Run{ID: id, Goal: goal, Status: RunRunning, Provider: e.ProviderLabel(), Model: e.Model(),

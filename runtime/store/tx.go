@@ -39,8 +39,11 @@ func (tx *Tx) exec(query string, args ...any) (sql.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	tx.writes++
-	return st.ExecContext(tx.ctx, args...)
+	res, err := st.ExecContext(tx.ctx, args...)
+	if err == nil {
+		tx.writes++
+	}
+	return res, err
 }
 
 func b2i(b bool) int {

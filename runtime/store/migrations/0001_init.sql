@@ -64,9 +64,14 @@ CREATE TABLE messages (
     source            TEXT NOT NULL DEFAULT 'system',
     prompt_tokens     INTEGER NOT NULL DEFAULT 0,
     completion_tokens INTEGER NOT NULL DEFAULT 0,
-    created_at        TEXT NOT NULL,
-    UNIQUE (run_id, session_id, idx)
+    created_at        TEXT NOT NULL
 );
+-- By run only, in insertion order: an index by session would take the
+-- inserts of one commit to as many pages as sessions it writes to (a
+-- broadcast to a hundred siblings touched a hundred index pages). Reading
+-- one session's transcript scans its run's messages, which is cheap next to
+-- what that saves on every write.
+CREATE INDEX messages_run ON messages (run_id);
 
 -- Texts delivered to many sessions at once (a broadcast to a hundred
 -- siblings) are stored once; their messages point here with content_ref.
@@ -92,7 +97,7 @@ CREATE TABLE inbox (
     consumed_by  TEXT NOT NULL DEFAULT '',
     UNIQUE (run_id, key)
 );
-CREATE INDEX inbox_pending ON inbox (run_id, session_id) WHERE delivered_at = '';
+CREATE INDEX inbox_pending ON inbox (run_id) WHERE delivered_at = '';
 
 -- Results of side effects done for a tool call, so that re-running the call
 -- after a crash returns the recorded result instead of acting twice.
