@@ -65,7 +65,7 @@ func (s *Session) effect(c *agents.Call, kind string, fn func(tx *store.Tx) (any
 	}
 	var out []byte
 	var fnErr error
-	err := s.r.e.store.Do(context.Background(), func(tx *store.Tx) error {
+	err := s.r.e.store.Apply(context.Background(), func(tx *store.Tx) error {
 		// The call must be on record before its effect, and stays on record
 		// when the effect is refused (the model gets the error as the
 		// call's result).
@@ -539,7 +539,7 @@ func (s *Session) beginBlocking(reason string) {
 		return
 	}
 	s.releaseSlot()
-	s.r.e.store.Do(context.Background(), func(tx *store.Tx) error {
+	s.r.e.store.Apply(context.Background(), func(tx *store.Tx) error {
 		if err := s.flushTx(tx); err != nil {
 			return err
 		}
@@ -559,7 +559,7 @@ func (s *Session) endBlocking() {
 		return
 	}
 	s.acquireSlot()
-	s.r.e.store.Do(context.Background(), func(tx *store.Tx) error {
+	s.r.e.store.Apply(context.Background(), func(tx *store.Tx) error {
 		if terminal(s.status()) {
 			return nil
 		}
@@ -803,6 +803,11 @@ func (h *host) ReadBroadcasts(ctx context.Context, category string, limit int, s
 		if len(ids) == 0 {
 			return &agents.BroadcastsRead{Broadcasts: []agents.BroadcastItem{}}, nil
 		}
+	}
+	// Broadcasts are read back from the store: wait until what this
+	// session (or anyone) has sent so far is committed.
+	if err := s.r.e.store.Do(ctx, func(*store.Tx) error { return nil }); err != nil {
+		return nil, err
 	}
 	items, total, err := s.r.e.store.ReadBroadcasts(ctx, s.r.id, ids, source == "children", category, limit)
 	if err != nil {

@@ -98,7 +98,7 @@ func (s *Session) resurrectTx(tx *store.Tx) error {
 // taken by a tool call that returned their outcomes itself, so that they
 // are not injected a second time.
 func (s *Session) consumeResults(callID string, children map[string]bool) error {
-	return s.r.e.store.Do(s.ctx, func(tx *store.Tx) error {
+	return s.r.e.store.Apply(s.ctx, func(tx *store.Tx) error {
 		s.mu.Lock()
 		var ids []int64
 		kept := s.inbox[:0:0]

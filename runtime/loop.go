@@ -285,7 +285,7 @@ func (s *Session) ensureStarted() bool {
 	if status == StatusRunning {
 		return true
 	}
-	err = s.r.e.store.Do(s.ctx, func(tx *store.Tx) error {
+	err = s.r.e.store.Apply(s.ctx, func(tx *store.Tx) error {
 		if err := s.flushTx(tx); err != nil {
 			return err
 		}
@@ -388,7 +388,7 @@ func (s *Session) beginTurn() (bool, error) {
 	default:
 		return need, nil
 	}
-	err := s.r.e.store.Do(context.Background(), func(tx *store.Tx) error {
+	err := s.r.e.store.Apply(context.Background(), func(tx *store.Tx) error {
 		s.mu.Lock()
 		err := s.flushLocked(tx)
 		if !need {
@@ -673,7 +673,7 @@ func (s *Session) runPure(calls []llm.ToolCall) {
 	if s.ctx.Err() != nil {
 		return
 	}
-	err := s.r.e.store.Do(context.Background(), func(tx *store.Tx) error {
+	err := s.r.e.store.Apply(context.Background(), func(tx *store.Tx) error {
 		for _, o := range out {
 			if err := s.recordResultTx(tx, o); err != nil {
 				return err
@@ -862,7 +862,7 @@ func (s *Session) runTool(c llm.ToolCall) {
 		return // stored with the call's effect
 	}
 	o := toolOutcome{call: c, content: s.clipOutput(content), isErr: isErr, took: time.Since(started)}
-	if err := s.r.e.store.Do(context.Background(), func(tx *store.Tx) error { return s.recordResultTx(tx, o) }); err != nil {
+	if err := s.r.e.store.Apply(context.Background(), func(tx *store.Tx) error { return s.recordResultTx(tx, o) }); err != nil {
 		s.fail("could not store a tool result: " + err.Error())
 	}
 }
@@ -918,7 +918,7 @@ const (
 // endTurn handles a final answer: the session waits while children or
 // delegations are active, else completes and reports to its parent.
 func (s *Session) endTurn(content string) (outcome turnOutcome, err error) {
-	err = s.r.e.store.Do(context.Background(), func(tx *store.Tx) error {
+	err = s.r.e.store.Apply(context.Background(), func(tx *store.Tx) error {
 		outcome = turnWait
 		if err := s.flushTx(tx); err != nil {
 			return err

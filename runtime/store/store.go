@@ -67,9 +67,11 @@ type Store struct {
 }
 
 type op struct {
-	fn     func(*Tx) error
-	done   chan error
-	events []event.Event
+	fn      func(*Tx) error
+	done    chan error // receives the outcome after the commit
+	ran     chan error // receives the outcome as soon as fn has run
+	ranSent bool       // (writer only)
+	events  []event.Event
 }
 
 // Open opens (creating if needed) the database at path and brings its schema
@@ -210,6 +212,25 @@ func (s *Store) Do(ctx context.Context, fn func(*Tx) error) error {
 	return <-o.done
 }
 
+// Apply runs fn in the writer and returns as soon as it has run, without
+// waiting for the commit of its batch. What fn changed in memory is visible
+// to every goroutine from then on anyway, and every later write commits
+// with or after it, so a caller that only goes on computing (a session that
+// sends its next model call) loses nothing by not waiting: after a crash it
+// would redo that work. Use Do before an effect outside the database (a
+// file write) or a reply to a person, which must not get ahead of the
+// commit. Events are published after the commit either way.
+func (s *Store) Apply(ctx context.Context, fn func(*Tx) error) error {
+	ran := make(chan error, 1)
+	o := &op{fn: fn, ran: ran}
+	select {
+	case s.ops <- o:
+	case <-s.closing:
+		return ErrClosed
+	}
+	return <-ran
+}
+
 // Go queues fn without waiting for its commit. Errors are reported through
 // the store's poisoned state (Err) only.
 func (s *Store) Go(fn func(*Tx) error) {
@@ -302,9 +323,11 @@ func (s *Store) run(batch []*op) {
 				break
 			}
 			results[i] = err
+			o.running(err)
 			continue
 		}
 		o.events = append(o.events[:0], tx.events...)
+		o.running(nil)
 	}
 	var events []event.Event
 	for i, o := range batch {
@@ -368,8 +391,17 @@ func (s *Store) control(stmt string) (sql.Result, error) {
 }
 
 func (o *op) finish(err error) {
+	o.running(err)
 	if o.done != nil {
 		o.done <- err
+	}
+}
+
+// running tells an Apply caller the outcome of its function, once.
+func (o *op) running(err error) {
+	if o.ran != nil && !o.ranSent {
+		o.ranSent = true
+		o.ran <- err
 	}
 }
 
