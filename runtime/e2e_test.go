@@ -59,7 +59,9 @@ func testEngine(t *testing.T, server *httptest.Server, policy scripted.Policy, m
 // scriptedServer serves a policy over HTTP in a given dialect.
 func scriptedServer(t *testing.T, dialect string, policy scripted.Policy) *httptest.Server {
 	t.Helper()
-	srv := scripted.New(scripted.Config{Dialect: dialect, Policy: policy})
+	// A little latency keeps the demo's order realistic: its question is
+	// asked while the other sessions still work.
+	srv := scripted.New(scripted.Config{Dialect: dialect, Policy: policy, Latency: 10 * time.Millisecond})
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() { hs.Close(); srv.Close() })
 	return hs
@@ -283,7 +285,7 @@ func findSession(x *store.Export, id string) *store.ExportSession {
 }
 
 func TestHeadlessDemoOnScriptedModel(t *testing.T) {
-	e := testEngine(t, nil, nil, nil)
+	e := testEngine(t, nil, nil, func(c *config.Config) { c.Providers["scripted"].Latency = config.Duration(10 * time.Millisecond) })
 	events, code := headless(t, e, "Plan a product launch", nil)
 	if code != ExitOK {
 		t.Fatalf("exit %d", code)

@@ -72,6 +72,13 @@ func (s *Session) effect(c *agents.Call, kind string, fn func(tx *store.Tx) (any
 		if err := s.flushTx(tx); err != nil {
 			return err
 		}
+		// A session that has ended (cancelled, failed, out of budget)
+		// while its tool ran must not act any more: its children would be
+		// orphans.
+		if terminal(s.status()) {
+			fnErr = fmt.Errorf("session %s has %s: %w", s.id, s.status(), context.Canceled)
+			return nil
+		}
 		fnErr = tx.Nested(func() error {
 			v, err := fn(tx)
 			if err != nil {

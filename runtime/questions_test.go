@@ -398,11 +398,13 @@ func TestQuestionAndDelegationIDsAreUniqueInARun(t *testing.T) {
 // requires_response false, is an announcement.
 func TestAnnounceAndBroadcastMessage(t *testing.T) {
 	busy := newGate()
+	busyUp := newGate() // busy has started its first call: it is running
 	p := policyFor(func(c *convo) scripted.Reply {
 		switch {
 		case c.shadow != "":
 			return say(c.shadow + " has no objection")
 		case c.label == "busy":
+			busyUp.open()
 			busy.wait()
 			return say("busy done")
 		case !c.isRoot():
@@ -416,13 +418,14 @@ func TestAnnounceAndBroadcastMessage(t *testing.T) {
 		case 2:
 			return do(call("broadcast_message", obj{"message": "FYI: docs moved", "requires_response": false}))
 		case 3:
+			busyUp.wait()
 			return do(call("broadcast_message", obj{"message": "Anyone object to Postgres?"}))
 		case 4:
 			busy.open()
 		}
 		return say("done")
 	})
-	x, _, code := swarm(t, p, nil, busy)
+	x, _, code := swarm(t, p, nil, busy, busyUp)
 	mustComplete(t, x, code)
 	root, busyS, idle := rootOf(x), mustLabel(t, x, "busy"), mustLabel(t, x, "idle")
 	for _, res := range []string{toolResults(root, "announce")[0], callResults(root, "broadcast_message")[0]} {

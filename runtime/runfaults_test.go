@@ -34,31 +34,43 @@ import (
 // fltPolicy is a small swarm: the root spawns a worker and, once the
 // worker's <task_result> is in, writes its final answer quoting it; the
 // worker reads a file and answers. Each of them always takes the same
-// turns, so a retried request must leave exactly these messages.
-var fltPolicy = scripted.PolicyFunc(func(req *scripted.Request) scripted.Reply {
-	role, _ := recRole(req)
-	turn := recTurn(req)
-	if role == "orchestrator" {
-		switch turn {
-		case 0:
-			return scripted.Reply{Content: "Starting a worker.", ToolCalls: []scripted.Call{{Name: "sessions_spawn",
-				Args: map[string]any{"task": "Read the README and report", "label": "worker", "agent": "researcher"}}}}
-		case 1:
-			return scripted.Reply{Content: "Waiting for the worker to report back."}
-		}
-		result := ""
-		for _, m := range req.Messages {
-			if m.Role == "user" && strings.HasPrefix(m.Content, "<task_result ") {
-				result = m.Content
+// turns, so a retried request must leave exactly these messages. The worker
+// gives its answer only once the root has asked for its waiting turn, so
+// the result always arrives after that turn (as a wake-up), whatever the
+// timing.
+func fltPolicy() scripted.Policy {
+	var once sync.Once
+	rootWaiting := make(chan struct{})
+	return scripted.PolicyFunc(func(req *scripted.Request) scripted.Reply {
+		role, _ := recRole(req)
+		turn := recTurn(req)
+		if role == "orchestrator" {
+			switch turn {
+			case 0:
+				return scripted.Reply{Content: "Starting a worker.", ToolCalls: []scripted.Call{{Name: "sessions_spawn",
+					Args: map[string]any{"task": "Read the README and report", "label": "worker", "agent": "researcher"}}}}
+			case 1:
+				once.Do(func() { close(rootWaiting) })
+				return scripted.Reply{Content: "Waiting for the worker to report back."}
 			}
+			result := ""
+			for _, m := range req.Messages {
+				if m.Role == "user" && strings.HasPrefix(m.Content, "<task_result ") {
+					result = m.Content
+				}
+			}
+			return scripted.Reply{Content: "Final answer. The worker said: " + result}
 		}
-		return scripted.Reply{Content: "Final answer. The worker said: " + result}
-	}
-	if turn == 0 {
-		return scripted.Reply{Content: "Reading the README first.", ToolCalls: []scripted.Call{{Name: "read_file", Args: map[string]any{"path": "README.md"}}}}
-	}
-	return scripted.Reply{Content: "The README says this is a demo project."}
-})
+		if turn == 0 {
+			return scripted.Reply{Content: "Reading the README first.", ToolCalls: []scripted.Call{{Name: "read_file", Args: map[string]any{"path": "README.md"}}}}
+		}
+		select {
+		case <-rootWaiting:
+		case <-time.After(30 * time.Second):
+		}
+		return scripted.Reply{Content: "The README says this is a demo project."}
+	})
+}
 
 // Where a fault strikes: the request of this role's turn.
 type fltTarget struct {
@@ -312,7 +324,7 @@ func fltSwarm(t *testing.T, target fltTarget, fault fltFault, asJSON bool) fltRu
 // target (always) and the client's max_retries.
 func fltSwarmWith(t *testing.T, target fltTarget, fault fltFault, asJSON, always bool, retries int) fltRun {
 	t.Helper()
-	srv := scripted.New(scripted.Config{Policy: fltPolicy})
+	srv := scripted.New(scripted.Config{Policy: fltPolicy()})
 	var e *Engine
 	d := &fltDouble{t: t, inner: srv.Handler(), target: target, fault: fault, always: always, before: func() *store.Export {
 		x, err := e.Export(context.Background(), "")
