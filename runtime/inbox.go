@@ -14,7 +14,8 @@ import (
 // receive anything (cancelled).
 func (s *Session) deliverTx(tx *store.Tx, it *store.InboxItem) (bool, error) {
 	it.RunID, it.SessionID = s.r.id, s.id
-	if it.Key == "" {
+	generatedKey := it.Key == ""
+	if generatedKey {
 		it.Key = fmt.Sprintf("%s/%s/%s", it.Kind, s.id, randomHex(12))
 	}
 	s.mu.Lock()
@@ -24,7 +25,13 @@ func (s *Session) deliverTx(tx *store.Tx, it *store.InboxItem) (bool, error) {
 		return false, nil
 	}
 	if !s.started || s.inTurn {
-		inserted, err := tx.InsertInbox(it)
+		inserted := true
+		var err error
+		if generatedKey {
+			err = tx.AppendInbox(it)
+		} else {
+			inserted, err = tx.InsertInbox(it)
+		}
 		if err != nil {
 			s.mu.Unlock()
 			return false, err

@@ -60,10 +60,11 @@ type Store struct {
 	ckpt    *sql.DB
 	commits atomic.Int64 // commits since the last checkpoint
 
-	seqMu sync.Mutex
-	seqs  map[string]int64 // last event sequence per run
-	msgID int64            // last message id given out (0: not read yet)
-	err   error            // a failed commit poisons the store
+	seqMu   sync.Mutex
+	seqs    map[string]int64 // last event sequence per run
+	msgID   int64            // last message id given out (0: not read yet)
+	inboxID int64            // likewise for inbox items
+	err     error            // a failed commit poisons the store
 }
 
 type op struct {
@@ -310,13 +311,13 @@ func (s *Store) run(batch []*op) {
 		writes := tx.writes
 		err := o.fn(tx)
 		if err == nil {
-			err = tx.flushMessages()
+			err = tx.flushRows()
 		}
 		if tx.broken != nil {
 			break
 		}
 		if err != nil {
-			tx.msgs = tx.msgs[:0]
+			tx.dropRows()
 			s.restoreSeqs(mark)
 			if tx.writes != writes {
 				tx.broken = fmt.Errorf("an operation failed after writing: %w", err)
@@ -422,14 +423,15 @@ func (s *Store) fail(batch []*op, err error) {
 // counters holds what an operation may advance and must give back when it
 // is rolled back: event sequences and message ids.
 type counters struct {
-	seqs  map[string]int64
-	msgID int64
+	seqs    map[string]int64
+	msgID   int64
+	inboxID int64
 }
 
 func (s *Store) snapshotSeqs() counters {
 	s.seqMu.Lock()
 	defer s.seqMu.Unlock()
-	c := counters{msgID: s.msgID}
+	c := counters{msgID: s.msgID, inboxID: s.inboxID}
 	if len(s.seqs) == 0 {
 		return c
 	}
@@ -444,6 +446,7 @@ func (s *Store) restoreSeqs(c counters) {
 	s.seqMu.Lock()
 	defer s.seqMu.Unlock()
 	s.msgID = c.msgID
+	s.inboxID = c.inboxID
 	m := c.seqs
 	for k := range s.seqs {
 		if v, ok := m[k]; ok {

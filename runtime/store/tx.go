@@ -17,8 +17,9 @@ type Tx struct {
 	s      *Store
 	ctx    context.Context
 	events []event.Event
-	msgs   []*Message // inserted with one statement at the end of the operation
-	writes int        // statements that changed the database (and queued messages)
+	msgs   []*Message   // inserted with one statement at the end of the operation
+	inbox  []*InboxItem // likewise
+	writes int          // statements that changed the database (and queued messages)
 	broken error
 }
 
@@ -329,28 +330,125 @@ func (tx *Tx) ShareContent(text string) (*SharedContent, error) {
 	return &SharedContent{ID: id, Text: text}, nil
 }
 
+// AppendInbox queues an item whose key is new (made up for it): it is
+// inserted with the operation's other items in one statement when the
+// operation ends. Use InsertInbox for a key that may exist already.
+func (tx *Tx) AppendInbox(it *InboxItem) error {
+	if err := tx.nextInboxID(it); err != nil {
+		return err
+	}
+	tx.inbox = append(tx.inbox, it)
+	tx.writes++
+	if len(tx.inbox) >= maxRowsPerInsert {
+		return tx.flushInbox()
+	}
+	return nil
+}
+
+// nextInboxID gives an item its id. Ids are given out here, not by SQLite,
+// because queued items are inserted later, together.
+func (tx *Tx) nextInboxID(it *InboxItem) error {
+	s := tx.s
+	s.seqMu.Lock()
+	if s.inboxID == 0 {
+		s.seqMu.Unlock()
+		var last sql.NullInt64
+		st, err := tx.stmt(`SELECT MAX(id) FROM inbox`)
+		if err != nil {
+			return err
+		}
+		if err := st.QueryRowContext(tx.ctx).Scan(&last); err != nil {
+			return err
+		}
+		s.seqMu.Lock()
+		if s.inboxID == 0 {
+			s.inboxID = max(last.Int64, 1)
+		}
+	}
+	s.inboxID++
+	it.ID = s.inboxID
+	s.seqMu.Unlock()
+	if it.CreatedAt.IsZero() {
+		it.CreatedAt = time.Now()
+	}
+	return nil
+}
+
+const inboxColumns = 11
+
+// flushInbox writes the items appended so far in this operation.
+func (tx *Tx) flushInbox() error {
+	if len(tx.inbox) == 0 {
+		return nil
+	}
+	n := len(tx.inbox)
+	key := "inbox/" + strconv.Itoa(n)
+	st, ok := tx.s.stmts[key]
+	if !ok {
+		var b strings.Builder
+		b.WriteString(`INSERT INTO inbox (id, run_id, session_id, key, kind, waking, content, content_ref, source, from_session, created_at) VALUES `)
+		for i := range n {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+		}
+		var err error
+		if st, err = tx.s.conn.PrepareContext(tx.ctx, b.String()); err != nil {
+			return fmt.Errorf("prepare: %w", err)
+		}
+		tx.s.stmts[key] = st
+	}
+	args := make([]any, 0, n*inboxColumns)
+	for _, it := range tx.inbox {
+		content, ref := it.Content, int64(0)
+		if it.Shared != nil {
+			content, ref = "", it.Shared.ID
+		}
+		args = append(args, it.ID, it.RunID, it.SessionID, it.Key, it.Kind, b2i(it.Waking), content, ref, it.Source, it.FromSession, Time(it.CreatedAt))
+	}
+	tx.inbox = tx.inbox[:0]
+	if _, err := st.ExecContext(tx.ctx, args...); err != nil {
+		return fmt.Errorf("queue inbox items: %w", err)
+	}
+	return nil
+}
+
+// flushRows writes the rows queued by this operation.
+func (tx *Tx) flushRows() error {
+	if err := tx.flushMessages(); err != nil {
+		return err
+	}
+	return tx.flushInbox()
+}
+
+// dropRows forgets the rows queued by a failed operation.
+func (tx *Tx) dropRows() {
+	tx.msgs = tx.msgs[:0]
+	tx.inbox = tx.inbox[:0]
+}
+
 // InsertInbox queues an item. It returns false when an item with the same
 // key exists already (the delivery happened before a crash).
 func (tx *Tx) InsertInbox(it *InboxItem) (bool, error) {
-	if it.CreatedAt.IsZero() {
-		it.CreatedAt = time.Now()
+	if err := tx.flushInbox(); err != nil {
+		return false, err
+	}
+	if err := tx.nextInboxID(it); err != nil {
+		return false, err
 	}
 	content, ref := it.Content, int64(0)
 	if it.Shared != nil {
 		content, ref = "", it.Shared.ID
 	}
-	res, err := tx.exec(`INSERT OR IGNORE INTO inbox (run_id, session_id, key, kind, waking, content, content_ref, source, from_session, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		it.RunID, it.SessionID, it.Key, it.Kind, b2i(it.Waking), content, ref, it.Source, it.FromSession, Time(it.CreatedAt))
+	res, err := tx.exec(`INSERT OR IGNORE INTO inbox (id, run_id, session_id, key, kind, waking, content, content_ref, source, from_session, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		it.ID, it.RunID, it.SessionID, it.Key, it.Kind, b2i(it.Waking), content, ref, it.Source, it.FromSession, Time(it.CreatedAt))
 	if err != nil {
 		return false, err
 	}
 	n, _ := res.RowsAffected()
-	if n == 0 {
-		return false, nil
-	}
-	it.ID, _ = res.LastInsertId()
-	return true, nil
+	return n > 0, nil
 }
 
 // MarkDelivered records that inbox items entered their session's history
@@ -507,7 +605,7 @@ func (tx *Tx) LastSeq(runID string) (int64, error) {
 // events are undone while the rest of the operation stands. The operation
 // then goes on (and may still commit); Nested returns fn's error.
 func (tx *Tx) Nested(fn func() error) error {
-	if err := tx.flushMessages(); err != nil {
+	if err := tx.flushRows(); err != nil {
 		return err
 	}
 	if _, err := tx.s.control("SAVEPOINT nested"); err != nil {
@@ -518,10 +616,10 @@ func (tx *Tx) Nested(fn func() error) error {
 	nEvents := len(tx.events)
 	err := fn()
 	if err == nil {
-		err = tx.flushMessages()
+		err = tx.flushRows()
 	}
 	if err != nil {
-		tx.msgs = tx.msgs[:0]
+		tx.dropRows()
 		if _, rerr := tx.s.control("ROLLBACK TO nested"); rerr != nil {
 			tx.broken = rerr
 		}
