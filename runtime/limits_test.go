@@ -473,3 +473,50 @@ func fileLogger(t *testing.T, path string) *slogLogger {
 	t.Cleanup(func() { f.Close() })
 	return newTextLogger(f)
 }
+
+func TestConcurrentLLMCallLimit(t *testing.T) {
+	var inFlight, peak atomic.Int64
+	policy := scripted.PolicyFunc(func(req *scripted.Request) scripted.Reply {
+		n := inFlight.Add(1)
+		defer inFlight.Add(-1)
+		for {
+			p := peak.Load()
+			if n <= p || peak.CompareAndSwap(p, n) {
+				break
+			}
+		}
+		time.Sleep(30 * time.Millisecond) // the "model" thinks
+		if firstLineRole(req) == "orchestrator" && turnsOf(req) == 0 {
+			return limDo(scripted.Call{Name: "sessions_spawn", Args: limArgs{"task": []string{"1", "2", "3", "4", "5", "6"}, "parallel": true}})
+		}
+		return limSay("ok")
+	})
+	e := testEngine(t, nil, policy, func(c *config.Config) { c.Limits.MaxConcurrentLLMCalls = 2 })
+	if _, code := headless(t, e, "many calls", nil); code != ExitOK {
+		t.Fatalf("exit %d", code)
+	}
+	if p := peak.Load(); p > 2 || p < 2 {
+		t.Errorf("%d calls were in flight at once; max_concurrent_llm_calls is 2", p)
+	}
+}
+
+func TestSessionTimeoutFailsTheSession(t *testing.T) {
+	policy := scripted.PolicyFunc(func(req *scripted.Request) scripted.Reply {
+		return scripted.Reply{Content: "never finishes", Fault: &scripted.Fault{Stall: time.Minute}}
+	})
+	e := testEngine(t, nil, policy, func(c *config.Config) {
+		c.Limits.SessionTimeout = config.Duration(300 * time.Millisecond)
+		c.Limits.StreamIdleTimeout = config.Duration(time.Minute)
+	})
+	events, code := headless(t, e, "time out", nil)
+	if code != ExitFailed {
+		t.Fatalf("exit %d", code)
+	}
+	last := events[len(events)-1]
+	if last.Type != event.RunFinished || !strings.Contains(last.Run.Error, "session timed out after 300ms (session_timeout)") {
+		t.Fatalf("run.finished = %+v", last.Run)
+	}
+	if srv := e.Scripted(); srv.Stats().Cancelled == 0 {
+		t.Errorf("the stalled call was not aborted: %+v", srv.Stats())
+	}
+}
