@@ -21,6 +21,7 @@ type sessionsPane struct {
 	rows     []*sessionNode
 	rowIndex map[string]int
 	built    int // tree version the rows were built from; -1 forces a rebuild
+	rebuilds int // how many times the rows were rebuilt, for tests
 }
 
 func newSessionsPane() sessionsPane {
@@ -71,6 +72,7 @@ func (p *sessionsPane) rebuild(st *runState) {
 	}
 	walk(st.roots)
 	p.built = st.treeVersion
+	p.rebuilds++
 }
 
 // move moves the selection by d rows.
