@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"fmt"
 
 	"github.com/swarmdeck/swarmdeck/runtime/store"
 )
@@ -14,10 +13,9 @@ import (
 // receive anything (cancelled).
 func (s *Session) deliverTx(tx *store.Tx, it *store.InboxItem) (bool, error) {
 	it.RunID, it.SessionID = s.r.id, s.id
+	// An item without a key of its own cannot be a duplicate; the store
+	// gives it one in id order (see store.Tx.AppendInbox).
 	generatedKey := it.Key == ""
-	if generatedKey {
-		it.Key = fmt.Sprintf("%s/%s/%s", it.Kind, s.id, randomHex(12))
-	}
 	s.mu.Lock()
 	status := s.rec.Status
 	if status == StatusCancelled {

@@ -208,24 +208,6 @@ func (s *Store) PendingInbox(ctx context.Context, runID string) ([]InboxItem, er
 	return out, rows.Err()
 }
 
-// InboxKeys lists every inbox key of a run (delivered or not).
-func (s *Store) InboxKeys(ctx context.Context, runID string) (map[string]bool, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT key FROM inbox WHERE run_id = ?`, runID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := map[string]bool{}
-	for rows.Next() {
-		var k string
-		if err := rows.Scan(&k); err != nil {
-			return nil, err
-		}
-		out[k] = true
-	}
-	return out, rows.Err()
-}
-
 // Effect is a recorded side effect of a tool call.
 type Effect struct {
 	SessionID string

@@ -220,3 +220,67 @@ func TestEventLogRowsAreJSON(t *testing.T) {
 		t.Errorf("EventCount = %d", n)
 	}
 }
+
+// Items without a key of their own get keys in id order, across operations
+// and reopenings, and an item with its own key is still kept only once.
+func TestInboxKeys(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.db")
+	ctx := context.Background()
+	add := func(s *Store, items ...*InboxItem) []bool {
+		t.Helper()
+		var inserted []bool
+		err := s.Do(ctx, func(tx *Tx) error {
+			for _, it := range items {
+				it.RunID, it.SessionID, it.Kind, it.Content, it.CreatedAt = "r-1", "s-1", "note", "x", time.Now()
+				if it.Key == "" {
+					inserted = append(inserted, true)
+					if err := tx.AppendInbox(it); err != nil {
+						return err
+					}
+					continue
+				}
+				ok, err := tx.InsertInbox(it)
+				if err != nil {
+					return err
+				}
+				inserted = append(inserted, ok)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return inserted
+	}
+	s, err := Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	add(s, &InboxItem{}, &InboxItem{Key: "result/s-2/0/completed"}, &InboxItem{})
+	s.Close()
+	if s, err = Open(path, nil); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got := add(s, &InboxItem{}, &InboxItem{Key: "result/s-2/0/completed"}); !got[0] || got[1] {
+		t.Fatalf("inserted = %v, want [true false]: a duplicate key must be kept once", got)
+	}
+	items, err := s.PendingInbox(ctx, "r-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(items) != 4 {
+		t.Fatalf("%d items pending, want 4", len(items))
+	}
+	var generated []string
+	for _, it := range items {
+		if it.Key != "result/s-2/0/completed" {
+			generated = append(generated, it.Key)
+		}
+	}
+	for i, k := range generated {
+		if !strings.HasPrefix(k, "~") || len(k) != 17 || (i > 0 && k <= generated[i-1]) {
+			t.Fatalf("generated keys %q: want \"~\" and 16 hex digits, in id order", generated)
+		}
+	}
+}

@@ -330,12 +330,17 @@ func (tx *Tx) ShareContent(text string) (*SharedContent, error) {
 	return &SharedContent{ID: id, Text: text}, nil
 }
 
-// AppendInbox queues an item whose key is new (made up for it): it is
-// inserted with the operation's other items in one statement when the
-// operation ends. Use InsertInbox for a key that may exist already.
+// AppendInbox queues an item that cannot be a duplicate: it is inserted
+// with the operation's other items in one statement when the operation
+// ends. Use InsertInbox for a key that may exist already. An item without a
+// key gets one that sorts in id order, so that the key index grows at its
+// end instead of taking every insert to a page of its own.
 func (tx *Tx) AppendInbox(it *InboxItem) error {
 	if err := tx.nextInboxID(it); err != nil {
 		return err
+	}
+	if it.Key == "" {
+		it.Key = generatedKey(it.ID)
 	}
 	tx.inbox = append(tx.inbox, it)
 	tx.writes++
@@ -343,6 +348,20 @@ func (tx *Tx) AppendInbox(it *InboxItem) error {
 		return tx.flushInbox()
 	}
 	return nil
+}
+
+// generatedKey is the key of an inbox item that has none of its own:
+// "~" and the id in 16 hex digits. Keys given by callers never start with
+// "~".
+func generatedKey(id int64) string {
+	const digits = "0123456789abcdef"
+	var b [17]byte
+	b[0] = '~'
+	for i := 16; i > 0; i-- {
+		b[i] = digits[id&0xf]
+		id >>= 4
+	}
+	return string(b[:])
 }
 
 // nextInboxID gives an item its id. Ids are given out here, not by SQLite,
