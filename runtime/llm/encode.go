@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -33,7 +34,7 @@ const (
 const maxPooledBody = 1 << 20
 
 var bodyBufPool = sync.Pool{New: func() any {
-	b := make([]byte, 0, 64<<10)
+	b := make([]byte, 0, 16<<10)
 	return &b
 }}
 
@@ -176,6 +177,36 @@ func (r *bodyReader) Read(p []byte) (int, error) {
 		return n, io.EOF
 	}
 	return n, nil
+}
+
+// writeTo writes at most limit of what is left of the body to w, from the
+// body's own buffer, in one vectored write. It does not hold the lock while
+// writing (a Close from another goroutine must not wait for the network);
+// a reference of its own keeps the buffer out of the pool until it is done.
+func (r *bodyReader) writeTo(w io.Writer, limit int64) (int64, error) {
+	r.mu.Lock()
+	if r.closed || !r.body.acquire() {
+		r.mu.Unlock()
+		return 0, errBodyReleased
+	}
+	var data []byte
+	tail := r.tail
+	if r.off < len(r.data) {
+		data = r.data[r.off:]
+	} else {
+		tail = tail[r.off-len(r.data):]
+	}
+	if int64(len(data)) > limit {
+		data, tail = data[:limit], ""
+	} else if int64(len(data)+len(tail)) > limit {
+		tail = tail[:limit-int64(len(data))]
+	}
+	r.off += len(data) + len(tail)
+	body := r.body
+	r.mu.Unlock()
+	defer body.release()
+	bufs := net.Buffers{data, []byte(tail)}
+	return bufs.WriteTo(w)
 }
 
 func (r *bodyReader) Close() error {

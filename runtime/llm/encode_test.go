@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -363,6 +364,58 @@ func TestPreparedBodyReaders(t *testing.T) {
 		t.Errorf("reader after the last release: err = %v", err)
 	}
 }
+
+// bodyConn sends what net/http has not buffered of a body straight from
+// the prepared buffer: after any prefix was read, under the declared
+// length, and never after the reader was closed.
+func TestBodyConnWritesTheRest(t *testing.T) {
+	req := Request{Model: "m", Messages: []Message{{Role: RoleUser, Content: strings.Repeat("x", 100)}}}
+	p := chatParams(&req)
+	body, err := encodeBody(&req, p.Temperature)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer body.release()
+	whole, size := string(body.data)+tailWithUsage, body.size(tailWithUsage)
+	for _, prefix := range []int{0, 10, len(body.data), len(body.data) + 3, int(size)} {
+		for _, limit := range []int64{size, size - 5, 7} {
+			r, _ := body.reader(tailWithUsage)
+			got := make([]byte, prefix)
+			if _, err := io.ReadFull(r, got); err != nil && prefix > 0 {
+				t.Fatal(err)
+			}
+			var out bytes.Buffer
+			conn := &bodyConn{Conn: &bufferConn{w: &out}}
+			lr := &io.LimitedReader{R: r, N: min(limit, size-int64(prefix))}
+			want := min(lr.N, size-int64(prefix))
+			n, err := conn.ReadFrom(lr)
+			if err != nil || n != want || lr.N != 0 {
+				t.Fatalf("prefix %d limit %d: wrote %d (left %d), err %v; want %d", prefix, limit, n, lr.N, err, want)
+			}
+			got = append(got, out.Bytes()...)
+			if string(got) != whole[:prefix+int(want)] {
+				t.Fatalf("prefix %d limit %d: sent %q", prefix, limit, got)
+			}
+			r.Close()
+			if _, err := conn.ReadFrom(&io.LimitedReader{R: r, N: 1}); !errors.Is(err, errBodyReleased) {
+				t.Fatalf("write after Close: err = %v", err)
+			}
+		}
+	}
+	// Any other reader is copied as usual.
+	var out bytes.Buffer
+	if n, err := (&bodyConn{Conn: &bufferConn{w: &out}}).ReadFrom(strings.NewReader("plain")); err != nil || n != 5 || out.String() != "plain" {
+		t.Fatalf("plain copy: %d %v %q", n, err, out.String())
+	}
+}
+
+// bufferConn is a net.Conn that writes into w.
+type bufferConn struct {
+	net.Conn
+	w io.Writer
+}
+
+func (c *bufferConn) Write(p []byte) (int, error) { return c.w.Write(p) }
 
 // Every attempt of a call sends the same body, with the length declared,
 // and the stream_options fallback sends it without only that field.
