@@ -19,8 +19,9 @@ import (
 
 // Config configures a Server.
 type Config struct {
-	// Latency is waited before the first chunk of every reply, as a real
-	// model takes time to start answering.
+	// Latency is the time from a request's arrival to the first chunk of
+	// its reply, as a real model takes time to start answering. Reading and
+	// decoding the request count toward it, as prompt processing does.
 	Latency time.Duration
 	// StreamSpeed is chunks per second while streaming. Content streams one
 	// word per chunk and tool-call arguments in dialect-sized pieces. 0 sends
@@ -67,6 +68,7 @@ type Server struct {
 	promptTokens, completionTokens           atomic.Int64
 
 	streams sync.Pool // *stream, reused between replies
+	tools   toolsCache
 
 	mu       sync.Mutex
 	closing  bool
@@ -210,6 +212,7 @@ const modelJSON = `{"id":"` + ModelID + `","object":"model","created":0,"owned_b
 const maxBody = 64 << 20
 
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
+	arrived := time.Now()
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
@@ -232,7 +235,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		// The reader sees the pooled bytes without a copy and copies out
 		// only the strings the policy keeps, before the buffer goes back.
-		req, err = decodeBody(unsafe.String(unsafe.SliceData(buf.b), len(buf.b)), true)
+		req, err = decodeBody(unsafe.String(unsafe.SliceData(buf.b), len(buf.b)), true, &s.tools)
 	}
 	if cap(buf.b) <= maxPooled {
 		bodyPool.Put(buf)
@@ -264,7 +267,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	s.active.Add(1)
 	defer s.active.Add(-1)
 	p := pacer{ctx: r.Context(), closed: s.closed}
-	if !p.wait(time.Duration(s.latency.Load())) {
+	if !p.wait(time.Duration(s.latency.Load()) - time.Since(arrived)) {
 		s.cancelled.Add(1)
 		return
 	}

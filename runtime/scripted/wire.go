@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -36,18 +37,64 @@ type jsonReader struct {
 	// string kept must be copied out of it.
 	borrowed bool
 	fresh    bool // the last string read was built, not sliced from s
+	// tools, when set, recognises "tools" arrays seen before.
+	tools *toolsCache
+}
+
+// toolsCache remembers the "tools" arrays a server has read and the names
+// in them. A swarm sends the same few arrays (one per set of tool groups)
+// with every request; comparing bytes is far cheaper than walking the
+// schemas again. A JSON array ends where its brackets balance, so a body
+// that starts with a remembered array holds exactly that array there.
+type toolsCache struct {
+	mu      sync.RWMutex
+	entries []toolsEntry
+}
+
+type toolsEntry struct {
+	raw   string
+	names []string
+}
+
+// maxToolsEntries bounds the cache; a server talking to something other
+// than swarmdeck may send a different array every time.
+const maxToolsEntries = 16
+
+func (c *toolsCache) match(rest string) (toolsEntry, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for _, e := range c.entries {
+		if strings.HasPrefix(rest, e.raw) {
+			return e, true
+		}
+	}
+	return toolsEntry{}, false
+}
+
+func (c *toolsCache) add(raw string, names []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.entries) >= maxToolsEntries {
+		return
+	}
+	for _, e := range c.entries {
+		if e.raw == raw {
+			return
+		}
+	}
+	c.entries = append(c.entries, toolsEntry{raw: strings.Clone(raw), names: names})
 }
 
 // decodeRequest reads an OpenAI chat completion request. Errors are phrased
 // for the client: they say what is wrong and where.
 func decodeRequest(body string) (*wireRequest, error) {
-	return decodeBody(body, false)
+	return decodeBody(body, false, nil)
 }
 
 // decodeBody is decodeRequest over a body that may be borrowed (see
-// jsonReader.borrowed).
-func decodeBody(body string, borrowed bool) (*wireRequest, error) {
-	r := &jsonReader{s: body, borrowed: borrowed}
+// jsonReader.borrowed), with an optional cache of tools arrays.
+func decodeBody(body string, borrowed bool, tools *toolsCache) (*wireRequest, error) {
+	r := &jsonReader{s: body, borrowed: borrowed, tools: tools}
 	if r.peek() == 0 {
 		return nil, errors.New("request body is empty: send a JSON chat completion request")
 	}
@@ -82,11 +129,23 @@ func decodeBody(body string, borrowed bool) (*wireRequest, error) {
 			if r.null() {
 				return
 			}
+			r.peek()
+			if r.tools != nil {
+				if e, ok := r.tools.match(r.s[r.i:]); ok {
+					r.i += len(e.raw)
+					req.Tools = append(req.Tools[:0:0], e.names...)
+					return
+				}
+			}
+			start := r.i
 			r.array(func(int) {
 				if name := r.toolName(); name != "" {
 					req.Tools = append(req.Tools, name)
 				}
 			})
+			if r.tools != nil && r.err == nil {
+				r.tools.add(r.s[start:r.i], append([]string(nil), req.Tools...))
+			}
 		default:
 			r.skip()
 		}

@@ -114,6 +114,15 @@ func FuzzDecodeRequestRaw(f *testing.F) {
 	f.Add(strings.Repeat("[", 2000))
 	f.Fuzz(func(t *testing.T, body string) {
 		req, err := decodeRequest(body)
+		// A cache of tools arrays never changes what a body means: the
+		// second read of the same body takes the cached array.
+		var cache toolsCache
+		for range 2 {
+			cached, cerr := decodeBody(body, false, &cache)
+			if (cerr == nil) != (err == nil) || (err == nil && !reflect.DeepEqual(cached.Tools, req.Tools)) {
+				t.Fatalf("with a cache: %v %v, without: %v %v", cached, cerr, req, err)
+			}
+		}
 		if err != nil {
 			return
 		}
@@ -126,6 +135,30 @@ func FuzzDecodeRequestRaw(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Bodies that share a tools array are read from the cache; one whose array
+// only starts the same way is read in full.
+func TestToolsCache(t *testing.T) {
+	var cache toolsCache
+	body := func(tools string) string {
+		return `{"messages":[{"role":"user","content":"x"}],"tools": ` + tools + `,"stream":true}`
+	}
+	a := `[{"type":"function","function":{"name":"alpha","parameters":{"type":"object"}}}]`
+	b := `[{"type":"function","function":{"name":"alpha","parameters":{"type":"object"}}},{"type":"function","function":{"name":"beta"}}]`
+	for _, tc := range []struct {
+		tools string
+		want  []string
+	}{{a, []string{"alpha"}}, {a, []string{"alpha"}}, {b, []string{"alpha", "beta"}}, {b, []string{"alpha", "beta"}}, {"[]", nil}} {
+		req, err := decodeBody(body(tc.tools), true, &cache)
+		if err != nil || !reflect.DeepEqual(req.Tools, tc.want) || !req.Stream {
+			t.Fatalf("tools %s: got %v (stream %v), err %v; want %v", tc.tools, req.Tools, req.Stream, err, tc.want)
+		}
+		req.Tools = append(req.Tools, "changed by a policy") // must not reach the cache
+	}
+	if n := len(cache.entries); n != 3 {
+		t.Fatalf("%d cached arrays, want 3", n)
+	}
 }
 
 func FuzzAppendJSONString(f *testing.F) {
