@@ -68,7 +68,7 @@ func (l *Library) System(d Data) (string, error) {
 	}
 	s := l.cur.Load()
 	name := l.roleTemplate(s, d)
-	out, err := s.render(name, d)
+	out, err := s.system(name, d)
 	if err != nil {
 		return "", err
 	}

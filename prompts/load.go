@@ -51,6 +51,9 @@ type templateSet struct {
 	files     map[string]string // template name -> file, for error messages
 	names     []string          // sorted template names
 	overrides []string          // sorted names taken from the override directory
+
+	opaque  bool        // system prompts may be cached (see opaque)
+	prompts promptCache // system prompts rendered with stand-ins
 }
 
 // TemplateError is a template that failed to parse, to execute, or to keep
@@ -146,6 +149,7 @@ func compile(srcs map[string]source) (*templateSet, error) {
 			return nil, err
 		}
 	}
+	s.opaque = opaque(s.tmpl)
 	return s, nil
 }
 

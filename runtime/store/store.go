@@ -65,6 +65,8 @@ type Store struct {
 	msgID   int64            // last message id given out (0: not read yet)
 	inboxID int64            // likewise for inbox items
 	err     error            // a failed commit poisons the store
+
+	eventBuf []byte // the writer's buffer for encoding a commit's events
 }
 
 type op struct {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/swarmdeck/swarmdeck/runtime/event"
 )
@@ -94,6 +95,9 @@ func (tx *Tx) Emit(e event.Event) (event.Event, error) {
 }
 
 // writeEvents stores the events of a commit, one row per run.
+// maxEventBuf bounds the event buffer the writer keeps between commits.
+const maxEventBuf = 1 << 20
+
 func (tx *Tx) writeEvents(events []event.Event) error {
 	for start := 0; start < len(events); {
 		end := start + 1
@@ -101,8 +105,9 @@ func (tx *Tx) writeEvents(events []event.Event) error {
 			end++
 		}
 		group := events[start:end]
-		buf := make([]byte, 0, 256*len(group))
-		buf = append(buf, '[')
+		// The writer's buffer is reused from commit to commit: the driver
+		// copies a bound string before the statement runs.
+		buf := append(tx.s.eventBuf[:0], '[')
 		for i := range group {
 			if i > 0 {
 				buf = append(buf, ',')
@@ -118,8 +123,12 @@ func (tx *Tx) writeEvents(events []event.Event) error {
 			buf = append(buf, b...)
 		}
 		buf = append(buf, ']')
+		tx.s.eventBuf = buf
+		if cap(buf) > maxEventBuf {
+			tx.s.eventBuf = nil
+		}
 		if _, err := tx.exec(`INSERT INTO events (run_id, seq, last_seq, data) VALUES (?, ?, ?, ?)`,
-			group[0].RunID, group[0].Seq, group[len(group)-1].Seq, string(buf)); err != nil {
+			group[0].RunID, group[0].Seq, group[len(group)-1].Seq, unsafe.String(unsafe.SliceData(buf), len(buf))); err != nil {
 			return err
 		}
 		start = end
