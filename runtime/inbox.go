@@ -1,7 +1,6 @@
 package runtime
 
 import (
-
 	"github.com/swarmdeck/swarmdeck/runtime/store"
 )
 
