@@ -69,17 +69,14 @@ func (s *Session) flushInboxLocked(tx *store.Tx) error {
 	if s.inTurn || !s.started || len(s.inbox) == 0 {
 		return nil
 	}
-	ids := make([]int64, 0, len(s.inbox))
 	for len(s.inbox) > 0 {
-		it := s.inbox[0]
-		if err := s.appendMessageTx(tx, inboxMessage(it)); err != nil {
+		if err := s.appendMessageTx(tx, inboxMessage(s.inbox[0])); err != nil {
 			return err
 		}
 		s.inbox = s.inbox[1:]
-		ids = append(ids, it.ID)
 	}
 	s.inbox = nil
-	return tx.MarkDelivered(s.r.id, ids, "")
+	return nil
 }
 
 // resurrectTx brings a completed session back to take another turn.
@@ -115,6 +112,6 @@ func (s *Session) consumeResults(callID string, children map[string]bool) error 
 		}
 		s.inbox = kept
 		s.mu.Unlock()
-		return tx.MarkDelivered(s.r.id, ids, callID)
+		return tx.MarkConsumed(ids, callID)
 	})
 }

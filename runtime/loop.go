@@ -367,7 +367,6 @@ func (s *Session) beginTurn() (bool, error) {
 	if !unanswered {
 		for _, it := range s.inbox {
 			s.addLocked(inboxMessage(it))
-			s.pendingDelivered = append(s.pendingDelivered, it.ID)
 		}
 		s.inbox = nil
 	}
@@ -378,7 +377,7 @@ func (s *Session) beginTurn() (bool, error) {
 	}
 	s.inTurn = need || len(s.pendingMsgs) > 0
 	status := s.rec.Status
-	pendingWrites := len(s.pendingMsgs) > 0 || len(s.pendingDelivered) > 0
+	pendingWrites := len(s.pendingMsgs) > 0
 	s.mu.Unlock()
 	switch {
 	case need && status != StatusRunning && !terminal(status):
@@ -412,7 +411,8 @@ func inboxMessage(it *store.InboxItem) *store.Message {
 	// recipient was written by an agent or a person (task_send_message,
 	// the dashboard); a child's result is the system's report.
 	synthetic := !it.Waking || it.Kind == "task_result"
-	return &store.Message{Role: llm.RoleUser, Content: it.Content, Synthetic: synthetic, NoReply: !it.Waking, Source: it.Source, Shared: it.Shared}
+	return &store.Message{Role: llm.RoleUser, Content: it.Content, Synthetic: synthetic, NoReply: !it.Waking, Source: it.Source, Shared: it.Shared,
+		InboxID: it.ID}
 }
 
 // reminder builds the dynamic planning reminder, or "".

@@ -77,10 +77,9 @@ type Session struct {
 	// turn: deliveries then go to the inbox, so no other session's
 	// operation ever writes them. A crash loses only what a resume redoes
 	// (the model call, the draining of still-undelivered inbox items).
-	answered         map[string]bool // calls answered with their effect's commit
-	pendingMsgs      []*store.Message
-	pendingCalls     []llm.ToolCall
-	pendingDelivered []int64
+	answered     map[string]bool // calls answered with their effect's commit
+	pendingMsgs  []*store.Message
+	pendingCalls []llm.ToolCall
 }
 
 // Session kinds.
@@ -290,7 +289,7 @@ func (s *Session) setStatusTx(tx *store.Tx, status, reason string) error {
 // flushLocked stores the session's pending writes inside a store
 // operation, and emits their events. s.mu must be held.
 func (s *Session) flushLocked(tx *store.Tx) error {
-	if len(s.pendingMsgs) == 0 && len(s.pendingDelivered) == 0 {
+	if len(s.pendingMsgs) == 0 {
 		return nil
 	}
 	msgs := s.pendingMsgs
@@ -299,11 +298,8 @@ func (s *Session) flushLocked(tx *store.Tx) error {
 			return err
 		}
 	}
-	if err := tx.MarkDelivered(s.r.id, s.pendingDelivered, ""); err != nil {
-		return err
-	}
 	calls := s.pendingCalls
-	s.pendingMsgs, s.pendingCalls, s.pendingDelivered = nil, nil, nil
+	s.pendingMsgs, s.pendingCalls = nil, nil
 	answered := false
 	for _, m := range msgs {
 		if _, err := tx.Emit(event.Event{Type: event.MessageAppended, RunID: s.r.id, SessionID: s.id, Message: messageInfo(m)}); err != nil {

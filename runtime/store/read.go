@@ -183,12 +183,15 @@ func (s *Store) AllMessages(ctx context.Context, runID string) (map[string][]Mes
 	return out, nil
 }
 
-// PendingInbox loads the items not yet delivered, oldest first.
+// PendingInbox loads the items not yet delivered, oldest first: neither
+// carried by a message nor consumed by a tool call.
 func (s *Store) PendingInbox(ctx context.Context, runID string) ([]InboxItem, error) {
 	rows, err := s.read.QueryContext(ctx, `SELECT i.id, i.run_id, i.session_id, i.key, i.kind, i.waking, COALESCE(c.content, i.content), i.source,
 		i.from_session, i.created_at
 		FROM inbox i LEFT JOIN shared_contents c ON i.content_ref <> 0 AND c.id = i.content_ref
-		WHERE i.run_id = ? AND i.delivered_at = '' ORDER BY i.id`, runID)
+		WHERE i.run_id = ? AND i.delivered_at = ''
+		AND i.id NOT IN (SELECT inbox_id FROM messages WHERE run_id = ? AND inbox_id <> 0)
+		ORDER BY i.id`, runID, runID)
 	if err != nil {
 		return nil, err
 	}

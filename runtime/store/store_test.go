@@ -2,9 +2,11 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -282,5 +284,72 @@ func TestInboxKeys(t *testing.T) {
 		if !strings.HasPrefix(k, "~") || len(k) != 17 || (i > 0 && k <= generated[i-1]) {
 			t.Fatalf("generated keys %q: want \"~\" and 16 hex digits, in id order", generated)
 		}
+	}
+}
+
+// An inbox item stays pending until a message carrying its id is stored or
+// a tool call consumes it; items a version-1 database marked delivered stay
+// delivered after the upgrade.
+func TestPendingInbox(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.db")
+	ctx := context.Background()
+
+	// A database as version 1 of the schema left it: one item delivered
+	// the old way, one pending.
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1, err := migrations.ReadFile("migrations/0001_init.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{string(v1), "PRAGMA user_version = 1",
+		`INSERT INTO inbox (id, run_id, session_id, key, kind, content, created_at, delivered_at) VALUES (1, 'r-1', 's-1', 'old/1', 'note', 'old, delivered', '', '2026-01-01')`,
+		`INSERT INTO inbox (id, run_id, session_id, key, kind, content, created_at) VALUES (2, 'r-1', 's-1', 'old/2', 'note', 'old, pending', '')`,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%.60s: %v", q, err)
+		}
+	}
+	db.Close()
+
+	s, err := Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	items := []*InboxItem{{Content: "delivered by a message"}, {Content: "consumed"}, {Content: "pending"}}
+	err = s.Do(ctx, func(tx *Tx) error {
+		for _, it := range items {
+			it.RunID, it.SessionID, it.Kind, it.CreatedAt = "r-1", "s-1", "note", time.Now()
+			if err := tx.AppendInbox(it); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.Do(ctx, func(tx *Tx) error {
+		if err := tx.InsertMessage(&Message{RunID: "r-1", SessionID: "s-1", Index: 0, Role: "user", Content: items[0].Content, InboxID: items[0].ID}); err != nil {
+			return err
+		}
+		return tx.MarkConsumed([]int64{items[1].ID}, "call_1")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pending, err := s.PendingInbox(ctx, "r-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, it := range pending {
+		got = append(got, it.Content)
+	}
+	if want := []string{"old, pending", "pending"}; !slices.Equal(got, want) {
+		t.Fatalf("pending = %q, want %q", got, want)
 	}
 }

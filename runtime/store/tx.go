@@ -276,7 +276,7 @@ func (tx *Tx) InsertMessage(m *Message) error {
 
 const maxRowsPerInsert = 64
 
-const messageColumns = 15
+const messageColumns = 16
 
 // flushMessages writes the messages inserted so far in this operation.
 func (tx *Tx) flushMessages() error {
@@ -289,12 +289,12 @@ func (tx *Tx) flushMessages() error {
 	if !ok {
 		var b strings.Builder
 		b.WriteString(`INSERT INTO messages (id, run_id, session_id, idx, role, content, content_ref, tool_calls, tool_call_id, synthetic, no_reply, source,
-		prompt_tokens, completion_tokens, created_at) VALUES `)
+		prompt_tokens, completion_tokens, created_at, inbox_id) VALUES `)
 		for i := range n {
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+			b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 		}
 		var err error
 		if st, err = tx.s.conn.PrepareContext(tx.ctx, b.String()); err != nil {
@@ -317,7 +317,7 @@ func (tx *Tx) flushMessages() error {
 			calls = string(b)
 		}
 		args = append(args, m.ID, m.RunID, m.SessionID, m.Index, m.Role, content, ref, calls, m.ToolCallID, b2i(m.Synthetic), b2i(m.NoReply),
-			m.Source, m.Usage.PromptTokens, m.Usage.CompletionTokens, Time(m.CreatedAt))
+			m.Source, m.Usage.PromptTokens, m.Usage.CompletionTokens, Time(m.CreatedAt), m.InboxID)
 	}
 	tx.msgs = tx.msgs[:0]
 	if _, err := st.ExecContext(tx.ctx, args...); err != nil {
@@ -479,19 +479,18 @@ func (tx *Tx) InsertInbox(it *InboxItem) (bool, error) {
 	return n > 0, nil
 }
 
-// MarkDelivered records that inbox items entered their session's history
-// (consumedBy names the tool call that took them instead, if any).
-func (tx *Tx) MarkDelivered(runID string, ids []int64, consumedBy string) error {
+// MarkConsumed records that inbox items were taken by the tool call callID
+// instead of entering their session's history. (An item that enters the
+// history is delivered by its message: see Message.InboxID.)
+func (tx *Tx) MarkConsumed(ids []int64, callID string) error {
 	now := Time(time.Now())
 	for len(ids) > 0 {
 		n := min(len(ids), 200)
 		args := make([]any, 0, n+2)
-		args = append(args, now, consumedBy)
+		args = append(args, now, callID)
 		for _, id := range ids[:n] {
 			args = append(args, id)
 		}
-		// By rowid alone: with a run_id term the planner may pick the
-		// pending-items index and scan every pending item of the run.
 		q := `UPDATE inbox SET delivered_at = ?, consumed_by = ? WHERE id IN (?` + strings.Repeat(",?", n-1) + `)`
 		if _, err := tx.exec(q, args...); err != nil {
 			return err

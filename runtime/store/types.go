@@ -81,6 +81,9 @@ type Message struct {
 	Source     string // agent, human, system
 	Usage      Usage
 	CreatedAt  time.Time
+	// InboxID is the inbox item this message delivered, if any: the
+	// message is the record that the item was delivered.
+	InboxID int64
 	// Shared is set for a text delivered to many sessions: it is stored
 	// once (see Tx.ShareContent) and the message refers to it.
 	Shared *SharedContent
