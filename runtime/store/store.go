@@ -309,17 +309,15 @@ func (s *Store) run(batch []*op) {
 	results := make([]error, len(batch))
 	for i, o := range batch {
 		mark := s.snapshotSeqs()
+		rows := tx.rowMark()
 		tx.events = tx.events[:0]
 		writes := tx.writes
 		err := o.fn(tx)
-		if err == nil {
-			err = tx.flushRows()
-		}
 		if tx.broken != nil {
 			break
 		}
 		if err != nil {
-			tx.dropRows()
+			tx.dropRowsTo(rows)
 			s.restoreSeqs(mark)
 			if tx.writes != writes {
 				tx.broken = fmt.Errorf("an operation failed after writing: %w", err)
@@ -331,6 +329,11 @@ func (s *Store) run(batch []*op) {
 		}
 		o.events = append(o.events[:0], tx.events...)
 		o.running(nil)
+	}
+	if tx.broken == nil {
+		if err := tx.flushRows(); err != nil {
+			tx.broken = err
+		}
 	}
 	var events []event.Event
 	for i, o := range batch {

@@ -353,3 +353,112 @@ func TestPendingInbox(t *testing.T) {
 		t.Fatalf("pending = %q, want %q", got, want)
 	}
 }
+
+// Rows are queued by the operations of a batch and inserted when it
+// commits; what an operation or a nested step undoes, and what later
+// operations of the same batch say about queued rows, must hold as if each
+// row had been written at once.
+func TestQueuedRowsInOneBatch(t *testing.T) {
+	s := openTest(t, nil)
+	ctx := context.Background()
+	// Hold the writer so that the operations below queue up and run as
+	// one batch.
+	release := make(chan struct{})
+	held := make(chan struct{})
+	s.Go(func(tx *Tx) error {
+		close(held)
+		<-release
+		return nil
+	})
+	<-held
+	const many = maxRowsPerInsert*2 + 3
+	var results []error
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	apply := func(fn func(tx *Tx) error) {
+		n := len(s.ops)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := s.Apply(ctx, fn)
+			mu.Lock()
+			results = append(results, err)
+			mu.Unlock()
+		}()
+		// Keep the operations in order: each is in the queue before the
+		// next is sent.
+		for len(s.ops) == n {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	item := func(key, content string) *InboxItem {
+		return &InboxItem{RunID: "r-1", SessionID: "s-1", Key: key, Kind: "note", Content: content, CreatedAt: time.Now()}
+	}
+	var consumed *InboxItem
+	var dup bool
+	apply(func(tx *Tx) error {
+		for i := range many {
+			if err := tx.InsertMessage(&Message{RunID: "r-1", SessionID: "s-1", Index: i, Role: "user", Content: "kept"}); err != nil {
+				return err
+			}
+		}
+		consumed = item("", "consumed")
+		if err := tx.AppendInbox(consumed); err != nil {
+			return err
+		}
+		_, err := tx.InsertInbox(item("result/s-2", "first result"))
+		return err
+	})
+	apply(func(tx *Tx) error {
+		tx.Nested(func() error {
+			tx.InsertMessage(&Message{RunID: "r-1", SessionID: "s-1", Index: many, Role: "user", Content: "undone"})
+			tx.AppendInbox(item("", "undone"))
+			return errors.New("refused")
+		})
+		ok, err := tx.InsertInbox(item("result/s-2", "second result"))
+		dup = !ok
+		if err != nil {
+			return err
+		}
+		if err := tx.MarkConsumed([]int64{consumed.ID}, "call_1"); err != nil {
+			return err
+		}
+		return tx.AppendInbox(item("", "pending"))
+	})
+	apply(func(tx *Tx) error { return errors.New("refused before writing") })
+	close(release)
+	wg.Wait()
+	if slices.IndexFunc(results, func(err error) bool { return err == nil }) < 0 || len(results) != 3 {
+		t.Fatalf("results = %v", results)
+	}
+	// Apply returns before the commit; a Do after the batch waits for it.
+	if err := s.Do(ctx, func(*Tx) error { return nil }); err != nil {
+		t.Fatalf("the store stopped: %v", err)
+	}
+	if !dup {
+		t.Error("a key queued earlier in the batch was inserted twice")
+	}
+	msgs, err := s.Messages(ctx, "r-1", "s-1", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msgs) != many {
+		t.Fatalf("%d messages stored, want %d", len(msgs), many)
+	}
+	for _, m := range msgs {
+		if m.Content != "kept" {
+			t.Fatalf("stored %q", m.Content)
+		}
+	}
+	pending, err := s.PendingInbox(ctx, "r-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, it := range pending {
+		got = append(got, it.Content)
+	}
+	if want := []string{"first result", "pending"}; !slices.Equal(got, want) {
+		t.Fatalf("pending = %q, want %q", got, want)
+	}
+}

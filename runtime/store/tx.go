@@ -18,8 +18,10 @@ type Tx struct {
 	s      *Store
 	ctx    context.Context
 	events []event.Event
-	msgs   []*Message   // inserted with one statement at the end of the operation
-	inbox  []*InboxItem // likewise
+	// Rows queued by the batch's operations, inserted together when the
+	// batch commits (see flushRows).
+	msgs  []*Message
+	inbox []*InboxItem
 	writes int          // statements that changed the database (and queued messages)
 	broken error
 }
@@ -268,9 +270,6 @@ func (tx *Tx) InsertMessage(m *Message) error {
 	}
 	tx.msgs = append(tx.msgs, m)
 	tx.writes++
-	if len(tx.msgs) >= maxRowsPerInsert {
-		return tx.flushMessages()
-	}
 	return nil
 }
 
@@ -278,12 +277,22 @@ const maxRowsPerInsert = 64
 
 const messageColumns = 16
 
-// flushMessages writes the messages inserted so far in this operation.
+// flushMessages inserts the queued messages, up to maxRowsPerInsert per
+// statement.
 func (tx *Tx) flushMessages() error {
-	if len(tx.msgs) == 0 {
-		return nil
+	for len(tx.msgs) > 0 {
+		n := min(len(tx.msgs), maxRowsPerInsert)
+		if err := tx.insertMessages(tx.msgs[:n]); err != nil {
+			return err
+		}
+		tx.msgs = tx.msgs[n:]
 	}
-	n := len(tx.msgs)
+	tx.msgs = tx.msgs[:0:cap(tx.msgs)]
+	return nil
+}
+
+func (tx *Tx) insertMessages(msgs []*Message) error {
+	n := len(msgs)
 	key := "messages/" + strconv.Itoa(n)
 	st, ok := tx.s.stmts[key]
 	if !ok {
@@ -303,7 +312,7 @@ func (tx *Tx) flushMessages() error {
 		tx.s.stmts[key] = st
 	}
 	args := make([]any, 0, n*messageColumns)
-	for _, m := range tx.msgs {
+	for _, m := range msgs {
 		content, ref := m.Content, int64(0)
 		if m.Shared != nil {
 			content, ref = "", m.Shared.ID
@@ -319,7 +328,6 @@ func (tx *Tx) flushMessages() error {
 		args = append(args, m.ID, m.RunID, m.SessionID, m.Index, m.Role, content, ref, calls, m.ToolCallID, b2i(m.Synthetic), b2i(m.NoReply),
 			m.Source, m.Usage.PromptTokens, m.Usage.CompletionTokens, Time(m.CreatedAt), m.InboxID)
 	}
-	tx.msgs = tx.msgs[:0]
 	if _, err := st.ExecContext(tx.ctx, args...); err != nil {
 		return fmt.Errorf("append messages: %w", err)
 	}
@@ -353,9 +361,6 @@ func (tx *Tx) AppendInbox(it *InboxItem) error {
 	}
 	tx.inbox = append(tx.inbox, it)
 	tx.writes++
-	if len(tx.inbox) >= maxRowsPerInsert {
-		return tx.flushInbox()
-	}
 	return nil
 }
 
@@ -402,24 +407,35 @@ func (tx *Tx) nextInboxID(it *InboxItem) error {
 	return nil
 }
 
-const inboxColumns = 11
+const inboxColumns = 13
 
-// flushInbox writes the items appended so far in this operation.
+// flushInbox inserts the queued inbox items, up to maxRowsPerInsert per
+// statement.
 func (tx *Tx) flushInbox() error {
-	if len(tx.inbox) == 0 {
-		return nil
+	for len(tx.inbox) > 0 {
+		n := min(len(tx.inbox), maxRowsPerInsert)
+		if err := tx.insertInbox(tx.inbox[:n]); err != nil {
+			return err
+		}
+		tx.inbox = tx.inbox[n:]
 	}
-	n := len(tx.inbox)
+	tx.inbox = tx.inbox[:0:cap(tx.inbox)]
+	return nil
+}
+
+func (tx *Tx) insertInbox(items []*InboxItem) error {
+	n := len(items)
 	key := "inbox/" + strconv.Itoa(n)
 	st, ok := tx.s.stmts[key]
 	if !ok {
 		var b strings.Builder
-		b.WriteString(`INSERT INTO inbox (id, run_id, session_id, key, kind, waking, content, content_ref, source, from_session, created_at) VALUES `)
+		b.WriteString(`INSERT INTO inbox (id, run_id, session_id, key, kind, waking, content, content_ref, source, from_session, created_at,
+		delivered_at, consumed_by) VALUES `)
 		for i := range n {
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+			b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 		}
 		var err error
 		if st, err = tx.s.conn.PrepareContext(tx.ctx, b.String()); err != nil {
@@ -428,21 +444,27 @@ func (tx *Tx) flushInbox() error {
 		tx.s.stmts[key] = st
 	}
 	args := make([]any, 0, n*inboxColumns)
-	for _, it := range tx.inbox {
+	for _, it := range items {
 		content, ref := it.Content, int64(0)
 		if it.Shared != nil {
 			content, ref = "", it.Shared.ID
 		}
-		args = append(args, it.ID, it.RunID, it.SessionID, it.Key, it.Kind, b2i(it.Waking), content, ref, it.Source, it.FromSession, Time(it.CreatedAt))
+		delivered := ""
+		if !it.DeliveredAt.IsZero() {
+			delivered = Time(it.DeliveredAt)
+		}
+		args = append(args, it.ID, it.RunID, it.SessionID, it.Key, it.Kind, b2i(it.Waking), content, ref, it.Source, it.FromSession, Time(it.CreatedAt),
+			delivered, it.ConsumedBy)
 	}
-	tx.inbox = tx.inbox[:0]
 	if _, err := st.ExecContext(tx.ctx, args...); err != nil {
 		return fmt.Errorf("queue inbox items: %w", err)
 	}
 	return nil
 }
 
-// flushRows writes the rows queued by this operation.
+// flushRows inserts the rows the batch's operations queued. It runs once,
+// when the batch commits: a batch of broadcasts becomes a few multi-row
+// inserts instead of a few per operation.
 func (tx *Tx) flushRows() error {
 	if err := tx.flushMessages(); err != nil {
 		return err
@@ -450,17 +472,27 @@ func (tx *Tx) flushRows() error {
 	return tx.flushInbox()
 }
 
-// dropRows forgets the rows queued by a failed operation.
-func (tx *Tx) dropRows() {
-	tx.msgs = tx.msgs[:0]
-	tx.inbox = tx.inbox[:0]
+// rowMark is how many rows were queued at some point of the batch.
+type rowMark struct{ msgs, inbox int }
+
+func (tx *Tx) rowMark() rowMark { return rowMark{len(tx.msgs), len(tx.inbox)} }
+
+// dropRowsTo forgets the rows queued since m: an operation or a nested
+// step that failed.
+func (tx *Tx) dropRowsTo(m rowMark) {
+	clear(tx.msgs[m.msgs:])
+	clear(tx.inbox[m.inbox:])
+	tx.msgs = tx.msgs[:m.msgs]
+	tx.inbox = tx.inbox[:m.inbox]
 }
 
 // InsertInbox queues an item. It returns false when an item with the same
 // key exists already (the delivery happened before a crash).
 func (tx *Tx) InsertInbox(it *InboxItem) (bool, error) {
-	if err := tx.flushInbox(); err != nil {
-		return false, err
+	for _, q := range tx.inbox {
+		if q.RunID == it.RunID && q.Key == it.Key {
+			return false, nil
+		}
 	}
 	if err := tx.nextInboxID(it); err != nil {
 		return false, err
@@ -483,7 +515,24 @@ func (tx *Tx) InsertInbox(it *InboxItem) (bool, error) {
 // instead of entering their session's history. (An item that enters the
 // history is delivered by its message: see Message.InboxID.)
 func (tx *Tx) MarkConsumed(ids []int64, callID string) error {
-	now := Time(time.Now())
+	at := time.Now()
+	now := Time(at)
+	if len(tx.inbox) > 0 {
+		// Items of this batch are not in the table yet.
+		queued := make(map[int64]*InboxItem, len(tx.inbox))
+		for _, it := range tx.inbox {
+			queued[it.ID] = it
+		}
+		rest := ids[:0:0]
+		for _, id := range ids {
+			if it, ok := queued[id]; ok {
+				it.DeliveredAt, it.ConsumedBy = at, callID
+				continue
+			}
+			rest = append(rest, id)
+		}
+		ids = rest
+	}
 	for len(ids) > 0 {
 		n := min(len(ids), 200)
 		args := make([]any, 0, n+2)
@@ -632,21 +681,16 @@ func (tx *Tx) LastSeq(runID string) (int64, error) {
 // events are undone while the rest of the operation stands. The operation
 // then goes on (and may still commit); Nested returns fn's error.
 func (tx *Tx) Nested(fn func() error) error {
-	if err := tx.flushRows(); err != nil {
-		return err
-	}
 	if _, err := tx.s.control("SAVEPOINT nested"); err != nil {
 		tx.broken = err
 		return err
 	}
 	mark := tx.s.snapshotSeqs()
+	rows := tx.rowMark()
 	nEvents := len(tx.events)
 	err := fn()
-	if err == nil {
-		err = tx.flushRows()
-	}
 	if err != nil {
-		tx.dropRows()
+		tx.dropRowsTo(rows)
 		if _, rerr := tx.s.control("ROLLBACK TO nested"); rerr != nil {
 			tx.broken = rerr
 		}
