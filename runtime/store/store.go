@@ -62,6 +62,7 @@ type Store struct {
 
 	seqMu   sync.Mutex
 	seqs    map[string]int64 // last event sequence per run
+	seqUndo []seqChange      // changes of seqs in the current batch
 	msgID   int64            // last message id given out (0: not read yet)
 	inboxID int64            // likewise for inbox items
 	err     error            // a failed commit poisons the store
@@ -306,6 +307,9 @@ func (s *Store) run(batch []*op) {
 		return
 	}
 	tx := &Tx{s: s, ctx: ctx}
+	s.seqMu.Lock()
+	s.seqUndo = s.seqUndo[:0]
+	s.seqMu.Unlock()
 	results := make([]error, len(batch))
 	for i, o := range batch {
 		mark := s.snapshotSeqs()
@@ -427,24 +431,25 @@ func (s *Store) fail(batch []*op, err error) {
 
 // counters holds what an operation may advance and must give back when it
 // is rolled back: event sequences and message ids.
+// counters is a point to which the writer's counters can be rolled back
+// when an operation fails.
 type counters struct {
-	seqs    map[string]int64
+	undo    int // length of seqUndo
 	msgID   int64
 	inboxID int64
+}
+
+// seqChange is a change of a run's last event sequence, for rolling back.
+type seqChange struct {
+	run string
+	old int64
+	had bool
 }
 
 func (s *Store) snapshotSeqs() counters {
 	s.seqMu.Lock()
 	defer s.seqMu.Unlock()
-	c := counters{msgID: s.msgID, inboxID: s.inboxID}
-	if len(s.seqs) == 0 {
-		return c
-	}
-	c.seqs = make(map[string]int64, len(s.seqs))
-	for k, v := range s.seqs {
-		c.seqs[k] = v
-	}
-	return c
+	return counters{undo: len(s.seqUndo), msgID: s.msgID, inboxID: s.inboxID}
 }
 
 func (s *Store) restoreSeqs(c counters) {
@@ -452,14 +457,23 @@ func (s *Store) restoreSeqs(c counters) {
 	defer s.seqMu.Unlock()
 	s.msgID = c.msgID
 	s.inboxID = c.inboxID
-	m := c.seqs
-	for k := range s.seqs {
-		if v, ok := m[k]; ok {
-			s.seqs[k] = v
+	for i := len(s.seqUndo) - 1; i >= c.undo; i-- {
+		ch := s.seqUndo[i]
+		if ch.had {
+			s.seqs[ch.run] = ch.old
 		} else {
-			delete(s.seqs, k)
+			delete(s.seqs, ch.run)
 		}
 	}
+	s.seqUndo = s.seqUndo[:c.undo]
+}
+
+// setSeqLocked records a run's new last sequence so that it can be rolled
+// back. s.seqMu must be held.
+func (s *Store) setSeqLocked(run string, seq int64) {
+	old, had := s.seqs[run]
+	s.seqUndo = append(s.seqUndo, seqChange{run, old, had})
+	s.seqs[run] = seq
 }
 
 // Close flushes queued writes and closes the database.

@@ -20,9 +20,9 @@ type Tx struct {
 	events []event.Event
 	// Rows queued by the batch's operations, inserted together when the
 	// batch commits (see flushRows).
-	msgs  []*Message
-	inbox []*InboxItem
-	writes int          // statements that changed the database (and queued messages)
+	msgs   []*Message
+	inbox  []*InboxItem
+	writes int // statements that changed the database (and queued messages)
 	broken error
 }
 
@@ -90,7 +90,7 @@ func (tx *Tx) Emit(e event.Event) (event.Event, error) {
 	}
 	s := tx.s
 	s.seqMu.Lock()
-	s.seqs[e.RunID] = seq
+	s.setSeqLocked(e.RunID, seq)
 	s.seqMu.Unlock()
 	tx.events = append(tx.events, e)
 	return e, nil
