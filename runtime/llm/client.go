@@ -102,13 +102,26 @@ func (c *Client) Stream(ctx context.Context, req Request, onDelta func(Delta)) (
 		// first attempt.
 		return nil, &Error{Kind: BadRequest, Attempts: 1, Err: err, Message: c.clean(err.Error())}
 	}
-	defer body.release()
+	defer func() {
+		if body != nil {
+			body.release()
+		}
+	}()
 	acc := &accumulator{onDelta: onDelta}
 	retries := 0
 	fellBack := false
 	for attempt := 1; ; attempt++ {
+		if body == nil {
+			// A retry: the last attempt gave its body back once it was
+			// sent, so that a thousand calls waiting for their models do
+			// not each hold one.
+			if body, err = encodeBody(&req, oreq.Temperature); err != nil {
+				return nil, &Error{Kind: BadRequest, Attempts: attempt, Err: err, Message: c.clean(err.Error())}
+			}
+		}
 		withUsage := !c.noStreamOptions.Load()
 		e := c.attempt(ctx, oreq, body, withUsage, acc)
+		body = nil // released by attempt
 		if e == nil {
 			resp := acc.response(&req)
 			resp.Attempts = attempt
@@ -152,7 +165,9 @@ var (
 
 // attempt makes one HTTP request and reads its stream into acc. The doer
 // sends body, with stream_options when withUsage, in place of go-openai's
-// encoding of oreq.
+// encoding of oreq. attempt releases the caller's reference to body as soon
+// as the response has begun: the request is sent by then, and net/http
+// holds references of its own while it still needs the bytes.
 func (c *Client) attempt(ctx context.Context, oreq openai.ChatCompletionRequest, body *preparedBody, withUsage bool, acc *accumulator) *Error {
 	acc.reset()
 	info := &respInfo{reqBody: body, tail: tailPlain}
@@ -168,6 +183,7 @@ func (c *Client) attempt(ctx context.Context, oreq openai.ChatCompletionRequest,
 	}
 
 	stream, err := c.oa.CreateChatCompletionStream(actx, oreq)
+	body.release()
 	if err != nil {
 		return c.failure(ctx, actx, info, err, false)
 	}
