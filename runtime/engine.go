@@ -30,7 +30,7 @@ type Options struct {
 	Config   *config.Config
 	Resolved config.Resolved
 	Logger   *slog.Logger
-	// DBPath overrides the config's database path (":memory:" for tests).
+	// DBPath overrides the config's database path.
 	DBPath string
 	// Policy replaces the scripted model's demo policy (bench, tests).
 	Policy scripted.Policy

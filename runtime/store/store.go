@@ -85,10 +85,13 @@ func Open(path string, publish func([]event.Event)) (*Store, error) {
 	if path == "" {
 		return nil, errors.New("store: no database path")
 	}
-	if path != ":memory:" {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			return nil, fmt.Errorf("create the database directory: %w", err)
-		}
+	if strings.Contains(path, ":memory:") || strings.Contains(path, "mode=memory") {
+		// Readers and the checkpointer open connections of their own, and
+		// an in-memory database is private to the connection that made it.
+		return nil, fmt.Errorf("store: an in-memory database (%s) cannot be used: give a file, e.g. --db /tmp/swarmdeck.db", path)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("create the database directory: %w", err)
 	}
 	dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=cache_size(-65536)&_pragma=temp_store(MEMORY)&_pragma=wal_autocheckpoint(0)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(OFF)&_txlock=immediate"
 	write, err := sql.Open("sqlite", dsn)
@@ -116,29 +119,21 @@ func Open(path string, publish func([]event.Event)) (*Store, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	readDSN := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=query_only(1)"
-	if path == ":memory:" {
-		// An in-memory database is private to its connection: read through
-		// the writer's pool instead.
-		s.read = write
-	} else {
-		s.read, err = sql.Open("sqlite", readDSN)
-		if err != nil {
-			s.conn.Close()
-			write.Close()
-			return nil, err
-		}
-		s.read.SetMaxOpenConns(4)
+	if s.read, err = sql.Open("sqlite", readDSN); err != nil {
+		s.conn.Close()
+		write.Close()
+		return nil, err
 	}
-	if path != ":memory:" {
-		ckDSN := "file:" + path + "?_pragma=busy_timeout(10000)"
-		if s.ckpt, err = sql.Open("sqlite", ckDSN); err != nil {
-			s.conn.Close()
-			write.Close()
-			return nil, err
-		}
-		s.ckpt.SetMaxOpenConns(1)
-		go s.checkpointLoop()
+	s.read.SetMaxOpenConns(4)
+	ckDSN := "file:" + path + "?_pragma=busy_timeout(10000)"
+	if s.ckpt, err = sql.Open("sqlite", ckDSN); err != nil {
+		s.conn.Close()
+		write.Close()
+		s.read.Close()
+		return nil, err
 	}
+	s.ckpt.SetMaxOpenConns(1)
+	go s.checkpointLoop()
 	go s.loop()
 	return s, nil
 }
@@ -493,13 +488,9 @@ func (s *Store) Close() error {
 	// Fold the WAL back into the main file so a copied .db is complete.
 	s.conn.ExecContext(context.Background(), "PRAGMA wal_checkpoint(TRUNCATE)")
 	s.conn.Close()
-	if s.ckpt != nil {
-		s.ckpt.Close()
-	}
+	s.ckpt.Close()
 	err := s.write.Close()
-	if s.read != s.write {
-		s.read.Close()
-	}
+	s.read.Close()
 	return err
 }
 

@@ -462,3 +462,18 @@ func TestQueuedRowsInOneBatch(t *testing.T) {
 		t.Fatalf("pending = %q, want %q", got, want)
 	}
 }
+
+// An in-memory database cannot be shared with the reader connections: it
+// is refused with a way out instead of hanging the first read.
+func TestInMemoryRefused(t *testing.T) {
+	for _, path := range []string{":memory:", "file::memory:?cache=shared", "x.db?mode=memory"} {
+		s, err := Open(path, nil)
+		if err == nil {
+			s.Close()
+			t.Fatalf("Open(%q) succeeded", path)
+		}
+		if !strings.Contains(err.Error(), "--db /tmp/swarmdeck.db") {
+			t.Errorf("Open(%q): %v", path, err)
+		}
+	}
+}
