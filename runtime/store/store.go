@@ -93,7 +93,7 @@ func Open(path string, publish func([]event.Event)) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("create the database directory: %w", err)
 	}
-	dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=cache_size(-65536)&_pragma=temp_store(MEMORY)&_pragma=wal_autocheckpoint(0)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(OFF)&_txlock=immediate"
+	dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=cache_size(-8192)&_pragma=temp_store(MEMORY)&_pragma=wal_autocheckpoint(0)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(OFF)&_txlock=immediate"
 	write, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
