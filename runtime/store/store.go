@@ -39,6 +39,10 @@ var migrations embed.FS
 // never holds the write lock for long.
 const maxBatch = 256
 
+// commitWait is how long a transaction stays open for more operations
+// after those that were queued when it began have run.
+const commitWait = 500 * time.Microsecond
+
 // Store is an open database.
 type Store struct {
 	path  string
@@ -67,7 +71,9 @@ type Store struct {
 	inboxID int64            // likewise for inbox items
 	err     error            // a failed commit poisons the store
 
-	eventBuf []byte // the writer's buffer for encoding a commit's events
+	eventBuf   []byte        // the writer's buffer for encoding a commit's events
+	coalesce   *time.Timer   // the writer's commitWait timer
+	commitWait time.Duration // commitWait, or another wait in tests
 }
 
 type op struct {
@@ -134,6 +140,9 @@ func Open(path string, publish func([]event.Event)) (*Store, error) {
 	}
 	s.ckpt.SetMaxOpenConns(1)
 	go s.checkpointLoop()
+	s.coalesce = time.NewTimer(time.Hour)
+	s.coalesce.Stop()
+	s.commitWait = commitWait
 	go s.loop()
 	return s, nil
 }
@@ -305,29 +314,66 @@ func (s *Store) run(batch []*op) {
 	s.seqMu.Lock()
 	s.seqUndo = s.seqUndo[:0]
 	s.seqMu.Unlock()
-	results := make([]error, len(batch))
-	for i, o := range batch {
+	results := make([]error, 0, len(batch))
+	// exec runs one operation of the batch and reports whether the batch
+	// can go on.
+	exec := func(o *op) bool {
 		mark := s.snapshotSeqs()
 		rows := tx.rowMark()
 		tx.events = tx.events[:0]
 		writes := tx.writes
 		err := o.fn(tx)
+		results = append(results, nil)
 		if tx.broken != nil {
-			break
+			return false
 		}
 		if err != nil {
 			tx.dropRowsTo(rows)
 			s.restoreSeqs(mark)
 			if tx.writes != writes {
 				tx.broken = fmt.Errorf("an operation failed after writing: %w", err)
-				break
+				return false
 			}
-			results[i] = err
+			results[len(results)-1] = err
 			o.running(err)
-			continue
+			return true
 		}
 		o.events = append(o.events[:0], tx.events...)
 		o.running(nil)
+		return true
+	}
+	ok, waited := true, false
+	for _, o := range batch {
+		waited = waited || o.done != nil
+		if ok = exec(o); !ok {
+			break
+		}
+	}
+	// Operations that arrive within commitWait join the transaction: their
+	// callers go on as soon as theirs has run (Apply, Go), so the wait costs
+	// them nothing, and a turn's few operations share one commit instead of
+	// each writing the same last pages of the same tables again. Someone
+	// waiting for the commit itself (Do) ends the wait.
+	if ok && !waited && len(batch) < maxBatch {
+		s.coalesce.Reset(s.commitWait)
+	wait:
+		for len(batch) < maxBatch {
+			select {
+			case o := <-s.ops:
+				batch = append(batch, o)
+				if !exec(o) || o.done != nil {
+					break wait
+				}
+			case <-s.coalesce.C:
+				break wait
+			case <-s.closing:
+				break wait
+			}
+		}
+		s.coalesce.Stop()
+	}
+	for len(results) < len(batch) {
+		results = append(results, nil)
 	}
 	if tx.broken == nil {
 		if err := tx.flushRows(); err != nil {

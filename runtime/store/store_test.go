@@ -477,3 +477,51 @@ func TestInMemoryRefused(t *testing.T) {
 		}
 	}
 }
+
+// Operations whose callers do not wait for the commit share a transaction
+// with those that arrive while it is open; an operation whose caller waits
+// for the commit (Do) ends the wait.
+func TestLateOperationsJoinTheCommit(t *testing.T) {
+	var mu sync.Mutex
+	var commits [][]string
+	s := openTest(t, func(evs []event.Event) {
+		var names []string
+		for _, e := range evs {
+			names = append(names, e.Error)
+		}
+		mu.Lock()
+		commits = append(commits, names)
+		mu.Unlock()
+	})
+	// Wait (nearly) for ever, so that only the Do can end the wait. The
+	// writer is idle, so the next operation starts a transaction that uses
+	// the new wait.
+	s.commitWait = time.Hour
+	ctx := context.Background()
+	emit := func(name string) func(*Tx) error {
+		return func(tx *Tx) error {
+			_, err := tx.Emit(event.Event{Type: event.Error, RunID: "r-1", Error: name})
+			return err
+		}
+	}
+	for _, name := range []string{"a", "b"} {
+		if err := s.Apply(ctx, emit(name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Do(ctx, emit("c")) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Do waited for the commit window")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(commits) != 1 || !slices.Equal(commits[0], []string{"a", "b", "c"}) {
+		t.Fatalf("commits = %q, want one with a, b and c", commits)
+	}
+}
