@@ -121,7 +121,11 @@ func (s *Server) Start(addr string) (baseURL string, err error) {
 	if s.srv != nil {
 		return "", errors.New("scripted model: server already started")
 	}
-	ln, err := net.Listen("tcp", addr)
+	// No TCP keep-alive probes: the clients are local or close by, and
+	// setting them up is three system calls on every connection a swarm
+	// opens.
+	lc := net.ListenConfig{KeepAlive: -1}
+	ln, err := lc.Listen(context.Background(), "tcp", addr)
 	if err != nil {
 		return "", fmt.Errorf("scripted model: listen on %s: %w", addr, err)
 	}
