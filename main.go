@@ -412,7 +412,7 @@ func mockCmd(cf *commonFlags, stdout, stderr io.Writer) *cobra.Command {
 func benchCmd(cf *commonFlags, stdout, stderr io.Writer) *cobra.Command {
 	o := bench.DefaultOptions()
 	so := bench.DefaultStartupOptions()
-	var asJSON, startup bool
+	var asJSON, startup, floor bool
 	var cpuProfile, memProfile string
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -435,6 +435,11 @@ bench --startup starts this binary as "run --headless --provider openai
 its first LLM request, and the wall time each additional parallel
 sub-agent adds (a root spawning 1, then --fanout (default 50) children).
 
+bench --floor makes the calls of the same shape with net/http alone: a
+bare server waiting --latency and the runtime's client transport, no
+store, prompts or sessions. Its efficiency is about the most any runtime
+speaking HTTP/1.1 can reach on this machine.
+
 Targets on a 2-core machine:
   1,000 agents at --latency 1s   efficiency >= 0.97, peak RSS <= 300 MB
   10 agents at --latency 50ms    efficiency >= 0.98
@@ -444,6 +449,7 @@ Targets on a 2-core machine:
 		Example: `  swarmdeck bench --agents 1000 --latency 1s
   swarmdeck bench --agents 10 --latency 50ms --json
   swarmdeck bench --agents 1000 --latency 0
+  swarmdeck bench --agents 10 --latency 50ms --floor
   swarmdeck bench --startup`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -465,6 +471,16 @@ Targets on a 2-core machine:
 					return writeJSON(stdout, rep)
 				}
 				return bench.WriteStartup(stdout, rep)
+			}
+			if floor {
+				rep, err := bench.Floor(ctx, o)
+				if err != nil {
+					return benchErr(err)
+				}
+				if asJSON {
+					return writeJSON(stdout, rep)
+				}
+				return bench.WriteFloor(stdout, rep)
 			}
 			o.DB, o.Progress = cf.db, progress
 			for _, p := range []struct {
@@ -499,6 +515,7 @@ Targets on a 2-core machine:
 	f.IntVar(&o.Broadcasts, "broadcasts-per-agent", o.Broadcasts, "task_broadcast calls each leaf makes to its siblings")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object on stdout")
 	f.BoolVar(&startup, "startup", false, "measure start-up and fan-out cost of whole swarmdeck processes instead")
+	f.BoolVar(&floor, "floor", false, "make the same calls with net/http alone (no runtime): the most this machine allows")
 	f.IntVar(&so.Runs, "runs", so.Runs, "with --startup: runs of each measurement")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a pprof CPU profile of the run to `FILE`")
 	f.StringVar(&memProfile, "memprofile", "", "write a pprof allocation profile of the run to `FILE`")

@@ -258,3 +258,44 @@ func TestStartupReportsAFailingChild(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// The floor makes exactly the calls of the bench shape, never beats the
+// critical path (mixed shapes included), and reports its keys.
+func TestFloor(t *testing.T) {
+	for _, o := range []Options{
+		{Agents: 20, Fanout: 5, Turns: 2, Latency: 20 * time.Millisecond},
+		{Agents: 12, Fanout: 10, Turns: 1, Latency: 30 * time.Millisecond},
+		{Agents: 30, Fanout: 10, Turns: 2, Latency: 0},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		rep, err := Floor(ctx, o)
+		cancel()
+		if err != nil {
+			t.Fatalf("Floor(%+v): %v", o, err)
+		}
+		if want := scripted.BenchCalls(o.Agents, o.Fanout, o.Turns); rep.LLMCalls != int64(want) {
+			t.Fatalf("%+v: %d calls, the shape makes %d", o, rep.LLMCalls, want)
+		}
+		if want := scripted.BenchIdeal(o.Agents, o.Fanout, o.Turns, o.Latency).Seconds(); rep.IdealS != want {
+			t.Fatalf("%+v: ideal %v s, want %v s", o, rep.IdealS, want)
+		}
+		if rep.WallS < rep.IdealS || rep.CPUMicrosPerCall <= 0 {
+			t.Fatalf("%+v: implausible report %+v", o, rep)
+		}
+		if o.Latency > 0 && (rep.Efficiency <= 0 || rep.Efficiency > 1) {
+			t.Fatalf("%+v: efficiency %v", o, rep.Efficiency)
+		}
+		var out bytes.Buffer
+		if err := WriteFloor(&out, rep); err != nil || !strings.Contains(out.String(), "efficiency") {
+			t.Fatalf("WriteFloor: %v\n%s", err, out.String())
+		}
+	}
+	if _, err := Floor(context.Background(), Options{Agents: 0, Fanout: 10, Turns: 1}); err == nil {
+		t.Fatal("Floor accepted 0 agents")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Floor(ctx, Options{Agents: 10, Fanout: 10, Turns: 1, Latency: time.Second}); err == nil {
+		t.Fatal("Floor of a cancelled context succeeded")
+	}
+}

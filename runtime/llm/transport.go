@@ -20,6 +20,10 @@ const maxErrorBody = 64 << 10
 // the transport put the connection back into the idle pool.
 const maxDrain = 16 << 10
 
+// DefaultHTTPClient returns a new client configured as the one a Client
+// uses when Config.HTTPClient is nil, for measuring the transport alone.
+func DefaultHTTPClient() *http.Client { return newHTTPClient() }
+
 // newHTTPClient returns the default client: HTTP/1.1 keep-alive with a large
 // idle pool, because a run keeps hundreds of calls to the same host in flight
 // and every new connection (with TLS, often 100ms) shows in the turn latency.

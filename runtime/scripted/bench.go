@@ -92,6 +92,20 @@ func split(size, fanout int) (k, q, r int) {
 	return k, below / k, below % k
 }
 
+// BenchChildren returns the sizes of the subtrees a node of the given size
+// spawns: none for a leaf.
+func BenchChildren(size, fanout int) []int {
+	k, q, r := split(size, max(fanout, 1))
+	out := make([]int, k)
+	for i := range out {
+		out[i] = q
+		if i < r {
+			out[i]++
+		}
+	}
+	return out
+}
+
 // BenchShape returns how many sessions a bench run of the given size
 // creates and how deep its tree is (the root has depth 0).
 func BenchShape(agents, fanout int) (sessions, depth int) {

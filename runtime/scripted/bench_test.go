@@ -221,3 +221,42 @@ func TestBenchNodeReportsSpawnFailure(t *testing.T) {
 		t.Fatalf("rep = %+v", rep)
 	}
 }
+
+// BenchChildren divides the sessions below a node among at most fanout
+// children, as evenly as possible, and agrees with BenchShape and
+// BenchCalls when the tree is walked with it.
+func TestBenchChildren(t *testing.T) {
+	for _, tc := range []struct{ size, fanout, turns int }{
+		{1, 10, 2}, {2, 10, 2}, {10, 10, 2}, {12, 10, 1}, {202, 10, 2}, {1000, 10, 2}, {5, 1, 3}, {7, 3, 1},
+	} {
+		var sessions, calls int
+		var walk func(n int)
+		walk = func(n int) {
+			sessions++
+			kids := BenchChildren(n, tc.fanout)
+			if len(kids) == 0 {
+				calls += tc.turns
+				return
+			}
+			calls += 2
+			sum := 0
+			for i, k := range kids {
+				if k < 1 || (i > 0 && k > kids[i-1]) || kids[0]-k > 1 {
+					t.Fatalf("BenchChildren(%d, %d) = %v: not an even split", n, tc.fanout, kids)
+				}
+				sum += k
+				walk(k)
+			}
+			if sum != n-1 || len(kids) > tc.fanout {
+				t.Fatalf("BenchChildren(%d, %d) = %v: want at most %d sizes summing to %d", n, tc.fanout, kids, tc.fanout, n-1)
+			}
+		}
+		walk(tc.size)
+		if want, _ := BenchShape(tc.size, tc.fanout); sessions != want {
+			t.Errorf("size %d fanout %d: walked %d sessions, BenchShape says %d", tc.size, tc.fanout, sessions, want)
+		}
+		if want := BenchCalls(tc.size, tc.fanout, tc.turns); calls != want {
+			t.Errorf("size %d fanout %d: walked %d calls, BenchCalls says %d", tc.size, tc.fanout, calls, want)
+		}
+	}
+}
