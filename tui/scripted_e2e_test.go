@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,7 +72,17 @@ func TestDashboardOnScriptedModel(t *testing.T) {
 	tm.Send(tea.KeyPressMsg{Code: 'b', Text: "b"})
 	tm.Type("keep it on one page")
 	tm.Send(tea.KeyPressMsg{Code: tea.KeyEnter})
-	waitFor("keep it on one page")
+	// The renderer redraws only the cells that changed, often after
+	// scrolling part of the screen, so a new feed line need not appear in
+	// the output as one run of text: the store says when it was sent, and
+	// the final frame below says that the feed shows it.
+	deadline := time.Now().Add(20 * time.Second)
+	for !humanBroadcast(t, eng, run.ID()) {
+		if time.Now().After(deadline) {
+			t.Fatal("the human broadcast never reached the store")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 
 	select {
 	case <-run.Done():
@@ -81,6 +92,9 @@ func TestDashboardOnScriptedModel(t *testing.T) {
 	waitFor("completed · ")
 	tm.Send(tea.KeyPressMsg{Code: 'q', Text: "q"})
 	tm.WaitFinished(t, teatest.WithFinalTimeout(5*time.Second))
+	if final := ansi.Strip(tm.FinalModel(t).View().Content); !strings.Contains(final, "keep it on one page") {
+		t.Errorf("the feed does not show the human broadcast:\n%s", final)
+	}
 
 	x, err := eng.Export(context.Background(), run.ID())
 	if err != nil {
@@ -92,13 +106,7 @@ func TestDashboardOnScriptedModel(t *testing.T) {
 	if len(x.Questions) == 0 || x.Questions[0].Responses["human"] != "Next month" || !x.Questions[0].HumanResponded {
 		t.Errorf("the human's answer was not recorded: %+v", x.Questions)
 	}
-	human := false
-	for _, b := range x.Broadcasts {
-		if b.Kind == "human" && b.Message == "keep it on one page" && len(b.Recipients) > 0 {
-			human = true
-		}
-	}
-	if !human {
+	if !humanBroadcast(t, eng, run.ID()) {
 		t.Errorf("the human broadcast is not in the store: %+v", x.Broadcasts)
 	}
 	root := x.Sessions[0]
@@ -111,4 +119,20 @@ func TestDashboardOnScriptedModel(t *testing.T) {
 	if !got {
 		t.Errorf("the answer never reached the asking agent's ask_others result")
 	}
+}
+
+// humanBroadcast reports whether the store holds the human broadcast the
+// test sends, with its recipients.
+func humanBroadcast(t *testing.T, eng *runtime.Engine, runID string) bool {
+	t.Helper()
+	x, err := eng.Export(context.Background(), runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range x.Broadcasts {
+		if b.Kind == "human" && b.Message == "keep it on one page" && len(b.Recipients) > 0 {
+			return true
+		}
+	}
+	return false
 }
