@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"unicode/utf8"
+
+	"github.com/swarmdeck/swarmdeck/runtime/internal/jsontext"
 )
 
 // The request body is encoded here rather than by go-openai: encoding/json
@@ -64,7 +66,7 @@ func encodeBody(req *Request, temperature float32) (*preparedBody, error) {
 	}
 	bp := bodyBufPool.Get().(*[]byte)
 	b := append((*bp)[:0], `{"model":`...)
-	b = appendJSONString(b, req.Model)
+	b = jsontext.AppendString(b, req.Model)
 	b = append(b, `,"messages":[`...)
 	for i := range req.Messages {
 		if i > 0 {
@@ -231,10 +233,10 @@ func appendTools(b []byte, tools []Tool) ([]byte, error) {
 			b = append(b, ',')
 		}
 		b = append(b, `{"type":"function","function":{"name":`...)
-		b = appendJSONString(b, t.Name)
+		b = jsontext.AppendString(b, t.Name)
 		if t.Description != "" {
 			b = append(b, `,"description":`...)
-			b = appendJSONString(b, t.Description)
+			b = jsontext.AppendString(b, t.Description)
 		}
 		b = append(b, `,"parameters":`...)
 		if p := bytes.TrimSpace(t.Parameters); len(p) == 0 || string(p) == "null" {
@@ -258,18 +260,18 @@ func appendTools(b []byte, tools []Tool) ([]byte, error) {
 // chatRequest).
 func appendMessage(b []byte, m *Message) []byte {
 	b = append(b, `{"role":`...)
-	b = appendJSONString(b, m.Role)
+	b = jsontext.AppendString(b, m.Role)
 	content := m.Content
 	if content == "" && (m.Role == RoleTool || m.Role == RoleUser) {
 		content = " " // servers reject a tool result or user message without content
 	}
 	if content != "" {
 		b = append(b, `,"content":`...)
-		b = appendJSONString(b, content)
+		b = jsontext.AppendString(b, content)
 	}
 	if m.Name != "" {
 		b = append(b, `,"name":`...)
-		b = appendJSONString(b, m.Name)
+		b = jsontext.AppendString(b, m.Name)
 	}
 	if len(m.ToolCalls) > 0 {
 		b = append(b, `,"tool_calls":[`...)
@@ -281,20 +283,20 @@ func appendMessage(b []byte, m *Message) []byte {
 			b = append(b, '{')
 			if tc.ID != "" {
 				b = append(b, `"id":`...)
-				b = appendJSONString(b, tc.ID)
+				b = jsontext.AppendString(b, tc.ID)
 				b = append(b, ',')
 			}
 			b = append(b, `"type":"function","function":{`...)
 			if tc.Name != "" {
 				b = append(b, `"name":`...)
-				b = appendJSONString(b, tc.Name)
+				b = jsontext.AppendString(b, tc.Name)
 				b = append(b, ',')
 			}
 			b = append(b, `"arguments":`...)
 			if isBlank(tc.Arguments) {
 				b = append(b, `"{}"`...) // servers that parse the arguments reject ""
 			} else {
-				b = appendJSONString(b, tc.Arguments)
+				b = jsontext.AppendString(b, tc.Arguments)
 			}
 			b = append(b, "}}"...)
 		}
@@ -302,7 +304,7 @@ func appendMessage(b []byte, m *Message) []byte {
 	}
 	if m.ToolCallID != "" {
 		b = append(b, `,"tool_call_id":`...)
-		b = appendJSONString(b, m.ToolCallID)
+		b = jsontext.AppendString(b, m.ToolCallID)
 	}
 	return append(b, '}')
 }
@@ -352,102 +354,4 @@ func appendFloat32(b []byte, f float32) []byte {
 		}
 	}
 	return b
-}
-
-// jsonSafe marks the ASCII bytes that go into a JSON string as they are.
-var jsonSafe = func() (t [utf8.RuneSelf]bool) {
-	for c := 0x20; c < utf8.RuneSelf; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
-
-// Bit tricks for testing eight bytes at once (see hasSpecial).
-const (
-	ones  = 0x0101010101010101
-	highs = 0x8080808080808080
-)
-
-// hasSpecial reports whether any of the eight bytes of x needs a look: a
-// control character, '"', '\\' or a byte of a multi-byte sequence. Each
-// term is the usual "has a zero byte" or "has a byte below n" test; they
-// may flag a clean word's neighbour but never miss one.
-func hasSpecial(x uint64) bool {
-	ctl := (x - ones*0x20) &^ x // a byte below 0x20
-	q := x ^ ones*'"'
-	quote := (q - ones) &^ q // a byte equal to '"'
-	s := x ^ ones*'\\'
-	slash := (s - ones) &^ s // a byte equal to '\\'
-	return (ctl|quote|slash|x)&highs != 0
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString appends s as a JSON string. Valid UTF-8 passes through;
-// each invalid byte becomes U+FFFD, as encoding/json does. '<', '>' and '&'
-// are left alone (encoding/json escapes them for HTML, which a request body
-// does not need); U+2028 and U+2029 are escaped like encoding/json does,
-// for servers that embed JSON in JavaScript.
-func appendJSONString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0 // s[start:i] is pending, to be copied as is
-	i := 0
-	for i < len(s) {
-		// Most text is plain ASCII: skip it eight bytes at a time.
-		for i+8 <= len(s) {
-			_ = s[i+7]
-			x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-				uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
-			if hasSpecial(x) {
-				break
-			}
-			i += 8
-		}
-		if i >= len(s) {
-			break
-		}
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if jsonSafe[c] {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, n := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && n == 1:
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-		default:
-			i += n
-			continue
-		}
-		i += n
-		start = i
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }

@@ -14,7 +14,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"unicode/utf8"
 
 	openai "github.com/sashabaranov/go-openai"
 )
@@ -194,62 +193,6 @@ func TestEncodeBodyMatchesGoOpenAI(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) { checkSameBody(t, tc.req) })
 	}
-}
-
-func TestAppendJSONStringMatchesEncodingJSON(t *testing.T) {
-	for _, s := range []string{
-		"", "plain", `"q" \ / `, "\b\f\n\r\t\x00\x1f\x7f", "café €", "😀 emoji", "<html> & co",
-		"bad \xff byte", "\xed\xa0\x80 surrogate", "\xc3", "trunc\xe2\x82", "\u2028\u2029",
-		"\ufffd real replacement", strings.Repeat("a", 7) + "\"" + strings.Repeat("b", 9),
-		strings.Repeat("long ascii text ", 40) + "\n", "12345678\x0112345678", "abcdefgh\\ijklmnop", "abcdefgh\"ijklmnop",
-	} {
-		got := appendJSONString(nil, s)
-		want, _ := json.Marshal(s)
-		if !json.Valid(got) {
-			t.Errorf("appendJSONString(%q) = %s, not valid JSON", s, got)
-			continue
-		}
-		var g, w string
-		_ = json.Unmarshal(got, &g)
-		_ = json.Unmarshal(want, &w)
-		if g != w {
-			t.Errorf("appendJSONString(%q) = %s, decodes to %q; encoding/json's to %q", s, got, g, w)
-		}
-		if utf8.ValidString(s) && g != s {
-			t.Errorf("appendJSONString(%q) decodes to %q", s, g)
-		}
-	}
-	// The exact bytes of the escapes servers see.
-	if got := string(appendJSONString(nil, "a\"\\\n\x01\u2028\xff<")); got != `"a\"\\\n\u0001\u2028\ufffd<"` {
-		t.Errorf("escapes = %s", got)
-	}
-}
-
-func FuzzAppendJSONString(f *testing.F) {
-	for _, s := range []string{"", "a\"b", "\x00\x1f", "é😀", "\xff\xfe", "\u2028", "0123456789abcdef\"\\"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		got := appendJSONString([]byte("prefix"), s)
-		if !bytes.HasPrefix(got, []byte("prefix")) {
-			t.Fatalf("prefix lost: %q", got)
-		}
-		got = got[len("prefix"):]
-		want, err := json.Marshal(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var g, w string
-		if err := json.Unmarshal(got, &g); err != nil {
-			t.Fatalf("appendJSONString(%q) = %s: %v", s, got, err)
-		}
-		if err := json.Unmarshal(want, &w); err != nil {
-			t.Fatal(err)
-		}
-		if g != w {
-			t.Errorf("appendJSONString(%q) = %s, decodes to %q; encoding/json's to %q", s, got, g, w)
-		}
-	})
 }
 
 // Whatever the text of a request, its body decodes to what go-openai would

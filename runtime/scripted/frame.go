@@ -3,6 +3,8 @@ package scripted
 import (
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/swarmdeck/swarmdeck/runtime/internal/jsontext"
 )
 
 // This file writes replies in the wire format of each dialect. Chunks are
@@ -178,7 +180,7 @@ func encodeStream(st *stream, d dialect, respID string, created int64, content s
 func (st *stream) contentChunk(text string, role bool) {
 	st.begin(role || st.d == dialectOllama)
 	st.field("content")
-	st.buf = appendJSONString(st.buf, text)
+	st.buf = jsontext.AppendString(st.buf, text)
 	st.end("", false)
 }
 
@@ -221,7 +223,7 @@ func (st *stream) callDelta(index int, id, name, args string, head, withIndex bo
 	}
 	if id != "" {
 		b = append(b, `"id":`...)
-		b = appendJSONString(b, id)
+		b = jsontext.AppendString(b, id)
 		b = append(b, ',')
 	}
 	if head {
@@ -230,11 +232,11 @@ func (st *stream) callDelta(index int, id, name, args string, head, withIndex bo
 	b = append(b, `"function":{`...)
 	if name != "" {
 		b = append(b, `"name":`...)
-		b = appendJSONString(b, name)
+		b = jsontext.AppendString(b, name)
 		b = append(b, ',')
 	}
 	b = append(b, `"arguments":`...)
-	b = appendJSONString(b, args)
+	b = jsontext.AppendString(b, args)
 	st.buf = append(b, `}}`...)
 }
 
@@ -271,7 +273,7 @@ func appendCompletion(b []byte, d dialect, respID string, created int64, content
 	if content == "" && len(calls) > 0 {
 		b = append(b, "null"...)
 	} else {
-		b = appendJSONString(b, content)
+		b = jsontext.AppendString(b, content)
 	}
 	if len(calls) > 0 {
 		b = append(b, `,"tool_calls":[`...)
@@ -280,11 +282,11 @@ func appendCompletion(b []byte, d dialect, respID string, created int64, content
 				b = append(b, ',')
 			}
 			b = append(b, `{"id":`...)
-			b = appendJSONString(b, c.id)
+			b = jsontext.AppendString(b, c.id)
 			b = append(b, `,"type":"function","function":{"name":`...)
-			b = appendJSONString(b, c.name)
+			b = jsontext.AppendString(b, c.name)
 			b = append(b, `,"arguments":`...)
-			b = appendJSONString(b, c.args)
+			b = jsontext.AppendString(b, c.args)
 			b = append(b, `}}`...)
 		}
 		b = append(b, ']')
@@ -323,57 +325,4 @@ func cutAt(s string, n int) int {
 		_, n = utf8.DecodeRuneInString(s)
 	}
 	return n
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString writes s as a JSON string. Invalid UTF-8 becomes U+FFFD
-// and U+2028/U+2029 are escaped, as encoding/json does; HTML characters are
-// left alone since nothing here is embedded in HTML.
-func appendJSONString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }

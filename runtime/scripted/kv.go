@@ -1,6 +1,10 @@
 package scripted
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/swarmdeck/swarmdeck/runtime/internal/jsontext"
+)
 
 // kv is a JSON object written as alternating keys and values. Unlike a map
 // it keeps the keys in the order written, so the tool arguments the
@@ -15,7 +19,7 @@ func (o kv) MarshalJSON() ([]byte, error) {
 			b = append(b, ',')
 		}
 		key, _ := o[i].(string)
-		b = appendJSONString(b, key)
+		b = jsontext.AppendString(b, key)
 		b = append(b, ':')
 		v, err := json.Marshal(o[i+1])
 		if err != nil {

@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unsafe"
+
+	"github.com/swarmdeck/swarmdeck/runtime/internal/jsontext"
 )
 
 // Config configures a Server.
@@ -517,6 +519,7 @@ func callID(d dialect, n uint64, i int) string {
 }
 
 func appendHex(b []byte, x uint64, digits int) []byte {
+	const hexDigits = "0123456789abcdef"
 	for k := digits - 1; k >= 0; k-- {
 		b = append(b, hexDigits[(x>>(4*k))&0xf])
 	}
@@ -535,9 +538,9 @@ func mix(x uint64) uint64 {
 // writeError answers with an OpenAI-style error object.
 func writeError(w http.ResponseWriter, status int, msg, typ string) {
 	b := append([]byte(`{"error":{"message":`), nil...)
-	b = appendJSONString(b, msg)
+	b = jsontext.AppendString(b, msg)
 	b = append(b, `,"type":`...)
-	b = appendJSONString(b, typ)
+	b = jsontext.AppendString(b, typ)
 	b = append(b, `,"param":null,"code":null}}`...)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	openai "github.com/sashabaranov/go-openai"
+	"github.com/swarmdeck/swarmdeck/runtime/internal/jsontext"
 )
 
 func TestDecodeRequestMatchesTheClient(t *testing.T) {
@@ -161,11 +162,13 @@ func TestToolsCache(t *testing.T) {
 	}
 }
 
-func FuzzAppendJSONString(f *testing.F) {
+// What the scripted model writes as a JSON string, its own request reader
+// reads back.
+func FuzzStringRoundTrip(f *testing.F) {
 	f.Add("plain")
 	f.Add("\"\\\n\r\t\b\f\x00\x1f\x7f é 😀 \u2028\u2029 \xff\xfe <>&")
 	f.Fuzz(func(t *testing.T, s string) {
-		b := appendJSONString(nil, s)
+		b := jsontext.AppendString(nil, s)
 		var got string
 		if err := json.Unmarshal(b, &got); err != nil {
 			t.Fatalf("%q -> invalid JSON %s: %v", s, b, err)
