@@ -473,6 +473,7 @@ Targets on a 2-core machine:
 				return bench.WriteStartup(stdout, rep)
 			}
 			if floor {
+				o.Progress = progress
 				rep, err := bench.Floor(ctx, o)
 				if err != nil {
 					return benchErr(err)

@@ -3,7 +3,6 @@ package bench
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -145,14 +144,30 @@ func Floor(ctx context.Context, o Options) (*FloorReport, error) {
 	goruntime.GC()
 	cpu0 := processCPU()
 	t0 := time.Now()
+	stop := make(chan struct{})
+	if o.Progress != nil {
+		go func() {
+			tick := time.NewTicker(time.Second)
+			defer tick.Stop()
+			for {
+				select {
+				case <-tick.C:
+					fmt.Fprintf(o.Progress, "floor: %5.1fs  %d LLM calls\n", time.Since(t0).Seconds(), served.Load())
+				case <-stop:
+					return
+				}
+			}
+		}()
+	}
 	node(o.Agents)
 	wall := time.Since(t0)
+	close(stop)
 	cpu := processCPU() - cpu0
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("floor interrupted after %s: %w", wall.Round(time.Millisecond), err)
+	}
 	if firstErr != nil {
 		return nil, fmt.Errorf("floor: %w", firstErr)
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, errors.New("floor: interrupted")
 	}
 	rep := &FloorReport{Agents: o.Agents, Fanout: o.Fanout, Turns: o.Turns, LatencyS: o.Latency.Seconds(),
 		IdealS: scripted.BenchIdeal(o.Agents, o.Fanout, o.Turns, o.Latency).Seconds(), WallS: wall.Seconds(),
