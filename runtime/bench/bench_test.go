@@ -298,4 +298,11 @@ func TestFloor(t *testing.T) {
 	if _, err := Floor(ctx, Options{Agents: 10, Fanout: 10, Turns: 1, Latency: time.Second}); err == nil {
 		t.Fatal("Floor of a cancelled context succeeded")
 	}
+	ctx, cancel = context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	var progress bytes.Buffer
+	_, err := Floor(ctx, Options{Agents: 10, Fanout: 10, Turns: 1, Latency: 10 * time.Second, Progress: &progress})
+	if err == nil || !strings.Contains(err.Error(), "floor interrupted after") || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Floor interrupted mid-run: %v", err)
+	}
 }
