@@ -105,6 +105,11 @@ func (s *Session) loop() {
 			s.fail(err.Error())
 			return
 		}
+		if s.stopped() {
+			// Cancelled while the answer was on its way: it is not
+			// recorded, and its tools do not run.
+			return
+		}
 		calls, err := s.recordAssistant(resp)
 		if err != nil {
 			s.fail("could not store the model's answer: " + err.Error())
@@ -252,6 +257,10 @@ func (s *Session) idle() bool {
 	return s.acquireSlot()
 }
 
+// errEndedBeforeStart is why a session that was ended while it waited to
+// start does not start.
+var errEndedBeforeStart = errors.New("the session ended before it started")
+
 // ensureStarted writes the system prompt and the task, the first time.
 func (s *Session) ensureStarted() bool {
 	s.mu.Lock()
@@ -286,13 +295,17 @@ func (s *Session) ensureStarted() bool {
 		return true
 	}
 	err = s.r.e.store.Apply(s.ctx, func(tx *store.Tx) error {
+		if terminal(s.status()) {
+			// Cancelled or failed before its goroutine got here.
+			return errEndedBeforeStart
+		}
 		if err := s.flushTx(tx); err != nil {
 			return err
 		}
 		return s.setStatusTx(tx, StatusRunning, "")
 	})
 	if err != nil {
-		if !errors.Is(err, context.Canceled) {
+		if !errors.Is(err, context.Canceled) && !errors.Is(err, errEndedBeforeStart) {
 			s.fail("could not store the session start: " + err.Error())
 		}
 		return false
@@ -919,6 +932,12 @@ const (
 // delegations are active, else completes and reports to its parent.
 func (s *Session) endTurn(content string) (outcome turnOutcome, err error) {
 	err = s.r.e.store.Apply(context.Background(), func(tx *store.Tx) error {
+		if st := s.status(); st == StatusCancelled || st == StatusFailed {
+			// Ended by someone else (task_cancel, a failing parent) after
+			// the answer arrived: that ending stands.
+			outcome = turnDone
+			return nil
+		}
 		outcome = turnWait
 		if err := s.flushTx(tx); err != nil {
 			return err

@@ -122,6 +122,11 @@ func (c *Client) Stream(ctx context.Context, req Request, onDelta func(Delta)) (
 		withUsage := !c.noStreamOptions.Load()
 		e := c.attempt(ctx, oreq, body, withUsage, acc)
 		body = nil // released by attempt
+		if e == nil && ctx.Err() != nil {
+			// The answer arrived, but the caller gave up on it first: a
+			// cancelled call never returns a result.
+			return nil, canceled(ctx, attempt)
+		}
 		if e == nil {
 			resp := acc.response(&req)
 			resp.Attempts = attempt

@@ -621,3 +621,33 @@ func TestStreamOptionsFallback(t *testing.T) {
 		t.Errorf("the fallback waited: %v", rec.got())
 	}
 }
+
+// cancelingTransport gives a whole, valid answer, but cancels the caller's
+// context first: the answer arrives after the caller gave up, as when
+// net/http has read the stream before it noticed the cancellation.
+type cancelingTransport struct{ cancel context.CancelCauseFunc }
+
+func (tr cancelingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	io.Copy(io.Discard, r.Body)
+	r.Body.Close()
+	tr.cancel(errors.New("cancelled by orchestrator (s-1)"))
+	body := "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"too late\"}}]}\n\n" +
+		"data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n"
+	return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"text/event-stream"}},
+		Request: r, Body: io.NopCloser(strings.NewReader(body))}, nil
+}
+
+// A call cancelled while its answer was on the way returns the
+// cancellation, never the answer.
+func TestCanceledWhileAnswerArrives(t *testing.T) {
+	ctx, cancel := context.WithCancelCause(t.Context())
+	defer cancel(nil)
+	c := New(Config{BaseURL: "http://llm.invalid/v1", HTTPClient: &http.Client{Transport: cancelingTransport{cancel}}})
+	resp, err := c.Stream(ctx, Request{Model: "m", Messages: []Message{{Role: RoleUser, Content: "hi"}}}, nil)
+	if resp != nil {
+		t.Fatalf("a cancelled call returned %+v", resp)
+	}
+	if e := asError(t, err); e.Kind != Canceled || !strings.Contains(e.Error(), "cancelled by orchestrator") {
+		t.Fatalf("error %v, want the cancellation with its cause", err)
+	}
+}
