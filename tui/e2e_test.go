@@ -1,13 +1,11 @@
 package tui
 
 import (
-	"bytes"
 	"testing"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/colorprofile"
-	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/exp/teatest/v2"
 	"github.com/swarmdeck/swarmdeck/runtime/event"
 	"github.com/swarmdeck/swarmdeck/tui/tuitest"
@@ -30,19 +28,9 @@ func TestEndToEnd(t *testing.T) {
 		teatest.WithInitialTermSize(120, 40),
 		teatest.WithProgramOptions(tea.WithColorProfile(colorprofile.Ascii)),
 	)
-	// waitFor waits until every text has been drawn. Each call consumes the
-	// output it reads, so texts drawn in the same frame go in one call.
 	waitFor := func(texts ...string) {
 		t.Helper()
-		teatest.WaitFor(t, tm.Output(), func(b []byte) bool {
-			screen := []byte(ansi.Strip(string(b)))
-			for _, text := range texts {
-				if !bytes.Contains(screen, []byte(text)) {
-					return false
-				}
-			}
-			return true
-		}, teatest.WithDuration(5*time.Second), teatest.WithCheckInterval(20*time.Millisecond))
+		tuitest.WaitForText(t, tm, 5*time.Second, texts...)
 	}
 
 	waitFor("19:28:20 planner (plan)")

@@ -16,6 +16,7 @@ import (
 	"github.com/swarmdeck/swarmdeck/runtime"
 	"github.com/swarmdeck/swarmdeck/runtime/config"
 	"github.com/swarmdeck/swarmdeck/tui"
+	"github.com/swarmdeck/swarmdeck/tui/tuitest"
 )
 
 // TestDashboardOnScriptedModel drives the real dashboard against a real run
@@ -50,15 +51,7 @@ func TestDashboardOnScriptedModel(t *testing.T) {
 	)
 	waitFor := func(texts ...string) {
 		t.Helper()
-		teatest.WaitFor(t, tm.Output(), func(b []byte) bool {
-			screen := []byte(ansi.Strip(string(b)))
-			for _, text := range texts {
-				if !bytes.Contains(screen, []byte(text)) {
-					return false
-				}
-			}
-			return true
-		}, teatest.WithDuration(20*time.Second), teatest.WithCheckInterval(25*time.Millisecond))
+		tuitest.WaitForText(t, tm, 20*time.Second, texts...)
 	}
 	waitFor("Sessions", "Broadcasts", "Plans", "Delegations", "SCRIPTED MODEL")
 	waitFor("asks: Which launch window should the team plan for?")
