@@ -181,11 +181,12 @@ func (r *bodyReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// writeTo writes at most limit of what is left of the body to w, from the
-// body's own buffer, in one vectored write. It does not hold the lock while
-// writing (a Close from another goroutine must not wait for the network);
-// a reference of its own keeps the buffer out of the pool until it is done.
-func (r *bodyReader) writeTo(w io.Writer, limit int64) (int64, error) {
+// writeTo writes head and then at most limit of what is left of the body to
+// w, from the body's own buffer, in one vectored write; n counts head too.
+// It does not hold the lock while writing (a Close from another goroutine
+// must not wait for the network); a reference of its own keeps the buffer
+// out of the pool until it is done.
+func (r *bodyReader) writeTo(w io.Writer, limit int64, head []byte) (n int64, err error) {
 	r.mu.Lock()
 	if r.closed || !r.body.acquire() {
 		r.mu.Unlock()
@@ -207,7 +208,7 @@ func (r *bodyReader) writeTo(w io.Writer, limit int64) (int64, error) {
 	body := r.body
 	r.mu.Unlock()
 	defer body.release()
-	bufs := net.Buffers{data, []byte(tail)}
+	bufs := net.Buffers{head, data, []byte(tail)}
 	return bufs.WriteTo(w)
 }
 

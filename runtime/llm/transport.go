@@ -27,13 +27,15 @@ func DefaultHTTPClient() *http.Client { return newHTTPClient() }
 // newHTTPClient returns the default client: HTTP/1.1 keep-alive with a large
 // idle pool, because a run keeps hundreds of calls to the same host in flight
 // and every new connection (with TLS, often 100ms) shows in the turn latency.
-// There is no overall client timeout: streams last as long as the model
-// writes, bounded by CallTimeout and IdleTimeout instead.
+// Plain http:// servers are spoken to by directTransport, https and proxies
+// by net/http's transport. There is no overall client timeout: streams last
+// as long as the model writes, bounded by CallTimeout and IdleTimeout
+// instead.
 func newHTTPClient() *http.Client {
 	protocols := new(http.Protocols)
 	protocols.SetHTTP1(true)
 	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
-	return &http.Client{Transport: &http.Transport{
+	tr := &http.Transport{
 		Proxy: http.ProxyFromEnvironment,
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			c, err := dialer.DialContext(ctx, network, addr)
@@ -54,6 +56,13 @@ func newHTTPClient() *http.Client {
 		// stream; the chunks are small anyway.
 		DisableCompression: true,
 		Protocols:          protocols,
+	}
+	return &http.Client{Transport: &directTransport{
+		dial:        dialer.DialContext,
+		proxy:       http.ProxyFromEnvironment,
+		fallback:    tr,
+		idleTimeout: tr.IdleConnTimeout,
+		maxIdle:     tr.MaxIdleConnsPerHost,
 	}}
 }
 
@@ -67,7 +76,7 @@ type bodyConn struct{ net.Conn }
 func (c *bodyConn) ReadFrom(r io.Reader) (int64, error) {
 	if lr, ok := r.(*io.LimitedReader); ok {
 		if br, ok := lr.R.(*bodyReader); ok {
-			n, err := br.writeTo(c.Conn, lr.N)
+			n, err := br.writeTo(c.Conn, lr.N, nil)
 			lr.N -= n
 			return n, err
 		}

@@ -1,0 +1,487 @@
+package llm
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// newDirect returns the transport newHTTPClient builds, without a proxy.
+func newDirect(t *testing.T) *directTransport {
+	t.Helper()
+	hc := newHTTPClient()
+	dt, ok := hc.Transport.(*directTransport)
+	if !ok {
+		t.Fatalf("newHTTPClient's transport is %T, want *directTransport", hc.Transport)
+	}
+	dt.proxy = nil
+	t.Cleanup(dt.CloseIdleConnections)
+	return dt
+}
+
+// countingServer is an httptest server that counts the connections it
+// accepted.
+func countingServer(t *testing.T, h http.HandlerFunc) (*httptest.Server, *atomic.Int64) {
+	t.Helper()
+	var conns atomic.Int64
+	srv := httptest.NewUnstartedServer(h)
+	srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv, &conns
+}
+
+func hostOf(t *testing.T, raw string) string {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Host
+}
+
+// echoHandler answers with the length and SHA-256 of the body it got.
+func echoHandler(w http.ResponseWriter, r *http.Request) {
+	h := sha256.New()
+	n, err := io.Copy(h, r.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	fmt.Fprintf(w, "%d %s %s", n, hex.EncodeToString(h.Sum(nil)), r.Header.Get("X-Test"))
+}
+
+func digest(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return fmt.Sprintf("%d %s", len(s), hex.EncodeToString(sum[:]))
+}
+
+func TestDirectSendsEveryKindOfBody(t *testing.T) {
+	srv, conns := countingServer(t, echoHandler)
+	dt := newDirect(t)
+	client := &http.Client{Transport: dt}
+	big := strings.Repeat("0123456789abcdef", 9000) // larger than a write buffer
+
+	prepared := func(data, tail string) *http.Request {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/chat/completions", nil)
+		rb := &preparedBody{data: []byte(data)}
+		rb.refs.Store(1)
+		if err := setBody(req, rb, tail); err != nil {
+			t.Fatal(err)
+		}
+		return req
+	}
+	known := func(s string) *http.Request {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(s))
+		return req
+	}
+	unknown := func(s string) *http.Request {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL, io.NopCloser(strings.NewReader(s)))
+		req.ContentLength = -1 // sent chunked
+		return req
+	}
+	cases := []struct {
+		name string
+		req  *http.Request
+		want string
+	}{
+		{"prepared", prepared(`{"model":"m","messages":[]`, `,"stream":true}`), `{"model":"m","messages":[],"stream":true}`},
+		{"prepared large", prepared(big, "}"), big + "}"},
+		{"prepared empty tail", prepared(big, ""), big},
+		{"known length", known("hello"), "hello"},
+		{"known length large", known(big), big},
+		{"unknown length", unknown(big), big},
+		{"no body", func() *http.Request { r, _ := http.NewRequest(http.MethodGet, srv.URL, nil); return r }(), ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.req.Header.Set("X-Test", "h-"+strings.ReplaceAll(tc.name, " ", "_"))
+			resp, err := client.Do(tc.req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := digest(tc.want) + " h-" + strings.ReplaceAll(tc.name, " ", "_")
+			if string(got) != want {
+				t.Fatalf("server got %q, want %q", got, want)
+			}
+		})
+	}
+	if n := conns.Load(); n != 1 {
+		t.Errorf("%d connections for %d sequential requests, want 1 (kept alive)", n, len(cases))
+	}
+	if n := dt.idleCount(hostOf(t, srv.URL)); n != 1 {
+		t.Errorf("%d pooled connections after the requests, want 1", n)
+	}
+}
+
+func TestDirectStreamsTheBodyAsItArrives(t *testing.T) {
+	firstSeen := make(chan struct{})
+	srv, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: one\n\n")
+		w.(http.Flusher).Flush()
+		select {
+		case <-firstSeen:
+		case <-time.After(10 * time.Second):
+			return // the client never saw the first event: the test fails below
+		}
+		io.WriteString(w, "data: two\n\n")
+	})
+	dt := newDirect(t)
+	resp, err := (&http.Client{Transport: dt}).Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	line, err := br.ReadString('\n')
+	if err != nil || line != "data: one\n" {
+		t.Fatalf("first line %q, %v", line, err)
+	}
+	close(firstSeen)
+	rest, err := io.ReadAll(br)
+	if err != nil || string(rest) != "\ndata: two\n\n" {
+		t.Fatalf("rest %q, %v", rest, err)
+	}
+	if n := dt.idleCount(hostOf(t, srv.URL)); n != 1 {
+		t.Errorf("%d pooled connections after a stream read to its end, want 1", n)
+	}
+}
+
+func TestDirectCancelEndsAStreamAndDropsTheConnection(t *testing.T) {
+	handlerDone := make(chan struct{})
+	srv, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/ok" {
+			io.WriteString(w, "ok")
+			return
+		}
+		defer close(handlerDone)
+		io.WriteString(w, "data: one\n\n")
+		w.(http.Flusher).Flush()
+		select {
+		case <-r.Context().Done(): // the client went away
+		case <-time.After(5 * time.Second):
+		}
+	})
+	dt := newDirect(t)
+	client := &http.Client{Transport: dt}
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64)
+	if _, err := resp.Body.Read(buf); err != nil {
+		t.Fatal(err)
+	}
+	readErr := make(chan error, 1)
+	go func() {
+		_, err := io.ReadAll(resp.Body)
+		readErr <- err
+	}()
+	cancel()
+	select {
+	case err := <-readErr:
+		if err == nil {
+			t.Fatal("reading a cancelled stream ended without an error")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("reading a cancelled stream did not return")
+	}
+	resp.Body.Close()
+	select {
+	case <-handlerDone:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server never saw the connection close")
+	}
+	if n := dt.idleCount(hostOf(t, srv.URL)); n != 0 {
+		t.Errorf("%d pooled connections after a cancelled stream, want 0", n)
+	}
+	// The next request works, on a new connection.
+	resp, err = client.Get(srv.URL + "/ok")
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if n := conns.Load(); n != 2 {
+		t.Errorf("%d connections, want 2", n)
+	}
+}
+
+func TestDirectCancelledBeforeSending(t *testing.T) {
+	srv, conns := countingServer(t, echoHandler)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	body := &closeCounter{Reader: strings.NewReader("x")}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL, body)
+	req.ContentLength = 1
+	_, err := newDirect(t).RoundTrip(req)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	if body.closed.Load() != 1 {
+		t.Errorf("request body closed %d times, want 1", body.closed.Load())
+	}
+	if n := conns.Load(); n != 0 {
+		t.Errorf("%d connections for a cancelled request, want 0", n)
+	}
+}
+
+type closeCounter struct {
+	io.Reader
+	closed atomic.Int32
+}
+
+func (c *closeCounter) Close() error { c.closed.Add(1); return nil }
+
+func TestDirectDoesNotPoolWhatCannotBeReused(t *testing.T) {
+	srv, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/close" {
+			w.Header().Set("Connection", "close")
+			io.WriteString(w, "bye")
+			return
+		}
+		io.WriteString(w, "data: one\n\n")
+		w.(http.Flusher).Flush()
+		select { // more would follow
+		case <-r.Context().Done():
+		case <-time.After(5 * time.Second):
+		}
+	})
+	dt := newDirect(t)
+	client := &http.Client{Transport: dt}
+	host := hostOf(t, srv.URL)
+
+	// Closed before its end, with nothing more buffered: the rest of the
+	// body is still to come on that connection.
+	resp, err := client.Get(srv.URL + "/stream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if line, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil || line != "data: one\n" {
+		t.Fatalf("first line %q, %v", line, err)
+	}
+	resp.Body.Close()
+	if n := dt.idleCount(host); n != 0 {
+		t.Errorf("body closed early: %d pooled connections, want 0", n)
+	}
+	// The server said Connection: close.
+	resp, err = client.Get(srv.URL + "/close")
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if n := dt.idleCount(host); n != 0 {
+		t.Errorf("Connection: close: %d pooled connections, want 0", n)
+	}
+	if n := conns.Load(); n != 2 {
+		t.Errorf("%d connections, want 2", n)
+	}
+}
+
+func TestDirectClosesConnectionsIdleTooLong(t *testing.T) {
+	srv, conns := countingServer(t, echoHandler)
+	dt := newDirect(t)
+	dt.idleTimeout = time.Nanosecond
+	client := &http.Client{Transport: dt}
+	for range 2 {
+		resp, err := client.Get(srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.ReadAll(resp.Body)
+		resp.Body.Close()
+		time.Sleep(time.Millisecond)
+	}
+	if n := conns.Load(); n != 2 {
+		t.Errorf("%d connections, want 2: an expired connection must not be reused", n)
+	}
+	if n := dt.idleCount(hostOf(t, srv.URL)); n != 1 {
+		t.Errorf("%d pooled, want 1 (the expired one closed)", n)
+	}
+}
+
+// TestDirectRetriesAConnectionTheServerClosed: a server that closes every
+// connection after one response without saying so. The pooled connection
+// is dead when the next request takes it; that request goes again on a new
+// connection.
+func TestDirectRetriesAConnectionTheServerClosed(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var accepted, answered atomic.Int64
+	var wg sync.WaitGroup
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer c.Close()
+				req, err := http.ReadRequest(bufio.NewReader(c))
+				if err != nil {
+					return
+				}
+				body, _ := io.ReadAll(req.Body)
+				answered.Add(1)
+				fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+			}()
+		}
+	}()
+	dt := newDirect(t)
+	client := &http.Client{Transport: dt}
+	for i := range 3 {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+ln.Addr().String()+"/", nil)
+		rb := &preparedBody{data: []byte(fmt.Sprintf("call %d", i))}
+		rb.refs.Store(1)
+		setBody(req, rb, "")
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+		got, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if want := fmt.Sprintf("call %d", i); string(got) != want {
+			t.Fatalf("call %d: answer %q, want %q", i, got, want)
+		}
+		// Let the server's close reach the client before the next call.
+		deadline := time.Now().Add(5 * time.Second)
+		for accepted.Load() != answered.Load() && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if a := answered.Load(); a != 3 {
+		t.Errorf("server answered %d requests, want 3", a)
+	}
+	ln.Close()
+	wg.Wait()
+}
+
+func TestDirectHandsHTTPSAndProxiesToTheFallback(t *testing.T) {
+	var fell atomic.Int64
+	fallback := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		fell.Add(1)
+		return &http.Response{StatusCode: 204, Body: http.NoBody, Request: r}, nil
+	})
+	srv, conns := countingServer(t, echoHandler)
+	dt := newDirect(t)
+	dt.fallback = fallback
+	client := &http.Client{Transport: dt}
+
+	resp, err := client.Get("https://llm.invalid/v1/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if fell.Load() != 1 {
+		t.Fatalf("https request did not go to the fallback")
+	}
+	dt.proxy = func(*http.Request) (*url.URL, error) { return url.Parse("http://proxy.invalid:3128") }
+	resp, err = client.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if fell.Load() != 2 || conns.Load() != 0 {
+		t.Fatalf("proxied request: fallback %d, direct connections %d; want 2 and 0", fell.Load(), conns.Load())
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+func TestDirectReportsDialErrors(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	body := &closeCounter{Reader: strings.NewReader("x")}
+	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/", body)
+	req.ContentLength = 1
+	_, err = newDirect(t).RoundTrip(req)
+	var op *net.OpError
+	if !errors.As(err, &op) || op.Op != "dial" {
+		t.Fatalf("err = %v, want a dial error", err)
+	}
+	if body.closed.Load() != 1 {
+		t.Errorf("request body closed %d times, want 1", body.closed.Load())
+	}
+}
+
+// TestDirectConcurrentCalls runs many calls at once and checks each gets
+// its own answer and the pool keeps what it may.
+func TestDirectConcurrentCalls(t *testing.T) {
+	srv, _ := countingServer(t, echoHandler)
+	dt := newDirect(t)
+	dt.maxIdle = 8
+	client := &http.Client{Transport: dt}
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for i := range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range 5 {
+				payload := fmt.Sprintf("call %d.%d %s", i, j, strings.Repeat("y", i*100))
+				req, _ := http.NewRequest(http.MethodPost, srv.URL, nil)
+				rb := &preparedBody{data: []byte(payload)}
+				rb.refs.Store(1)
+				setBody(req, rb, "")
+				resp, err := client.Do(req)
+				if err != nil {
+					errs <- err
+					return
+				}
+				got, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if want := digest(payload) + " "; err != nil || string(got) != want {
+					errs <- fmt.Errorf("call %d.%d: %q, %v; want %q", i, j, got, err, want)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if n := dt.idleCount(hostOf(t, srv.URL)); n > 8 {
+		t.Errorf("%d pooled connections, more than maxIdle 8", n)
+	}
+}
