@@ -406,3 +406,49 @@ func dumpRun(t *testing.T, e *Engine) {
 		t.Logf("%s %s/%s %s (%d msgs) last=%q err=%q", s.ID, s.Agent, s.Label, s.Status, len(s.Messages), last, s.Error)
 	}
 }
+
+// TestStartStoresTheRunUnderAFreshID: Start returns once the run is stored,
+// and draws another id when the one it drew is taken, leaving the run that
+// has it untouched.
+func TestStartStoresTheRunUnderAFreshID(t *testing.T) {
+	e := testEngine(t, nil, scripted.Bench(), nil)
+	ctx := context.Background()
+	first, err := e.Start(ctx, scripted.BenchGoal(1, 1, 1, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := e.Store().Run(ctx, first.ID()); err != nil || rec == nil {
+		t.Fatalf("run %s not stored when Start returned: %v", first.ID(), err)
+	}
+	<-first.Done()
+
+	ids := []string{first.ID(), "r-0fresh"}
+	defer func(orig func() string) { newRunID = orig }(newRunID)
+	newRunID = func() string {
+		id := ids[0]
+		ids = ids[1:]
+		return id
+	}
+	second, err := e.Start(ctx, "another goal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Interrupt()
+	if second.ID() != "r-0fresh" {
+		t.Fatalf("second run has id %s, want r-0fresh (the first id drawn was taken)", second.ID())
+	}
+	rec, err := e.Store().Run(ctx, first.ID())
+	if err != nil || rec == nil {
+		t.Fatalf("first run: %v", err)
+	}
+	if rec.Goal != scripted.BenchGoal(1, 1, 1, 0) || rec.Status != RunCompleted {
+		t.Errorf("first run changed: goal %q, status %s", rec.Goal, rec.Status)
+	}
+	if rec, err := e.Store().Run(ctx, second.ID()); err != nil || rec == nil || rec.Goal != "another goal" {
+		t.Fatalf("second run not stored when Start returned: %+v, %v", rec, err)
+	}
+	sessions, err := e.Store().Sessions(ctx, first.ID())
+	if err != nil || len(sessions) != 1 {
+		t.Fatalf("first run has %d sessions, want its 1 (%v)", len(sessions), err)
+	}
+}

@@ -150,47 +150,68 @@ func (e *Engine) Start(ctx context.Context, goal string) (*Run, error) {
 	if goal == "" {
 		return nil, errors.New("the goal is empty: say what the swarm should do")
 	}
-	id := ""
-	for {
-		id = "r-" + randomHex(6)
-		taken, err := e.store.RunExists(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		if !taken {
-			break
-		}
-	}
-	now := e.now()
-	wsAbs, _ := filepath.Abs(e.Config().Workspace)
-	rec := store.Run{ID: id, Goal: goal, Status: RunRunning, Provider: e.ProviderLabel(), Model: e.Model(),
-		Scripted: e.isScripted(), Workspace: wsAbs, CreatedAt: now}
-	r, err := e.newRun(id, goal, rec)
-	if err != nil {
-		return nil, err
-	}
 	role, ok := e.roster.Load().Get("orchestrator")
 	if !ok {
 		return nil, errors.New("the roster has no orchestrator role")
 	}
-	root := r.newSession(nil, role, "root", "", trimTitle(goal, 80), goal, 0)
-	root.rec.Status = StatusRunning
-	err = e.store.Do(ctx, func(tx *store.Tx) error {
-		if err := tx.InsertRun(&rec); err != nil {
-			return err
+	wsAbs, _ := filepath.Abs(e.Config().Workspace)
+	var (
+		r    *Run
+		root *Session
+	)
+	for {
+		id := newRunID()
+		rec := store.Run{ID: id, Goal: goal, Status: RunRunning, Provider: e.ProviderLabel(), Model: e.Model(),
+			Scripted: e.isScripted(), Workspace: wsAbs, CreatedAt: e.now()}
+		var err error
+		if r, err = e.newRun(id, goal, rec); err != nil {
+			return nil, err
 		}
-		if _, err := tx.Emit(event.Event{Type: event.RunStarted, RunID: id, Run: r.runInfo()}); err != nil {
-			return err
+		root = r.newSession(nil, role, "root", "", trimTitle(goal, 80), goal, 0)
+		root.rec.Status = StatusRunning
+		// The id is checked on the writer's own connection, inside the
+		// operation that takes it.
+		err = e.store.Apply(ctx, func(tx *store.Tx) error {
+			if taken, err := tx.RunExists(id); err != nil {
+				return err
+			} else if taken {
+				return errRunIDTaken
+			}
+			if err := tx.InsertRun(&rec); err != nil {
+				return err
+			}
+			if _, err := tx.Emit(event.Event{Type: event.RunStarted, RunID: id, Run: r.runInfo()}); err != nil {
+				return err
+			}
+			return r.createSessionTx(tx, root)
+		})
+		if errors.Is(err, errRunIDTaken) {
+			r.cancel(err)
+			continue
 		}
-		return r.createSessionTx(tx, root)
-	})
-	if err != nil {
-		return nil, err
+		if err != nil {
+			return nil, err
+		}
+		break
 	}
 	e.register(r)
+	// The orchestrator sends its first request while the run commits;
+	// everything it writes commits with the run or after it.
 	root.start()
+	// Start returns once the run is stored: an empty operation commits
+	// with the run's or after it.
+	if err := e.store.Do(ctx, func(*store.Tx) error { return nil }); err != nil {
+		r.Interrupt()
+		return nil, fmt.Errorf("store the new run: %w", err)
+	}
 	return r, nil
 }
+
+// errRunIDTaken is why Start draws another run id.
+var errRunIDTaken = errors.New("run id taken")
+
+// newRunID draws a run id; a test replaces it to force a collision.
+var newRunID = func() string { return "r-" + randomHex(6) }
 
 func (r *Run) runInfo() *event.RunInfo {
 	rec := r.rec

@@ -472,9 +472,11 @@ func (s *Store) BroadcastSeq(ctx context.Context, runID, id string) (int64, erro
 // RunExists reports whether a run with exactly this id is stored.
 func (s *Store) RunExists(ctx context.Context, id string) (bool, error) {
 	var one int
-	err := s.read.QueryRowContext(ctx, `SELECT 1 FROM runs WHERE id = ?`, id).Scan(&one)
+	err := s.read.QueryRowContext(ctx, runExistsQuery, id).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}
 	return err == nil, err
 }
+
+const runExistsQuery = `SELECT 1 FROM runs WHERE id = ?`

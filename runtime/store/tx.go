@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -191,6 +192,21 @@ func compact(e event.Event) event.Event {
 		e.Message = &m
 	}
 	return e
+}
+
+// RunExists reports whether a run with exactly this id is stored, as seen
+// by the writer.
+func (tx *Tx) RunExists(id string) (bool, error) {
+	st, err := tx.stmt(runExistsQuery)
+	if err != nil {
+		return false, err
+	}
+	var one int
+	err = st.QueryRowContext(tx.ctx, id).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // InsertRun creates a run.
