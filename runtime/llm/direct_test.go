@@ -485,3 +485,23 @@ func TestDirectConcurrentCalls(t *testing.T) {
 		t.Errorf("%d pooled connections, more than maxIdle 8", n)
 	}
 }
+
+func TestIsLoopback(t *testing.T) {
+	for addr, want := range map[string]bool{
+		"127.0.0.1:8080":        true,
+		"127.1.2.3:1":           true,
+		"[::1]:11434":           true,
+		"localhost:11434":       true,
+		"LOCALHOST:80":          true,
+		"10.0.0.5:8000":         false,
+		"[2001:db8::1]:443":     false,
+		"api.openai.com:443":    false,
+		"localhost.evil.com:80": false,
+		"127.0.0.1":             false, // no port: not an address the transport dials
+		"":                      false,
+	} {
+		if got := isLoopback(addr); got != want {
+			t.Errorf("isLoopback(%q) = %v, want %v", addr, got, want)
+		}
+	}
+}
