@@ -170,8 +170,10 @@ func (e *Engine) Start(ctx context.Context, goal string) (*Run, error) {
 		root = r.newSession(nil, role, "root", "", trimTitle(goal, 80), goal, 0)
 		root.rec.Status = StatusRunning
 		// The id is checked on the writer's own connection, inside the
-		// operation that takes it.
-		err = e.store.Apply(ctx, func(tx *store.Tx) error {
+		// operation that takes it. The run is committed before its
+		// orchestrator calls the model: whoever sees a request of the run
+		// finds the run stored.
+		err = e.store.Do(ctx, func(tx *store.Tx) error {
 			if taken, err := tx.RunExists(id); err != nil {
 				return err
 			} else if taken {
@@ -195,15 +197,7 @@ func (e *Engine) Start(ctx context.Context, goal string) (*Run, error) {
 		break
 	}
 	e.register(r)
-	// The orchestrator sends its first request while the run commits;
-	// everything it writes commits with the run or after it.
 	root.start()
-	// Start returns once the run is stored: an empty operation commits
-	// with the run's or after it.
-	if err := e.store.Do(ctx, func(*store.Tx) error { return nil }); err != nil {
-		r.Interrupt()
-		return nil, fmt.Errorf("store the new run: %w", err)
-	}
 	return r, nil
 }
 
