@@ -1,10 +1,12 @@
 package runtime
 
 import (
+	"context"
 	"strings"
 	"testing"
 
 	"github.com/swarmdeck/swarmdeck/runtime/scripted"
+	"github.com/swarmdeck/swarmdeck/runtime/store"
 )
 
 // Chains and fan-in barriers (DESIGN.md §3 sessions_spawn: chainAfter,
@@ -164,5 +166,53 @@ func TestChainPredecessorFailsOrCancelled(t *testing.T) {
 		if !found {
 			t.Errorf("the root got no failed <task_result> for %s", label)
 		}
+	}
+}
+
+// TestEndedSessionStaysEnded: once failed or cancelled, a session's status
+// does not change again, whatever a late caller asks; a completed one may
+// still be woken.
+func TestEndedSessionStaysEnded(t *testing.T) {
+	e := testEngine(t, nil, scripted.Bench(), nil)
+	ctx := context.Background()
+	run, err := e.Start(ctx, scripted.BenchGoal(1, 1, 1, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-run.Done()
+	root := run.root
+	set := func(status string) {
+		t.Helper()
+		if err := e.store.Do(ctx, func(tx *store.Tx) error { return root.setStatusTx(tx, status, "test") }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stored := func() string {
+		t.Helper()
+		ss, err := e.Store().Sessions(ctx, run.ID())
+		if err != nil || len(ss) != 1 {
+			t.Fatalf("sessions: %v, %v", ss, err)
+		}
+		return ss[0].Status
+	}
+	set(StatusRunning) // completed -> running: a woken session
+	if got := root.status(); got != StatusRunning {
+		t.Fatalf("completed session set running is %s", got)
+	}
+	for _, final := range []string{StatusFailed, StatusCancelled} {
+		set(final)
+		for _, later := range []string{StatusRunning, StatusWaiting, StatusCompleted, StatusPending} {
+			set(later)
+			if got := root.status(); got != final {
+				t.Errorf("%s session set %s is now %s in memory", final, later, got)
+			}
+			if got := stored(); got != final {
+				t.Errorf("%s session set %s is stored as %s", final, later, got)
+			}
+		}
+		// Bring it back the way a test may, to try the other final status.
+		root.mu.Lock()
+		root.rec.Status = StatusRunning
+		root.mu.Unlock()
 	}
 }

@@ -256,6 +256,15 @@ func messageInfo(m *store.Message) *event.MessageInfo {
 func (s *Session) setStatusTx(tx *store.Tx, status, reason string) error {
 	s.mu.Lock()
 	prev := s.rec.Status
+	if (prev == StatusFailed || prev == StatusCancelled) && status != prev {
+		// Failed and cancelled are final (a completed session may still be
+		// woken by a message). The callers check before they get here; a
+		// goroutine that raced with the end and did not is refused without
+		// a write, so no session is ever stored as come back to life.
+		s.mu.Unlock()
+		s.r.e.log.Warn("refused to change the status of an ended session", "run", s.r.id, "session", s.id, "from", prev, "to", status)
+		return nil
+	}
 	rec := s.rec
 	rec.Status, rec.Reason = status, reason
 	if terminal(status) && rec.EndedAt.IsZero() {
