@@ -76,6 +76,10 @@ func openWhen(t *testing.T, e *Engine, g *gate, ok func(ev event.Event) bool) {
 // the parent does not complete while delegations run; all of it exported.
 func TestDelegationLinkedToPlan(t *testing.T) {
 	release := newGate()
+	// The risky delegation fails only once the checklist has completed:
+	// the root is woken by the checklist's report first, and its next turn
+	// asks for that result.
+	checklistDone := newGate()
 	p := policyFor(func(c *convo) scripted.Reply {
 		if !c.isRoot() {
 			switch c.task {
@@ -84,6 +88,7 @@ func TestDelegationLinkedToPlan(t *testing.T) {
 				return say("checklist written")
 			case "Risky work":
 				release.wait()
+				checklistDone.wait()
 				return scripted.Reply{Fault: &scripted.Fault{Status: 400, Body: `{"error":{"message":"the risky model refused","type":"invalid_request_error"}}`}}
 			case "Blocking work":
 				if c.turns == 0 {
@@ -120,11 +125,16 @@ func TestDelegationLinkedToPlan(t *testing.T) {
 	})
 	e := testEngine(t, nil, p, nil)
 	t.Cleanup(release.open)
+	t.Cleanup(checklistDone.open)
 	// Release the delegations once the root has answered and waits for
 	// them (not while it waits inside delegate_task with wait: true).
 	openWhen(t, e, release, func(ev event.Event) bool {
 		s := ev.Session
 		return ev.Type == event.SessionStatus && s != nil && s.ParentID == "" && s.Status == StatusWaiting && strings.Contains(s.Reason, "active child")
+	})
+	openWhen(t, e, checklistDone, func(ev event.Event) bool {
+		s := ev.Session
+		return ev.Type == event.SessionStatus && s != nil && s.Kind == "delegation" && s.Title == "Write the checklist" && s.Status == StatusCompleted
 	})
 	events, code := headless(t, e, "delegate", nil)
 	x := exportLatest(t, e)
