@@ -435,9 +435,9 @@ bench --startup starts this binary as "run --headless --provider openai
 its first LLM request, and the wall time each additional parallel
 sub-agent adds (a root spawning 1, then --fanout (default 50) children).
 
-bench --floor makes the calls of the same shape with net/http alone: a
-bare server waiting --latency and the runtime's client transport, no
-store, prompts or sessions. Its efficiency is about the most any runtime
+bench --floor makes the calls of the same shape with HTTP alone: a bare
+server waiting --latency and the runtime's client transport, no store,
+prompts or sessions. Its efficiency is about the most any runtime
 speaking HTTP/1.1 can reach on this machine.
 
 Targets on a 2-core machine:
@@ -516,7 +516,7 @@ Targets on a 2-core machine:
 	f.IntVar(&o.Broadcasts, "broadcasts-per-agent", o.Broadcasts, "task_broadcast calls each leaf makes to its siblings")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object on stdout")
 	f.BoolVar(&startup, "startup", false, "measure start-up and fan-out cost of whole swarmdeck processes instead")
-	f.BoolVar(&floor, "floor", false, "make the same calls with net/http alone (no runtime): the most this machine allows")
+	f.BoolVar(&floor, "floor", false, "make the same calls with HTTP alone (no runtime): the most this machine allows")
 	f.IntVar(&so.Runs, "runs", so.Runs, "with --startup: runs of each measurement")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a pprof CPU profile of the run to `FILE`")
 	f.StringVar(&memProfile, "memprofile", "", "write a pprof allocation profile of the run to `FILE`")

@@ -39,8 +39,8 @@ type FloorReport struct {
 	GOMAXPROCS       int     `json:"gomaxprocs"`
 }
 
-// Floor makes the calls of a bench run of o's shape with nothing but
-// net/http: a bare server that waits the latency from each request's
+// Floor makes the calls of a bench run of o's shape with HTTP alone: a
+// bare net/http server that waits the latency from each request's
 // arrival and answers with a short event stream, and the client transport
 // the runtime uses, sending bodies of a typical request's size. A node
 // calls, its children run in parallel, and it calls again; a leaf calls
@@ -185,7 +185,7 @@ func Floor(ctx context.Context, o Options) (*FloorReport, error) {
 // WriteFloor prints a floor report for people.
 func WriteFloor(w io.Writer, r *FloorReport) error {
 	_, err := fmt.Fprintf(w, `swarmdeck bench --floor: the calls of %d agents (fanout %d, %d turns per leaf) at %s latency,
-with net/http alone (no runtime), %.0f KiB per request
+with HTTP alone (no runtime), %.0f KiB per request
 
   ideal (critical path)  %.3f s
   wall                   %.3f s
