@@ -207,16 +207,48 @@ func (pc *directConn) roundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
+// earlyAnswerWait is how long a request that could not be written in full
+// waits for an answer the server may have sent before reading it all.
+const earlyAnswerWait = 250 * time.Millisecond
+
 func (pc *directConn) exchange(req *http.Request) (*http.Response, error) {
 	// Request.Write uses pc.w as it is (it is an io.ByteWriter) and hands
 	// the body to its ReadFrom.
-	if err := req.Write(&pc.w); err != nil {
-		return nil, err
+	werr := req.Write(&pc.w)
+	if werr == nil {
+		werr = pc.w.Flush()
 	}
-	if err := pc.w.Flush(); err != nil {
-		return nil, err
+	if werr == nil {
+		return pc.readResponse(req)
 	}
-	return http.ReadResponse(pc.br, req)
+	if req.Context().Err() != nil {
+		return nil, werr
+	}
+	// A server may answer before it has read the whole request (a refused
+	// key, a body too large) and close: its answer says more than the
+	// broken pipe. The connection is not reused after that.
+	pc.conn.SetReadDeadline(time.Now().Add(earlyAnswerWait))
+	resp, err := pc.readResponse(req)
+	if err != nil {
+		return nil, werr
+	}
+	pc.conn.SetReadDeadline(time.Time{})
+	resp.Close = true
+	return resp, nil
+}
+
+// readResponse reads the answer to req, skipping interim (1xx) ones.
+func (pc *directConn) readResponse(req *http.Request) (*http.Response, error) {
+	for {
+		resp, err := http.ReadResponse(pc.br, req)
+		if err != nil {
+			return nil, err
+		}
+		if resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
+			continue // 100 Continue, 103 Early Hints: the real answer follows
+		}
+		return resp, nil
+	}
 }
 
 // reqWriter collects a request's head and sends it with the body: a

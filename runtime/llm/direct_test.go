@@ -505,3 +505,74 @@ func TestIsLoopback(t *testing.T) {
 		}
 	}
 }
+
+// rawServer answers each connection with handle, on a bare TCP listener.
+func rawServer(t *testing.T, handle func(c net.Conn, br *bufio.Reader)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	t.Cleanup(func() { ln.Close(); wg.Wait() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer c.Close()
+				handle(c, bufio.NewReader(c))
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String()
+}
+
+func TestDirectSkipsInterimAnswers(t *testing.T) {
+	url := rawServer(t, func(c net.Conn, br *bufio.Reader) {
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			return
+		}
+		io.Copy(io.Discard, req.Body)
+		io.WriteString(c, "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n"+
+			"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+	})
+	resp, err := (&http.Client{Transport: newDirect(t)}).Post(url, "text/plain", strings.NewReader("hello"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || string(body) != "ok" {
+		t.Fatalf("got %d %q, want the final 200 \"ok\"", resp.StatusCode, body)
+	}
+}
+
+// TestDirectReadsAnAnswerSentBeforeTheBody: a server refuses a request
+// from its head and closes without reading the body; the client's write
+// fails, and the caller still gets the server's answer, not a broken pipe.
+func TestDirectReadsAnAnswerSentBeforeTheBody(t *testing.T) {
+	url := rawServer(t, func(c net.Conn, br *bufio.Reader) {
+		if _, err := http.ReadRequest(br); err != nil {
+			return
+		}
+		io.WriteString(c, "HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\nContent-Length: 51\r\n\r\n"+
+			`{"error":{"message":"bad key","type":"auth_error"}}`)
+		time.Sleep(20 * time.Millisecond) // let the answer reach the client before the reset
+	})
+	big := strings.Repeat("x", 64<<20) // more than the socket buffers hold
+	resp, err := (&http.Client{Transport: newDirect(t)}).Post(url, "application/json", strings.NewReader(big))
+	if err != nil {
+		t.Fatalf("the server's early answer was lost: %v", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(string(body), "bad key") {
+		t.Fatalf("got %d %q, want the 401 with its message", resp.StatusCode, body)
+	}
+}
