@@ -28,8 +28,9 @@ type directTransport struct {
 	idleTimeout time.Duration // a pooled connection idle longer is closed, not reused
 	maxIdle     int           // pooled connections per host
 
-	mu   sync.Mutex
-	idle map[string][]*directConn // by host:port, oldest first
+	mu      sync.Mutex
+	idle    map[string][]*directConn // by host:port, oldest first
+	janitor *time.Timer              // closes expired connections; nil while the pool is empty
 }
 
 // directConn is one connection to a server.
@@ -142,7 +143,33 @@ func (t *directTransport) put(pc *directConn) {
 		return
 	}
 	t.idle[pc.key] = append(t.idle[pc.key], pc)
+	if t.janitor == nil {
+		t.janitor = time.AfterFunc(t.idleTimeout, t.sweep)
+	}
 	t.mu.Unlock()
+}
+
+// sweep closes the connections that have been idle for idleTimeout, so a
+// pool left alone (a finished run, a dashboard kept open) does not hold
+// them open for ever, and comes back when the oldest left will expire.
+func (t *directTransport) sweep() {
+	now := time.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var next time.Time
+	for addr := range t.idle {
+		t.pruneLocked(addr, now)
+		if l := t.idle[addr]; len(l) == 0 {
+			delete(t.idle, addr)
+		} else if at := l[0].idleAt.Add(t.idleTimeout); next.IsZero() || at.Before(next) {
+			next = at
+		}
+	}
+	if next.IsZero() {
+		t.janitor = nil
+		return
+	}
+	t.janitor.Reset(next.Sub(now))
 }
 
 // pruneLocked closes the connections to addr idle for longer than
@@ -175,6 +202,10 @@ func (t *directTransport) CloseIdleConnections() {
 	t.mu.Lock()
 	idle := t.idle
 	t.idle = nil
+	if t.janitor != nil {
+		t.janitor.Stop()
+		t.janitor = nil
+	}
 	t.mu.Unlock()
 	for _, l := range idle {
 		for _, pc := range l {

@@ -304,25 +304,92 @@ func TestDirectDoesNotPoolWhatCannotBeReused(t *testing.T) {
 	}
 }
 
+// TestDirectClosesConnectionsIdleTooLong: a pooled connection left alone
+// past the idle timeout is closed, without another call coming to find
+// it, and the next call dials a new one.
 func TestDirectClosesConnectionsIdleTooLong(t *testing.T) {
-	srv, conns := countingServer(t, echoHandler)
+	var opened, closed atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(echoHandler))
+	srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		switch st {
+		case http.StateNew:
+			opened.Add(1)
+		case http.StateClosed:
+			closed.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
 	dt := newDirect(t)
-	dt.idleTimeout = time.Nanosecond
+	dt.idleTimeout = 50 * time.Millisecond
 	client := &http.Client{Transport: dt}
-	for range 2 {
+	get := func() {
+		t.Helper()
 		resp, err := client.Get(srv.URL)
 		if err != nil {
 			t.Fatal(err)
 		}
 		io.ReadAll(resp.Body)
 		resp.Body.Close()
-		time.Sleep(time.Millisecond)
 	}
-	if n := conns.Load(); n != 2 {
+	get()
+	if n := dt.idleCount(hostOf(t, srv.URL)); n != 1 {
+		t.Fatalf("%d pooled after a call, want 1", n)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for closed.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if closed.Load() != 1 || dt.idleCount(hostOf(t, srv.URL)) != 0 {
+		t.Fatalf("after the idle timeout: server saw %d closed, %d still pooled; want 1 and 0", closed.Load(), dt.idleCount(hostOf(t, srv.URL)))
+	}
+	get()
+	if n := opened.Load(); n != 2 {
 		t.Errorf("%d connections, want 2: an expired connection must not be reused", n)
 	}
-	if n := dt.idleCount(hostOf(t, srv.URL)); n != 1 {
-		t.Errorf("%d pooled, want 1 (the expired one closed)", n)
+}
+
+// TestDirectSweepComesBackForTheRest: connections that go idle at
+// different times are each closed once their own idle time is up.
+func TestDirectSweepComesBackForTheRest(t *testing.T) {
+	var closed atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			time.Sleep(40 * time.Millisecond)
+		}
+		io.WriteString(w, "ok")
+	}))
+	srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateClosed {
+			closed.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	dt := newDirect(t)
+	dt.idleTimeout = 60 * time.Millisecond
+	client := &http.Client{Transport: dt}
+	get := func(path string) {
+		resp, err := client.Get(srv.URL + path)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		io.ReadAll(resp.Body)
+		resp.Body.Close()
+	}
+	// Two connections at once; the slow one goes idle 40 ms later.
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); get("/") }()
+	go func() { defer wg.Done(); get("/slow") }()
+	wg.Wait()
+	deadline := time.Now().Add(10 * time.Second)
+	for closed.Load() < 2 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if c, n := closed.Load(), dt.idleCount(hostOf(t, srv.URL)); c != 2 || n != 0 {
+		t.Fatalf("server saw %d connections closed, %d still pooled; want 2 and 0", c, n)
 	}
 }
 
