@@ -240,6 +240,9 @@ func (e *Engine) Close() error {
 	for _, r := range runs {
 		r.Interrupt()
 	}
+	if c, ok := e.llm.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
 	var errs []error
 	if e.scripted != nil {
 		errs = append(errs, e.scripted.Close())

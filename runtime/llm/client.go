@@ -47,6 +47,7 @@ const (
 type Client struct {
 	cfg   Config
 	oa    *openai.Client
+	hc    *http.Client
 	log   *slog.Logger
 	sleep func(context.Context, time.Duration) error
 
@@ -76,7 +77,7 @@ func New(cfg Config) *Client {
 	// go-openai gives up after this many non-data lines in a row; stalls are
 	// IdleTimeout's job.
 	oc.EmptyMessagesLimit = math.MaxUint32
-	c := &Client{cfg: cfg, oa: openai.NewClientWithConfig(oc), log: cfg.Logger, sleep: cfg.Sleep}
+	c := &Client{cfg: cfg, oa: openai.NewClientWithConfig(oc), hc: hc, log: cfg.Logger, sleep: cfg.Sleep}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
@@ -85,6 +86,9 @@ func New(cfg Config) *Client {
 	}
 	return c
 }
+
+// CloseIdleConnections closes the connections kept for later calls.
+func (c *Client) CloseIdleConnections() { c.hc.CloseIdleConnections() }
 
 // Stream makes one chat completion call, streaming, and returns the whole
 // answer. onDelta (may be nil) receives content pieces and tool names as

@@ -619,3 +619,31 @@ func TestDirectReadsAnAnswerSentBeforeTheBody(t *testing.T) {
 		t.Fatalf("got %d %q, want the 401 with its message", resp.StatusCode, body)
 	}
 }
+
+func TestClientCloseIdleConnections(t *testing.T) {
+	var closed atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, `data: {"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":"stop"}]}`+"\n\ndata: [DONE]\n\n")
+	}))
+	srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateClosed {
+			closed.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	c := New(Config{BaseURL: srv.URL + "/v1"})
+	resp, err := c.Stream(t.Context(), Request{Model: "m", Messages: []Message{{Role: RoleUser, Content: "hello"}}}, nil)
+	if err != nil || resp.Content != "hi" {
+		t.Fatalf("Stream: %+v, %v", resp, err)
+	}
+	c.CloseIdleConnections()
+	deadline := time.Now().Add(10 * time.Second)
+	for closed.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if closed.Load() != 1 {
+		t.Fatalf("server saw %d connections closed after CloseIdleConnections, want 1", closed.Load())
+	}
+}
