@@ -256,20 +256,10 @@ func (h *host) Delegate(ctx context.Context, c *agents.Call, req agents.Delegate
 	return h.DelegationStatus(ctx, res.DelegationID)
 }
 
-// newDelegationIDLocked returns a delegation id not yet used in the run
-// (short ids collide; a repeated one would replace the earlier delegation).
+// newDelegationIDLocked returns a delegation id not yet used in the run.
 // r.mu must be held.
 func (r *Run) newDelegationIDLocked() string {
-	n := 4
-	if len(r.delegations) > 20000 {
-		n = 6
-	}
-	for {
-		id := "d-" + randomHex(n)
-		if _, taken := r.delegations[id]; !taken {
-			return id
-		}
-	}
+	return shortID("d-", len(r.delegations), func(id string) bool { _, taken := r.delegations[id]; return taken })
 }
 
 // markPlanTaskTx sets the status of one task of s's plan and stores it.

@@ -53,21 +53,12 @@ func newQuestionBoard(r *Run) *questionBoard {
 	return &questionBoard{r: r, open: map[string]*question{}, ids: map[string]bool{}}
 }
 
-// newIDLocked returns a question id not yet used in the run: ids are short
-// for people to type, so they do collide, and a repeated id would make a
-// second question replace the first in the store. b.mu must be held.
+// newIDLocked returns a question id not yet used in the run. b.mu must be
+// held.
 func (b *questionBoard) newIDLocked() string {
-	n := 4
-	if len(b.ids) > 20000 {
-		n = 6
-	}
-	for {
-		id := "q-" + randomHex(n)
-		if !b.ids[id] {
-			b.ids[id] = true
-			return id
-		}
-	}
+	id := shortID("q-", len(b.ids), func(id string) bool { return b.ids[id] })
+	b.ids[id] = true
+	return id
 }
 
 func (q *question) notify() {

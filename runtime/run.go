@@ -122,6 +122,22 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)[:n]
 }
 
+// shortID draws an id of prefix and 4 random hex digits (6 once a run has
+// more than 20,000 of the kind, so draws keep finding free ones) that taken
+// does not report as used. Ids are short for people to type, so they do
+// collide, and a repeated one would replace the earlier thing in the store.
+func shortID(prefix string, used int, taken func(string) bool) string {
+	n := 4
+	if used > 20000 {
+		n = 6
+	}
+	for {
+		if id := prefix + randomHex(n); !taken(id) {
+			return id
+		}
+	}
+}
+
 // newRun prepares the in-memory run.
 func (e *Engine) newRun(id, goal string, rec store.Run) (*Run, error) {
 	cfg := e.Config()
@@ -232,17 +248,9 @@ func (r *Run) newSession(parent *Session, role *agents.Role, kind, label, title,
 }
 
 func (r *Run) newSessionIDLocked() string {
-	n := 4
-	if len(r.sessions) > 20000 {
-		n = 6
-	}
-	for {
-		id := "s-" + randomHex(n)
-		if _, taken := r.sessions[id]; !taken {
-			r.sessions[id] = nil // reserve
-			return id
-		}
-	}
+	id := shortID("s-", len(r.sessions), func(id string) bool { _, taken := r.sessions[id]; return taken })
+	r.sessions[id] = nil // reserve
+	return id
 }
 
 // createSessionTx stores a new session, registers it and emits

@@ -341,14 +341,7 @@ func TestPendingInbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pending, err := s.PendingInbox(ctx, "r-1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, it := range pending {
-		got = append(got, it.Content)
-	}
+	got := pendingContents(t, s, "r-1")
 	if want := []string{"old, pending", "pending"}; !slices.Equal(got, want) {
 		t.Fatalf("pending = %q, want %q", got, want)
 	}
@@ -450,14 +443,7 @@ func TestQueuedRowsInOneBatch(t *testing.T) {
 			t.Fatalf("stored %q", m.Content)
 		}
 	}
-	pending, err := s.PendingInbox(ctx, "r-1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, it := range pending {
-		got = append(got, it.Content)
-	}
+	got := pendingContents(t, s, "r-1")
 	if want := []string{"first result", "pending"}; !slices.Equal(got, want) {
 		t.Fatalf("pending = %q, want %q", got, want)
 	}
@@ -524,4 +510,19 @@ func TestLateOperationsJoinTheCommit(t *testing.T) {
 	if len(commits) != 1 || !slices.Equal(commits[0], []string{"a", "b", "c"}) {
 		t.Fatalf("commits = %q, want one with a, b and c", commits)
 	}
+}
+
+// pendingContents is the content of each pending inbox item of a run, in
+// order.
+func pendingContents(t *testing.T, s *Store, runID string) []string {
+	t.Helper()
+	pending, err := s.PendingInbox(context.Background(), runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, it := range pending {
+		got = append(got, it.Content)
+	}
+	return got
 }
