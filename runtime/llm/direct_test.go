@@ -48,6 +48,17 @@ func countingServer(t *testing.T, h http.HandlerFunc) (*httptest.Server, *atomic
 	return srv, &conns
 }
 
+// getAll makes a GET and reads the answer to its end.
+func getAll(client *http.Client, url string) error {
+	resp, err := client.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, err = io.ReadAll(resp.Body)
+	return err
+}
+
 func hostOf(t *testing.T, raw string) string {
 	t.Helper()
 	u, err := url.Parse(raw)
@@ -221,12 +232,9 @@ func TestDirectCancelEndsAStreamAndDropsTheConnection(t *testing.T) {
 		t.Errorf("%d pooled connections after a cancelled stream, want 0", n)
 	}
 	// The next request works, on a new connection.
-	resp, err = client.Get(srv.URL + "/ok")
-	if err != nil {
+	if err := getAll(client, srv.URL+"/ok"); err != nil {
 		t.Fatal(err)
 	}
-	io.ReadAll(resp.Body)
-	resp.Body.Close()
 	if n := conns.Load(); n != 2 {
 		t.Errorf("%d connections, want 2", n)
 	}
@@ -290,12 +298,9 @@ func TestDirectDoesNotPoolWhatCannotBeReused(t *testing.T) {
 		t.Errorf("body closed early: %d pooled connections, want 0", n)
 	}
 	// The server said Connection: close.
-	resp, err = client.Get(srv.URL + "/close")
-	if err != nil {
+	if err := getAll(client, srv.URL+"/close"); err != nil {
 		t.Fatal(err)
 	}
-	io.ReadAll(resp.Body)
-	resp.Body.Close()
 	if n := dt.idleCount(host); n != 0 {
 		t.Errorf("Connection: close: %d pooled connections, want 0", n)
 	}
@@ -325,12 +330,9 @@ func TestDirectClosesConnectionsIdleTooLong(t *testing.T) {
 	client := &http.Client{Transport: dt}
 	get := func() {
 		t.Helper()
-		resp, err := client.Get(srv.URL)
-		if err != nil {
+		if err := getAll(client, srv.URL); err != nil {
 			t.Fatal(err)
 		}
-		io.ReadAll(resp.Body)
-		resp.Body.Close()
 	}
 	get()
 	if n := dt.idleCount(hostOf(t, srv.URL)); n != 1 {
@@ -370,13 +372,9 @@ func TestDirectSweepComesBackForTheRest(t *testing.T) {
 	dt.idleTimeout = 60 * time.Millisecond
 	client := &http.Client{Transport: dt}
 	get := func(path string) {
-		resp, err := client.Get(srv.URL + path)
-		if err != nil {
+		if err := getAll(client, srv.URL+path); err != nil {
 			t.Error(err)
-			return
 		}
-		io.ReadAll(resp.Body)
-		resp.Body.Close()
 	}
 	// Two connections at once; the slow one goes idle 40 ms later.
 	var wg sync.WaitGroup
