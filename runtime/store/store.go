@@ -262,22 +262,34 @@ func (s *Store) Err() error {
 func (s *Store) loop() {
 	defer close(s.closed)
 	batch := make([]*op, 0, maxBatch)
+	// Statements are prepared ahead once the first batch has committed:
+	// a process opens the store to start a run at once, and that first
+	// write, on the way to the run's first model call, should not wait
+	// behind them. The rest are ready long before the model answers.
+	var warm []warmStatement
+	first := true
 	for {
+		var o *op
 		select {
-		case o := <-s.ops:
-			batch = append(batch[:0], o)
+		case o = <-s.ops:
 		case <-s.closing:
-			// Drain what was queued before Close.
-			for {
-				select {
-				case o := <-s.ops:
-					s.run([]*op{o})
-					continue
-				default:
-				}
+			s.drain()
+			return
+		default:
+			if len(warm) > 0 {
+				// Nothing to do: prepare a statement a run will need.
+				s.prepareAhead(warm[0])
+				warm = warm[1:]
+				continue
+			}
+			select {
+			case o = <-s.ops:
+			case <-s.closing:
+				s.drain()
 				return
 			}
 		}
+		batch = append(batch[:0], o)
 	fill:
 		for len(batch) < maxBatch {
 			select {
@@ -288,8 +300,30 @@ func (s *Store) loop() {
 			}
 		}
 		s.run(batch)
+		if first {
+			first = false
+			warm = warmList()
+		}
 	}
 }
+
+// drain runs what was queued before Close.
+func (s *Store) drain() {
+	for {
+		select {
+		case o := <-s.ops:
+			s.run([]*op{o})
+		default:
+			return
+		}
+	}
+}
+
+var (
+	beginSQL    = hot("BEGIN IMMEDIATE")
+	commitSQL   = hot("COMMIT")
+	rollbackSQL = hot("ROLLBACK")
+)
 
 // run executes one batch in one transaction. An operation that fails
 // before writing anything is simply left out (its events are dropped); one
@@ -306,7 +340,7 @@ func (s *Store) run(batch []*op) {
 		}
 		return
 	}
-	if _, err := s.control("BEGIN IMMEDIATE"); err != nil {
+	if _, err := s.control(beginSQL); err != nil {
 		s.fail(batch, fmt.Errorf("begin: %w", err))
 		return
 	}
@@ -392,12 +426,12 @@ func (s *Store) run(batch []*op) {
 		}
 	}
 	if tx.broken != nil {
-		s.control("ROLLBACK")
+		s.control(rollbackSQL)
 		s.fail(batch, tx.broken)
 		return
 	}
-	if _, err := s.control("COMMIT"); err != nil {
-		s.control("ROLLBACK")
+	if _, err := s.control(commitSQL); err != nil {
+		s.control(rollbackSQL)
 		s.fail(batch, fmt.Errorf("commit: %w", err))
 		return
 	}

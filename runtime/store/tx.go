@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/bits"
 	"strconv"
 	"strings"
 	"time"
@@ -101,6 +102,8 @@ func (tx *Tx) Emit(e event.Event) (event.Event, error) {
 // maxEventBuf bounds the event buffer the writer keeps between commits.
 const maxEventBuf = 1 << 20
 
+var insertEventSQL = hot(`INSERT INTO events (run_id, seq, last_seq, data) VALUES (?, ?, ?, ?)`)
+
 func (tx *Tx) writeEvents(events []event.Event) error {
 	for start := 0; start < len(events); {
 		end := start + 1
@@ -130,7 +133,7 @@ func (tx *Tx) writeEvents(events []event.Event) error {
 		if cap(buf) > maxEventBuf {
 			tx.s.eventBuf = nil
 		}
-		if _, err := tx.exec(`INSERT INTO events (run_id, seq, last_seq, data) VALUES (?, ?, ?, ?)`,
+		if _, err := tx.exec(insertEventSQL,
 			group[0].RunID, group[0].Seq, group[len(group)-1].Seq, unsafe.String(unsafe.SliceData(buf), len(buf))); err != nil {
 			return err
 		}
@@ -194,10 +197,12 @@ func compact(e event.Event) event.Event {
 	return e
 }
 
+var runExistsSQL = hot(runExistsQuery)
+
 // RunExists reports whether a run with exactly this id is stored, as seen
 // by the writer.
 func (tx *Tx) RunExists(id string) (bool, error) {
-	st, err := tx.stmt(runExistsQuery)
+	st, err := tx.stmt(runExistsSQL)
 	if err != nil {
 		return false, err
 	}
@@ -209,22 +214,37 @@ func (tx *Tx) RunExists(id string) (bool, error) {
 	return err == nil, err
 }
 
+var insertRunSQL = hot(`INSERT INTO runs (id, goal, status, provider, model, scripted, workspace, created_at, updated_at)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+
 // InsertRun creates a run.
 func (tx *Tx) InsertRun(r *Run) error {
-	_, err := tx.exec(`INSERT INTO runs (id, goal, status, provider, model, scripted, workspace, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err := tx.exec(insertRunSQL,
 		r.ID, r.Goal, r.Status, r.Provider, r.Model, b2i(r.Scripted), r.Workspace, Time(r.CreatedAt), Time(r.CreatedAt))
 	return err
 }
 
+var updateRunSQL = hot(`UPDATE runs SET status = ?, provider = ?, model = ?, scripted = ?, result = ?, error = ?,
+	prompt_tokens = ?, completion_tokens = ?, total_tokens = ?, human_skip_all = ?, updated_at = ?, ended_at = ? WHERE id = ?`)
+
 // UpdateRun writes the mutable fields of a run.
 func (tx *Tx) UpdateRun(r *Run) error {
-	_, err := tx.exec(`UPDATE runs SET status = ?, provider = ?, model = ?, scripted = ?, result = ?, error = ?,
-		prompt_tokens = ?, completion_tokens = ?, total_tokens = ?, human_skip_all = ?, updated_at = ?, ended_at = ? WHERE id = ?`,
+	_, err := tx.exec(updateRunSQL,
 		r.Status, r.Provider, r.Model, b2i(r.Scripted), r.Result, r.Error, r.Usage.PromptTokens, r.Usage.CompletionTokens, r.Usage.TotalTokens,
 		b2i(r.HumanSkipAll), Time(time.Now()), Time(r.EndedAt), r.ID)
 	return err
 }
+
+var upsertSessionSQL = hot(`INSERT INTO sessions (run_id, id, parent_id, agent, label, title, task, kind, status, reason, depth,
+	shared_context, wait_on, refs, result, error, prompt_tokens, completion_tokens, total_tokens, turns, completions,
+	spawn_call, delegation_id, last_tool, created_at, updated_at, ended_at)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	ON CONFLICT (run_id, id) DO UPDATE SET status = excluded.status, reason = excluded.reason,
+	shared_context = excluded.shared_context, wait_on = excluded.wait_on, refs = excluded.refs,
+	result = excluded.result, error = excluded.error, prompt_tokens = excluded.prompt_tokens,
+	completion_tokens = excluded.completion_tokens, total_tokens = excluded.total_tokens, turns = excluded.turns,
+	completions = excluded.completions, delegation_id = excluded.delegation_id, last_tool = excluded.last_tool,
+	updated_at = excluded.updated_at, ended_at = excluded.ended_at`)
 
 // UpsertSession writes a session whole.
 func (tx *Tx) UpsertSession(x *Session) error {
@@ -233,16 +253,7 @@ func (tx *Tx) UpsertSession(x *Session) error {
 	if x.CreatedAt.IsZero() {
 		x.CreatedAt = now
 	}
-	_, err := tx.exec(`INSERT INTO sessions (run_id, id, parent_id, agent, label, title, task, kind, status, reason, depth,
-		shared_context, wait_on, refs, result, error, prompt_tokens, completion_tokens, total_tokens, turns, completions,
-		spawn_call, delegation_id, last_tool, created_at, updated_at, ended_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (run_id, id) DO UPDATE SET status = excluded.status, reason = excluded.reason,
-		shared_context = excluded.shared_context, wait_on = excluded.wait_on, refs = excluded.refs,
-		result = excluded.result, error = excluded.error, prompt_tokens = excluded.prompt_tokens,
-		completion_tokens = excluded.completion_tokens, total_tokens = excluded.total_tokens, turns = excluded.turns,
-		completions = excluded.completions, delegation_id = excluded.delegation_id, last_tool = excluded.last_tool,
-		updated_at = excluded.updated_at, ended_at = excluded.ended_at`,
+	_, err := tx.exec(upsertSessionSQL,
 		x.RunID, x.ID, x.ParentID, x.Agent, x.Label, x.Title, x.Task, x.Kind, x.Status, x.Reason, x.Depth,
 		ctx, jsonText(nonNil(x.WaitOn)), jsonText(nonNil(x.Refs)), x.Result, x.Error, x.Usage.PromptTokens, x.Usage.CompletionTokens,
 		x.Usage.TotalTokens, x.Turns, x.Completions, x.SpawnCall, x.DelegationID, x.LastTool,
@@ -257,6 +268,8 @@ func nonNil(s []string) []string {
 	return s
 }
 
+var maxMessageIDSQL = hot(`SELECT MAX(id) FROM messages`)
+
 // InsertMessage appends a message and sets its ID. The row is written with
 // the operation's other messages in one statement when the operation ends
 // (a broadcast to a hundred siblings is then one insert, not a hundred).
@@ -266,7 +279,7 @@ func (tx *Tx) InsertMessage(m *Message) error {
 	if s.msgID == 0 {
 		s.seqMu.Unlock()
 		var max sql.NullInt64
-		st, err := tx.stmt(`SELECT MAX(id) FROM messages`)
+		st, err := tx.stmt(maxMessageIDSQL)
 		if err != nil {
 			return err
 		}
@@ -289,15 +302,26 @@ func (tx *Tx) InsertMessage(m *Message) error {
 	return nil
 }
 
+// maxRowsPerInsert bounds the rows of one multi-row insert; a power of two
+// (see chunk).
 const maxRowsPerInsert = 64
+
+// chunk is how many of n queued rows the next statement takes: the largest
+// power of two up to n, and at most most (a power of two too). Forty-six
+// rows are then inserted 32, 8, 4 and 2 at a time, by four of the seven
+// statements that serve every batch and are prepared ahead (see warmList),
+// rather than by one statement for exactly forty-six rows, prepared the
+// first time a batch of that size comes.
+func chunk(n, most int) int {
+	return min(1<<(bits.Len(uint(n))-1), most)
+}
 
 const messageColumns = 16
 
-// flushMessages inserts the queued messages, up to maxRowsPerInsert per
-// statement.
+// flushMessages inserts the queued messages.
 func (tx *Tx) flushMessages() error {
 	for len(tx.msgs) > 0 {
-		n := min(len(tx.msgs), maxRowsPerInsert)
+		n := chunk(len(tx.msgs), maxRowsPerInsert)
 		if err := tx.insertMessages(tx.msgs[:n]); err != nil {
 			return err
 		}
@@ -307,25 +331,37 @@ func (tx *Tx) flushMessages() error {
 	return nil
 }
 
+// insertMessagesSQL inserts n messages.
+func insertMessagesSQL(n int) string {
+	return `INSERT INTO messages (id, run_id, session_id, idx, role, content, content_ref, tool_calls, tool_call_id, synthetic, no_reply, source,
+	prompt_tokens, completion_tokens, created_at, inbox_id) VALUES ` + rows(n, messageColumns)
+}
+
+// rows is the VALUES list of n rows of cols parameters.
+func rows(n, cols int) string {
+	row := "(?" + strings.Repeat(", ?", cols-1) + ")"
+	return row + strings.Repeat(","+row, n-1)
+}
+
+// keyedStmt is the statement cached under key, prepared from query the
+// first time.
+func (tx *Tx) keyedStmt(key string, query func() string) (*sql.Stmt, error) {
+	if st, ok := tx.s.stmts[key]; ok {
+		return st, nil
+	}
+	st, err := tx.s.conn.PrepareContext(tx.ctx, query())
+	if err != nil {
+		return nil, fmt.Errorf("prepare: %w", err)
+	}
+	tx.s.stmts[key] = st
+	return st, nil
+}
+
 func (tx *Tx) insertMessages(msgs []*Message) error {
 	n := len(msgs)
-	key := "messages/" + strconv.Itoa(n)
-	st, ok := tx.s.stmts[key]
-	if !ok {
-		var b strings.Builder
-		b.WriteString(`INSERT INTO messages (id, run_id, session_id, idx, role, content, content_ref, tool_calls, tool_call_id, synthetic, no_reply, source,
-		prompt_tokens, completion_tokens, created_at, inbox_id) VALUES `)
-		for i := range n {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-		}
-		var err error
-		if st, err = tx.s.conn.PrepareContext(tx.ctx, b.String()); err != nil {
-			return fmt.Errorf("prepare: %w", err)
-		}
-		tx.s.stmts[key] = st
+	st, err := tx.keyedStmt(messagesKey(n), func() string { return insertMessagesSQL(n) })
+	if err != nil {
+		return err
 	}
 	args := make([]any, 0, n*messageColumns)
 	for _, m := range msgs {
@@ -350,9 +386,11 @@ func (tx *Tx) insertMessages(msgs []*Message) error {
 	return nil
 }
 
+var shareContentSQL = hot(`INSERT INTO shared_contents (content) VALUES (?)`)
+
 // ShareContent stores a text once for the messages that will carry it.
 func (tx *Tx) ShareContent(text string) (*SharedContent, error) {
-	res, err := tx.exec(`INSERT INTO shared_contents (content) VALUES (?)`, text)
+	res, err := tx.exec(shareContentSQL, text)
 	if err != nil {
 		return nil, err
 	}
@@ -394,6 +432,8 @@ func generatedKey(id int64) string {
 	return string(b[:])
 }
 
+var maxInboxIDSQL = hot(`SELECT MAX(id) FROM inbox`)
+
 // nextInboxID gives an item its id. Ids are given out here, not by SQLite,
 // because queued items are inserted later, together.
 func (tx *Tx) nextInboxID(it *InboxItem) error {
@@ -402,7 +442,7 @@ func (tx *Tx) nextInboxID(it *InboxItem) error {
 	if s.inboxID == 0 {
 		s.seqMu.Unlock()
 		var last sql.NullInt64
-		st, err := tx.stmt(`SELECT MAX(id) FROM inbox`)
+		st, err := tx.stmt(maxInboxIDSQL)
 		if err != nil {
 			return err
 		}
@@ -425,11 +465,10 @@ func (tx *Tx) nextInboxID(it *InboxItem) error {
 
 const inboxColumns = 13
 
-// flushInbox inserts the queued inbox items, up to maxRowsPerInsert per
-// statement.
+// flushInbox inserts the queued inbox items.
 func (tx *Tx) flushInbox() error {
 	for len(tx.inbox) > 0 {
-		n := min(len(tx.inbox), maxRowsPerInsert)
+		n := chunk(len(tx.inbox), maxRowsPerInsert)
 		if err := tx.insertInbox(tx.inbox[:n]); err != nil {
 			return err
 		}
@@ -439,25 +478,17 @@ func (tx *Tx) flushInbox() error {
 	return nil
 }
 
+// insertInboxSQL inserts n inbox items.
+func insertInboxSQL(n int) string {
+	return `INSERT INTO inbox (id, run_id, session_id, key, kind, waking, content, content_ref, source, from_session, created_at,
+	delivered_at, consumed_by) VALUES ` + rows(n, inboxColumns)
+}
+
 func (tx *Tx) insertInbox(items []*InboxItem) error {
 	n := len(items)
-	key := "inbox/" + strconv.Itoa(n)
-	st, ok := tx.s.stmts[key]
-	if !ok {
-		var b strings.Builder
-		b.WriteString(`INSERT INTO inbox (id, run_id, session_id, key, kind, waking, content, content_ref, source, from_session, created_at,
-		delivered_at, consumed_by) VALUES `)
-		for i := range n {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-		}
-		var err error
-		if st, err = tx.s.conn.PrepareContext(tx.ctx, b.String()); err != nil {
-			return fmt.Errorf("prepare: %w", err)
-		}
-		tx.s.stmts[key] = st
+	st, err := tx.keyedStmt(inboxKey(n), func() string { return insertInboxSQL(n) })
+	if err != nil {
+		return err
 	}
 	args := make([]any, 0, n*inboxColumns)
 	for _, it := range items {
@@ -502,6 +533,9 @@ func (tx *Tx) dropRowsTo(m rowMark) {
 	tx.inbox = tx.inbox[:m.inbox]
 }
 
+var insertInboxOnceSQL = hot(`INSERT OR IGNORE INTO inbox (id, run_id, session_id, key, kind, waking, content, content_ref, source, from_session, created_at)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+
 // InsertInbox queues an item. It returns false when an item with the same
 // key exists already (the delivery happened before a crash).
 func (tx *Tx) InsertInbox(it *InboxItem) (bool, error) {
@@ -517,14 +551,21 @@ func (tx *Tx) InsertInbox(it *InboxItem) (bool, error) {
 	if it.Shared != nil {
 		content, ref = "", it.Shared.ID
 	}
-	res, err := tx.exec(`INSERT OR IGNORE INTO inbox (id, run_id, session_id, key, kind, waking, content, content_ref, source, from_session, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	res, err := tx.exec(insertInboxOnceSQL,
 		it.ID, it.RunID, it.SessionID, it.Key, it.Kind, b2i(it.Waking), content, ref, it.Source, it.FromSession, Time(it.CreatedAt))
 	if err != nil {
 		return false, err
 	}
 	n, _ := res.RowsAffected()
 	return n > 0, nil
+}
+
+// maxConsumedPerUpdate bounds the items one update marks; a power of two.
+const maxConsumedPerUpdate = 128
+
+// markConsumedSQL marks n inbox items consumed.
+func markConsumedSQL(n int) string {
+	return `UPDATE inbox SET delivered_at = ?, consumed_by = ? WHERE id IN (?` + strings.Repeat(",?", n-1) + `)`
 }
 
 // MarkConsumed records that inbox items were taken by the tool call callID
@@ -550,14 +591,13 @@ func (tx *Tx) MarkConsumed(ids []int64, callID string) error {
 		ids = rest
 	}
 	for len(ids) > 0 {
-		n := min(len(ids), 200)
+		n := chunk(len(ids), maxConsumedPerUpdate)
 		args := make([]any, 0, n+2)
 		args = append(args, now, callID)
 		for _, id := range ids[:n] {
 			args = append(args, id)
 		}
-		q := `UPDATE inbox SET delivered_at = ?, consumed_by = ? WHERE id IN (?` + strings.Repeat(",?", n-1) + `)`
-		if _, err := tx.exec(q, args...); err != nil {
+		if _, err := tx.exec(markConsumedSQL(n), args...); err != nil {
 			return err
 		}
 		ids = ids[n:]
@@ -565,12 +605,17 @@ func (tx *Tx) MarkConsumed(ids []int64, callID string) error {
 	return nil
 }
 
+var insertEffectSQL = hot(`INSERT INTO call_effects (run_id, session_id, call_id, n, kind, result) VALUES (?, ?, ?, ?, ?, ?)`)
+
 // InsertEffect records the result of a side effect of a tool call.
 func (tx *Tx) InsertEffect(runID, sessionID, callID string, n int, kind string, result []byte) error {
-	_, err := tx.exec(`INSERT INTO call_effects (run_id, session_id, call_id, n, kind, result) VALUES (?, ?, ?, ?, ?, ?)`,
+	_, err := tx.exec(insertEffectSQL,
 		runID, sessionID, callID, n, kind, string(result))
 	return err
 }
+
+var insertBroadcastSQL = hot(`INSERT INTO broadcasts (run_id, id, seq, kind, from_session, from_label, category, target, message, no_reply, skipped,
+	delivered, skipped_list, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 
 // InsertBroadcast stores a broadcast with its recipients.
 func (tx *Tx) InsertBroadcast(b *Broadcast) error {
@@ -592,21 +637,25 @@ func (tx *Tx) InsertBroadcast(b *Broadcast) error {
 	if len(skipped) > 0 {
 		sk = jsonText(skipped)
 	}
-	_, err := tx.exec(`INSERT INTO broadcasts (run_id, id, seq, kind, from_session, from_label, category, target, message, no_reply, skipped,
-		delivered, skipped_list, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err := tx.exec(insertBroadcastSQL,
 		b.RunID, b.ID, b.Seq, b.Kind, b.FromSession, b.FromLabel, b.Category, b.Target, b.Message, b2i(b.NoReply), b.Skipped,
 		string(delivered), sk, Time(b.CreatedAt))
 	return err
 }
 
+var (
+	deletePlanSQL     = hot(`DELETE FROM plan_tasks WHERE run_id = ? AND session_id = ?`)
+	insertPlanTaskSQL = hot(`INSERT INTO plan_tasks (run_id, session_id, id, pos, description, status, depends_on, note, created_at, completed_at)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+)
+
 // ReplacePlan stores a session's whole plan.
 func (tx *Tx) ReplacePlan(runID, sessionID string, tasks []PlanTask) error {
-	if _, err := tx.exec(`DELETE FROM plan_tasks WHERE run_id = ? AND session_id = ?`, runID, sessionID); err != nil {
+	if _, err := tx.exec(deletePlanSQL, runID, sessionID); err != nil {
 		return err
 	}
 	for i, t := range tasks {
-		if _, err := tx.exec(`INSERT INTO plan_tasks (run_id, session_id, id, pos, description, status, depends_on, note, created_at, completed_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		if _, err := tx.exec(insertPlanTaskSQL,
 			runID, sessionID, t.ID, i, t.Description, t.Status, jsonText(nonNil(t.DependsOn)), t.Note, Time(t.CreatedAt), Time(t.CompletedAt)); err != nil {
 			return err
 		}
@@ -614,29 +663,33 @@ func (tx *Tx) ReplacePlan(runID, sessionID string, tasks []PlanTask) error {
 	return nil
 }
 
+var upsertDelegationSQL = hot(`INSERT INTO delegations (run_id, id, parent_session, session_id, plan_task_id, description, status, depth, custom_config,
+	result, error, created_at, started_at, ended_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	ON CONFLICT (run_id, id) DO UPDATE SET session_id = excluded.session_id, status = excluded.status, result = excluded.result,
+	error = excluded.error, started_at = excluded.started_at, ended_at = excluded.ended_at`)
+
 // UpsertDelegation writes a delegation whole.
 func (tx *Tx) UpsertDelegation(d *Delegation) error {
 	if d.CreatedAt.IsZero() {
 		d.CreatedAt = time.Now()
 	}
-	_, err := tx.exec(`INSERT INTO delegations (run_id, id, parent_session, session_id, plan_task_id, description, status, depth, custom_config,
-		result, error, created_at, started_at, ended_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (run_id, id) DO UPDATE SET session_id = excluded.session_id, status = excluded.status, result = excluded.result,
-		error = excluded.error, started_at = excluded.started_at, ended_at = excluded.ended_at`,
+	_, err := tx.exec(upsertDelegationSQL,
 		d.RunID, d.ID, d.ParentSession, d.SessionID, d.PlanTaskID, d.Description, d.Status, d.Depth, rawOr(d.CustomConfig, "{}"),
 		d.Result, d.Error, Time(d.CreatedAt), Time(d.StartedAt), Time(d.EndedAt))
 	return err
 }
+
+var upsertQuestionSQL = hot(`INSERT INTO questions (run_id, id, from_session, kind, question, allow_human, options, multi_select, recipients,
+	status, human_responded, timed_out, created_at, deadline, closed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	ON CONFLICT (run_id, id) DO UPDATE SET status = excluded.status, human_responded = excluded.human_responded,
+	timed_out = excluded.timed_out, closed_at = excluded.closed_at, recipients = excluded.recipients`)
 
 // UpsertQuestion writes a question and its responses.
 func (tx *Tx) UpsertQuestion(q *Question) error {
 	if q.CreatedAt.IsZero() {
 		q.CreatedAt = time.Now()
 	}
-	_, err := tx.exec(`INSERT INTO questions (run_id, id, from_session, kind, question, allow_human, options, multi_select, recipients,
-		status, human_responded, timed_out, created_at, deadline, closed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (run_id, id) DO UPDATE SET status = excluded.status, human_responded = excluded.human_responded,
-		timed_out = excluded.timed_out, closed_at = excluded.closed_at, recipients = excluded.recipients`,
+	_, err := tx.exec(upsertQuestionSQL,
 		q.RunID, q.ID, q.FromSession, q.Kind, q.Question, b2i(q.AllowHuman), rawOr(q.Options, "[]"), b2i(q.MultiSelect),
 		jsonText(nonNil(q.Recipients)), q.Status, b2i(q.HumanResponded), jsonText(nonNil(q.TimedOut)), Time(q.CreatedAt), Time(q.Deadline), Time(q.ClosedAt))
 	if err != nil {
@@ -650,21 +703,27 @@ func (tx *Tx) UpsertQuestion(q *Question) error {
 	return nil
 }
 
+var insertResponseSQL = hot(`INSERT OR REPLACE INTO question_responses (run_id, question_id, responder, name, content, created_at) VALUES (?, ?, ?, ?, ?, ?)`)
+
 // InsertResponse records one answer to a question.
 func (tx *Tx) InsertResponse(runID, questionID string, r Response) error {
 	if r.CreatedAt.IsZero() {
 		r.CreatedAt = time.Now()
 	}
-	_, err := tx.exec(`INSERT OR REPLACE INTO question_responses (run_id, question_id, responder, name, content, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+	_, err := tx.exec(insertResponseSQL,
 		runID, questionID, r.Responder, r.Name, r.Content, Time(r.CreatedAt))
 	return err
 }
 
+var rememberAnswerSQL = hot(`INSERT OR REPLACE INTO human_answers (question_key, answer, updated_at) VALUES (?, ?, ?)`)
+
 // RememberAnswer keeps a human answer for repeated questions.
 func (tx *Tx) RememberAnswer(key, answer string) error {
-	_, err := tx.exec(`INSERT OR REPLACE INTO human_answers (question_key, answer, updated_at) VALUES (?, ?, ?)`, key, answer, Time(time.Now()))
+	_, err := tx.exec(rememberAnswerSQL, key, answer, Time(time.Now()))
 	return err
 }
+
+var lastSeqSQL = hot(`SELECT MAX(last_seq) FROM events WHERE run_id = ?`)
 
 // LastSeq is the sequence number of the last event emitted for a run.
 func (tx *Tx) LastSeq(runID string) (int64, error) {
@@ -676,7 +735,7 @@ func (tx *Tx) LastSeq(runID string) (int64, error) {
 		return seq, nil
 	}
 	var max sql.NullInt64
-	st, err := tx.stmt(`SELECT MAX(last_seq) FROM events WHERE run_id = ?`)
+	st, err := tx.stmt(lastSeqSQL)
 	if err != nil {
 		return 0, err
 	}
@@ -693,11 +752,17 @@ func (tx *Tx) LastSeq(runID string) (int64, error) {
 	return max.Int64, nil
 }
 
+var (
+	savepointSQL  = hot("SAVEPOINT nested")
+	releaseSQL    = hot("RELEASE nested")
+	rollbackToSQL = hot("ROLLBACK TO nested")
+)
+
 // Nested runs fn inside a savepoint of its own: if fn fails, its writes and
 // events are undone while the rest of the operation stands. The operation
 // then goes on (and may still commit); Nested returns fn's error.
 func (tx *Tx) Nested(fn func() error) error {
-	if _, err := tx.s.control("SAVEPOINT nested"); err != nil {
+	if _, err := tx.s.control(savepointSQL); err != nil {
 		tx.broken = err
 		return err
 	}
@@ -707,15 +772,15 @@ func (tx *Tx) Nested(fn func() error) error {
 	err := fn()
 	if err != nil {
 		tx.dropRowsTo(rows)
-		if _, rerr := tx.s.control("ROLLBACK TO nested"); rerr != nil {
+		if _, rerr := tx.s.control(rollbackToSQL); rerr != nil {
 			tx.broken = rerr
 		}
-		tx.s.control("RELEASE nested")
+		tx.s.control(releaseSQL)
 		tx.s.restoreSeqs(mark)
 		tx.events = tx.events[:nEvents]
 		return err
 	}
-	if _, err := tx.s.control("RELEASE nested"); err != nil {
+	if _, err := tx.s.control(releaseSQL); err != nil {
 		tx.broken = err
 		return err
 	}

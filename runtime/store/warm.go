@@ -1,0 +1,59 @@
+package store
+
+import (
+	"context"
+	"strconv"
+)
+
+// Preparing a statement costs SQLite a parse and a plan: tens of
+// microseconds for a narrow one, hundreds for a wide multi-row insert. The
+// writer prepares each statement once and keeps it (Tx.stmt, Store.control),
+// but a run that met them all for the first time paid some thirty of them
+// on its first turns, on the path of every write it waited for. The writer
+// now prepares them while it waits for work, once its first batch has
+// committed (see Store.loop): a process starts a run and then waits for the
+// model, which leaves the writer idle for longer than all of them take
+// (about 1.5 ms here).
+
+// warmStatement is a statement the writer prepares ahead, with the key it
+// is cached under.
+type warmStatement struct{ key, query string }
+
+// warmStatements are the statements prepared ahead, roughly in the order a
+// run first needs them; hot adds to them. The multi-row inserts follow,
+// the narrow ones first (see warmList).
+var warmStatements []warmStatement
+
+// hot registers query as a statement to prepare ahead and returns it.
+func hot(query string) string {
+	warmStatements = append(warmStatements, warmStatement{query, query})
+	return query
+}
+
+// warmList is every statement the writer prepares while idle.
+func warmList() []warmStatement {
+	out := append([]warmStatement(nil), warmStatements...)
+	for n := 1; n <= maxRowsPerInsert; n *= 2 {
+		out = append(out, warmStatement{messagesKey(n), insertMessagesSQL(n)}, warmStatement{inboxKey(n), insertInboxSQL(n)})
+	}
+	for n := 1; n <= maxConsumedPerUpdate; n *= 2 {
+		q := markConsumedSQL(n)
+		out = append(out, warmStatement{q, q})
+	}
+	return out
+}
+
+// prepareAhead prepares w unless it is ready already. Only the writer
+// calls it. An error is not reported here: the statement is prepared again
+// where it is used, and fails there with its error if it still does.
+func (s *Store) prepareAhead(w warmStatement) {
+	if _, ok := s.stmts[w.key]; ok {
+		return
+	}
+	if st, err := s.conn.PrepareContext(context.Background(), w.query); err == nil {
+		s.stmts[w.key] = st
+	}
+}
+
+func messagesKey(n int) string { return "messages/" + strconv.Itoa(n) }
+func inboxKey(n int) string    { return "inbox/" + strconv.Itoa(n) }
