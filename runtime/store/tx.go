@@ -270,30 +270,43 @@ func nonNil(s []string) []string {
 
 var maxMessageIDSQL = hot(`SELECT MAX(id) FROM messages`)
 
+// nextID gives out the next id of a table whose ids the store assigns: one
+// more than *counter, which starts, the first time, from the largest id
+// stored (read with query) or floor if that is larger. s.seqMu guards the
+// counters.
+func (tx *Tx) nextID(counter *int64, query string, floor int64) (int64, error) {
+	s := tx.s
+	s.seqMu.Lock()
+	if *counter == 0 {
+		s.seqMu.Unlock()
+		var last sql.NullInt64
+		st, err := tx.stmt(query)
+		if err != nil {
+			return 0, err
+		}
+		if err := st.QueryRowContext(tx.ctx).Scan(&last); err != nil {
+			return 0, err
+		}
+		s.seqMu.Lock()
+		if *counter == 0 {
+			*counter = max(last.Int64, floor)
+		}
+	}
+	*counter++
+	id := *counter
+	s.seqMu.Unlock()
+	return id, nil
+}
+
 // InsertMessage appends a message and sets its ID. The row is written with
 // the operation's other messages in one statement when the operation ends
 // (a broadcast to a hundred siblings is then one insert, not a hundred).
 func (tx *Tx) InsertMessage(m *Message) error {
-	s := tx.s
-	s.seqMu.Lock()
-	if s.msgID == 0 {
-		s.seqMu.Unlock()
-		var max sql.NullInt64
-		st, err := tx.stmt(maxMessageIDSQL)
-		if err != nil {
-			return err
-		}
-		if err := st.QueryRowContext(tx.ctx).Scan(&max); err != nil {
-			return err
-		}
-		s.seqMu.Lock()
-		if s.msgID == 0 {
-			s.msgID = max.Int64
-		}
+	id, err := tx.nextID(&tx.s.msgID, maxMessageIDSQL, 0)
+	if err != nil {
+		return err
 	}
-	s.msgID++
-	m.ID = s.msgID
-	s.seqMu.Unlock()
+	m.ID = id
 	if m.CreatedAt.IsZero() {
 		m.CreatedAt = time.Now()
 	}
@@ -437,26 +450,11 @@ var maxInboxIDSQL = hot(`SELECT MAX(id) FROM inbox`)
 // nextInboxID gives an item its id. Ids are given out here, not by SQLite,
 // because queued items are inserted later, together.
 func (tx *Tx) nextInboxID(it *InboxItem) error {
-	s := tx.s
-	s.seqMu.Lock()
-	if s.inboxID == 0 {
-		s.seqMu.Unlock()
-		var last sql.NullInt64
-		st, err := tx.stmt(maxInboxIDSQL)
-		if err != nil {
-			return err
-		}
-		if err := st.QueryRowContext(tx.ctx).Scan(&last); err != nil {
-			return err
-		}
-		s.seqMu.Lock()
-		if s.inboxID == 0 {
-			s.inboxID = max(last.Int64, 1)
-		}
+	id, err := tx.nextID(&tx.s.inboxID, maxInboxIDSQL, 1)
+	if err != nil {
+		return err
 	}
-	s.inboxID++
-	it.ID = s.inboxID
-	s.seqMu.Unlock()
+	it.ID = id
 	if it.CreatedAt.IsZero() {
 		it.CreatedAt = time.Now()
 	}
