@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/swarmdeck/swarmdeck/runtime/internal/alarm"
 	"github.com/swarmdeck/swarmdeck/runtime/llm"
 	"github.com/swarmdeck/swarmdeck/runtime/scripted"
 )
@@ -63,6 +64,7 @@ func Floor(ctx context.Context, o Options) (*FloorReport, error) {
 			return
 		}
 		if wait := o.Latency - time.Since(arrived); wait > 0 {
+			alarm.Set(arrived.Add(o.Latency)) // as the scripted model does
 			t := time.NewTimer(wait)
 			select {
 			case <-t.C:
