@@ -22,11 +22,11 @@ func Set(t time.Time) { std.set(t) }
 
 func (c *clock) set(t time.Time) {
 	c.once.Do(c.open)
-	if !c.ok {
-		return
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if !c.ok { // no timerfd, or reading it failed
+		return
+	}
 	heap.Push(&c.due, t)
 	if c.due[0].Equal(t) {
 		c.arm(t)
@@ -41,9 +41,9 @@ func (c *clock) set(t time.Time) {
 // runs while any time is pending and waits for the file to expire.
 type clock struct {
 	once    sync.Once
-	ok      bool
 	timer   timerFile
 	mu      sync.Mutex
+	ok      bool // the timer file works; guarded by mu after open
 	due     times
 	running bool
 }

@@ -40,7 +40,10 @@ func TestSetHandlesEveryTimeAndStops(t *testing.T) {
 	for _, d := range []time.Duration{20, 5, -1, 10, 10, 1} {
 		c.set(now.Add(d * time.Millisecond))
 	}
-	if !c.ok {
+	c.mu.Lock()
+	ok := c.ok
+	c.mu.Unlock()
+	if !ok {
 		t.Fatal("no timerfd on Linux")
 	}
 	idle(t, &c)
