@@ -33,19 +33,22 @@ func newDirect(t *testing.T) *directTransport {
 }
 
 // countingServer is an httptest server that counts the connections it
-// accepted.
-func countingServer(t *testing.T, h http.HandlerFunc) (*httptest.Server, *atomic.Int64) {
+// accepted and those it saw closed.
+func countingServer(t *testing.T, h http.HandlerFunc) (srv *httptest.Server, opened, closed *atomic.Int64) {
 	t.Helper()
-	var conns atomic.Int64
-	srv := httptest.NewUnstartedServer(h)
+	opened, closed = new(atomic.Int64), new(atomic.Int64)
+	srv = httptest.NewUnstartedServer(h)
 	srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
-		if st == http.StateNew {
-			conns.Add(1)
+		switch st {
+		case http.StateNew:
+			opened.Add(1)
+		case http.StateClosed:
+			closed.Add(1)
 		}
 	}
 	srv.Start()
 	t.Cleanup(srv.Close)
-	return srv, &conns
+	return srv, opened, closed
 }
 
 // getAll makes a GET and reads the answer to its end.
@@ -85,7 +88,7 @@ func digest(s string) string {
 }
 
 func TestDirectSendsEveryKindOfBody(t *testing.T) {
-	srv, conns := countingServer(t, echoHandler)
+	srv, conns, _ := countingServer(t, echoHandler)
 	dt := newDirect(t)
 	client := &http.Client{Transport: dt}
 	big := strings.Repeat("0123456789abcdef", 9000) // larger than a write buffer
@@ -149,7 +152,7 @@ func TestDirectSendsEveryKindOfBody(t *testing.T) {
 
 func TestDirectStreamsTheBodyAsItArrives(t *testing.T) {
 	firstSeen := make(chan struct{})
-	srv, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+	srv, _, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		io.WriteString(w, "data: one\n\n")
 		w.(http.Flusher).Flush()
@@ -183,7 +186,7 @@ func TestDirectStreamsTheBodyAsItArrives(t *testing.T) {
 
 func TestDirectCancelEndsAStreamAndDropsTheConnection(t *testing.T) {
 	handlerDone := make(chan struct{})
-	srv, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+	srv, conns, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/ok" {
 			io.WriteString(w, "ok")
 			return
@@ -241,7 +244,7 @@ func TestDirectCancelEndsAStreamAndDropsTheConnection(t *testing.T) {
 }
 
 func TestDirectCancelledBeforeSending(t *testing.T) {
-	srv, conns := countingServer(t, echoHandler)
+	srv, conns, _ := countingServer(t, echoHandler)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	body := &closeCounter{Reader: strings.NewReader("x")}
@@ -267,7 +270,7 @@ type closeCounter struct {
 func (c *closeCounter) Close() error { c.closed.Add(1); return nil }
 
 func TestDirectDoesNotPoolWhatCannotBeReused(t *testing.T) {
-	srv, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+	srv, conns, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/close" {
 			w.Header().Set("Connection", "close")
 			io.WriteString(w, "bye")
@@ -313,18 +316,7 @@ func TestDirectDoesNotPoolWhatCannotBeReused(t *testing.T) {
 // past the idle timeout is closed, without another call coming to find
 // it, and the next call dials a new one.
 func TestDirectClosesConnectionsIdleTooLong(t *testing.T) {
-	var opened, closed atomic.Int64
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(echoHandler))
-	srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
-		switch st {
-		case http.StateNew:
-			opened.Add(1)
-		case http.StateClosed:
-			closed.Add(1)
-		}
-	}
-	srv.Start()
-	defer srv.Close()
+	srv, opened, closed := countingServer(t, echoHandler)
 	dt := newDirect(t)
 	dt.idleTimeout = 50 * time.Millisecond
 	client := &http.Client{Transport: dt}
@@ -354,20 +346,12 @@ func TestDirectClosesConnectionsIdleTooLong(t *testing.T) {
 // TestDirectSweepComesBackForTheRest: connections that go idle at
 // different times are each closed once their own idle time is up.
 func TestDirectSweepComesBackForTheRest(t *testing.T) {
-	var closed atomic.Int64
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv, _, closed := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/slow" {
 			time.Sleep(40 * time.Millisecond)
 		}
 		io.WriteString(w, "ok")
-	}))
-	srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
-		if st == http.StateClosed {
-			closed.Add(1)
-		}
-	}
-	srv.Start()
-	defer srv.Close()
+	})
 	dt := newDirect(t)
 	dt.idleTimeout = 60 * time.Millisecond
 	client := &http.Client{Transport: dt}
@@ -436,7 +420,7 @@ func TestDirectHandsHTTPSAndProxiesToTheFallback(t *testing.T) {
 		fell.Add(1)
 		return &http.Response{StatusCode: 204, Body: http.NoBody, Request: r}, nil
 	})
-	srv, conns := countingServer(t, echoHandler)
+	srv, conns, _ := countingServer(t, echoHandler)
 	dt := newDirect(t)
 	dt.fallback = fallback
 	client := &http.Client{Transport: dt}
@@ -487,7 +471,7 @@ func TestDirectReportsDialErrors(t *testing.T) {
 // TestDirectConcurrentCalls runs many calls at once and checks each gets
 // its own answer and the pool keeps what it may.
 func TestDirectConcurrentCalls(t *testing.T) {
-	srv, _ := countingServer(t, echoHandler)
+	srv, _, _ := countingServer(t, echoHandler)
 	dt := newDirect(t)
 	dt.maxIdle = 8
 	client := &http.Client{Transport: dt}
@@ -619,18 +603,10 @@ func TestDirectReadsAnAnswerSentBeforeTheBody(t *testing.T) {
 }
 
 func TestClientCloseIdleConnections(t *testing.T) {
-	var closed atomic.Int64
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv, _, closed := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		io.WriteString(w, `data: {"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":"stop"}]}`+"\n\ndata: [DONE]\n\n")
-	}))
-	srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
-		if st == http.StateClosed {
-			closed.Add(1)
-		}
-	}
-	srv.Start()
-	defer srv.Close()
+	})
 	c := New(Config{BaseURL: srv.URL + "/v1"})
 	resp, err := c.Stream(t.Context(), Request{Model: "m", Messages: []Message{{Role: RoleUser, Content: "hello"}}}, nil)
 	if err != nil || resp.Content != "hi" {
