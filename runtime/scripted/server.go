@@ -426,7 +426,8 @@ func (p *pacer) wait(d time.Duration) bool {
 	}
 	// The reply is due at a time the bench counts on: wake the process
 	// then, not at the poller's next millisecond.
-	alarm.Set(time.Now().Add(d))
+	due := time.Now().Add(d)
+	alarm.Set(due)
 	if p.t == nil {
 		p.t = time.NewTimer(d)
 	} else {
@@ -439,6 +440,7 @@ func (p *pacer) wait(d time.Duration) bool {
 	case <-p.closed:
 	}
 	p.t.Stop()
+	alarm.Cancel(due)
 	return false
 }
 

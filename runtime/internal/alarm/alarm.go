@@ -37,6 +37,32 @@ func (c *clock) set(t time.Time) {
 	}
 }
 
+// Cancel withdraws a time given to Set by a wait that ended before it. A
+// time no longer pending (or never set) is ignored. With nothing left
+// pending, the goroutine that waits on the timer file ends.
+func Cancel(t time.Time) { std.cancel(t) }
+
+func (c *clock) cancel(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.ok {
+		return
+	}
+	for i, d := range c.due {
+		if d.Equal(t) {
+			heap.Remove(&c.due, i)
+			break
+		}
+	}
+	switch {
+	case !c.running:
+	case len(c.due) == 0:
+		c.arm(time.Time{}) // expire now: the loop finds nothing due and ends
+	case t.Before(c.due[0]):
+		c.arm(c.due[0])
+	}
+}
+
 // clock is one timer file and the times it is due at. The loop goroutine
 // runs while any time is pending and waits for the file to expire.
 type clock struct {

@@ -58,6 +58,29 @@ func TestSetHandlesEveryTimeAndStops(t *testing.T) {
 	idle(t, &c)
 }
 
+// A wait that ends early withdraws its time; once nothing is pending the
+// goroutine ends at once instead of sleeping until the last time withdrawn.
+func TestCancelEndsTheWait(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("timerfd is Linux only; elsewhere Set does nothing")
+	}
+	var c clock
+	far, farther := time.Now().Add(time.Hour), time.Now().Add(2*time.Hour)
+	c.set(far)
+	c.set(farther)
+	c.cancel(far)
+	c.cancel(far) // no longer pending: ignored
+	c.mu.Lock()
+	pending := len(c.due)
+	c.mu.Unlock()
+	if pending != 1 {
+		t.Fatalf("%d times pending after one of two was withdrawn", pending)
+	}
+	c.cancel(farther)
+	idle(t, &c)
+	c.cancel(time.Now()) // nothing pending, nothing running
+}
+
 func TestSetFromManyGoroutines(t *testing.T) {
 	var c clock
 	done := make(chan struct{})
