@@ -61,8 +61,14 @@ type Store struct {
 
 	// Checkpoints run on their own connection, off the writer: folding the
 	// WAL back into the database is a tenth of the writer's time otherwise.
-	ckpt    *sql.DB
-	commits atomic.Int64 // commits since the last checkpoint
+	ckpt       *sql.DB
+	epoch      time.Time     // lastCommit counts from here
+	lastCommit atomic.Int64  // when the last commit ended, in ns since epoch
+	committed  chan struct{} // a commit since the checkpointer last looked (capacity 1)
+	// checkpointQuiet and checkpointLatest, or others in tests (set before
+	// the first write).
+	ckQuiet, ckLatest time.Duration
+	checkpoints       atomic.Int64 // checkpoints run
 
 	seqMu   sync.Mutex
 	seqs    map[string]int64 // last event sequence per run
@@ -139,6 +145,9 @@ func Open(path string, publish func([]event.Event)) (*Store, error) {
 		return nil, err
 	}
 	s.ckpt.SetMaxOpenConns(1)
+	s.epoch = time.Now()
+	s.committed = make(chan struct{}, 1)
+	s.ckQuiet, s.ckLatest = checkpointQuiet, checkpointLatest
 	go s.checkpointLoop()
 	s.coalesce = time.NewTimer(time.Hour)
 	s.coalesce.Stop()
@@ -435,7 +444,11 @@ func (s *Store) run(batch []*op) {
 		s.fail(batch, fmt.Errorf("commit: %w", err))
 		return
 	}
-	s.commits.Add(1)
+	s.lastCommit.Store(int64(time.Since(s.epoch)))
+	select {
+	case s.committed <- struct{}{}:
+	default:
+	}
 	if len(events) > 0 {
 		s.publish(events)
 	}
@@ -444,20 +457,51 @@ func (s *Store) run(batch []*op) {
 	}
 }
 
-// checkpointLoop folds the WAL back into the database file now and then
-// (PASSIVE: it never waits for the writer or readers).
+// A checkpoint waits for the writes to pause this long, so that folding
+// the WAL back (copying every page written since the last one) does not take
+// a core from a burst of work, such as a wave of sub-agents starting, that
+// is still going on.
+const checkpointQuiet = 50 * time.Millisecond
+
+// checkpointLatest bounds how long a checkpoint waits for such a pause while
+// the writes never stop, and so how large the WAL grows.
+const checkpointLatest = 5 * time.Second
+
+// checkpointLoop folds the WAL back into the database file once the writes
+// pause after a commit (PASSIVE: it never waits for the writer or readers).
+// It sleeps while nothing is written.
 func (s *Store) checkpointLoop() {
-	t := time.NewTicker(500 * time.Millisecond)
+	t := time.NewTimer(time.Hour)
+	t.Stop()
 	defer t.Stop()
 	for {
 		select {
-		case <-t.C:
-			if s.commits.Swap(0) > 0 {
-				s.ckpt.ExecContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)")
-			}
+		case <-s.committed:
 		case <-s.closing:
 			return
 		}
+		latest := time.Since(s.epoch) + s.ckLatest
+		for {
+			due := min(time.Duration(s.lastCommit.Load())+s.ckQuiet, latest)
+			wait := due - time.Since(s.epoch)
+			if wait <= 0 {
+				break
+			}
+			t.Reset(wait)
+			select {
+			case <-t.C:
+			case <-s.closing:
+				return
+			}
+		}
+		// Commits from here on signal again; the checkpoint may fold some of
+		// them in already, and the next one then finds little to do.
+		select {
+		case <-s.committed:
+		default:
+		}
+		s.ckpt.ExecContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)")
+		s.checkpoints.Add(1)
 	}
 }
 

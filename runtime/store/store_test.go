@@ -526,3 +526,68 @@ func pendingContents(t *testing.T, s *Store, runID string) []string {
 	}
 	return got
 }
+
+// A checkpoint waits for the writes to pause, and for no longer than
+// checkpointLatest while they do not.
+func TestCheckpointWaitsForAPause(t *testing.T) {
+	s := openTest(t, nil)
+	ctx := context.Background()
+	write := func(i int) {
+		t.Helper()
+		if err := s.Do(ctx, func(tx *Tx) error {
+			return tx.InsertMessage(&Message{RunID: "r-1", SessionID: "s-1", Index: i, Role: "user", Content: "m"})
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor := func(n int64) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for s.checkpoints.Load() < n {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d checkpoints, want %d", s.checkpoints.Load(), n)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+
+	// Writes that keep coming hold the checkpoint back.
+	s.ckQuiet, s.ckLatest = time.Hour, time.Hour
+	for i := 0; i < 300; i++ {
+		write(i)
+		time.Sleep(2 * time.Millisecond)
+	}
+	if n := s.checkpoints.Load(); n != 0 {
+		t.Fatalf("%d checkpoints while the writes went on", n)
+	}
+
+	// The latest bound ends the wait.
+	s = openTest(t, nil)
+	s.ckQuiet, s.ckLatest = time.Hour, 150*time.Millisecond
+	start := time.Now()
+	for i := 0; s.checkpoints.Load() == 0; i++ {
+		if time.Since(start) > 30*time.Second {
+			t.Fatal("no checkpoint while the writes went on")
+		}
+		write(i)
+		time.Sleep(2 * time.Millisecond)
+	}
+	if took := time.Since(start); took < 150*time.Millisecond {
+		t.Fatalf("checkpoint after %s of writes, before the 150ms bound", took)
+	}
+
+	// Once the writes pause, it runs after the quiet time, not before.
+	s = openTest(t, nil)
+	s.ckQuiet, s.ckLatest = 100*time.Millisecond, time.Hour
+	write(0)
+	last := time.Now()
+	waitFor(1)
+	if quiet := time.Since(last); quiet < 100*time.Millisecond {
+		t.Fatalf("checkpoint %s after the last commit, want >= 100ms", quiet)
+	}
+	// Nothing written since: no more checkpoints.
+	time.Sleep(200 * time.Millisecond)
+	if n := s.checkpoints.Load(); n != 1 {
+		t.Fatalf("%d checkpoints with one commit", n)
+	}
+}
