@@ -64,6 +64,7 @@ type Store struct {
 	ckpt       *sql.DB
 	epoch      time.Time     // lastCommit counts from here
 	lastCommit atomic.Int64  // when the last commit ended, in ns since epoch
+	writing    atomic.Bool   // the writer has operations in hand or queued
 	committed  chan struct{} // a commit since the checkpointer last looked (capacity 1)
 	// checkpointQuiet and checkpointLatest, or others in tests (set before
 	// the first write).
@@ -291,6 +292,7 @@ func (s *Store) loop() {
 				warm = warm[1:]
 				continue
 			}
+			s.writing.Store(false)
 			select {
 			case o = <-s.ops:
 			case <-s.closing:
@@ -298,6 +300,7 @@ func (s *Store) loop() {
 				return
 			}
 		}
+		s.writing.Store(true)
 		batch = append(batch[:0], o)
 	fill:
 		for len(batch) < maxBatch {
@@ -457,11 +460,13 @@ func (s *Store) run(batch []*op) {
 	}
 }
 
-// A checkpoint waits for the writes to pause this long, so that folding
-// the WAL back (copying every page written since the last one) does not take
-// a core from a burst of work, such as a wave of sub-agents starting, that
-// is still going on.
-const checkpointQuiet = 50 * time.Millisecond
+// A checkpoint waits for the writes to pause this long, with the writer
+// idle, so that folding the WAL back (copying every page written since the
+// last one) does not take a core from a burst of work, such as a wave of
+// sub-agents starting, that is still going on. A burst keeps the writer
+// busy; a pause this long means the sessions are waiting for their models,
+// and the checkpoint is done well before the shortest model call returns.
+const checkpointQuiet = 15 * time.Millisecond
 
 // checkpointLatest bounds how long a checkpoint waits for such a pause while
 // the writes never stop, and so how large the WAL grows.
@@ -482,8 +487,14 @@ func (s *Store) checkpointLoop() {
 		}
 		latest := time.Since(s.epoch) + s.ckLatest
 		for {
+			now := time.Since(s.epoch)
 			due := min(time.Duration(s.lastCommit.Load())+s.ckQuiet, latest)
-			wait := due - time.Since(s.epoch)
+			if due <= now && now < latest && (s.writing.Load() || len(s.ops) > 0) {
+				// Quiet only because the writer is behind (a burst that has
+				// it waiting for a core): not a pause.
+				due = now + s.ckQuiet
+			}
+			wait := due - now
 			if wait <= 0 {
 				break
 			}

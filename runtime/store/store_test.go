@@ -527,8 +527,8 @@ func pendingContents(t *testing.T, s *Store, runID string) []string {
 	return got
 }
 
-// A checkpoint waits for the writes to pause, and for no longer than
-// checkpointLatest while they do not.
+// A checkpoint waits for the writes to pause, with the writer idle, and for
+// no longer than checkpointLatest while they do not.
 func TestCheckpointWaitsForAPause(t *testing.T) {
 	s := openTest(t, nil)
 	ctx := context.Background()
@@ -590,4 +590,25 @@ func TestCheckpointWaitsForAPause(t *testing.T) {
 	if n := s.checkpoints.Load(); n != 1 {
 		t.Fatalf("%d checkpoints with one commit", n)
 	}
+
+	// A writer that is behind is no pause, however long ago it committed:
+	// here an operation holds it while the last commit grows old.
+	s = openTest(t, nil)
+	s.ckQuiet, s.ckLatest = 50*time.Millisecond, time.Hour
+	started, release := make(chan struct{}), make(chan struct{})
+	s.Go(func(tx *Tx) error {
+		close(started)
+		<-release
+		return tx.InsertMessage(&Message{RunID: "r-1", SessionID: "s-1", Index: 0, Role: "user", Content: "m"})
+	})
+	<-started
+	s.lastCommit.Store(int64(time.Since(s.epoch)))
+	s.committed <- struct{}{}
+	time.Sleep(300 * time.Millisecond)
+	if n := s.checkpoints.Load(); n != 0 {
+		close(release)
+		t.Fatalf("%d checkpoints while the writer was busy", n)
+	}
+	close(release)
+	waitFor(1)
 }
