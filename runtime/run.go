@@ -54,6 +54,7 @@ type Run struct {
 	slotSem chan struct{}
 
 	questions *questionBoard
+	prompts   promptTails
 	human     atomic.Bool // a person can answer questions (dashboard or --control)
 	stopping  atomic.Bool
 	wg        sync.WaitGroup

@@ -303,6 +303,11 @@ func (s *Session) flushLocked(tx *store.Tx) error {
 	}
 	msgs := s.pendingMsgs
 	for _, m := range msgs {
+		if m.Role == llm.RoleSystem && m.Shared == nil {
+			if err := s.r.prompts.shareTx(tx, m); err != nil {
+				return err
+			}
+		}
 		if err := tx.InsertMessage(m); err != nil {
 			return err
 		}

@@ -123,7 +123,9 @@ func (s *Store) Sessions(ctx context.Context, runID string) ([]Session, error) {
 	return out, rows.Err()
 }
 
-const msgCols = `m.id, m.run_id, m.session_id, m.idx, m.role, COALESCE(c.content, m.content), m.tool_calls, m.tool_call_id, m.synthetic, m.no_reply,
+// A message's text is its own part followed by the shared one it refers
+// to, if any (see Message.Shared).
+const msgCols = `m.id, m.run_id, m.session_id, m.idx, m.role, m.content || COALESCE(c.content, ''), m.tool_calls, m.tool_call_id, m.synthetic, m.no_reply,
 	m.source, m.prompt_tokens, m.completion_tokens, m.created_at`
 
 const msgFrom = ` FROM messages m LEFT JOIN shared_contents c ON m.content_ref <> 0 AND c.id = m.content_ref `

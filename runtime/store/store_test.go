@@ -612,3 +612,69 @@ func TestCheckpointWaitsForAPause(t *testing.T) {
 	close(release)
 	waitFor(1)
 }
+
+// A message refers to a shared text for all of its content or for its end;
+// the row keeps only the rest, and reading gives the whole text back. A
+// shared text that is not how the content ends is not used.
+func TestSharedContentEndsAMessage(t *testing.T) {
+	s := openTest(t, nil)
+	ctx := context.Background()
+	tail := "\n\n" + strings.Repeat("the rules every sibling reads\n", 100)
+	cases := []struct {
+		content string
+		wantRow string // what the row itself stores
+		wantRef bool
+	}{
+		{"You are s-1\n" + tail, "You are s-1\n", true},
+		{tail, "", true},
+		{"", "", true}, // the shared text is the whole content
+		{"You are s-2\n" + tail + "and something after", "You are s-2\n" + tail + "and something after", false},
+	}
+	err := s.Do(ctx, func(tx *Tx) error {
+		shared, err := tx.ShareContent(tail)
+		if err != nil {
+			return err
+		}
+		for i, c := range cases {
+			m := &Message{RunID: "r-1", SessionID: "s-1", Index: i, Role: "system", Content: c.content, Shared: shared}
+			if err := tx.InsertMessage(m); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Messages(ctx, "r-1", "s-1", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(cases) {
+		t.Fatalf("%d messages, want %d", len(got), len(cases))
+	}
+	for i, c := range cases {
+		want := c.content
+		if want == "" {
+			want = tail
+		}
+		if got[i].Content != want {
+			t.Errorf("message %d reads back as %q..., want %q...", i, trimTo(got[i].Content, 40), trimTo(want, 40))
+		}
+		var row string
+		var ref int64
+		if err := s.read.QueryRowContext(ctx, `SELECT content, content_ref FROM messages WHERE run_id = 'r-1' AND idx = ?`, i).Scan(&row, &ref); err != nil {
+			t.Fatal(err)
+		}
+		if row != c.wantRow || (ref != 0) != c.wantRef {
+			t.Errorf("message %d row holds %q... (ref %d), want %q... (ref %v)", i, trimTo(row, 40), ref, trimTo(c.wantRow, 40), c.wantRef)
+		}
+	}
+}
+
+func trimTo(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}

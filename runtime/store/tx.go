@@ -378,10 +378,7 @@ func (tx *Tx) insertMessages(msgs []*Message) error {
 	}
 	args := make([]any, 0, n*messageColumns)
 	for _, m := range msgs {
-		content, ref := m.Content, int64(0)
-		if m.Shared != nil {
-			content, ref = "", m.Shared.ID
-		}
+		content, ref := splitShared(m.Content, m.Shared)
 		calls := ""
 		if len(m.ToolCalls) > 0 {
 			b, err := json.Marshal(m.ToolCalls)
@@ -397,6 +394,21 @@ func (tx *Tx) insertMessages(msgs []*Message) error {
 		return fmt.Errorf("append messages: %w", err)
 	}
 	return nil
+}
+
+// splitShared is what a message row stores of content and the shared text
+// it refers to: the part before the shared text, or all of content (and no
+// reference) when the shared text is not how content ends.
+func splitShared(content string, sh *SharedContent) (string, int64) {
+	switch {
+	case sh == nil:
+		return content, 0
+	case content == "" || content == sh.Text:
+		return "", sh.ID
+	case strings.HasSuffix(content, sh.Text):
+		return content[:len(content)-len(sh.Text)], sh.ID
+	}
+	return content, 0
 }
 
 var shareContentSQL = hot(`INSERT INTO shared_contents (content) VALUES (?)`)

@@ -84,8 +84,10 @@ type Message struct {
 	// InboxID is the inbox item this message delivered, if any: the
 	// message is the record that the item was delivered.
 	InboxID int64
-	// Shared is set for a text delivered to many sessions: it is stored
-	// once (see Tx.ShareContent) and the message refers to it.
+	// Shared is set for a text that many messages carry, stored once (see
+	// Tx.ShareContent): the whole Content (a text delivered to many
+	// sessions), or its end (the part of a system prompt that siblings
+	// have in common). The row then keeps only what comes before it.
 	Shared *SharedContent
 }
 
