@@ -64,7 +64,7 @@ type Store struct {
 	ckpt       *sql.DB
 	epoch      time.Time     // lastCommit counts from here
 	lastCommit atomic.Int64  // when the last commit ended, in ns since epoch
-	writing    atomic.Bool   // the writer has operations in hand or queued
+	writing    atomic.Bool   // the writer has a batch in hand (the queue is len(ops))
 	committed  chan struct{} // a commit since the checkpointer last looked (capacity 1)
 	// checkpointQuiet and checkpointLatest, or others in tests (set before
 	// the first write).

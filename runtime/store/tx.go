@@ -403,7 +403,7 @@ func splitShared(content string, sh *SharedContent) (string, int64) {
 	switch {
 	case sh == nil:
 		return content, 0
-	case content == "" || content == sh.Text:
+	case content == "":
 		return "", sh.ID
 	case strings.HasSuffix(content, sh.Text):
 		return content[:len(content)-len(sh.Text)], sh.ID
