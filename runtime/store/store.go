@@ -35,13 +35,20 @@ import (
 //go:embed migrations/*.sql
 var migrations embed.FS
 
-// maxBatch bounds how many operations share one transaction, so one commit
-// never holds the write lock for long.
-const maxBatch = 256
+// maxBatch bounds how many operations share one transaction.
+const maxBatch = 2048
 
 // commitWait is how long a transaction stays open for more operations
-// after those that were queued when it began have run.
-const commitWait = 500 * time.Microsecond
+// after the last one that joined it, and commitMaxAge how long it stays
+// open at most. A wave of sessions (sub-agents starting, answers arriving
+// together) sends operations for a few milliseconds; committing once the
+// wave has passed, rather than every half millisecond inside it, leaves the
+// cores to the sessions on their way to their next model call and writes
+// the same hot pages once instead of many times.
+const (
+	commitWait   = time.Millisecond
+	commitMaxAge = 10 * time.Millisecond
+)
 
 // Store is an open database.
 type Store struct {
@@ -80,6 +87,7 @@ type Store struct {
 
 	eventBuf   []byte        // the writer's buffer for encoding a commit's events
 	coalesce   *time.Timer   // the writer's commitWait timer
+	maxAge     time.Duration // commitMaxAge, changed by tests
 	commitWait time.Duration // commitWait, or another wait in tests
 }
 
@@ -152,7 +160,7 @@ func Open(path string, publish func([]event.Event)) (*Store, error) {
 	go s.checkpointLoop()
 	s.coalesce = time.NewTimer(time.Hour)
 	s.coalesce.Stop()
-	s.commitWait = commitWait
+	s.commitWait, s.maxAge = commitWait, commitMaxAge
 	go s.loop()
 	return s, nil
 }
@@ -395,13 +403,15 @@ func (s *Store) run(batch []*op) {
 			break
 		}
 	}
-	// Operations that arrive within commitWait join the transaction: their
-	// callers go on as soon as theirs has run (Apply, Go), so the wait costs
-	// them nothing, and a turn's few operations share one commit instead of
-	// each writing the same last pages of the same tables again. Someone
-	// waiting for the commit itself (Do) ends the wait.
+	// Operations that arrive within commitWait of the last join the
+	// transaction, for up to maxAge: their callers go on as soon as theirs
+	// has run (Apply, Go), so the wait costs them nothing, and a turn's few
+	// operations share one commit instead of each writing the same last
+	// pages of the same tables again. Someone waiting for the commit itself
+	// (Do) ends the wait.
 	if ok && !waited && len(batch) < maxBatch {
-		s.coalesce.Reset(s.commitWait)
+		deadline := time.Now().Add(s.maxAge)
+		s.coalesce.Reset(min(s.commitWait, s.maxAge))
 	wait:
 		for len(batch) < maxBatch {
 			select {
@@ -410,6 +420,7 @@ func (s *Store) run(batch []*op) {
 				if !exec(o) || o.done != nil {
 					break wait
 				}
+				s.coalesce.Reset(max(min(s.commitWait, time.Until(deadline)), 0))
 			case <-s.coalesce.C:
 				break wait
 			case <-s.closing:

@@ -482,7 +482,7 @@ func TestLateOperationsJoinTheCommit(t *testing.T) {
 	// Wait (nearly) for ever, so that only the Do can end the wait. The
 	// writer is idle, so the next operation starts a transaction that uses
 	// the new wait.
-	s.commitWait = time.Hour
+	s.commitWait, s.maxAge = time.Hour, time.Hour
 	ctx := context.Background()
 	emit := func(name string) func(*Tx) error {
 		return func(tx *Tx) error {
@@ -509,6 +509,39 @@ func TestLateOperationsJoinTheCommit(t *testing.T) {
 	defer mu.Unlock()
 	if len(commits) != 1 || !slices.Equal(commits[0], []string{"a", "b", "c"}) {
 		t.Fatalf("commits = %q, want one with a, b and c", commits)
+	}
+}
+
+// Operations that keep coming hold a transaction open for at most maxAge:
+// with a wait longer than the test, the commit still comes.
+func TestATransactionStaysOpenForAtMostMaxAge(t *testing.T) {
+	committed := make(chan []string, 4)
+	s := openTest(t, func(evs []event.Event) {
+		var names []string
+		for _, e := range evs {
+			names = append(names, e.Error)
+		}
+		committed <- names
+	})
+	s.commitWait, s.maxAge = time.Hour, 50*time.Millisecond
+	ctx := context.Background()
+	for _, name := range []string{"a", "b"} {
+		if err := s.Apply(ctx, func(tx *Tx) error {
+			_, err := tx.Emit(event.Event{Type: event.Error, RunID: "r-1", Error: name})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case names := <-committed:
+		// b may have come after a's transaction closed; either way a
+		// commits on its own deadline.
+		if names[0] != "a" {
+			t.Fatalf("first commit %q, want a first", names)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the transaction waited past its maximum age")
 	}
 }
 
