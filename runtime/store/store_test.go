@@ -484,19 +484,13 @@ func TestLateOperationsJoinTheCommit(t *testing.T) {
 	// the new wait.
 	s.commitWait, s.maxAge = time.Hour, time.Hour
 	ctx := context.Background()
-	emit := func(name string) func(*Tx) error {
-		return func(tx *Tx) error {
-			_, err := tx.Emit(event.Event{Type: event.Error, RunID: "r-1", Error: name})
-			return err
-		}
-	}
 	for _, name := range []string{"a", "b"} {
-		if err := s.Apply(ctx, emit(name)); err != nil {
+		if err := s.Apply(ctx, emitNamed(name)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	done := make(chan error, 1)
-	go func() { done <- s.Do(ctx, emit("c")) }()
+	go func() { done <- s.Do(ctx, emitNamed("c")) }()
 	select {
 	case err := <-done:
 		if err != nil {
@@ -512,8 +506,16 @@ func TestLateOperationsJoinTheCommit(t *testing.T) {
 	}
 }
 
-// Operations that keep coming hold a transaction open for at most maxAge:
-// with a wait longer than the test, the commit still comes.
+// emitNamed is an operation that emits one event carrying name.
+func emitNamed(name string) func(*Tx) error {
+	return func(tx *Tx) error {
+		_, err := tx.Emit(event.Event{Type: event.Error, RunID: "r-1", Error: name})
+		return err
+	}
+}
+
+// A transaction stays open for at most maxAge: with a wait of an hour
+// after each operation, the commit still comes.
 func TestATransactionStaysOpenForAtMostMaxAge(t *testing.T) {
 	committed := make(chan []string, 4)
 	s := openTest(t, func(evs []event.Event) {
@@ -526,10 +528,7 @@ func TestATransactionStaysOpenForAtMostMaxAge(t *testing.T) {
 	s.commitWait, s.maxAge = time.Hour, 50*time.Millisecond
 	ctx := context.Background()
 	for _, name := range []string{"a", "b"} {
-		if err := s.Apply(ctx, func(tx *Tx) error {
-			_, err := tx.Emit(event.Event{Type: event.Error, RunID: "r-1", Error: name})
-			return err
-		}); err != nil {
+		if err := s.Apply(ctx, emitNamed(name)); err != nil {
 			t.Fatal(err)
 		}
 	}
