@@ -78,12 +78,13 @@ type Store struct {
 	ckQuiet, ckLatest time.Duration
 	checkpoints       atomic.Int64 // checkpoints run
 
-	seqMu   sync.Mutex
-	seqs    map[string]int64 // last event sequence per run
-	seqUndo []seqChange      // changes of seqs in the current batch
-	msgID   int64            // last message id given out (0: not read yet)
-	inboxID int64            // likewise for inbox items
-	err     error            // a failed commit poisons the store
+	seqMu    sync.Mutex
+	seqs     map[string]int64 // last event sequence per run
+	seqUndo  []seqChange      // changes of seqs in the current batch
+	msgID    int64            // last message id given out (0: not read yet)
+	inboxID  int64            // likewise for inbox items
+	sharedID int64            // and for shared contents
+	err      error            // a failed commit poisons the store
 
 	eventBuf   []byte        // the writer's buffer for encoding a commit's events
 	coalesce   *time.Timer   // the writer's commitWait timer
@@ -571,13 +572,10 @@ func (s *Store) fail(batch []*op, err error) {
 }
 
 // counters holds what an operation may advance and must give back when it
-// is rolled back: event sequences and message ids.
-// counters is a point to which the writer's counters can be rolled back
-// when an operation fails.
+// fails: event sequences and the ids the store gives out.
 type counters struct {
-	undo    int // length of seqUndo
-	msgID   int64
-	inboxID int64
+	undo                     int // length of seqUndo
+	msgID, inboxID, sharedID int64
 }
 
 // seqChange is a change of a run's last event sequence, for rolling back.
@@ -590,7 +588,7 @@ type seqChange struct {
 func (s *Store) snapshotSeqs() counters {
 	s.seqMu.Lock()
 	defer s.seqMu.Unlock()
-	return counters{undo: len(s.seqUndo), msgID: s.msgID, inboxID: s.inboxID}
+	return counters{undo: len(s.seqUndo), msgID: s.msgID, inboxID: s.inboxID, sharedID: s.sharedID}
 }
 
 func (s *Store) restoreSeqs(c counters) {
@@ -598,6 +596,7 @@ func (s *Store) restoreSeqs(c counters) {
 	defer s.seqMu.Unlock()
 	s.msgID = c.msgID
 	s.inboxID = c.inboxID
+	s.sharedID = c.sharedID
 	for i := len(s.seqUndo) - 1; i >= c.undo; i-- {
 		ch := s.seqUndo[i]
 		if ch.had {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -709,4 +710,156 @@ func trimTo(s string, n int) string {
 		return s[:n]
 	}
 	return s
+}
+
+// Sessions, effects, broadcasts and shared texts are queued and written at
+// the commit: a session changed twice in a batch is written as it was last,
+// and a nested step that fails takes its queued rows with it, without a
+// savepoint (none is opened when the step runs no statement) and without
+// undoing the rest of the operation.
+func TestQueuedTablesInOneBatch(t *testing.T) {
+	s := openTest(t, nil)
+	ctx := context.Background()
+	many := queuedTables[qSessions].most*2 + 3
+	var inner error
+	var shared *SharedContent
+	err := s.Do(ctx, func(tx *Tx) error {
+		for i := range many {
+			x := &Session{RunID: "r-1", ID: fmt.Sprintf("s-%d", i), Agent: "worker", Status: "pending", Depth: 1}
+			tx.UpsertSession(x)
+			x.Status, x.Turns = "running", 1
+			tx.UpsertSession(x)
+		}
+		tx.InsertEffect("r-1", "s-0", "call_1", 0, "spawn", []byte(`{"ok":true}`))
+		tx.InsertBroadcast(&Broadcast{RunID: "r-1", ID: "b-1", Seq: 1, Kind: "broadcast", FromSession: "s-0", Message: "kept"})
+		var err error
+		if shared, err = tx.ShareContent("kept text"); err != nil {
+			return err
+		}
+		inner = tx.Nested(func() error {
+			tx.UpsertSession(&Session{RunID: "r-1", ID: "s-0", Agent: "worker", Status: "failed"})
+			tx.UpsertSession(&Session{RunID: "r-1", ID: "s-undone", Agent: "worker", Status: "running"})
+			tx.InsertEffect("r-1", "s-0", "call_2", 0, "spawn", []byte(`{}`))
+			tx.InsertBroadcast(&Broadcast{RunID: "r-1", ID: "b-2", Seq: 2, Kind: "broadcast", FromSession: "s-0", Message: "undone"})
+			if _, err := tx.ShareContent("undone text"); err != nil {
+				return err
+			}
+			if len(tx.savepoints) != 1 || tx.savepoints[0] {
+				t.Errorf("savepoints %v inside a step that ran no statement", tx.savepoints)
+			}
+			return errors.New("refused")
+		})
+		return nil
+	})
+	if err != nil || inner == nil {
+		t.Fatalf("Do = %v, nested = %v", err, inner)
+	}
+	sessions, err := s.Sessions(ctx, "r-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sessions) != many {
+		t.Fatalf("%d sessions stored, want %d", len(sessions), many)
+	}
+	for _, x := range sessions {
+		if x.Status != "running" || x.Turns != 1 {
+			t.Errorf("session %s stored as %s after %d turns, want its last version (running, 1)", x.ID, x.Status, x.Turns)
+		}
+	}
+	effects, err := s.Effects(ctx, "r-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(effects) != 1 || effects[0].CallID != "call_1" {
+		t.Errorf("effects = %+v, want call_1's alone", effects)
+	}
+	bs, err := s.Broadcasts(ctx, "r-1", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(bs) != 1 || bs[0].Message != "kept" {
+		t.Errorf("broadcasts = %+v, want the kept one alone", bs)
+	}
+	var texts []string
+	rows, err := s.read.QueryContext(ctx, `SELECT id, content FROM shared_contents ORDER BY id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var text string
+		if err := rows.Scan(&id, &text); err != nil {
+			t.Fatal(err)
+		}
+		if id != shared.ID {
+			t.Errorf("shared text %q has id %d, want %d", text, id, shared.ID)
+		}
+		texts = append(texts, text)
+	}
+	if fmt.Sprint(texts) != "[kept text]" {
+		t.Errorf("shared texts = %q", texts)
+	}
+}
+
+// A nested step that runs a statement right away opens its savepoint (and
+// its enclosing steps' savepoints) first, and a failure rolls the statement
+// back.
+func TestNestedOpensItsSavepointForAStatement(t *testing.T) {
+	s := openTest(t, nil)
+	ctx := context.Background()
+	var inner error
+	err := s.Do(ctx, func(tx *Tx) error {
+		if err := tx.InsertRun(&Run{ID: "r-1", Goal: "kept", Status: "running"}); err != nil {
+			return err
+		}
+		return tx.Nested(func() error {
+			inner = tx.Nested(func() error {
+				if err := tx.UpdateRun(&Run{ID: "r-1", Status: "failed"}); err != nil {
+					return err
+				}
+				if fmt.Sprint(tx.savepoints) != "[true true]" {
+					t.Errorf("savepoints %v after a statement, want both open", tx.savepoints)
+				}
+				return errors.New("refused")
+			})
+			return nil
+		})
+	})
+	if err != nil || inner == nil {
+		t.Fatalf("Do = %v, nested = %v", err, inner)
+	}
+	r, err := s.Run(ctx, "r-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != "running" {
+		t.Errorf("run status %s: the nested update was not rolled back", r.Status)
+	}
+}
+
+func TestLastOfEachKey(t *testing.T) {
+	row := func(run, id, v string) []any { return []any{run, id, v} }
+	cat := func(rs ...[]any) []any {
+		var out []any
+		for _, r := range rs {
+			out = append(out, r...)
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name     string
+		in, want []any
+	}{
+		{"none", nil, nil},
+		{"one", row("r", "a", "1"), row("r", "a", "1")},
+		{"distinct", cat(row("r", "a", "1"), row("r", "b", "1")), cat(row("r", "a", "1"), row("r", "b", "1"))},
+		{"repeated", cat(row("r", "a", "1"), row("r", "b", "1"), row("r", "a", "2")), cat(row("r", "b", "1"), row("r", "a", "2"))},
+		{"same id in two runs", cat(row("r", "a", "1"), row("q", "a", "1")), cat(row("r", "a", "1"), row("q", "a", "1"))},
+		{"key parts do not run together", cat(row("ra", "b", "1"), row("r", "ab", "1")), cat(row("ra", "b", "1"), row("r", "ab", "1"))},
+	} {
+		if got := lastOfEachKey(c.in, 3, 2); fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
 }

@@ -22,10 +22,15 @@ type Tx struct {
 	events []event.Event
 	// Rows queued by the batch's operations, inserted together when the
 	// batch commits (see flushRows).
-	msgs   []*Message
-	inbox  []*InboxItem
-	writes int // statements that changed the database (and queued messages)
-	broken error
+	msgs  []*Message
+	inbox []*InboxItem
+	queue [nQueued][]any // rows of the queued tables, their values in column order
+	// Savepoints of the Nested steps in progress, innermost last: opened
+	// (true) only once a step runs a statement right away, since queued
+	// rows are undone without one.
+	savepoints []bool
+	writes     int // statements that changed the database (and queued messages)
+	broken     error
 }
 
 func (tx *Tx) stmt(query string) (*sql.Stmt, error) {
@@ -41,6 +46,9 @@ func (tx *Tx) stmt(query string) (*sql.Stmt, error) {
 }
 
 func (tx *Tx) exec(query string, args ...any) (sql.Result, error) {
+	if err := tx.openSavepoints(); err != nil {
+		return nil, err
+	}
 	st, err := tx.stmt(query)
 	if err != nil {
 		return nil, err
@@ -235,30 +243,34 @@ func (tx *Tx) UpdateRun(r *Run) error {
 	return err
 }
 
-var upsertSessionSQL = hot(`INSERT INTO sessions (run_id, id, parent_id, agent, label, title, task, kind, status, reason, depth,
+// upsertSessionsSQL writes n sessions whole.
+func upsertSessionsSQL(n int) string {
+	return `INSERT INTO sessions (run_id, id, parent_id, agent, label, title, task, kind, status, reason, depth,
 	shared_context, wait_on, refs, result, error, prompt_tokens, completion_tokens, total_tokens, turns, completions,
 	spawn_call, delegation_id, last_tool, created_at, updated_at, ended_at)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	VALUES ` + rows(n, sessionColumns) + `
 	ON CONFLICT (run_id, id) DO UPDATE SET status = excluded.status, reason = excluded.reason,
 	shared_context = excluded.shared_context, wait_on = excluded.wait_on, refs = excluded.refs,
 	result = excluded.result, error = excluded.error, prompt_tokens = excluded.prompt_tokens,
 	completion_tokens = excluded.completion_tokens, total_tokens = excluded.total_tokens, turns = excluded.turns,
 	completions = excluded.completions, delegation_id = excluded.delegation_id, last_tool = excluded.last_tool,
-	updated_at = excluded.updated_at, ended_at = excluded.ended_at`)
+	updated_at = excluded.updated_at, ended_at = excluded.ended_at`
+}
 
-// UpsertSession writes a session whole.
+// UpsertSession writes a session whole. The row is queued and written at
+// the commit, once for all the changes the batch made to the session.
 func (tx *Tx) UpsertSession(x *Session) error {
 	ctx := rawOr(x.SharedContext, "{}")
 	now := time.Now()
 	if x.CreatedAt.IsZero() {
 		x.CreatedAt = now
 	}
-	_, err := tx.exec(upsertSessionSQL,
+	tx.enqueue(qSessions,
 		x.RunID, x.ID, x.ParentID, x.Agent, x.Label, x.Title, x.Task, x.Kind, x.Status, x.Reason, x.Depth,
 		ctx, jsonText(nonNil(x.WaitOn)), jsonText(nonNil(x.Refs)), x.Result, x.Error, x.Usage.PromptTokens, x.Usage.CompletionTokens,
 		x.Usage.TotalTokens, x.Turns, x.Completions, x.SpawnCall, x.DelegationID, x.LastTool,
 		Time(x.CreatedAt), Time(now), Time(x.EndedAt))
-	return err
+	return nil
 }
 
 func nonNil(s []string) []string {
@@ -411,18 +423,16 @@ func splitShared(content string, sh *SharedContent) (string, int64) {
 	return content, 0
 }
 
-var shareContentSQL = hot(`INSERT INTO shared_contents (content) VALUES (?)`)
+var maxSharedIDSQL = hot(`SELECT MAX(id) FROM shared_contents`)
 
-// ShareContent stores a text once for the messages that will carry it.
+// ShareContent stores a text once for the messages that will carry it. The
+// row is queued and inserted at the commit.
 func (tx *Tx) ShareContent(text string) (*SharedContent, error) {
-	res, err := tx.exec(shareContentSQL, text)
+	id, err := tx.nextID(&tx.s.sharedID, maxSharedIDSQL, 0)
 	if err != nil {
 		return nil, err
 	}
-	id, err := res.LastInsertId()
-	if err != nil {
-		return nil, err
-	}
+	tx.enqueue(qShared, id, text)
 	return &SharedContent{ID: id, Text: text}, nil
 }
 
@@ -526,13 +536,30 @@ func (tx *Tx) flushRows() error {
 	if err := tx.flushMessages(); err != nil {
 		return err
 	}
-	return tx.flushInbox()
+	if err := tx.flushInbox(); err != nil {
+		return err
+	}
+	for t := range tx.queue {
+		if err := tx.flushQueued(t); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // rowMark is how many rows were queued at some point of the batch.
-type rowMark struct{ msgs, inbox int }
+type rowMark struct {
+	msgs, inbox int
+	queue       [nQueued]int
+}
 
-func (tx *Tx) rowMark() rowMark { return rowMark{len(tx.msgs), len(tx.inbox)} }
+func (tx *Tx) rowMark() rowMark {
+	m := rowMark{msgs: len(tx.msgs), inbox: len(tx.inbox)}
+	for t, q := range tx.queue {
+		m.queue[t] = len(q)
+	}
+	return m
+}
 
 // dropRowsTo forgets the rows queued since m: an operation or a nested
 // step that failed.
@@ -541,6 +568,10 @@ func (tx *Tx) dropRowsTo(m rowMark) {
 	clear(tx.inbox[m.inbox:])
 	tx.msgs = tx.msgs[:m.msgs]
 	tx.inbox = tx.inbox[:m.inbox]
+	for t := range tx.queue {
+		clear(tx.queue[t][m.queue[t]:])
+		tx.queue[t] = tx.queue[t][:m.queue[t]]
+	}
 }
 
 var insertInboxOnceSQL = hot(`INSERT OR IGNORE INTO inbox (id, run_id, session_id, key, kind, waking, content, content_ref, source, from_session, created_at)
@@ -615,19 +646,14 @@ func (tx *Tx) MarkConsumed(ids []int64, callID string) error {
 	return nil
 }
 
-var insertEffectSQL = hot(`INSERT INTO call_effects (run_id, session_id, call_id, n, kind, result) VALUES (?, ?, ?, ?, ?, ?)`)
-
-// InsertEffect records the result of a side effect of a tool call.
+// InsertEffect records the result of a side effect of a tool call (queued,
+// like every row of a queued table).
 func (tx *Tx) InsertEffect(runID, sessionID, callID string, n int, kind string, result []byte) error {
-	_, err := tx.exec(insertEffectSQL,
-		runID, sessionID, callID, n, kind, string(result))
-	return err
+	tx.enqueue(qEffects, runID, sessionID, callID, n, kind, string(result))
+	return nil
 }
 
-var insertBroadcastSQL = hot(`INSERT INTO broadcasts (run_id, id, seq, kind, from_session, from_label, category, target, message, no_reply, skipped,
-	delivered, skipped_list, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-
-// InsertBroadcast stores a broadcast with its recipients.
+// InsertBroadcast stores a broadcast with its recipients (queued).
 func (tx *Tx) InsertBroadcast(b *Broadcast) error {
 	if b.CreatedAt.IsZero() {
 		b.CreatedAt = time.Now()
@@ -647,10 +673,10 @@ func (tx *Tx) InsertBroadcast(b *Broadcast) error {
 	if len(skipped) > 0 {
 		sk = jsonText(skipped)
 	}
-	_, err := tx.exec(insertBroadcastSQL,
+	tx.enqueue(qBroadcasts,
 		b.RunID, b.ID, b.Seq, b.Kind, b.FromSession, b.FromLabel, b.Category, b.Target, b.Message, b2i(b.NoReply), b.Skipped,
 		string(delivered), sk, Time(b.CreatedAt))
-	return err
+	return nil
 }
 
 var (
@@ -770,29 +796,157 @@ var (
 
 // Nested runs fn inside a savepoint of its own: if fn fails, its writes and
 // events are undone while the rest of the operation stands. The operation
-// then goes on (and may still commit); Nested returns fn's error.
+// then goes on (and may still commit); Nested returns fn's error. Most steps
+// only queue rows, which are undone by forgetting them, so the savepoint is
+// opened only when the step first runs a statement (see openSavepoints).
 func (tx *Tx) Nested(fn func() error) error {
-	if _, err := tx.s.control(savepointSQL); err != nil {
-		tx.broken = err
-		return err
-	}
 	mark := tx.s.snapshotSeqs()
 	rows := tx.rowMark()
 	nEvents := len(tx.events)
+	tx.savepoints = append(tx.savepoints, false)
 	err := fn()
+	opened := tx.savepoints[len(tx.savepoints)-1]
+	tx.savepoints = tx.savepoints[:len(tx.savepoints)-1]
 	if err != nil {
 		tx.dropRowsTo(rows)
-		if _, rerr := tx.s.control(rollbackToSQL); rerr != nil {
-			tx.broken = rerr
+		if opened {
+			if _, rerr := tx.s.control(rollbackToSQL); rerr != nil {
+				tx.broken = rerr
+			}
+			tx.s.control(releaseSQL)
 		}
-		tx.s.control(releaseSQL)
 		tx.s.restoreSeqs(mark)
 		tx.events = tx.events[:nEvents]
 		return err
 	}
-	if _, err := tx.s.control(releaseSQL); err != nil {
-		tx.broken = err
-		return err
+	if opened {
+		if _, err := tx.s.control(releaseSQL); err != nil {
+			tx.broken = err
+			return err
+		}
 	}
 	return nil
+}
+
+// openSavepoints opens the savepoints of the Nested steps in progress that
+// have none yet, outermost first, before a statement that changes the
+// database right away.
+func (tx *Tx) openSavepoints() error {
+	for i, open := range tx.savepoints {
+		if open {
+			continue
+		}
+		if _, err := tx.s.control(savepointSQL); err != nil {
+			tx.broken = err
+			return err
+		}
+		tx.savepoints[i] = true
+	}
+	return nil
+}
+
+// The queued tables: their rows are queued by the operations of a batch
+// and inserted at its commit, a few multi-row statements for them all,
+// where one statement a row used to take a sixth of the writer's time.
+const (
+	qSessions = iota
+	qEffects
+	qBroadcasts
+	qShared
+	nQueued
+)
+
+const sessionColumns = 27
+
+// queuedTable describes a queued table.
+type queuedTable struct {
+	name string
+	cols int
+	// keyCols, when not 0, is how many leading columns (strings) make a
+	// row's key: a later row with the same key replaces an earlier one, and
+	// only the last is written.
+	keyCols int
+	most    int // rows per statement at most, a power of two (see chunk)
+	query   func(n int) string
+}
+
+var queuedTables = [nQueued]queuedTable{
+	qSessions: {name: "sessions", cols: sessionColumns, keyCols: 2, most: 32, query: upsertSessionsSQL},
+	qEffects: {name: "call_effects", cols: 6, most: maxRowsPerInsert, query: func(n int) string {
+		return `INSERT INTO call_effects (run_id, session_id, call_id, n, kind, result) VALUES ` + rows(n, 6)
+	}},
+	qBroadcasts: {name: "broadcasts", cols: 14, most: maxRowsPerInsert, query: func(n int) string {
+		return `INSERT INTO broadcasts (run_id, id, seq, kind, from_session, from_label, category, target, message, no_reply, skipped,
+	delivered, skipped_list, created_at) VALUES ` + rows(n, 14)
+	}},
+	qShared: {name: "shared_contents", cols: 2, most: maxRowsPerInsert, query: func(n int) string {
+		return `INSERT INTO shared_contents (id, content) VALUES ` + rows(n, 2)
+	}},
+}
+
+// stmtKey is the key of the statement inserting n rows into t.
+func (t *queuedTable) stmtKey(n int) string { return t.name + "/" + strconv.Itoa(n) }
+
+// enqueue queues a row of table t, its values in column order.
+func (tx *Tx) enqueue(t int, values ...any) {
+	if len(values) != queuedTables[t].cols {
+		panic(fmt.Sprintf("store: %d values for a row of %s, which has %d columns", len(values), queuedTables[t].name, queuedTables[t].cols))
+	}
+	tx.queue[t] = append(tx.queue[t], values...)
+	tx.writes++
+}
+
+// flushQueued inserts the queued rows of table t.
+func (tx *Tx) flushQueued(t int) error {
+	tab := &queuedTables[t]
+	vals := tx.queue[t]
+	if tab.keyCols > 0 {
+		vals = lastOfEachKey(vals, tab.cols, tab.keyCols)
+	}
+	for left := len(vals) / tab.cols; left > 0; {
+		n := chunk(left, tab.most)
+		st, err := tx.keyedStmt(tab.stmtKey(n), func() string { return tab.query(n) })
+		if err != nil {
+			return err
+		}
+		if _, err := st.ExecContext(tx.ctx, vals[:n*tab.cols]...); err != nil {
+			return fmt.Errorf("write %s: %w", tab.name, err)
+		}
+		vals = vals[n*tab.cols:]
+		left -= n
+	}
+	clear(tx.queue[t])
+	tx.queue[t] = tx.queue[t][:0]
+	return nil
+}
+
+// lastOfEachKey keeps, of the rows in vals (cols values each), the last
+// row of each key (its first keyCols values), in the order of those rows.
+func lastOfEachKey(vals []any, cols, keyCols int) []any {
+	n := len(vals) / cols
+	if n < 2 {
+		return vals
+	}
+	key := func(i int) string {
+		var b strings.Builder
+		for _, v := range vals[i*cols : i*cols+keyCols] {
+			b.WriteString(v.(string))
+			b.WriteByte(0)
+		}
+		return b.String()
+	}
+	last := make(map[string]int, n)
+	for i := range n {
+		last[key(i)] = i
+	}
+	if len(last) == n {
+		return vals
+	}
+	out := make([]any, 0, len(last)*cols)
+	for i := range n {
+		if last[key(i)] == i {
+			out = append(out, vals[i*cols:(i+1)*cols]...)
+		}
+	}
+	return out
 }

@@ -36,6 +36,12 @@ func warmList() []warmStatement {
 	for n := 1; n <= maxRowsPerInsert; n *= 2 {
 		out = append(out, warmStatement{messagesKey(n), insertMessagesSQL(n)}, warmStatement{inboxKey(n), insertInboxSQL(n)})
 	}
+	for t := range queuedTables {
+		tab := &queuedTables[t]
+		for n := 1; n <= tab.most; n *= 2 {
+			out = append(out, warmStatement{tab.stmtKey(n), tab.query(n)})
+		}
+	}
 	for n := 1; n <= maxConsumedPerUpdate; n *= 2 {
 		q := markConsumedSQL(n)
 		out = append(out, warmStatement{q, q})
