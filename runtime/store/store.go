@@ -63,6 +63,7 @@ type Store struct {
 	ops      chan *op
 	closing  chan struct{}
 	closed   chan struct{}
+	failed   chan struct{} // closed when err is set
 	closeMu  sync.Mutex
 	isClosed bool
 
@@ -128,7 +129,7 @@ func Open(path string, publish func([]event.Event)) (*Store, error) {
 		publish = func([]event.Event) {}
 	}
 	s := &Store{path: path, write: write, stmts: map[string]*sql.Stmt{}, publish: publish,
-		ops: make(chan *op, 1024), closing: make(chan struct{}), closed: make(chan struct{}), seqs: map[string]int64{}}
+		ops: make(chan *op, 1024), closing: make(chan struct{}), closed: make(chan struct{}), failed: make(chan struct{}), seqs: map[string]int64{}}
 	ctx := context.Background()
 	s.conn, err = write.Conn(ctx)
 	if err != nil {
@@ -271,6 +272,12 @@ func (s *Store) Go(fn func(*Tx) error) {
 // ErrClosed is returned by Do after Close.
 var ErrClosed = errors.New("store is closed")
 
+// Failed is closed when a failure stops the store (see Err).
+func (s *Store) Failed() <-chan struct{} { return s.failed }
+
+// Closed is closed once Close has finished the queued writes.
+func (s *Store) Closed() <-chan struct{} { return s.closed }
+
 // Err reports a commit failure that stopped the store, if any.
 func (s *Store) Err() error {
 	s.seqMu.Lock()
@@ -368,6 +375,12 @@ func (s *Store) run(batch []*op) {
 	tx := &Tx{s: s, ctx: ctx}
 	s.seqMu.Lock()
 	s.seqUndo = s.seqUndo[:0]
+	// The ids the store gives out are read again, inside the transaction,
+	// the first time the batch needs one: another swarmdeck process using
+	// the same database may have taken some since the last commit (its runs
+	// are its own, but messages, inbox items and shared texts are numbered
+	// across runs).
+	s.msgID, s.inboxID, s.sharedID = 0, 0, 0
 	s.seqMu.Unlock()
 	results := make([]error, 0, len(batch))
 	// exec runs one operation of the batch and reports whether the batch
@@ -564,6 +577,7 @@ func (s *Store) fail(batch []*op, err error) {
 	s.seqMu.Lock()
 	if s.err == nil {
 		s.err = err
+		close(s.failed)
 	}
 	s.seqMu.Unlock()
 	for _, o := range batch {

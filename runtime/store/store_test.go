@@ -863,3 +863,73 @@ func TestLastOfEachKey(t *testing.T) {
 		}
 	}
 }
+
+// Two processes may use one database at once, each with runs of its own:
+// the ids the store gives out across runs (messages, inbox items, shared
+// texts) are read again inside each transaction, so neither takes an id
+// the other has stored.
+func TestTwoStoresShareOneDatabase(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.db")
+	ctx := context.Background()
+	const perStore = 100
+	var stores []*Store
+	for range 2 {
+		s, err := Open(path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		stores = append(stores, s)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*perStore)
+	for i, s := range stores {
+		run := fmt.Sprintf("r-%d", i)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := range perStore {
+				// Do: one commit each, so that the two writers' transactions
+				// alternate.
+				errs <- s.Do(ctx, func(tx *Tx) error {
+					text := fmt.Sprintf("shared %s %d", run, n)
+					sh, err := tx.ShareContent(text)
+					if err != nil {
+						return err
+					}
+					if err := tx.InsertMessage(&Message{RunID: run, SessionID: "s-1", Index: n, Role: "user", Content: "x" + text, Shared: sh}); err != nil {
+						return err
+					}
+					return tx.AppendInbox(&InboxItem{RunID: run, SessionID: "s-1", Kind: "note", Content: "x"})
+				})
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, s := range stores {
+		if err := s.Do(ctx, func(*Tx) error { return nil }); err != nil {
+			t.Fatalf("store %d failed: %v", i, err)
+		}
+	}
+	for i := range stores {
+		run := fmt.Sprintf("r-%d", i)
+		msgs, err := stores[0].Messages(ctx, run, "s-1", 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(msgs) != perStore {
+			t.Fatalf("run %s has %d messages, want %d", run, len(msgs), perStore)
+		}
+		for n, m := range msgs {
+			if want := fmt.Sprintf("xshared %s %d", run, n); m.Content != want {
+				t.Fatalf("run %s message %d reads %q, want %q", run, n, m.Content, want)
+			}
+		}
+	}
+}
