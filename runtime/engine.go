@@ -129,6 +129,7 @@ func New(opts Options) (*Engine, error) {
 		return nil, err
 	}
 	e.store = st
+	go e.watchStore()
 
 	p := opts.Resolved.Provider
 	switch p.Type {
@@ -265,6 +266,27 @@ func (e *Engine) Export(ctx context.Context, runID string) (*store.Export, error
 
 // Runs lists stored runs.
 func (e *Engine) Runs(ctx context.Context) ([]store.Run, error) { return e.store.Runs(ctx, 0) }
+
+// watchStore stops the runs in progress when the store fails: nothing
+// they do can be recorded any more (see Run.storeFailed).
+func (e *Engine) watchStore() {
+	select {
+	case <-e.store.Failed():
+	case <-e.store.Closed():
+		return
+	}
+	err := e.store.Err()
+	e.log.Error("the database failed; stopping the runs in progress", "err", err)
+	e.mu.Lock()
+	runs := make([]*Run, 0, len(e.runs))
+	for _, r := range e.runs {
+		runs = append(runs, r)
+	}
+	e.mu.Unlock()
+	for _, r := range runs {
+		go r.storeFailed(err)
+	}
+}
 
 func (e *Engine) register(r *Run) {
 	e.mu.Lock()

@@ -463,6 +463,43 @@ func (r *Run) Interrupt() {
 
 var errInterrupted = errors.New("the run was interrupted")
 
+// storeFailed ends the run after the store has failed. Nothing can be
+// recorded any more, so the sessions stop where they are, as in a crash:
+// what was committed stays, and the run can be resumed once the cause is
+// fixed. The run's end and its reason reach the dashboard and a headless
+// run's output directly, as events that are not in the log.
+func (r *Run) storeFailed(err error) {
+	r.mu.Lock()
+	finished := r.finished
+	r.mu.Unlock()
+	if finished || !r.stopping.CompareAndSwap(false, true) {
+		return
+	}
+	reason := fmt.Sprintf("the database failed, so the run stopped where it was (what was stored before stays; `swarmdeck resume %s` continues it once the cause is fixed): %v", r.id, err)
+	r.cancel(errors.New(reason))
+	waited := make(chan struct{})
+	go func() { r.wg.Wait(); close(waited) }()
+	select {
+	case <-waited:
+	case <-time.After(10 * time.Second):
+		r.e.log.Warn("sessions still running after the store failed", "run", r.id)
+	}
+	r.mu.Lock()
+	r.finished = true
+	r.rec.Status = RunFailed
+	r.rec.Error = reason
+	r.rec.EndedAt = r.e.now()
+	info := r.runInfo()
+	r.mu.Unlock()
+	now := time.Now()
+	r.e.bus.Publish(event.Event{Type: event.Error, Time: now, RunID: r.id, Error: reason},
+		event.Event{Type: event.RunFinished, Time: now, RunID: r.id, Run: info})
+	r.questions.closeAll("the run stopped: the database failed")
+	r.e.unregister(r)
+	r.ws.Close()
+	r.doneOnce.Do(func() { close(r.done) })
+}
+
 // failRun stops a run that cannot go on (the store failed, the budget is
 // spent): every active session is cancelled with the reason.
 func (r *Run) failRun(reason string) {

@@ -613,3 +613,79 @@ func TestRunGivesUpOnPersistentServerFaults(t *testing.T) {
 		})
 	}
 }
+
+// A store that fails (here an operation that fails after writing, which
+// stops the store as a full disk would) ends the run at once with the
+// reason, instead of leaving it waiting for writes that will never commit;
+// what was committed before stays, and another process can resume the run.
+func TestRunStopsWhenTheStoreFails(t *testing.T) {
+	held := newGate()
+	asked := make(chan struct{}, 1)
+	p := policyFor(func(c *convo) scripted.Reply {
+		select {
+		case asked <- struct{}{}:
+		default:
+		}
+		held.wait()
+		return say("done")
+	})
+	e := testEngine(t, nil, p, nil)
+	t.Cleanup(held.open)
+	var out bytes.Buffer
+	var run *Run
+	type result struct {
+		code int
+		err  error
+	}
+	finished := make(chan result, 1)
+	started := make(chan struct{})
+	go func() {
+		code, err := e.Headless(context.Background(), HeadlessOptions{JSON: true, Out: &out}, func(ctx context.Context) (*Run, error) {
+			r, err := e.Start(ctx, "coordinate")
+			run = r
+			close(started)
+			return r, err
+		})
+		finished <- result{code, err}
+	}()
+	<-started
+	<-asked
+	err := e.Store().Do(context.Background(), func(tx *store.Tx) error {
+		tx.InsertEffect("r-other", "s-1", "call_1", 0, "test", []byte(`{}`))
+		return fmt.Errorf("a write half done")
+	})
+	if err == nil {
+		t.Fatal("the store took an operation that failed after writing")
+	}
+	var res result
+	select {
+	case res = <-finished:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the run did not end after the store failed")
+	}
+	if res.err != nil || res.code != ExitFailed {
+		t.Fatalf("headless = %d, %v; want exit %d", res.code, res.err, ExitFailed)
+	}
+	var last event.Event
+	for dec := json.NewDecoder(&out); dec.More(); {
+		if err := dec.Decode(&last); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if last.Type != event.RunFinished || last.Run == nil || last.Run.Status != RunFailed || !strings.Contains(last.Run.Error, "the database failed") ||
+		!strings.Contains(last.Run.Error, "a write half done") || !strings.Contains(last.Run.Error, "swarmdeck resume "+run.ID()) {
+		t.Fatalf("last event %s %+v, want run.finished, failed, with the database's error and how to resume", last.Type, last.Run)
+	}
+	if got := run.Status(); got != RunFailed {
+		t.Errorf("run status %s, want %s", got, RunFailed)
+	}
+	// What was committed before the failure is there for a resume.
+	other, err := store.Open(e.Store().Path(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if r, err := other.Run(context.Background(), run.ID()); err != nil || r.Status != RunRunning {
+		t.Fatalf("stored run = %+v, %v; want it stored as running (resumable)", r, err)
+	}
+}
