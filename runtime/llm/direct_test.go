@@ -346,9 +346,18 @@ func TestDirectClosesConnectionsIdleTooLong(t *testing.T) {
 // TestDirectSweepComesBackForTheRest: connections that go idle at
 // different times are each closed once their own idle time is up.
 func TestDirectSweepComesBackForTheRest(t *testing.T) {
-	srv, _, closed := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+	// The fast request waits for the slow one to arrive, so that the two
+	// are on two connections however the goroutines are scheduled.
+	slowArrived := make(chan struct{})
+	srv, opened, closed := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/slow" {
+			close(slowArrived)
 			time.Sleep(40 * time.Millisecond)
+		} else {
+			select {
+			case <-slowArrived:
+			case <-time.After(10 * time.Second):
+			}
 		}
 		io.WriteString(w, "ok")
 	})
@@ -366,6 +375,9 @@ func TestDirectSweepComesBackForTheRest(t *testing.T) {
 	go func() { defer wg.Done(); get("/") }()
 	go func() { defer wg.Done(); get("/slow") }()
 	wg.Wait()
+	if n := opened.Load(); n != 2 {
+		t.Fatalf("%d connections opened, want 2", n)
+	}
 	deadline := time.Now().Add(10 * time.Second)
 	for closed.Load() < 2 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
