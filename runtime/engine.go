@@ -20,6 +20,7 @@ import (
 	"github.com/swarmdeck/swarmdeck/prompts"
 	"github.com/swarmdeck/swarmdeck/runtime/config"
 	"github.com/swarmdeck/swarmdeck/runtime/event"
+	"github.com/swarmdeck/swarmdeck/runtime/internal/runlock"
 	"github.com/swarmdeck/swarmdeck/runtime/llm"
 	"github.com/swarmdeck/swarmdeck/runtime/scripted"
 	"github.com/swarmdeck/swarmdeck/runtime/store"
@@ -298,6 +299,22 @@ func (e *Engine) unregister(r *Run) {
 	e.mu.Lock()
 	delete(e.runs, r.id)
 	e.mu.Unlock()
+	r.lock.Release()
+}
+
+// lockRun takes the run's lock (see runlock), which keeps another process
+// from resuming it while this one runs it. Only a lock held elsewhere is an
+// error: a lock that cannot be made at all (a read-only directory beside a
+// writable database, a system without flock) must not stop a run.
+func (e *Engine) lockRun(id string) (*runlock.Lock, error) {
+	l, err := runlock.Acquire(runlock.Dir(e.store.Path()), id)
+	if runlock.IsHeld(err) {
+		return nil, err
+	}
+	if err != nil {
+		e.log.Warn("running without a run lock", "run", id, "err", err)
+	}
+	return l, nil
 }
 
 func (e *Engine) now() time.Time { return time.Now().UTC() }

@@ -530,3 +530,27 @@ func TestSessionTimeoutFailsTheSession(t *testing.T) {
 		t.Errorf("the stalled call was not aborted: %+v", srv.Stats())
 	}
 }
+
+// A run that one engine (one process) runs cannot be resumed by another on
+// the same database at the same time: both would write the same
+// conversations. Once the first has stopped, the second resumes it.
+func TestResumeRefusesARunHeldElsewhere(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "swarmdeck.db")
+	slow := func(cfg *config.Config) { cfg.Providers["scripted"].Latency = config.Duration(time.Hour) }
+	e1 := limEngineAt(t, db, slow)
+	run, err := e1.Start(context.Background(), "Plan a product launch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e2 := limEngineAt(t, db, nil)
+	_, err = e2.Resume(context.Background(), run.ID())
+	if err == nil || !strings.Contains(err.Error(), "running in another swarmdeck process") || !strings.Contains(err.Error(), "swarmdeck view "+run.ID()) {
+		t.Fatalf("resume while another engine runs it: %v", err)
+	}
+	run.Interrupt()
+	r2, err := e2.Resume(context.Background(), run.ID())
+	if err != nil {
+		t.Fatalf("resume after the first engine stopped: %v", err)
+	}
+	r2.Interrupt()
+}

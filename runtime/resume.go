@@ -33,11 +33,18 @@ func (e *Engine) Resume(ctx context.Context, runID string) (*Run, error) {
 	if live {
 		return nil, fmt.Errorf("run %s is already running in this process", rec.ID)
 	}
-	r, err := e.newRun(rec.ID, rec.Goal, *rec)
+	lock, err := e.lockRun(rec.ID)
 	if err != nil {
 		return nil, err
 	}
+	r, err := e.newRun(rec.ID, rec.Goal, *rec)
+	if err != nil {
+		lock.Release()
+		return nil, err
+	}
+	r.lock = lock
 	if err := r.load(ctx); err != nil {
+		lock.Release()
 		return nil, fmt.Errorf("resume %s: %w", rec.ID, err)
 	}
 	r.rec.Status = RunRunning
@@ -54,6 +61,7 @@ func (e *Engine) Resume(ctx context.Context, runID string) (*Run, error) {
 		return err
 	})
 	if err != nil {
+		lock.Release()
 		return nil, err
 	}
 	e.register(r)

@@ -14,6 +14,7 @@ import (
 	"github.com/swarmdeck/swarmdeck/agents"
 	"github.com/swarmdeck/swarmdeck/coordination"
 	"github.com/swarmdeck/swarmdeck/runtime/event"
+	"github.com/swarmdeck/swarmdeck/runtime/internal/runlock"
 	"github.com/swarmdeck/swarmdeck/runtime/store"
 )
 
@@ -57,6 +58,7 @@ type Run struct {
 	prompts   promptTails
 	human     atomic.Bool // a person can answer questions (dashboard or --control)
 	stopping  atomic.Bool
+	lock      *runlock.Lock // held while this process runs the run (nil without one)
 	wg        sync.WaitGroup
 	done      chan struct{}
 	doneOnce  sync.Once
@@ -213,6 +215,13 @@ func (e *Engine) Start(ctx context.Context, goal string) (*Run, error) {
 		}
 		break
 	}
+	// A new id is nobody else's: the lock only guards the run from a
+	// resume in another process.
+	lock, err := e.lockRun(r.id)
+	if err != nil {
+		e.log.Warn("a new run's lock is held", "run", r.id, "err", err)
+	}
+	r.lock = lock
 	e.register(r)
 	root.start()
 	return r, nil

@@ -1,0 +1,93 @@
+// Package runlock keeps two swarmdeck processes from running the same run.
+//
+// The process that runs a run holds an advisory lock (flock) on a small
+// file named after the run, in a directory beside the database. The kernel
+// drops the lock when the process ends, however it ends: a run left behind
+// by a crash can be resumed at once, and one that another process is still
+// running cannot be resumed a second time (both would append to the same
+// conversations and event log).
+package runlock
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// Dir is the directory of the lock files of the database at dbPath.
+func Dir(dbPath string) string { return dbPath + ".locks" }
+
+// HeldError reports a run that another process holds.
+type HeldError struct {
+	RunID string
+	PID   int // 0 when the holder did not say
+}
+
+func (e *HeldError) Error() string {
+	who := "another swarmdeck process"
+	if e.PID > 0 {
+		who += " (pid " + strconv.Itoa(e.PID) + ")"
+	}
+	return fmt.Sprintf("run %s is running in %s: stop that process first (its run stays resumable), or follow it with `swarmdeck view %s`", e.RunID, who, e.RunID)
+}
+
+// Lock is a held run lock.
+type Lock struct {
+	f    *os.File
+	path string
+}
+
+// Acquire takes the lock of runID in dir, creating both as needed. It
+// fails with a *HeldError when another process holds it.
+func Acquire(dir, runID string) (*Lock, error) {
+	if runID == "" || strings.ContainsAny(runID, `/\`) || strings.Contains(runID, "..") {
+		return nil, fmt.Errorf("run lock: bad run id %q", runID)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("run lock: %w", err)
+	}
+	path := filepath.Join(dir, runID+".lock")
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("run lock: %w", err)
+	}
+	held, err := tryLock(f)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("run lock %s: %w", path, err)
+	}
+	if held {
+		b := make([]byte, 32)
+		n, _ := f.ReadAt(b, 0)
+		pid, _ := strconv.Atoi(strings.TrimSpace(string(b[:n])))
+		f.Close()
+		return nil, &HeldError{RunID: runID, PID: pid}
+	}
+	// Who holds it, for the message another process shows.
+	if err := f.Truncate(0); err == nil {
+		f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	return &Lock{f: f, path: path}, nil
+}
+
+// Release gives the lock up and removes its file. It may be called more
+// than once, and on a nil Lock.
+func (l *Lock) Release() {
+	if l == nil || l.f == nil {
+		return
+	}
+	// Removed while still held, so that no other process can be holding
+	// the file that is removed.
+	os.Remove(l.path)
+	l.f.Close()
+	l.f = nil
+}
+
+// IsHeld reports whether err says another process holds a run.
+func IsHeld(err error) bool {
+	var h *HeldError
+	return errors.As(err, &h)
+}

@@ -1,0 +1,93 @@
+package runlock
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// The lock is held per open file, as flock locks are: a second Acquire in
+// this process stands for a second process.
+func TestSecondHolderIsRefusedUntilRelease(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "db.locks")
+	a, err := Acquire(dir, "r-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Acquire(dir, "r-1")
+	var h *HeldError
+	if !IsHeld(err) {
+		t.Fatalf("second Acquire = %v, want a HeldError", err)
+	}
+	h = err.(*HeldError)
+	if h.PID != os.Getpid() || !strings.Contains(err.Error(), "pid "+strconv.Itoa(os.Getpid())) || !strings.Contains(err.Error(), "swarmdeck view r-1") {
+		t.Errorf("error %q (pid %d): want the holder's pid and what to do", err, h.PID)
+	}
+	other, err := Acquire(dir, "r-2")
+	if err != nil {
+		t.Fatalf("another run's lock: %v", err)
+	}
+	other.Release()
+	a.Release()
+	a.Release() // twice is harmless
+	if _, err := os.Stat(filepath.Join(dir, "r-1.lock")); !os.IsNotExist(err) {
+		t.Errorf("lock file left after release: %v", err)
+	}
+	b, err := Acquire(dir, "r-1")
+	if err != nil {
+		t.Fatalf("Acquire after release: %v", err)
+	}
+	b.Release()
+}
+
+func TestBadRunIDs(t *testing.T) {
+	dir := t.TempDir()
+	for _, id := range []string{"", "../r-1", "r/1", `r\1`} {
+		if _, err := Acquire(dir, id); err == nil || IsHeld(err) {
+			t.Errorf("Acquire(%q) = %v, want a bad id error", id, err)
+		}
+	}
+}
+
+// A process that dies holding the lock leaves it free: the kernel drops
+// flock locks with the last open file.
+func TestLockOfADeadProcessIsFree(t *testing.T) {
+	if os.Getenv("RUNLOCK_CHILD") != "" {
+		if _, err := Acquire(os.Getenv("RUNLOCK_CHILD"), "r-1"); err != nil {
+			os.Exit(3)
+		}
+		os.Stdout.WriteString("held\n")
+		os.Stdout.Sync()
+		select {} // until killed
+	}
+	dir := filepath.Join(t.TempDir(), "db.locks")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestLockOfADeadProcessIsFree$")
+	cmd.Env = append(os.Environ(), "RUNLOCK_CHILD="+dir)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 5)
+	if _, err := out.Read(buf); err != nil || string(buf) != "held\n" {
+		cmd.Process.Kill()
+		t.Fatalf("child did not take the lock: %q %v", buf, err)
+	}
+	_, err = Acquire(dir, "r-1")
+	if h, ok := err.(*HeldError); !ok || h.PID != cmd.Process.Pid {
+		cmd.Process.Kill()
+		t.Fatalf("Acquire while the child holds it = %v, want held by pid %d", err, cmd.Process.Pid)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	l, err := Acquire(dir, "r-1")
+	if err != nil {
+		t.Fatalf("Acquire after the holder died: %v", err)
+	}
+	l.Release()
+}
