@@ -233,13 +233,7 @@ func (e *Engine) Model() string { return e.resolved.Model }
 
 // Close stops every run (leaving it resumable) and closes the store.
 func (e *Engine) Close() error {
-	e.mu.Lock()
-	runs := make([]*Run, 0, len(e.runs))
-	for _, r := range e.runs {
-		runs = append(runs, r)
-	}
-	e.mu.Unlock()
-	for _, r := range runs {
+	for _, r := range e.liveRuns() {
 		r.Interrupt()
 	}
 	if c, ok := e.llm.(interface{ CloseIdleConnections() }); ok {
@@ -278,15 +272,20 @@ func (e *Engine) watchStore() {
 	}
 	err := e.store.Err()
 	e.log.Error("the database failed; stopping the runs in progress", "err", err)
+	for _, r := range e.liveRuns() {
+		go r.storeFailed(err)
+	}
+}
+
+// liveRuns are the runs this engine holds.
+func (e *Engine) liveRuns() []*Run {
 	e.mu.Lock()
+	defer e.mu.Unlock()
 	runs := make([]*Run, 0, len(e.runs))
 	for _, r := range e.runs {
 		runs = append(runs, r)
 	}
-	e.mu.Unlock()
-	for _, r := range runs {
-		go r.storeFailed(err)
-	}
+	return runs
 }
 
 func (e *Engine) register(r *Run) {

@@ -446,14 +446,7 @@ func (r *Run) Interrupt() {
 		<-r.done
 		return
 	}
-	r.cancel(errInterrupted)
-	waited := make(chan struct{})
-	go func() { r.wg.Wait(); close(waited) }()
-	select {
-	case <-waited:
-	case <-time.After(10 * time.Second):
-		r.e.log.Warn("sessions still running after interrupt", "run", r.id)
-	}
+	r.halt(errInterrupted)
 	r.mu.Lock()
 	finished := r.finished
 	if !finished {
@@ -464,13 +457,32 @@ func (r *Run) Interrupt() {
 	if !finished {
 		r.e.store.Do(context.Background(), func(tx *store.Tx) error { return tx.UpdateRun(&rec) })
 	}
-	r.questions.closeAll("the run was interrupted")
+	r.release("the run was interrupted")
+}
+
+var errInterrupted = errors.New("the run was interrupted")
+
+// halt cancels every session with cause and waits for their goroutines to
+// end, 10 seconds at most.
+func (r *Run) halt(cause error) {
+	r.cancel(cause)
+	waited := make(chan struct{})
+	go func() { r.wg.Wait(); close(waited) }()
+	select {
+	case <-waited:
+	case <-time.After(10 * time.Second):
+		r.e.log.Warn("sessions still running after the run was stopped", "run", r.id, "cause", cause)
+	}
+}
+
+// release lets go of what a stopped run holds (its open questions, its
+// place in the engine, its lock and workspace) and closes Done.
+func (r *Run) release(why string) {
+	r.questions.closeAll(why)
 	r.e.unregister(r)
 	r.ws.Close()
 	r.doneOnce.Do(func() { close(r.done) })
 }
-
-var errInterrupted = errors.New("the run was interrupted")
 
 // storeFailed ends the run after the store has failed. Nothing can be
 // recorded any more, so the sessions stop where they are, as in a crash:
@@ -485,14 +497,7 @@ func (r *Run) storeFailed(err error) {
 		return
 	}
 	reason := fmt.Sprintf("the database failed, so the run stopped where it was (what was stored before stays; `swarmdeck resume %s` continues it once the cause is fixed): %v", r.id, err)
-	r.cancel(errors.New(reason))
-	waited := make(chan struct{})
-	go func() { r.wg.Wait(); close(waited) }()
-	select {
-	case <-waited:
-	case <-time.After(10 * time.Second):
-		r.e.log.Warn("sessions still running after the store failed", "run", r.id)
-	}
+	r.halt(errors.New(reason))
 	r.mu.Lock()
 	r.finished = true
 	r.rec.Status = RunFailed
@@ -503,10 +508,7 @@ func (r *Run) storeFailed(err error) {
 	now := time.Now()
 	r.e.bus.Publish(event.Event{Type: event.Error, Time: now, RunID: r.id, Error: reason},
 		event.Event{Type: event.RunFinished, Time: now, RunID: r.id, Run: info})
-	r.questions.closeAll("the run stopped: the database failed")
-	r.e.unregister(r)
-	r.ws.Close()
-	r.doneOnce.Do(func() { close(r.done) })
+	r.release("the run stopped: the database failed")
 }
 
 // failRun stops a run that cannot go on (the store failed, the budget is
