@@ -344,6 +344,12 @@ func assertResultsOnce(t *testing.T, x *store.Export) {
 
 func limEngineAt(t *testing.T, db string, mod func(*config.Config)) *Engine {
 	t.Helper()
+	return limEngineWith(t, db, mod, nil)
+}
+
+// limEngineWith is limEngineAt with a scripted policy (nil: the demo).
+func limEngineWith(t *testing.T, db string, mod func(*config.Config), policy scripted.Policy) *Engine {
+	t.Helper()
 	dir := filepath.Dir(db)
 	ws := filepath.Join(dir, "ws")
 	os.MkdirAll(ws, 0o755)
@@ -360,7 +366,7 @@ func limEngineAt(t *testing.T, db string, mod func(*config.Config)) *Engine {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := New(Options{Config: cfg, Resolved: res, DBPath: db})
+	e, err := New(Options{Config: cfg, Resolved: res, DBPath: db, Policy: policy})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -553,4 +559,59 @@ func TestResumeRefusesARunHeldElsewhere(t *testing.T) {
 		t.Fatalf("resume after the first engine stopped: %v", err)
 	}
 	r2.Interrupt()
+}
+
+// `swarmdeck view` of a run that another process is running follows it:
+// what that process logs after the snapshot reaches the viewer's
+// subscription in order, message events with their content.
+func TestViewFollowsARunRunningElsewhere(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "swarmdeck.db")
+	held := newGate()
+	t.Cleanup(held.open)
+	p := policyFor(func(c *convo) scripted.Reply {
+		held.wait()
+		return say("first answer")
+	})
+	e1 := limEngineWith(t, db, nil, p)
+	run, err := e1.Start(context.Background(), "Plan a product launch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e2 := limEngineAt(t, db, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sub := e2.Bus().Subscribe(4096)
+	defer sub.Close()
+	v, err := e2.View(ctx, run.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := v.Snapshot().LastSeq
+	held.open()
+	deadline := time.After(30 * time.Second)
+	var answer string
+	for answer == "" {
+		select {
+		case ev := <-sub.C:
+			if ev.RunID != run.ID() || ev.Type == event.MessageDelta {
+				continue
+			}
+			if ev.Seq != last+1 {
+				t.Fatalf("event %s has seq %d after %d: the viewer missed or repeated events", ev.Type, ev.Seq, last)
+			}
+			last = ev.Seq
+			if ev.Type == event.MessageAppended && ev.Message.Role == "assistant" {
+				answer = ev.Message.Content
+			}
+		case <-deadline:
+			t.Fatal("the viewer saw no answer from the run in the other engine")
+		}
+	}
+	if answer != "first answer" {
+		t.Errorf("the viewer's message event holds %q, want the stored content", answer)
+	}
+	if err := v.Broadcast(ctx, "all", "discovery", "hello"); err == nil || !strings.Contains(err.Error(), "read-only") {
+		t.Errorf("a viewer's broadcast = %v, want it refused as read-only", err)
+	}
+	run.Interrupt()
 }

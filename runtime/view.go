@@ -4,13 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"time"
 
 	"github.com/swarmdeck/swarmdeck/runtime/event"
 	"github.com/swarmdeck/swarmdeck/runtime/store"
 )
 
 // errReadOnly refuses actions on a stored run opened for viewing.
-var errReadOnly = errors.New("read-only: this run is stored, not running (continue it with `swarmdeck resume`)")
+var errReadOnly = errors.New("read-only: `swarmdeck view` shows a run without running it (steer it from the process that runs it, or continue a stopped run with `swarmdeck resume`)")
+
+// followEvery is how often a viewed run's log is read for what another
+// process has added to it.
+const followEvery = 250 * time.Millisecond
 
 // storedRun is a run read back from the store for `swarmdeck view`.
 type storedRun struct {
@@ -79,7 +84,85 @@ func (e *Engine) View(ctx context.Context, runID string) (event.Controller, erro
 		snap.LastSeq = seq
 		return err
 	})
-	return v, err
+	if err != nil {
+		return nil, err
+	}
+	go v.follow(ctx, snap.LastSeq)
+	return v, nil
+}
+
+// follow publishes what is logged for the run after the snapshot, so that
+// the dashboard follows a run that another process is running. Message
+// events get their content back from the messages table (the log keeps
+// only their address). It stops with ctx or the store.
+func (v *storedRun) follow(ctx context.Context, after int64) {
+	t := time.NewTicker(followEvery)
+	defer t.Stop()
+	st := v.e.store
+	for {
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return
+		case <-st.Closed():
+			return
+		}
+		evs, err := st.EventsAfter(ctx, v.id, after)
+		if err != nil {
+			if ctx.Err() == nil {
+				v.e.log.Warn("view: could not read the run's new events", "run", v.id, "err", err)
+			}
+			continue
+		}
+		if len(evs) == 0 {
+			continue
+		}
+		if err := fillMessages(ctx, st, v.id, evs); err != nil {
+			v.e.log.Warn("view: could not read the run's new messages", "run", v.id, "err", err)
+			continue
+		}
+		v.e.bus.Publish(evs...)
+		after = evs[len(evs)-1].Seq
+	}
+}
+
+// fillMessages puts back the content of the messages that logged events
+// refer to.
+func fillMessages(ctx context.Context, st *store.Store, runID string, evs []event.Event) error {
+	span := map[string][2]int{} // session: first and last index referred to
+	for _, e := range evs {
+		if e.Message == nil {
+			continue
+		}
+		i := e.Message.Index
+		if r, ok := span[e.SessionID]; ok {
+			span[e.SessionID] = [2]int{min(r[0], i), max(r[1], i)}
+		} else {
+			span[e.SessionID] = [2]int{i, i}
+		}
+	}
+	stored := map[string]map[int]*store.Message{}
+	for sid, r := range span {
+		msgs, err := st.Messages(ctx, runID, sid, r[0], r[1]-r[0]+1)
+		if err != nil {
+			return err
+		}
+		byIndex := make(map[int]*store.Message, len(msgs))
+		for i := range msgs {
+			byIndex[msgs[i].Index] = &msgs[i]
+		}
+		stored[sid] = byIndex
+	}
+	for i := range evs {
+		e := &evs[i]
+		if e.Message == nil {
+			continue
+		}
+		if m, ok := stored[e.SessionID][e.Message.Index]; ok {
+			e.Message = messageInfo(m)
+		}
+	}
+	return nil
 }
 
 func (v *storedRun) Snapshot() event.Snapshot                                { return v.snap }

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/swarmdeck/swarmdeck/runtime/event"
 )
 
 // ErrNotFound is returned for an unknown run.
@@ -482,3 +484,34 @@ func (s *Store) RunExists(ctx context.Context, id string) (bool, error) {
 }
 
 const runExistsQuery = `SELECT 1 FROM runs WHERE id = ?`
+
+// EventsAfter reads a run's logged events with a sequence above after, in
+// order. Message events come as the log keeps them: the message's address,
+// without its content (read it with Messages).
+func (s *Store) EventsAfter(ctx context.Context, runID string, after int64) ([]event.Event, error) {
+	// Events are logged in groups of consecutive sequences; the first group
+	// read is the one holding after+1.
+	rows, err := s.read.QueryContext(ctx, `SELECT data FROM events WHERE run_id = ?1 AND seq >= COALESCE(
+		(SELECT MAX(seq) FROM events WHERE run_id = ?1 AND seq <= ?2 + 1), 0) ORDER BY seq`, runID, after)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []event.Event
+	for rows.Next() {
+		var data string
+		if err := rows.Scan(&data); err != nil {
+			return nil, err
+		}
+		var group []event.Event
+		if err := json.Unmarshal([]byte(data), &group); err != nil {
+			return nil, fmt.Errorf("event log of run %s: %w", runID, err)
+		}
+		for _, e := range group {
+			if e.Seq > after {
+				out = append(out, e)
+			}
+		}
+	}
+	return out, rows.Err()
+}

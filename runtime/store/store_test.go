@@ -933,3 +933,40 @@ func TestTwoStoresShareOneDatabase(t *testing.T) {
 		}
 	}
 }
+
+// EventsAfter gives every logged event past a sequence, in order, wherever
+// that sequence falls in the groups the log stores events in.
+func TestEventsAfter(t *testing.T) {
+	s := openTest(t, nil)
+	ctx := context.Background()
+	total := 0
+	for _, n := range []int{3, 1, 4} { // one group per commit
+		err := s.Do(ctx, func(tx *Tx) error {
+			for range n {
+				if _, err := tx.Emit(event.Event{Type: event.Error, RunID: "r-1", Error: "e"}); err != nil {
+					return err
+				}
+			}
+			_, err := tx.Emit(event.Event{Type: event.Error, RunID: "r-2", Error: "other run"})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += n
+	}
+	for after := 0; after <= total; after++ {
+		evs, err := s.EventsAfter(ctx, "r-1", int64(after))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(evs) != total-after {
+			t.Fatalf("after %d: %d events, want %d", after, len(evs), total-after)
+		}
+		for i, e := range evs {
+			if e.RunID != "r-1" || e.Seq != int64(after+1+i) {
+				t.Fatalf("after %d: event %d is %s seq %d", after, i, e.RunID, e.Seq)
+			}
+		}
+	}
+}
