@@ -365,7 +365,7 @@ func resumeCmd(cf *commonFlags, stdin io.Reader, stdout, stderr io.Writer) *cobr
 func viewCmd(cf *commonFlags, stdout io.Writer) *cobra.Command {
 	return &cobra.Command{
 		Use:   "view RUN_ID",
-		Short: "Open a stored run read-only in the dashboard",
+		Short: "Open a run read-only in the dashboard (follows a run another process is running)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return dashboard(cmd.Context(), cf, "", args[0], true, stdout)
