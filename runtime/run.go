@@ -502,10 +502,10 @@ func (r *Run) storeFailed(err error) {
 	r.finished = true
 	r.rec.Status = RunFailed
 	r.rec.Error = reason
-	r.rec.EndedAt = r.e.now()
+	now := r.e.now()
+	r.rec.EndedAt = now
 	info := r.runInfo()
 	r.mu.Unlock()
-	now := time.Now()
 	r.e.bus.Publish(event.Event{Type: event.Error, Time: now, RunID: r.id, Error: reason},
 		event.Event{Type: event.RunFinished, Time: now, RunID: r.id, Run: info})
 	r.release("the run stopped: the database failed")

@@ -927,24 +927,23 @@ func lastOfEachKey(vals []any, cols, keyCols int) []any {
 	if n < 2 {
 		return vals
 	}
-	key := func(i int) string {
+	keys := make([]string, n)
+	last := make(map[string]int, n)
+	for i := range n {
 		var b strings.Builder
 		for _, v := range vals[i*cols : i*cols+keyCols] {
 			b.WriteString(v.(string))
 			b.WriteByte(0)
 		}
-		return b.String()
-	}
-	last := make(map[string]int, n)
-	for i := range n {
-		last[key(i)] = i
+		keys[i] = b.String()
+		last[keys[i]] = i
 	}
 	if len(last) == n {
 		return vals
 	}
 	out := make([]any, 0, len(last)*cols)
-	for i := range n {
-		if last[key(i)] == i {
+	for i, k := range keys {
+		if last[k] == i {
 			out = append(out, vals[i*cols:(i+1)*cols]...)
 		}
 	}
