@@ -20,6 +20,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -303,7 +304,9 @@ func (s *Store) loop() {
 			return
 		default:
 			if len(warm) > 0 {
-				// Nothing to do: prepare a statement a run will need.
+				// Nothing to do: prepare a statement a run will need, after
+				// letting the goroutines the last batch woke run first.
+				goruntime.Gosched()
 				s.prepareAhead(warm[0])
 				warm = warm[1:]
 				continue
@@ -446,6 +449,9 @@ func (s *Store) run(batch []*op) {
 	for len(results) < len(batch) {
 		results = append(results, nil)
 	}
+	// The callers woken above are on their way to a model call; the
+	// commit is not, so they go first.
+	goruntime.Gosched()
 	if tx.broken == nil {
 		if err := tx.flushRows(); err != nil {
 			tx.broken = err
