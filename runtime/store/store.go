@@ -386,6 +386,7 @@ func (s *Store) run(batch []*op) {
 	s.msgID, s.inboxID, s.sharedID = 0, 0, 0
 	s.seqMu.Unlock()
 	results := make([]error, 0, len(batch))
+	woke := false // an Apply caller was let go
 	// exec runs one operation of the batch and reports whether the batch
 	// can go on.
 	exec := func(o *op) bool {
@@ -411,6 +412,7 @@ func (s *Store) run(batch []*op) {
 		}
 		o.events = append(o.events[:0], tx.events...)
 		o.running(nil)
+		woke = woke || o.ran != nil
 		return true
 	}
 	ok, waited := true, false
@@ -449,9 +451,13 @@ func (s *Store) run(batch []*op) {
 	for len(results) < len(batch) {
 		results = append(results, nil)
 	}
-	// The callers woken above are on their way to a model call; the
-	// commit is not, so they go first.
-	goruntime.Gosched()
+	// Callers that only waited for their operation to run (Apply) are
+	// woken now, on this core, and are on their way to a model call; the
+	// commit is not, so they go first. Callers waiting for the commit
+	// (Do) would only wait longer.
+	if woke {
+		goruntime.Gosched()
+	}
 	if tx.broken == nil {
 		if err := tx.flushRows(); err != nil {
 			tx.broken = err
