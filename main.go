@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	goruntime "runtime"
 	"runtime/debug"
 	"strings"
 	"syscall"
@@ -56,6 +57,7 @@ type commonFlags struct {
 
 func main() {
 	tuneGC()
+	tuneScheduler()
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
@@ -70,6 +72,23 @@ const gcPercent = 200
 func tuneGC() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(gcPercent)
+	}
+}
+
+// tuneScheduler runs Go with one processor more than it would take by
+// itself (the machine's cores, or the container's limit), unless GOMAXPROCS
+// is set. All of a run's writes go through one goroutine, the store's
+// writer, and Go's scheduler has no priorities: when a model's answers
+// wake hundreds of sessions at once, a writer preempted after its 10 ms
+// waits in the run queue behind all of them, and every session that needs
+// a write waits with it. With a processor more than there are cores, the
+// kernel shares the cores among the threads instead, and the writer is back
+// within a time slice. It took the median of a thousand-agent bench from
+// 0.966 to 0.970, with no change at 10 agents or in CPU per turn (see
+// README, Performance).
+func tuneScheduler() {
+	if os.Getenv("GOMAXPROCS") == "" {
+		goruntime.GOMAXPROCS(goruntime.GOMAXPROCS(0) + 1)
 	}
 }
 
