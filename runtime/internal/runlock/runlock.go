@@ -11,6 +11,7 @@ package runlock
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -46,11 +47,8 @@ func Acquire(dir, runID string) (*Lock, error) {
 	if runID == "" || strings.ContainsAny(runID, `/\`) || strings.Contains(runID, "..") {
 		return nil, fmt.Errorf("run lock: bad run id %q", runID)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("run lock: %w", err)
-	}
 	path := filepath.Join(dir, runID+".lock")
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := create(dir, path)
 	if err != nil {
 		return nil, fmt.Errorf("run lock: %w", err)
 	}
@@ -73,6 +71,24 @@ func Acquire(dir, runID string) (*Lock, error) {
 	return &Lock{f: f, path: path}, nil
 }
 
+// create opens the lock file at path, making its directory as needed. The
+// directory goes when its last lock is released (see Release), so another
+// process may remove it while this one makes it or opens the file in it:
+// that is tried again.
+func create(dir, path string) (*os.File, error) {
+	for attempt := 0; ; attempt++ {
+		err := os.MkdirAll(dir, 0o755)
+		var f *os.File
+		if err == nil {
+			f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+		}
+		raced := errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrExist)
+		if err == nil || !raced || attempt == 100 {
+			return f, err
+		}
+	}
+}
+
 // Release gives the lock up and removes its file. It may be called more
 // than once, and on a nil Lock.
 func (l *Lock) Release() {
@@ -84,6 +100,10 @@ func (l *Lock) Release() {
 	os.Remove(l.path)
 	l.f.Close()
 	l.f = nil
+	// The directory too, if that was its last lock: nothing is left beside
+	// the database once its runs have stopped. Removing a directory that
+	// is not empty fails, and leaves it.
+	os.Remove(filepath.Dir(l.path))
 }
 
 // IsHeld reports whether err says another process holds a run.

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -90,4 +91,56 @@ func TestLockOfADeadProcessIsFree(t *testing.T) {
 		t.Fatalf("Acquire after the holder died: %v", err)
 	}
 	l.Release()
+}
+
+// The directory of lock files is there while a run is held and goes with
+// the last lock, so nothing is left beside the database.
+func TestDirectoryGoesWithTheLastLock(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "db.locks")
+	a, err := Acquire(dir, "r-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Acquire(dir, "r-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Release()
+	if _, err := os.Stat(filepath.Join(dir, "r-2.lock")); err != nil {
+		t.Fatalf("releasing r-1 touched r-2's lock: %v", err)
+	}
+	b.Release()
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("lock directory left after the last release: %v", err)
+	}
+}
+
+// Runs locked and released at once from many goroutines (standing for
+// processes) never fail because another removed the directory under them.
+func TestConcurrentAcquireAndRelease(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "db.locks")
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 200 {
+				l, err := Acquire(dir, "r-"+strconv.Itoa(g)+"-"+strconv.Itoa(i))
+				if err != nil {
+					errs <- err
+					return
+				}
+				l.Release()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("lock directory left after every release: %v", err)
+	}
 }
