@@ -122,9 +122,7 @@ func TestConcurrentAcquireAndRelease(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
 	for g := range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := range 200 {
 				l, err := Acquire(dir, "r-"+strconv.Itoa(g)+"-"+strconv.Itoa(i))
 				if err != nil {
@@ -133,7 +131,7 @@ func TestConcurrentAcquireAndRelease(t *testing.T) {
 				}
 				l.Release()
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	close(errs)
