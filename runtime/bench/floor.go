@@ -64,14 +64,15 @@ func Floor(ctx context.Context, o Options) (*FloorReport, error) {
 			return
 		}
 		if wait := o.Latency - time.Since(arrived); wait > 0 {
-			due := arrived.Add(o.Latency)
-			alarm.Set(due) // as the scripted model does
+			a := alarm.Set(arrived.Add(o.Latency)) // as the scripted model does
 			t := time.NewTimer(wait)
 			select {
 			case <-t.C:
+			case <-a.C:
+				t.Stop()
 			case <-r.Context().Done():
 				t.Stop()
-				alarm.Cancel(due)
+				a.Cancel()
 				return
 			}
 		}

@@ -424,10 +424,9 @@ func (p *pacer) wait(d time.Duration) bool {
 			return true
 		}
 	}
-	// The reply is due at a time the bench counts on: wake the process
-	// then, not at the poller's next millisecond.
-	due := time.Now().Add(d)
-	alarm.Set(due)
+	// The reply is due at a time the bench counts on: be woken then by the
+	// alarm, or by the timer if every processor is too busy to poll.
+	a := alarm.Set(time.Now().Add(d))
 	if p.t == nil {
 		p.t = time.NewTimer(d)
 	} else {
@@ -436,11 +435,14 @@ func (p *pacer) wait(d time.Duration) bool {
 	select {
 	case <-p.t.C:
 		return true
+	case <-a.C:
+		p.t.Stop()
+		return true
 	case <-p.ctx.Done():
 	case <-p.closed:
 	}
 	p.t.Stop()
-	alarm.Cancel(due)
+	a.Cancel()
 	return false
 }
 

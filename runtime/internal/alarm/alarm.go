@@ -1,13 +1,24 @@
-// Package alarm wakes an idle process at the moment a timer is due.
+// Package alarm wakes a goroutine at the moment it is due, however busy or
+// idle the rest of the process is.
 //
-// When every goroutine of a Go program is blocked, the scheduler sleeps in
-// epoll_wait, whose timeout is whole milliseconds: a timer then fires up to
-// a millisecond late (a quarter to half of one on average). That is noise
-// for most waits, but not for the scripted model, whose latency is the
-// yardstick `swarmdeck bench` measures the runtime against: every wait that
-// overshoots is charged to the runtime. Set arms a Linux timerfd for the
-// time a timer is due; the poller wakes when it expires, and the timer
-// fires on time. Elsewhere Set does nothing and timers keep Go's precision.
+// A Go timer lives on the scheduler's processor (P) that set it, and runs
+// when that P next looks at its timers. Two cases make it late. When every
+// goroutine is blocked, the scheduler sleeps in epoll_wait, whose timeout
+// is whole milliseconds: the timer fires up to a millisecond late. And when
+// the P that holds it has gone idle while the others stay busy, nobody
+// looks at its timers until the system monitor notices, which a runtime
+// trace of a bench run showed taking up to a millisecond more. That is
+// noise for most waits, but not for the scripted model, whose latency is
+// the yardstick `swarmdeck bench` measures the runtime against: every late
+// reply is charged to the runtime.
+//
+// Set arms a Linux timerfd for the time a wait is due. Its expiry is a
+// network event: it wakes epoll_wait, and the alarm's goroutine, readied by
+// the poller on whichever P is free, closes the channel of every wait that
+// is due. Callers wait on that channel and on their own Go timer, whichever
+// comes first: the timer still serves when every P is busy and nobody
+// polls. Elsewhere Set returns a channel that never closes, and the timer
+// alone keeps Go's precision.
 package alarm
 
 import (
@@ -16,61 +27,70 @@ import (
 	"time"
 )
 
-// Set asks for the process to be awake at t. It does not wait and has no
-// other effect: the caller still waits on its own timer, due at t.
-func Set(t time.Time) { std.set(t) }
+// Alarm is one pending wake-up.
+type Alarm struct {
+	// C is closed when the alarm is due. It never closes where there is no
+	// timer file, or once the alarm is cancelled.
+	C   <-chan struct{}
+	c   chan struct{}
+	at  time.Time
+	i   int // index in the clock's heap; -1 once it is no longer pending
+	clk *clock
+}
 
-func (c *clock) set(t time.Time) {
+// Set returns an alarm that goes off at t. It does not wait: the caller
+// waits on C together with its own timer for t.
+func Set(t time.Time) *Alarm { return std.set(t) }
+
+func (c *clock) set(t time.Time) *Alarm {
 	c.once.Do(c.open)
+	a := &Alarm{c: make(chan struct{}), at: t, i: -1, clk: c}
+	a.C = a.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.ok { // no timerfd, or reading it failed
-		return
+		return a
 	}
-	heap.Push(&c.due, t)
-	if c.due[0].Equal(t) {
+	heap.Push(&c.due, a)
+	if a.i == 0 {
 		c.arm(t)
 	}
 	if !c.running {
 		c.running = true
 		go c.loop()
 	}
+	return a
 }
 
-// Cancel withdraws a time given to Set by a wait that ended before it. A
-// time no longer pending (or never set) is ignored. With nothing left
-// pending, the goroutine that waits on the timer file ends.
-func Cancel(t time.Time) { std.cancel(t) }
-
-func (c *clock) cancel(t time.Time) {
+// Cancel withdraws an alarm whose wait ended before it went off; its
+// channel then never closes. An alarm no longer pending is ignored. With
+// nothing left pending, the goroutine that waits on the timer file ends.
+func (a *Alarm) Cancel() {
+	c := a.clk
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.ok {
+	if a.i < 0 {
 		return
 	}
-	for i, d := range c.due {
-		if d.Equal(t) {
-			heap.Remove(&c.due, i)
-			break
-		}
-	}
+	earliest := a.i == 0
+	heap.Remove(&c.due, a.i)
 	switch {
 	case !c.running:
 	case len(c.due) == 0:
 		c.arm(time.Time{}) // expire now: the loop finds nothing due and ends
-	case t.Before(c.due[0]):
-		c.arm(c.due[0])
+	case earliest:
+		c.arm(c.due[0].at)
 	}
 }
 
-// clock is one timer file and the times it is due at. The loop goroutine
-// runs while any time is pending and waits for the file to expire.
+// clock is one timer file and the alarms pending on it. The loop goroutine
+// runs while any alarm is pending and waits for the file to expire.
 type clock struct {
 	once    sync.Once
 	timer   timerFile
 	mu      sync.Mutex
 	ok      bool // the timer file works; guarded by mu after open
-	due     times
+	due     alarms
 	running bool
 }
 
@@ -90,7 +110,10 @@ func (c *clock) loop() {
 	for {
 		if err := c.timer.wait(); err != nil {
 			c.mu.Lock()
-			c.ok = false // leave timers to Go's own precision
+			c.ok = false // leave waits to their own timers
+			for _, a := range c.due {
+				a.i = -1
+			}
 			c.due = c.due[:0]
 			c.running = false
 			c.mu.Unlock()
@@ -98,29 +121,38 @@ func (c *clock) loop() {
 		}
 		c.mu.Lock()
 		now := time.Now()
-		for len(c.due) > 0 && !c.due[0].After(now) {
-			heap.Pop(&c.due)
+		for len(c.due) > 0 && !c.due[0].at.After(now) {
+			close(heap.Pop(&c.due).(*Alarm).c)
 		}
 		if len(c.due) == 0 {
 			c.running = false
 			c.mu.Unlock()
 			return
 		}
-		c.arm(c.due[0])
+		c.arm(c.due[0].at)
 		c.mu.Unlock()
 	}
 }
 
-// times is a min-heap of due times.
-type times []time.Time
+// alarms is a min-heap of pending alarms by due time; each knows its index.
+type alarms []*Alarm
 
-func (h times) Len() int           { return len(h) }
-func (h times) Less(i, j int) bool { return h[i].Before(h[j]) }
-func (h times) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *times) Push(x any)        { *h = append(*h, x.(time.Time)) }
-func (h *times) Pop() any {
+func (h alarms) Len() int           { return len(h) }
+func (h alarms) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
+func (h alarms) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].i, h[j].i = i, j
+}
+func (h *alarms) Push(x any) {
+	a := x.(*Alarm)
+	a.i = len(*h)
+	*h = append(*h, a)
+}
+func (h *alarms) Pop() any {
 	old := *h
-	t := old[len(old)-1]
+	a := old[len(old)-1]
+	old[len(old)-1] = nil
+	a.i = -1
 	*h = old[:len(old)-1]
-	return t
+	return a
 }

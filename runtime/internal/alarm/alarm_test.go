@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// idle waits until c's goroutine has handled every time and exited.
+// idle waits until c's goroutine has handled every alarm and exited.
 func idle(t *testing.T, c *clock) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -18,27 +18,32 @@ func idle(t *testing.T, c *clock) {
 		c.mu.Unlock()
 		if !running {
 			if pending != 0 {
-				t.Fatalf("the alarm stopped with %d times pending", pending)
+				t.Fatalf("the alarm stopped with %d alarms pending", pending)
 			}
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the alarm still runs with %d times pending", pending)
+			t.Fatalf("the alarm still runs with %d alarms pending", pending)
 		}
 		time.Sleep(time.Millisecond)
 	}
 }
 
-func TestSetHandlesEveryTimeAndStops(t *testing.T) {
+func linuxOnly(t *testing.T) {
 	if runtime.GOOS != "linux" {
-		t.Skip("timerfd is Linux only; elsewhere Set does nothing")
+		t.Skip("timerfd is Linux only; elsewhere an alarm never goes off")
 	}
+}
+
+func TestAlarmsGoOffInOrderAndTheLoopStops(t *testing.T) {
+	linuxOnly(t)
 	var c clock
 	now := time.Now()
-	// Out of order, one in the past, two equal: each is handled once it is
-	// due, the earliest first, and the goroutine ends with the last.
+	// Out of order, one in the past, two equal: each goes off once it is
+	// due, never before, and the goroutine ends with the last.
+	var as []*Alarm
 	for _, d := range []time.Duration{20, 5, -1, 10, 10, 1} {
-		c.set(now.Add(d * time.Millisecond))
+		as = append(as, c.set(now.Add(d*time.Millisecond)))
 	}
 	c.mu.Lock()
 	ok := c.ok
@@ -46,49 +51,81 @@ func TestSetHandlesEveryTimeAndStops(t *testing.T) {
 	if !ok {
 		t.Fatal("no timerfd on Linux")
 	}
-	idle(t, &c)
-	if time.Since(now) < 20*time.Millisecond {
-		t.Fatal("the alarm finished before its last time was due")
+	for _, a := range as {
+		select {
+		case <-a.C:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the alarm due at +%s never went off", a.at.Sub(now))
+		}
+		if late := time.Since(a.at); late < 0 {
+			t.Fatalf("the alarm due at +%s went off %s early", a.at.Sub(now), -late)
+		}
 	}
+	idle(t, &c)
 
-	// It starts again for a later time, and a timer due then still fires.
-	tm := time.NewTimer(3 * time.Millisecond)
-	c.set(time.Now().Add(3 * time.Millisecond))
-	<-tm.C
+	// It starts again for a later alarm.
+	a := c.set(time.Now().Add(3 * time.Millisecond))
+	<-a.C
 	idle(t, &c)
 }
 
-// A wait that ends early withdraws its time; once nothing is pending the
-// goroutine ends at once instead of sleeping until the last time withdrawn.
-func TestCancelEndsTheWait(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("timerfd is Linux only; elsewhere Set does nothing")
-	}
+// A wait that ends early withdraws its alarm, which then never goes off;
+// once nothing is pending the goroutine ends at once instead of sleeping
+// until the last alarm withdrawn.
+func TestCancelWithdrawsTheAlarm(t *testing.T) {
+	linuxOnly(t)
 	var c clock
-	far, farther := time.Now().Add(time.Hour), time.Now().Add(2*time.Hour)
-	c.set(far)
-	c.set(farther)
-	c.cancel(far)
-	c.cancel(far) // no longer pending: ignored
+	far := c.set(time.Now().Add(time.Hour))
+	farther := c.set(time.Now().Add(2 * time.Hour))
+	soon := c.set(time.Now().Add(time.Millisecond))
+	soon.Cancel()
+	far.Cancel()
+	far.Cancel() // no longer pending: ignored
 	c.mu.Lock()
 	pending := len(c.due)
 	c.mu.Unlock()
 	if pending != 1 {
-		t.Fatalf("%d times pending after one of two was withdrawn", pending)
+		t.Fatalf("%d alarms pending after two of three were withdrawn", pending)
 	}
-	c.cancel(farther)
+	time.Sleep(5 * time.Millisecond)
+	select {
+	case <-soon.C:
+		t.Fatal("a cancelled alarm went off")
+	default:
+	}
+	farther.Cancel()
 	idle(t, &c)
-	c.cancel(time.Now()) // nothing pending, nothing running
 }
 
-func TestSetFromManyGoroutines(t *testing.T) {
+// Where the timer file cannot be used, an alarm never goes off and
+// cancelling it is harmless: the caller's own timer does the waking.
+func TestWithoutTimerFileAlarmsStaySilent(t *testing.T) {
+	var c clock
+	c.once.Do(func() {}) // never opened
+	a := c.set(time.Now())
+	time.Sleep(2 * time.Millisecond)
+	select {
+	case <-a.C:
+		t.Fatal("an alarm went off without a timer file")
+	default:
+	}
+	a.Cancel()
+	if c.running {
+		t.Fatal("a loop started without a timer file")
+	}
+}
+
+func TestSetAndCancelFromManyGoroutines(t *testing.T) {
 	var c clock
 	done := make(chan struct{})
 	for g := range 8 {
 		go func() {
 			defer func() { done <- struct{}{} }()
 			for i := range 50 {
-				c.set(time.Now().Add(time.Duration((g*50+i)%7) * time.Millisecond))
+				a := c.set(time.Now().Add(time.Duration((g*50+i)%7) * time.Millisecond))
+				if i%3 == 0 {
+					a.Cancel()
+				}
 			}
 		}()
 	}
@@ -98,19 +135,33 @@ func TestSetFromManyGoroutines(t *testing.T) {
 	idle(t, &c)
 }
 
-func TestTimesPopInOrder(t *testing.T) {
+func TestAlarmsPopInOrderAndKeepTheirIndex(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	base := time.Now()
-	var h times
+	var h alarms
+	var all []*Alarm
 	for range 500 {
-		heap.Push(&h, base.Add(time.Duration(r.IntN(1000))*time.Microsecond))
+		a := &Alarm{at: base.Add(time.Duration(r.IntN(1000)) * time.Microsecond)}
+		heap.Push(&h, a)
+		all = append(all, a)
+	}
+	for _, a := range all[:100] { // removal by index, as Cancel does
+		heap.Remove(&h, a.i)
+		if a.i != -1 {
+			t.Fatalf("a removed alarm kept index %d", a.i)
+		}
+	}
+	for i, a := range h {
+		if a.i != i {
+			t.Fatalf("alarm at %d believes it is at %d", i, a.i)
+		}
 	}
 	prev := time.Time{}
 	for h.Len() > 0 {
-		got := heap.Pop(&h).(time.Time)
-		if got.Before(prev) {
-			t.Fatalf("popped %v after %v", got, prev)
+		got := heap.Pop(&h).(*Alarm)
+		if got.at.Before(prev) {
+			t.Fatalf("popped %v after %v", got.at, prev)
 		}
-		prev = got
+		prev = got.at
 	}
 }
