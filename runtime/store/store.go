@@ -79,6 +79,12 @@ type Store struct {
 	// the first write).
 	ckQuiet, ckLatest time.Duration
 	checkpoints       atomic.Int64 // checkpoints run
+	// restart asks the writer, when idle, to start the WAL afresh after a
+	// checkpoint folded all of it back (see restartWAL); restarts counts
+	// the times it did.
+	restart  chan struct{}
+	restarts atomic.Int64
+	appID    int64 // the database's application_id, rewritten as it is by restartWAL
 
 	seqMu    sync.Mutex
 	seqs     map[string]int64 // last event sequence per run
@@ -159,6 +165,14 @@ func Open(path string, publish func([]event.Event)) (*Store, error) {
 	s.ckpt.SetMaxOpenConns(1)
 	s.epoch = time.Now()
 	s.committed = make(chan struct{}, 1)
+	s.restart = make(chan struct{}, 1)
+	if err := s.conn.QueryRowContext(ctx, "PRAGMA application_id").Scan(&s.appID); err != nil {
+		s.conn.Close()
+		write.Close()
+		s.read.Close()
+		s.ckpt.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
 	s.ckQuiet, s.ckLatest = checkpointQuiet, checkpointLatest
 	go s.checkpointLoop()
 	s.coalesce = time.NewTimer(time.Hour)
@@ -314,6 +328,9 @@ func (s *Store) loop() {
 			s.writing.Store(false)
 			select {
 			case o = <-s.ops:
+			case <-s.restart:
+				s.restartWAL()
+				continue
 			case <-s.closing:
 				s.drain()
 				return
@@ -548,9 +565,37 @@ func (s *Store) checkpointLoop() {
 		case <-s.committed:
 		default:
 		}
-		s.ckpt.ExecContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)")
+		var busy, frames, folded int
+		err := s.ckpt.QueryRowContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &frames, &folded)
 		s.checkpoints.Add(1)
+		if err == nil && busy == 0 && frames > 0 && folded == frames {
+			select {
+			case s.restart <- struct{}{}:
+			default:
+			}
+		}
 	}
+}
+
+// restartWAL starts the WAL afresh, while the writer has nothing else to
+// do. Once a checkpoint has folded all of the WAL back, the next commit
+// writes the log from its beginning again, and SQLite then syncs the new
+// log header to disk before going on, even with synchronous=NORMAL: half a
+// millisecond of fsync inside whatever commit comes first, which after a
+// pause is the one a run is waiting on (a run's end, a wave of sub-agents
+// starting). Rewriting the application id as it is makes that first commit
+// now, during the pause. It is not a commit the checkpointer is told of: a
+// one-page log is not worth folding back, and doing so would only call for
+// another restart.
+func (s *Store) restartWAL() {
+	if s.Err() != nil {
+		return
+	}
+	if _, err := s.conn.ExecContext(context.Background(), "PRAGMA application_id = "+strconv.FormatInt(s.appID, 10)); err != nil {
+		// Nothing is lost: the next commit restarts the log as before.
+		return
+	}
+	s.restarts.Add(1)
 }
 
 // control runs a transaction control statement (BEGIN, SAVEPOINT, COMMIT,

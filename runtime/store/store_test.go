@@ -3,9 +3,11 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -968,5 +970,65 @@ func TestEventsAfter(t *testing.T) {
 				t.Fatalf("after %d: event %d is %s seq %d", after, i, e.RunID, e.Seq)
 			}
 		}
+	}
+}
+
+// Once a checkpoint has folded the whole WAL back, the writer starts the log
+// afresh during the pause, so that the next commit appends to it instead of
+// restarting it (and syncing its header) on the way of whoever waits.
+func TestWALRestartsDuringThePause(t *testing.T) {
+	s := openTest(t, nil)
+	s.ckQuiet, s.ckLatest = 20*time.Millisecond, time.Hour
+	ctx := context.Background()
+	write := func(i int) {
+		t.Helper()
+		if err := s.Do(ctx, func(tx *Tx) error {
+			return tx.InsertMessage(&Message{RunID: "r-1", SessionID: "s-1", Index: i, Role: "user", Content: "m"})
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The WAL header's checkpoint sequence number (bytes 12 to 15) changes
+	// with every restart of the log.
+	sequence := func() uint32 {
+		t.Helper()
+		b, err := os.ReadFile(s.Path() + "-wal")
+		if err != nil || len(b) < 32 {
+			t.Fatalf("read the WAL header: %v (%d bytes)", err, len(b))
+		}
+		return binary.BigEndian.Uint32(b[12:16])
+	}
+	write(0)
+	before := sequence()
+	deadline := time.Now().Add(30 * time.Second)
+	for s.restarts.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no restart of the WAL after %d checkpoints", s.checkpoints.Load())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	restarted := sequence()
+	if restarted == before {
+		t.Fatal("the writer's restart left the WAL as it was")
+	}
+	// A one-page log is not worth a checkpoint: none follows the restart.
+	n := s.checkpoints.Load()
+	time.Sleep(100 * time.Millisecond)
+	if got := s.checkpoints.Load(); got != n {
+		t.Fatalf("%d checkpoints after the restart, want none", got-n)
+	}
+	write(1)
+	if got := sequence(); got != restarted {
+		t.Fatalf("the commit after the restart restarted the log again (sequence %d, then %d)", restarted, got)
+	}
+	// The restart wrote nothing of its own: the id is as it was, and both
+	// messages are there.
+	var appID int64
+	if err := s.read.QueryRowContext(ctx, "PRAGMA application_id").Scan(&appID); err != nil || appID != s.appID {
+		t.Fatalf("application_id %d (%v), want %d", appID, err, s.appID)
+	}
+	msgs, err := s.Messages(ctx, "r-1", "s-1", 0, 0)
+	if err != nil || len(msgs) != 2 {
+		t.Fatalf("%d messages (%v), want 2", len(msgs), err)
 	}
 }
