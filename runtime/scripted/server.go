@@ -271,6 +271,39 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 			"tool_calls", len(rep.ToolCalls), "content_bytes", len(rep.Content), "fault", rep.Fault != nil)
 	}
 
+	// The reply is encoded before the latency is waited out, so that it
+	// goes out the moment it is due.
+	f := rep.Fault
+	var (
+		out   []byte  // a whole completion
+		st    *stream // or its event stream
+		u     usage
+		paced = s.speed.Load() > 0
+	)
+	if f == nil || f.Status == 0 {
+		n := s.seq.Add(1)
+		respID := "chatcmpl-scripted-" + strconv.FormatUint(n, 10)
+		calls := make([]encodedCall, len(rep.ToolCalls))
+		completion := len(rep.Content)
+		for i, c := range rep.ToolCalls {
+			calls[i] = encodedCall{id: callID(s.dialect, n, i), name: c.Name, args: encodeArgs(c.Args, s.logger)}
+			completion += len(c.Name) + len(calls[i].args)
+		}
+		u = usage{prompt: max(1, bodyLen/4), completion: max(1, completion/4)}
+		created := time.Now().Unix()
+		if req.Stream {
+			st = s.streams.Get().(*stream)
+			defer func() {
+				if cap(st.buf) <= maxPooled {
+					s.streams.Put(st)
+				}
+			}()
+			encodeStream(st, s.dialect, respID, created, rep.Content, calls, paced, req.IncludeUsage, u)
+		} else {
+			out = appendCompletion(make([]byte, 0, 512+len(rep.Content)), s.dialect, respID, created, rep.Content, calls, u)
+		}
+	}
+
 	s.active.Add(1)
 	defer s.active.Add(-1)
 	p := pacer{ctx: r.Context(), closed: s.closed}
@@ -278,25 +311,13 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		s.cancelled.Add(1)
 		return
 	}
-	f := rep.Fault
 	if f != nil && f.Status != 0 {
 		s.faults.Add(1)
 		writeFault(w, f)
 		return
 	}
-
-	n := s.seq.Add(1)
-	respID := "chatcmpl-scripted-" + strconv.FormatUint(n, 10)
-	calls := make([]encodedCall, len(rep.ToolCalls))
-	completion := len(rep.Content)
-	for i, c := range rep.ToolCalls {
-		calls[i] = encodedCall{id: callID(s.dialect, n, i), name: c.Name, args: encodeArgs(c.Args, s.logger)}
-		completion += len(c.Name) + len(calls[i].args)
-	}
-	u := usage{prompt: max(1, bodyLen/4), completion: max(1, completion/4)}
 	s.promptTokens.Add(int64(u.prompt))
 	s.completionTokens.Add(int64(u.completion))
-	created := time.Now().Unix()
 	if f != nil {
 		s.faults.Add(1)
 	}
@@ -306,7 +327,6 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 			s.cancelled.Add(1)
 			return
 		}
-		out := appendCompletion(make([]byte, 0, 512+len(rep.Content)), s.dialect, respID, created, rep.Content, calls, u)
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Content-Length", strconv.Itoa(len(out)))
 		if f != nil && f.Truncate {
@@ -323,14 +343,6 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	st := s.streams.Get().(*stream)
-	defer func() {
-		if cap(st.buf) <= maxPooled {
-			s.streams.Put(st)
-		}
-	}()
-	paced := s.speed.Load() > 0
-	encodeStream(st, s.dialect, respID, created, rep.Content, calls, paced, req.IncludeUsage, u)
 	last := len(st.ends)
 	if f != nil && f.Truncate {
 		last = st.body
