@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"math"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -53,6 +54,11 @@ type Client struct {
 
 	// noStreamOptions is set once the server refused stream_options.
 	noStreamOptions atomic.Bool
+
+	// direct and directAddr are set when calls go through directTransport
+	// (a plain http:// server, no proxy): Preconnect opens connections there.
+	direct     *directTransport
+	directAddr string
 }
 
 // New returns a Client for cfg.
@@ -84,7 +90,32 @@ func New(cfg Config) *Client {
 	if c.sleep == nil {
 		c.sleep = sleepCtx
 	}
+	if t, ok := hc.Transport.(*directTransport); ok {
+		if req, err := http.NewRequest(http.MethodPost, oc.BaseURL, nil); err == nil && req.URL.Scheme == "http" {
+			direct := t.proxy == nil
+			if !direct {
+				p, err := t.proxy(req)
+				direct = err == nil && p == nil
+			}
+			if direct {
+				c.direct, c.directAddr = t, req.URL.Host
+				if req.URL.Port() == "" {
+					c.directAddr = net.JoinHostPort(req.URL.Hostname(), "80")
+				}
+			}
+		}
+	}
 	return c
+}
+
+// Preconnect opens connections to the server in the background, up to n
+// kept ready, for n calls about to start: a run being stored before its
+// first call, sub-agents being created. It does nothing for https or
+// proxied servers, where the transport is net/http's.
+func (c *Client) Preconnect(n int) {
+	if c.direct != nil && n > 0 {
+		c.direct.preconnect(c.directAddr, n)
+	}
 }
 
 // CloseIdleConnections closes the connections kept for later calls.

@@ -31,6 +31,8 @@ type directTransport struct {
 	mu      sync.Mutex
 	idle    map[string][]*directConn // by host:port, oldest first
 	janitor *time.Timer              // closes expired connections; nil while the pool is empty
+	dialing map[string]int           // connections being opened ahead by preconnect, by host:port
+	gen     int                      // CloseIdleConnections calls: a connection opened ahead across one is closed
 }
 
 // directConn is one connection to a server.
@@ -122,10 +124,53 @@ func (t *directTransport) get(ctx context.Context, addr string) (*directConn, er
 	if err != nil {
 		return nil, err
 	}
+	return t.newConn(addr, conn), nil
+}
+
+func (t *directTransport) newConn(addr string, conn net.Conn) *directConn {
 	pc := &directConn{t: t, key: addr, conn: conn}
 	pc.br = bufio.NewReaderSize(pc, 4<<10)
 	pc.w.conn = conn
-	return pc, nil
+	return pc
+}
+
+// preconnect opens connections to addr in the background until n are
+// pooled or on their way, for calls about to be made (sub-agents being
+// created, a run being stored): the dials then overlap that work instead of
+// following it. A dial that fails is dropped; the call that needed the
+// connection dials again and reports its own error.
+func (t *directTransport) preconnect(addr string, n int) {
+	t.mu.Lock()
+	want := n - len(t.idle[addr]) - t.dialing[addr]
+	if want <= 0 {
+		t.mu.Unlock()
+		return
+	}
+	if t.dialing == nil {
+		t.dialing = map[string]int{}
+	}
+	t.dialing[addr] += want
+	gen := t.gen
+	t.mu.Unlock()
+	for range want {
+		go func() {
+			conn, err := t.dial(context.Background(), "tcp", addr)
+			t.mu.Lock()
+			if t.dialing[addr]--; t.dialing[addr] == 0 {
+				delete(t.dialing, addr)
+			}
+			stale := t.gen != gen
+			t.mu.Unlock()
+			if err != nil {
+				return
+			}
+			if stale { // the pool was closed meanwhile
+				conn.Close()
+				return
+			}
+			t.put(t.newConn(addr, conn))
+		}()
+	}
 }
 
 // put pools a connection whose last response was read to its end.
@@ -202,6 +247,7 @@ func (t *directTransport) CloseIdleConnections() {
 	t.mu.Lock()
 	idle := t.idle
 	t.idle = nil
+	t.gen++
 	if t.janitor != nil {
 		t.janitor.Stop()
 		t.janitor = nil

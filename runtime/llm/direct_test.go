@@ -633,3 +633,92 @@ func TestClientCloseIdleConnections(t *testing.T) {
 		t.Fatalf("server saw %d connections closed after CloseIdleConnections, want 1", closed.Load())
 	}
 }
+
+// waitFor polls cond for up to ten seconds.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// Preconnect opens the connections calls about to start will take, no more
+// than asked for counting those already pooled, and the calls then open
+// none of their own.
+func TestClientPreconnect(t *testing.T) {
+	srv, opened, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, `data: {"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":"stop"}]}`+"\n\ndata: [DONE]\n\n")
+	})
+	c := New(Config{BaseURL: srv.URL + "/v1"})
+	t.Cleanup(c.CloseIdleConnections)
+	if c.direct == nil {
+		t.Fatal("a plain http:// server on the loopback interface is not served by the direct transport")
+	}
+	dt, host := c.direct, hostOf(t, srv.URL)
+	c.Preconnect(3)
+	waitFor(t, "3 connections are pooled", func() bool { return dt.idleCount(host) == 3 })
+	c.Preconnect(2) // enough already
+	c.Preconnect(4) // one more
+	waitFor(t, "4 connections are pooled", func() bool { return dt.idleCount(host) == 4 })
+	if n := opened.Load(); n != 4 {
+		t.Fatalf("the server saw %d connections for Preconnect(3), (2) and (4); want 4", n)
+	}
+
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			resp, err := c.Stream(t.Context(), Request{Model: "m", Messages: []Message{{Role: RoleUser, Content: "hello"}}}, nil)
+			if err != nil || resp.Content != "hi" {
+				t.Errorf("Stream: %+v, %v", resp, err)
+			}
+		})
+	}
+	wg.Wait()
+	if n := opened.Load(); n != 4 {
+		t.Fatalf("4 calls after Preconnect(4) opened %d connections of their own", n-4)
+	}
+}
+
+// A connection that finishes opening after the pool was closed is closed
+// too, not pooled for a client being shut down.
+func TestPreconnectAcrossCloseIdleConnections(t *testing.T) {
+	srv, _, closed := countingServer(t, func(w http.ResponseWriter, r *http.Request) {})
+	dt := newDirect(t)
+	release := make(chan struct{})
+	dial := dt.dial
+	dt.dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		<-release
+		return dial(ctx, network, addr)
+	}
+	host := hostOf(t, srv.URL)
+	dt.preconnect(host, 2)
+	dt.CloseIdleConnections()
+	close(release)
+	waitFor(t, "the server sees both connections closed", func() bool { return closed.Load() == 2 })
+	dt.mu.Lock()
+	dialing := len(dt.dialing)
+	dt.mu.Unlock()
+	if n := dt.idleCount(host); n != 0 || dialing != 0 {
+		t.Fatalf("%d connections pooled and %d hosts still dialing after the pool was closed", n, dialing)
+	}
+}
+
+// Preconnect does nothing where net/http's transport makes the calls.
+func TestPreconnectOnlyForPlainHTTP(t *testing.T) {
+	for _, base := range []string{"https://api.example.com/v1", ""} {
+		if c := New(Config{BaseURL: base}); c.direct != nil {
+			t.Errorf("base URL %q: Preconnect would open plain connections", base)
+		} else {
+			c.Preconnect(3) // no effect, no panic
+		}
+	}
+	c := New(Config{BaseURL: "http://localhost/v1"})
+	if c.directAddr != "localhost:80" {
+		t.Fatalf("address %q for http://localhost/v1, want localhost:80", c.directAddr)
+	}
+}
