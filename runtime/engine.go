@@ -316,6 +316,14 @@ func (e *Engine) lockRun(id string) (*runlock.Lock, error) {
 	return l, nil
 }
 
+// preconnect has the model's client open connections for n calls about to
+// be made, where it can (see llm.Client.Preconnect).
+func (e *Engine) preconnect(n int) {
+	if c, ok := e.llm.(interface{ Preconnect(int) }); ok {
+		c.Preconnect(n)
+	}
+}
+
 func (e *Engine) now() time.Time { return time.Now().UTC() }
 
 // scriptedName reports whether the provider is the scripted model.

@@ -185,6 +185,13 @@ func (h *host) Spawn(ctx context.Context, c *agents.Call, req agents.SpawnReques
 			labels[i] = fmt.Sprintf("%s-%d", req.Label, i+1)
 		}
 	}
+	// The children call the model once they are stored: their connections
+	// are opened meanwhile, as many as may call at once.
+	calls := 1
+	if req.Parallel {
+		calls = min(n, cap(r.llmSem)-len(r.llmSem))
+	}
+	r.e.preconnect(calls)
 	var started []*Session
 	raw, err := s.effect(c, "spawn", func(tx *store.Tx) (any, error) {
 		started = started[:0]

@@ -37,6 +37,7 @@ func (e *Engine) Resume(ctx context.Context, runID string) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
+	e.preconnect(1)
 	r, err := e.newRun(rec.ID, rec.Goal, *rec)
 	if err != nil {
 		lock.Release()

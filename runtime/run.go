@@ -174,6 +174,9 @@ func (e *Engine) Start(ctx context.Context, goal string) (*Run, error) {
 		return nil, errors.New("the roster has no orchestrator role")
 	}
 	wsAbs, _ := filepath.Abs(e.Config().Workspace)
+	// The orchestrator calls the model as soon as the run is stored: its
+	// connection is opened meanwhile.
+	e.preconnect(1)
 	var (
 		r    *Run
 		root *Session
@@ -188,6 +191,16 @@ func (e *Engine) Start(ctx context.Context, goal string) (*Run, error) {
 		}
 		root = r.newSession(nil, role, "root", "", trimTitle(goal, 80), goal, 0)
 		root.rec.Status = StatusRunning
+		// A new id is nobody else's: the lock only guards the run from a
+		// resume in another process, and is taken while the run is stored.
+		locked := make(chan *runlock.Lock, 1)
+		go func() {
+			lock, err := e.lockRun(id)
+			if err != nil {
+				e.log.Warn("a new run's lock is held", "run", id, "err", err)
+			}
+			locked <- lock
+		}()
 		// The id is checked on the writer's own connection, inside the
 		// operation that takes it. The run is committed before its
 		// orchestrator calls the model: whoever sees a request of the run
@@ -206,22 +219,19 @@ func (e *Engine) Start(ctx context.Context, goal string) (*Run, error) {
 			}
 			return r.createSessionTx(tx, root)
 		})
+		lock := <-locked
 		if errors.Is(err, errRunIDTaken) {
+			lock.Release()
 			r.cancel(err)
 			continue
 		}
 		if err != nil {
+			lock.Release()
 			return nil, err
 		}
+		r.lock = lock
 		break
 	}
-	// A new id is nobody else's: the lock only guards the run from a
-	// resume in another process.
-	lock, err := e.lockRun(r.id)
-	if err != nil {
-		e.log.Warn("a new run's lock is held", "run", r.id, "err", err)
-	}
-	r.lock = lock
 	e.register(r)
 	root.start()
 	return r, nil
