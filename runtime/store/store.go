@@ -303,12 +303,10 @@ func (s *Store) Err() error {
 func (s *Store) loop() {
 	defer close(s.closed)
 	batch := make([]*op, 0, maxBatch)
-	// Statements are prepared ahead once the first batch has committed:
-	// a process opens the store to start a run at once, and that first
-	// write, on the way to the run's first model call, should not wait
-	// behind them. The rest are ready long before the model answers.
-	var warm []warmStatement
-	first := true
+	// Statements are prepared ahead while the writer waits for work, one
+	// at a time: an operation that arrives meanwhile waits for one of them
+	// at most, and finds ready those prepared before it.
+	warm := warmList()
 	for {
 		var o *op
 		select {
@@ -348,10 +346,6 @@ func (s *Store) loop() {
 			}
 		}
 		s.run(batch)
-		if first {
-			first = false
-			warm = warmList()
-		}
 	}
 }
 

@@ -10,10 +10,11 @@ import (
 // writer prepares each statement once and keeps it (Tx.stmt, Store.control),
 // but a run that met them all for the first time paid some thirty of them
 // on its first turns, on the path of every write it waited for. The writer
-// now prepares them while it waits for work, once its first batch has
-// committed (see Store.loop): a process starts a run and then waits for the
-// model, which leaves the writer idle for longer than all of them take
-// (about 1.5 ms here).
+// now prepares them while it waits for work, from the moment the store is
+// open (see Store.loop): a process sets up the rest of its engine, or waits
+// for a person to type a goal, and then for the model, which leaves the
+// writer idle for longer than all of them take (about 1.5 ms here). A write
+// that arrives meanwhile waits for one statement at most.
 
 // warmStatement is a statement the writer prepares ahead, with the key it
 // is cached under.
