@@ -562,18 +562,23 @@ func pendingContents(t *testing.T, s *Store, runID string) []string {
 	return got
 }
 
+// writeMessage stores message i of session s-1 and waits for the commit.
+func writeMessage(t *testing.T, s *Store, i int) {
+	t.Helper()
+	if err := s.Do(context.Background(), func(tx *Tx) error {
+		return tx.InsertMessage(&Message{RunID: "r-1", SessionID: "s-1", Index: i, Role: "user", Content: "m"})
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // A checkpoint waits for the writes to pause, with the writer idle, and for
 // no longer than checkpointLatest while they do not.
 func TestCheckpointWaitsForAPause(t *testing.T) {
 	s := openTest(t, nil)
-	ctx := context.Background()
 	write := func(i int) {
 		t.Helper()
-		if err := s.Do(ctx, func(tx *Tx) error {
-			return tx.InsertMessage(&Message{RunID: "r-1", SessionID: "s-1", Index: i, Role: "user", Content: "m"})
-		}); err != nil {
-			t.Fatal(err)
-		}
+		writeMessage(t, s, i)
 	}
 	waitFor := func(n int64) {
 		t.Helper()
@@ -982,11 +987,7 @@ func TestWALRestartsDuringThePause(t *testing.T) {
 	ctx := context.Background()
 	write := func(i int) {
 		t.Helper()
-		if err := s.Do(ctx, func(tx *Tx) error {
-			return tx.InsertMessage(&Message{RunID: "r-1", SessionID: "s-1", Index: i, Role: "user", Content: "m"})
-		}); err != nil {
-			t.Fatal(err)
-		}
+		writeMessage(t, s, i)
 	}
 	// The WAL header's checkpoint sequence number (bytes 12 to 15) changes
 	// with every restart of the log.
