@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"maps"
 	"math"
-	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -91,18 +90,8 @@ func New(cfg Config) *Client {
 		c.sleep = sleepCtx
 	}
 	if t, ok := hc.Transport.(*directTransport); ok {
-		if req, err := http.NewRequest(http.MethodPost, oc.BaseURL, nil); err == nil && req.URL.Scheme == "http" {
-			direct := t.proxy == nil
-			if !direct {
-				p, err := t.proxy(req)
-				direct = err == nil && p == nil
-			}
-			if direct {
-				c.direct, c.directAddr = t, req.URL.Host
-				if req.URL.Port() == "" {
-					c.directAddr = net.JoinHostPort(req.URL.Hostname(), "80")
-				}
-			}
+		if req, err := http.NewRequest(http.MethodPost, oc.BaseURL, nil); err == nil && t.serves(req) {
+			c.direct, c.directAddr = t, hostPort(req.URL)
 		}
 	}
 	return c

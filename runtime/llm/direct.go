@@ -55,20 +55,34 @@ func (pc *directConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func (t *directTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+// serves reports whether req is this transport's to make, not fallback's:
+// plain http:// without a proxy.
+func (t *directTransport) serves(req *http.Request) bool {
 	if req.URL.Scheme != "http" {
-		return t.fallback.RoundTrip(req)
+		return false
 	}
 	if t.proxy != nil {
 		if p, err := t.proxy(req); err != nil || p != nil {
-			return t.fallback.RoundTrip(req)
+			return false
 		}
 	}
-	ctx := req.Context()
-	addr := req.URL.Host
-	if req.URL.Port() == "" {
-		addr = net.JoinHostPort(req.URL.Hostname(), "80")
+	return true
+}
+
+// hostPort is the host:port a request to u connects to, the key of its pool.
+func hostPort(u *url.URL) string {
+	if u.Port() == "" {
+		return net.JoinHostPort(u.Hostname(), "80")
 	}
+	return u.Host
+}
+
+func (t *directTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !t.serves(req) {
+		return t.fallback.RoundTrip(req)
+	}
+	ctx := req.Context()
+	addr := hostPort(req.URL)
 	fail := func(err error) (*http.Response, error) {
 		if req.Body != nil {
 			req.Body.Close()

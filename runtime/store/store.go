@@ -84,7 +84,7 @@ type Store struct {
 	// the times it did.
 	restart  chan struct{}
 	restarts atomic.Int64
-	appID    int64 // the database's application_id, rewritten as it is by restartWAL
+	appID    string // the database's application_id, read by the first restartWAL
 
 	seqMu    sync.Mutex
 	seqs     map[string]int64 // last event sequence per run
@@ -166,13 +166,6 @@ func Open(path string, publish func([]event.Event)) (*Store, error) {
 	s.epoch = time.Now()
 	s.committed = make(chan struct{}, 1)
 	s.restart = make(chan struct{}, 1)
-	if err := s.conn.QueryRowContext(ctx, "PRAGMA application_id").Scan(&s.appID); err != nil {
-		s.conn.Close()
-		write.Close()
-		s.read.Close()
-		s.ckpt.Close()
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
 	s.ckQuiet, s.ckLatest = checkpointQuiet, checkpointLatest
 	go s.checkpointLoop()
 	s.coalesce = time.NewTimer(time.Hour)
@@ -585,7 +578,15 @@ func (s *Store) restartWAL() {
 	if s.Err() != nil {
 		return
 	}
-	if _, err := s.conn.ExecContext(context.Background(), "PRAGMA application_id = "+strconv.FormatInt(s.appID, 10)); err != nil {
+	ctx := context.Background()
+	if s.appID == "" {
+		var id int64
+		if err := s.conn.QueryRowContext(ctx, "PRAGMA application_id").Scan(&id); err != nil {
+			return // the next commit restarts the log as before
+		}
+		s.appID = strconv.FormatInt(id, 10)
+	}
+	if _, err := s.conn.ExecContext(ctx, "PRAGMA application_id = "+s.appID); err != nil {
 		// Nothing is lost: the next commit restarts the log as before.
 		return
 	}

@@ -1024,9 +1024,9 @@ func TestWALRestartsDuringThePause(t *testing.T) {
 	}
 	// The restart wrote nothing of its own: the id is as it was, and both
 	// messages are there.
-	var appID int64
+	var appID string
 	if err := s.read.QueryRowContext(ctx, "PRAGMA application_id").Scan(&appID); err != nil || appID != s.appID {
-		t.Fatalf("application_id %d (%v), want %d", appID, err, s.appID)
+		t.Fatalf("application_id %s (%v), want %s", appID, err, s.appID)
 	}
 	msgs, err := s.Messages(ctx, "r-1", "s-1", 0, 0)
 	if err != nil || len(msgs) != 2 {
