@@ -106,12 +106,14 @@ func (tx *Tx) Emit(e event.Event) (event.Event, error) {
 	return e, nil
 }
 
-// writeEvents stores the events of a commit, one row per run.
 // maxEventBuf bounds the event buffer the writer keeps between commits.
 const maxEventBuf = 1 << 20
 
 var insertEventSQL = hot(`INSERT INTO events (run_id, seq, last_seq, data) VALUES (?, ?, ?, ?)`)
 
+// writeEvents stores the events of a commit, one row per run of
+// consecutive sequence numbers, each encoded as the log keeps it (see
+// appendEvent).
 func (tx *Tx) writeEvents(events []event.Event) error {
 	for start := 0; start < len(events); {
 		end := start + 1
@@ -126,15 +128,11 @@ func (tx *Tx) writeEvents(events []event.Event) error {
 			if i > 0 {
 				buf = append(buf, ',')
 			}
-			if b, ok := appendMessageEvent(buf, &group[i]); ok {
-				buf = b
-				continue
-			}
-			b, err := json.Marshal(compact(group[i]))
+			b, err := appendEvent(buf, &group[i])
 			if err != nil {
 				return err
 			}
-			buf = append(buf, b...)
+			buf = b
 		}
 		buf = append(buf, ']')
 		tx.s.eventBuf = buf
@@ -148,61 +146,6 @@ func (tx *Tx) writeEvents(events []event.Event) error {
 		start = end
 	}
 	return nil
-}
-
-// appendMessageEvent encodes a message.appended event for the log by hand:
-// it is by far the most frequent event (a broadcast to a hundred siblings
-// makes a hundred), and the log keeps only its address; the message itself
-// is in the messages table. It declines events it cannot encode simply.
-func appendMessageEvent(buf []byte, e *event.Event) ([]byte, bool) {
-	if e.Type != event.MessageAppended || e.Message == nil || !plain(e.RunID) || !plain(e.SessionID) || !plain(e.Message.Role) || !plain(e.Message.Source) {
-		return buf, false
-	}
-	m := e.Message
-	buf = append(buf, `{"seq":`...)
-	buf = strconv.AppendInt(buf, e.Seq, 10)
-	buf = append(buf, `,"time":"`...)
-	buf = e.Time.UTC().AppendFormat(buf, time.RFC3339Nano)
-	buf = append(buf, `","type":"message.appended","run_id":"`...)
-	buf = append(buf, e.RunID...)
-	buf = append(buf, `","session_id":"`...)
-	buf = append(buf, e.SessionID...)
-	buf = append(buf, `","message":{"id":`...)
-	buf = strconv.AppendInt(buf, m.ID, 10)
-	buf = append(buf, `,"index":`...)
-	buf = strconv.AppendInt(buf, int64(m.Index), 10)
-	buf = append(buf, `,"role":"`...)
-	buf = append(buf, m.Role...)
-	buf = append(buf, `","source":"`...)
-	buf = append(buf, m.Source...)
-	buf = append(buf, `","synthetic":`...)
-	buf = strconv.AppendBool(buf, m.Synthetic)
-	buf = append(buf, `,"no_reply":`...)
-	buf = strconv.AppendBool(buf, m.NoReply)
-	buf = append(buf, "}}"...)
-	return buf, true
-}
-
-// plain reports whether s can go into JSON between quotes as it is.
-func plain(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
-			return false
-		}
-	}
-	return true
-}
-
-// compact drops what the log would otherwise store twice: message bodies
-// live in the messages table, referenced by id.
-func compact(e event.Event) event.Event {
-	if e.Message != nil {
-		m := *e.Message
-		m.Content = ""
-		m.ToolCalls = nil
-		e.Message = &m
-	}
-	return e
 }
 
 var runExistsSQL = hot(runExistsQuery)
