@@ -347,19 +347,26 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	if f != nil && f.Truncate {
 		last = st.body
 	}
+	stall := time.Duration(0)
+	if f != nil {
+		stall = f.Stall
+	}
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
+	if !paced && stall == 0 && last == len(st.ends) && last > 0 {
+		// The whole stream goes out in one write: with its length known,
+		// the headers and events leave in one segment and no chunked
+		// terminator follows them, which the client would wait for
+		// before it can reuse the connection.
+		h.Set("Content-Length", strconv.Itoa(st.ends[last-1]))
+	}
 	w.WriteHeader(http.StatusOK)
 	flusher, _ := w.(http.Flusher)
 
 	// Body chunks are paced; the closing chunks (finish, usage, [DONE]) go
 	// out with the last body chunk, as real servers send them together.
-	stall := time.Duration(0)
-	if f != nil {
-		stall = f.Stall
-	}
 	from := 0
 	for i := 1; i < last; i++ {
 		var d time.Duration

@@ -553,3 +553,31 @@ func rawSSE(t *testing.T, url string, body string) ([]string, *http.Response) {
 	}
 	return out, resp
 }
+
+// A stream written at once carries its length, so that no chunked
+// terminator follows it; a paced stream is chunked, as it must be.
+func TestStreamLengthKnownOnlyWhenWrittenAtOnce(t *testing.T) {
+	body := `{"model":"m","stream":true,"messages":[{"role":"user","content":"x"}]}`
+	for _, c := range []struct {
+		speed     int
+		wantKnown bool
+	}{{0, true}, {1000, false}} {
+		_, _, base := startServer(t, Config{StreamSpeed: c.speed, Policy: fixedPolicy(Reply{Content: "a b c d"})})
+		resp, err := http.Post(base+"/chat/completions", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasSuffix(string(raw), "data: [DONE]\n\n") {
+			t.Fatalf("speed %d: the stream does not end with [DONE]:\n%s", c.speed, raw)
+		}
+		known := resp.ContentLength >= 0
+		if known != c.wantKnown || (known && resp.ContentLength != int64(len(raw))) {
+			t.Fatalf("speed %d: Content-Length %d, transfer encoding %v, body %d bytes", c.speed, resp.ContentLength, resp.TransferEncoding, len(raw))
+		}
+	}
+}
