@@ -178,12 +178,7 @@ func TestStreamingWithoutUsageSendsNone(t *testing.T) {
 func TestStreamEndsWithDone(t *testing.T) {
 	_, _, base := startServer(t, Config{Policy: fixedPolicy(Reply{Content: "hi there"})})
 	body := `{"model":"m","stream":true,"messages":[{"role":"user","content":"x"}]}`
-	resp, err := http.Post(base+"/chat/completions", "application/json", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
+	resp, raw := postChat(t, base, body)
 	if resp.Header.Get("Content-Type") != "text/event-stream" || !strings.HasSuffix(string(raw), "data: [DONE]\n\n") {
 		t.Fatalf("stream:\n%s", raw)
 	}
@@ -195,6 +190,21 @@ func TestStreamEndsWithDone(t *testing.T) {
 			t.Fatalf("invalid JSON chunk %q", p)
 		}
 	}
+}
+
+// postChat posts body to the chat endpoint and reads the whole answer.
+func postChat(t *testing.T, base, body string) (*http.Response, []byte) {
+	t.Helper()
+	resp, err := http.Post(base+"/chat/completions", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, raw
 }
 
 // toolDelta is one tool-call delta as a client sees it.
@@ -563,15 +573,7 @@ func TestStreamLengthKnownOnlyWhenWrittenAtOnce(t *testing.T) {
 		wantKnown bool
 	}{{0, true}, {1000, false}} {
 		_, _, base := startServer(t, Config{StreamSpeed: c.speed, Policy: fixedPolicy(Reply{Content: "a b c d"})})
-		resp, err := http.Post(base+"/chat/completions", "application/json", strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		raw, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
+		resp, raw := postChat(t, base, body)
 		if !strings.HasSuffix(string(raw), "data: [DONE]\n\n") {
 			t.Fatalf("speed %d: the stream does not end with [DONE]:\n%s", c.speed, raw)
 		}

@@ -27,9 +27,8 @@ import (
 func appendEvent(b []byte, e *event.Event) ([]byte, error) {
 	b = append(b, `{"seq":`...)
 	b = strconv.AppendInt(b, e.Seq, 10)
-	b = append(b, `,"time":`...)
-	var err error
-	if b, err = appendTime(b, e.Time); err != nil {
+	b, err := appendTime(b, `,"time":`, e.Time)
+	if err != nil {
 		return b, err
 	}
 	b = append(b, `,"type":`...)
@@ -103,19 +102,18 @@ func appendMarshaled(b []byte, key string, v any) ([]byte, error) {
 	return append(b, raw...), nil
 }
 
-// appendTime appends t as time.Time's MarshalJSON does, with its error for
-// a year it cannot write.
-func appendTime(b []byte, t time.Time) ([]byte, error) {
+// appendTime appends key and t as time.Time's MarshalJSON writes it, with
+// its error for a year it cannot write.
+func appendTime(b []byte, key string, t time.Time) ([]byte, error) {
 	if y := t.Year(); y < 0 || y > 9999 {
 		_, err := t.MarshalJSON()
 		return b, err
 	}
+	b = append(b, key...)
 	b = append(b, '"')
 	b = t.AppendFormat(b, time.RFC3339Nano)
 	return append(b, '"'), nil
 }
-
-func appendBool(b []byte, v bool) []byte { return strconv.AppendBool(b, v) }
 
 func appendUsage(b []byte, u event.Usage) []byte {
 	b = append(b, `{"prompt_tokens":`...)
@@ -155,8 +153,7 @@ func appendRunInfo(b []byte, r *event.RunInfo) ([]byte, error) {
 	b = appendField(b, `,"error":`, r.Error, true)
 	b = append(b, `,"usage":`...)
 	b = appendUsage(b, r.Usage)
-	b = append(b, `,"started_at":`...)
-	b, err := appendTime(b, r.StartedAt)
+	b, err := appendTime(b, `,"started_at":`, r.StartedAt)
 	if err != nil {
 		return b, err
 	}
@@ -194,14 +191,12 @@ func appendSessionInfo(b []byte, s *event.SessionInfo) ([]byte, error) {
 		b = append(b, `,"waiting_human":true`...)
 	}
 	b = appendField(b, `,"last_tool":`, s.LastTool, true)
-	b = append(b, `,"created_at":`...)
-	var err error
-	if b, err = appendTime(b, s.CreatedAt); err != nil {
+	b, err := appendTime(b, `,"created_at":`, s.CreatedAt)
+	if err != nil {
 		return b, err
 	}
 	// omitempty does not apply to a struct: encoding/json always writes it.
-	b = append(b, `,"ended_at":`...)
-	if b, err = appendTime(b, s.EndedAt); err != nil {
+	if b, err = appendTime(b, `,"ended_at":`, s.EndedAt); err != nil {
 		return b, err
 	}
 	return append(b, '}'), nil
@@ -218,9 +213,9 @@ func appendMessageInfo(b []byte, m *event.MessageInfo) []byte {
 	b = appendField(b, `,"role":`, m.Role, false)
 	b = appendField(b, `,"source":`, m.Source, false)
 	b = append(b, `,"synthetic":`...)
-	b = appendBool(b, m.Synthetic)
+	b = strconv.AppendBool(b, m.Synthetic)
 	b = append(b, `,"no_reply":`...)
-	b = appendBool(b, m.NoReply)
+	b = strconv.AppendBool(b, m.NoReply)
 	return append(b, '}')
 }
 
@@ -269,8 +264,7 @@ func appendBroadcastInfo(b []byte, m *event.BroadcastInfo) ([]byte, error) {
 	if m.NoReply {
 		b = append(b, `,"no_reply":true`...)
 	}
-	b = append(b, `,"timestamp":`...)
-	b, err := appendTime(b, m.Timestamp)
+	b, err := appendTime(b, `,"timestamp":`, m.Timestamp)
 	if err != nil {
 		return b, err
 	}
