@@ -317,14 +317,22 @@ func (s *Session) awaitAnswers(ctx context.Context, q *question) (*agents.AskRes
 	s.beginBlocking("waiting for answers to " + q.rec.ID)
 	for {
 		b.mu.Lock()
+		absent := false
 		if q.humanWait && q.humanState == "" && !r.human.Load() {
-			// Nobody can answer: a headless run without --control.
+			// Nobody can answer: a headless run without --control. The
+			// asker no longer waits for a person, as for a skip.
 			q.humanState = "absent"
 			b.dequeueLocked(q.rec.ID)
+			absent = true
 		}
 		done := q.complete()
 		ch := q.changed
 		b.mu.Unlock()
+		if absent {
+			s.mu.Lock()
+			s.waitingHuman--
+			s.mu.Unlock()
+		}
 		if done {
 			break
 		}

@@ -66,9 +66,22 @@ func TestAskOthersShadowResponders(t *testing.T) {
 		r2Release.open()
 		return say("r1 done")
 	})
-	x, _, code := swarm(t, p, nil, r2Started, r2Release)
+	x, events, code := swarm(t, p, nil, r2Started, r2Release)
 	mustComplete(t, x, code)
 	root, r1, r2 := rootOf(x), mustLabel(t, x, "r-1"), mustLabel(t, x, "r-2")
+	// Nobody could answer for the human, so r-1 stops waiting for one: the
+	// last word on every session says it waits for nobody.
+	last := map[string]*event.SessionInfo{}
+	for _, ev := range events {
+		if ev.Session != nil {
+			last[ev.Session.ID] = ev.Session
+		}
+	}
+	for id, info := range last {
+		if info.WaitingHuman {
+			t.Errorf("session %s (%s) still shows waiting_human after the run (status %s)", id, info.Label, info.Status)
+		}
+	}
 
 	res := askResult(t, toolResults(r1, "ask_others")[0])
 	want := map[string]string{
