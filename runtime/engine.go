@@ -8,12 +8,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/url"
+	"os"
 	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/swarmdeck/swarmdeck/agents"
@@ -125,6 +128,9 @@ func New(opts Options) (*Engine, error) {
 	if dbPath == "" {
 		dbPath = cfg.DBPath()
 	}
+	if err := checkWritable(dbPath); err != nil {
+		return nil, err
+	}
 	st, err := store.Open(dbPath, func(evs []event.Event) { e.bus.Publish(evs...) })
 	if err != nil {
 		return nil, err
@@ -221,11 +227,22 @@ func (e *Engine) ProviderLabel() string {
 	if e.scripted != nil {
 		return "scripted"
 	}
-	host := e.baseURL
-	if u, err := url.Parse(e.baseURL); err == nil && u.Host != "" {
+	return ProviderLabel(e.resolved)
+}
+
+// ProviderLabel is how a run records the provider res resolves to: the
+// provider's name and the host it is served from, or "scripted". Resume
+// compares it with the run's to continue on the provider the run began on.
+func ProviderLabel(res config.Resolved) string {
+	p := res.Provider
+	if p.Type == config.TypeScripted || p.Type == "" {
+		return "scripted"
+	}
+	host := p.BaseURL
+	if u, err := url.Parse(p.BaseURL); err == nil && u.Host != "" {
 		host = u.Host
 	}
-	return e.resolved.Name + " (" + host + ")"
+	return res.Name + " (" + host + ")"
 }
 
 // Model is the model requested.
@@ -336,4 +353,22 @@ func trimTitle(s string, n int) string {
 	}
 	r := []rune(s)
 	return string(r[:n-1]) + "…"
+}
+
+// checkWritable refuses a database file the engine could open but never
+// write: SQLite opens a read-only file without complaint and fails only at
+// the first write, with a message that names neither the file nor the fix.
+// Opening it for writing changes nothing.
+func checkWritable(path string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	switch {
+	case err == nil:
+		return f.Close()
+	case errors.Is(err, fs.ErrNotExist):
+		return nil // created by the store
+	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EROFS):
+		return fmt.Errorf("the database %s is read-only: swarmdeck stores every run there; make it writable or give another --db", path)
+	default:
+		return fmt.Errorf("open the database %s: %w", path, err)
+	}
 }

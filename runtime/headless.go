@@ -12,10 +12,13 @@ import (
 
 // HeadlessOptions configure a run without the dashboard.
 type HeadlessOptions struct {
-	JSON    bool      // one event per line on Out
-	Deltas  bool      // include message.delta events (with JSON)
-	Out     io.Writer // stdout
-	Log     io.Writer // progress for people when not JSON (stderr)
+	JSON   bool      // one event per line on Out
+	Deltas bool      // include message.delta events (with JSON)
+	Out    io.Writer // stdout
+	// Log receives progress for people when not JSON, and why a run did
+	// not complete in either mode (stderr). Without JSON, the run's final
+	// answer goes to Out, so that a script can capture it alone.
+	Log     io.Writer
 	Control io.Reader // --control -: commands, one per line; nil: none
 }
 
@@ -42,7 +45,7 @@ func (e *Engine) Headless(ctx context.Context, opts HeadlessOptions, start func(
 	}
 	enc := json.NewEncoder(opts.Out)
 	enc.SetEscapeHTML(false)
-	printer := &progress{w: opts.Log}
+	printer := &progress{w: opts.Log, out: opts.Out}
 	for {
 		select {
 		case ev, ok := <-sub.C:
@@ -67,17 +70,37 @@ func (e *Engine) Headless(ctx context.Context, opts HeadlessOptions, start func(
 				if ev.Run != nil && ev.Run.Status == RunCompleted {
 					return ExitOK, nil
 				}
+				if opts.JSON && opts.Log != nil && ev.Run != nil {
+					fmt.Fprintf(opts.Log, "run %s %s: %s\n", ev.Run.ID, ev.Run.Status, orNone(ev.Run.Error))
+				}
 				return ExitFailed, nil
 			}
 		case <-ctx.Done():
 			run.Interrupt()
-			return ExitFailed, fmt.Errorf("interrupted: run %s is stored; continue it with `swarmdeck resume %s`", run.ID(), run.ID())
+			return ExitFailed, &InterruptedError{RunID: run.ID()}
 		}
 	}
 }
 
-// progress prints a readable line for the events a person cares about.
-type progress struct{ w io.Writer }
+// InterruptedError is what Headless returns when its context ends before
+// the run does: the run is stored and can be resumed. The command line adds
+// the exact command, with the flags that find the same database.
+type InterruptedError struct{ RunID string }
+
+func (e *InterruptedError) Error() string {
+	return fmt.Sprintf("interrupted: run %s is stored and can be resumed", e.RunID)
+}
+
+func orNone(reason string) string {
+	if reason == "" {
+		return "no reason recorded"
+	}
+	return reason
+}
+
+// progress prints a readable line for the events a person cares about on
+// w, and the run's final answer on out.
+type progress struct{ w, out io.Writer }
 
 func (p *progress) print(ev event.Event) {
 	if p.w == nil {
@@ -126,8 +149,8 @@ func (p *progress) print(ev event.Event) {
 	case event.RunFinished:
 		r := ev.Run
 		fmt.Fprintf(p.w, "run %s %s (%d tokens)\n", r.ID, r.Status, r.Usage.TotalTokens)
-		if r.Result != "" {
-			fmt.Fprintf(p.w, "\n%s\n", r.Result)
+		if r.Result != "" && p.out != nil {
+			fmt.Fprintf(p.out, "%s\n", r.Result)
 		}
 		if r.Error != "" {
 			fmt.Fprintf(p.w, "error: %s\n", r.Error)
