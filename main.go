@@ -46,6 +46,8 @@ func (e *exitError) Error() string {
 	return e.err.Error()
 }
 
+func (e *exitError) Unwrap() error { return e.err }
+
 func usageErr(err error) error { return &exitError{runtime.ExitUsage, err} }
 
 // flags shared by every command.
@@ -130,9 +132,17 @@ Without an API key it uses the scripted model, so "swarmdeck" works offline.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// A lone word close to a command's name is a typo, not a goal.
+			if len(args) == 1 && !strings.ContainsAny(args[0], " \t") {
+				if near := cmd.SuggestionsFor(args[0]); len(near) > 0 {
+					return usageErr(fmt.Errorf("unknown command %q: did you mean %s? (to run it as a goal: swarmdeck run %q)",
+						args[0], strings.Join(near, " or "), args[0]))
+				}
+			}
 			return dashboard(cmd.Context(), &cf, strings.Join(args, " "), "", false, stdout)
 		},
 	}
+	root.SuggestionsMinimumDistance = 2
 	pf := root.PersistentFlags()
 	pf.StringVar(&cf.config, "config", "", "config file (default ./config.yaml, then $XDG_CONFIG_HOME/swarmdeck/config.yaml)")
 	pf.StringVar(&cf.db, "db", "", "SQLite database file (default $XDG_DATA_HOME/swarmdeck/swarmdeck.db)")
@@ -150,26 +160,36 @@ Without an API key it uses the scripted model, so "swarmdeck" works offline.`,
 	return root
 }
 
-// loadConfig finds, loads and overrides the configuration.
+// loadConfig finds, loads and overrides the configuration, and resolves
+// its provider.
 func loadConfig(cf *commonFlags) (*config.Config, config.Resolved, error) {
-	path, err := config.Find(cf.config)
+	cfg, err := cf.configFile()
 	if err != nil {
-		return nil, config.Resolved{}, usageErr(err)
-	}
-	cfg := config.Defaults()
-	if path != "" {
-		if cfg, err = config.Load(path); err != nil {
-			return nil, config.Resolved{}, usageErr(err)
-		}
-	}
-	if err := cfg.Apply(cf.overrides()); err != nil {
-		return nil, config.Resolved{}, usageErr(err)
+		return nil, config.Resolved{}, err
 	}
 	res, err := cfg.Resolve(os.Getenv)
 	if err != nil {
 		return nil, config.Resolved{}, usageErr(err)
 	}
 	return cfg, res, nil
+}
+
+// configFile finds, loads and overrides the configuration.
+func (cf *commonFlags) configFile() (*config.Config, error) {
+	path, err := config.Find(cf.config)
+	if err != nil {
+		return nil, usageErr(err)
+	}
+	cfg := config.Defaults()
+	if path != "" {
+		if cfg, err = config.Load(path); err != nil {
+			return nil, usageErr(err)
+		}
+	}
+	if err := cfg.Apply(cf.overrides()); err != nil {
+		return nil, usageErr(err)
+	}
+	return cfg, nil
 }
 
 func (cf *commonFlags) overrides() config.Overrides {
@@ -239,6 +259,9 @@ func runCmd(cf *commonFlags, stdin io.Reader, stdout, stderr io.Writer) *cobra.C
 			if goal == "" {
 				return usageErr(errors.New("the goal is empty: say what the swarm should do"))
 			}
+			if err := checkHeadlessFlags(cmd, headless); err != nil {
+				return err
+			}
 			if !headless {
 				return dashboard(cmd.Context(), cf, goal, "", false, stdout)
 			}
@@ -256,6 +279,23 @@ func runCmd(cf *commonFlags, stdin io.Reader, stdout, stderr io.Writer) *cobra.C
 	cmd.Flags().BoolVar(&deltas, "json-deltas", false, "with --json: include streamed token deltas")
 	cmd.Flags().StringVar(&control, "control", "", `read control commands from "-" (stdin), one JSON object per line`)
 	return cmd
+}
+
+// checkHeadlessFlags refuses the output and input flags of a headless run
+// on the dashboard, which owns the terminal, instead of ignoring them.
+func checkHeadlessFlags(cmd *cobra.Command, headless bool) error {
+	f := cmd.Flags()
+	if !headless {
+		for _, name := range []string{"json", "json-deltas", "control"} {
+			if f.Changed(name) {
+				return usageErr(fmt.Errorf("--%s needs --headless: without it the dashboard owns the terminal", name))
+			}
+		}
+	}
+	if f.Changed("json-deltas") && !f.Changed("json") {
+		return usageErr(errors.New("--json-deltas adds token deltas to --json output: give --json too"))
+	}
+	return nil
 }
 
 func controlInput(control string, stdin io.Reader) (io.Reader, error) {
@@ -278,10 +318,59 @@ func headlessRun(ctx context.Context, cf *commonFlags, asJSON, deltas bool, cont
 	defer closeEng()
 	opts := runtime.HeadlessOptions{JSON: asJSON, Deltas: deltas, Out: stdout, Log: stderr, Control: control}
 	code, err := eng.Headless(ctx, opts, func(ctx context.Context) (*runtime.Run, error) { return start(ctx, eng) })
+	var ie *runtime.InterruptedError
+	if errors.As(err, &ie) {
+		err = fmt.Errorf("%w; continue it with: %s", err, cf.resumeCommand(ie.RunID, true))
+	}
 	if code != runtime.ExitOK || err != nil {
 		return &exitError{code, err}
 	}
 	return nil
+}
+
+// resumeCommand is the command line that continues run id, on the provider
+// flags given to this one.
+func (cf *commonFlags) resumeCommand(id string, headless bool) string {
+	var args []string
+	if headless {
+		args = append(args, "--headless")
+	}
+	for _, f := range []struct{ name, value string }{{"--provider", cf.provider}, {"--base-url", cf.baseURL}, {"--model", cf.model}} {
+		if f.value != "" {
+			args = append(args, f.name, shellQuote(f.value))
+		}
+	}
+	return cf.commandLine("resume", append(args, id)...)
+}
+
+// commandLine is a swarmdeck command line for a hint, with the --config and
+// --db given to this one, so that it finds the same database.
+func (cf *commonFlags) commandLine(sub string, args ...string) string {
+	out := []string{"swarmdeck", sub}
+	out = append(out, args[:len(args)-1]...)
+	if cf.config != "" {
+		out = append(out, "--config", shellQuote(cf.config))
+	}
+	if cf.db != "" {
+		out = append(out, "--db", shellQuote(cf.db))
+	}
+	return strings.Join(append(out, args[len(args)-1]), " ")
+}
+
+// shellQuote quotes s for a POSIX shell when it holds anything but plain
+// path characters.
+func shellQuote(s string) string {
+	plain := s != ""
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("/._-+,:=@%", c)) {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 func runsCmd(cf *commonFlags, stdout io.Writer) *cobra.Command {
@@ -291,6 +380,11 @@ func runsCmd(cf *commonFlags, stdout io.Writer) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			st, closeStore, err := openStore(cf)
+			var nd *noDBError
+			if errors.As(err, &nd) {
+				fmt.Fprintf(stdout, "no runs stored in %s yet: start one with `swarmdeck \"your goal\"`\n", nd.path)
+				return nil
+			}
 			if err != nil {
 				return err
 			}
@@ -338,13 +432,13 @@ func exportCmd(cf *commonFlags, stdout io.Writer) *cobra.Command {
 			} else {
 				latest, err := st.LatestRun(cmd.Context())
 				if err != nil {
-					return &exitError{1, err}
+					return notFound(err)
 				}
 				id = latest.ID
 			}
 			x, err := st.Export(cmd.Context(), id)
 			if err != nil {
-				return &exitError{1, err}
+				return notFound(err)
 			}
 			enc := json.NewEncoder(stdout)
 			enc.SetIndent("", "  ")
@@ -363,6 +457,12 @@ func resumeCmd(cf *commonFlags, stdin io.Reader, stdout, stderr io.Writer) *cobr
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id := args[0]
+			if err := checkHeadlessFlags(cmd, headless); err != nil {
+				return err
+			}
+			if err := cf.keepRunProvider(cmd.Context(), id); err != nil {
+				return err
+			}
 			if !headless {
 				return dashboard(cmd.Context(), cf, "", id, false, stdout)
 			}
@@ -382,12 +482,59 @@ func resumeCmd(cf *commonFlags, stdin io.Reader, stdout, stderr io.Writer) *cobr
 	return cmd
 }
 
+// keepRunProvider makes a resume continue on the provider and model its
+// run was started with. Flags that name a provider, a base URL or a model
+// choose for themselves; without them, what the configuration and the
+// environment resolve to now (an API key set since, an edited config) must
+// not move a run elsewhere unnoticed, such as from the offline scripted
+// model to a paid one.
+func (cf *commonFlags) keepRunProvider(ctx context.Context, id string) error {
+	if cf.provider != "" || cf.baseURL != "" || cf.model != "" {
+		return nil
+	}
+	st, closeStore, err := openStore(cf)
+	if err != nil {
+		return err
+	}
+	rec, err := st.Run(ctx, id)
+	closeStore()
+	if err != nil {
+		return notFound(err)
+	}
+	if rec.Scripted {
+		cf.provider = config.TypeScripted
+		return nil
+	}
+	name, _, _ := strings.Cut(rec.Provider, " (")
+	cfg, err := cf.configFile()
+	if err != nil {
+		return err
+	}
+	if _, ok := cfg.Providers[name]; !ok {
+		return usageErr(fmt.Errorf("run %s was started on %s, and the configuration has no provider %q now: choose what to continue it on with --provider, --base-url and --model",
+			id, rec.Provider, name))
+	}
+	cf.provider, cf.model = name, rec.Model
+	_, res, err := loadConfig(cf)
+	if err != nil {
+		return err
+	}
+	if now := runtime.ProviderLabel(res); now != rec.Provider {
+		return usageErr(fmt.Errorf("run %s was started on %s, but provider %q is now %s: give --base-url (and --provider, --model) to say where to continue it",
+			id, rec.Provider, name, now))
+	}
+	return nil
+}
+
 func viewCmd(cf *commonFlags, stdout io.Writer) *cobra.Command {
 	return &cobra.Command{
 		Use:   "view RUN_ID",
 		Short: "Open a run read-only in the dashboard (follows a run another process is running)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if _, err := storedDB(cf); err != nil {
+				return notFound(err)
+			}
 			return dashboard(cmd.Context(), cf, "", args[0], true, stdout)
 		},
 	}
@@ -530,9 +677,12 @@ Targets on a 2-core machine:
 	}
 	f := cmd.Flags()
 	f.IntVar(&o.Agents, "agents", o.Agents, "sessions in the swarm, the orchestrator included")
-	f.IntVar(&o.Fanout, "fanout", o.Fanout, "children each parent spawns in parallel (with --startup: the wide fan-out, default 50)")
+	f.IntVar(&o.Fanout, "fanout", o.Fanout, "children each parent spawns in parallel (with --startup: the wide fan-out)")
 	f.IntVar(&o.Turns, "turns", o.Turns, "LLM turns each leaf takes")
-	f.DurationVar(&o.Latency, "latency", o.Latency, "latency of every LLM call, e.g. 1s, 50ms, 0 (with --startup: default 100ms)")
+	f.DurationVar(&o.Latency, "latency", o.Latency, "latency of every LLM call, e.g. 1s, 50ms, 0")
+	// One default line each, for both uses.
+	f.Lookup("fanout").DefValue = fmt.Sprintf("%d, or %d with --startup", o.Fanout, so.Fanout)
+	f.Lookup("latency").DefValue = fmt.Sprintf("%s, or %s with --startup", o.Latency, so.Latency)
 	f.IntVar(&o.Broadcasts, "broadcasts-per-agent", o.Broadcasts, "task_broadcast calls each leaf makes to its siblings")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object on stdout")
 	f.BoolVar(&startup, "startup", false, "measure start-up and fan-out cost of whole swarmdeck processes instead")
@@ -560,32 +710,67 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
+// storedDB is the database the configuration names, for commands that
+// read what is stored: one that does not exist yet is an error (errNoDB)
+// rather than an empty file made by a mistyped --db.
+func storedDB(cf *commonFlags) (string, error) {
+	cfg, err := cf.configFile()
+	if err != nil {
+		return "", err
+	}
+	db := cfg.DBPath()
+	if _, err := os.Stat(db); errors.Is(err, os.ErrNotExist) {
+		return db, &noDBError{db}
+	}
+	return db, nil
+}
+
+// noDBError says that the database to read does not exist.
+type noDBError struct{ path string }
+
+func (e *noDBError) Error() string {
+	return fmt.Sprintf("no database at %s: nothing is stored there yet (check --db, or start a run with `swarmdeck \"your goal\"`)", e.path)
+}
+
 // openStore opens the database named by the configuration, for commands
 // that only read it.
 func openStore(cf *commonFlags) (*store.Store, func(), error) {
-	path, err := config.Find(cf.config)
+	db, err := storedDB(cf)
 	if err != nil {
-		return nil, nil, usageErr(err)
+		return nil, nil, notFound(err)
 	}
-	cfg := config.Defaults()
-	if path != "" {
-		if cfg, err = config.Load(path); err != nil {
-			return nil, nil, usageErr(err)
-		}
-	}
-	if err := cfg.Apply(cf.overrides()); err != nil {
-		return nil, nil, usageErr(err)
-	}
-	st, err := store.Open(cfg.DBPath(), nil)
+	st, err := store.Open(db, nil)
 	if err != nil {
 		return nil, nil, &exitError{1, err}
 	}
 	return st, func() { st.Close() }, nil
 }
 
+// notFound gives a run or a database that does not exist the status of bad
+// usage, as every command names them; other errors keep theirs, or fail.
+func notFound(err error) error {
+	var ee *exitError
+	var nd *noDBError
+	switch {
+	case errors.As(err, &ee):
+		return err
+	case errors.As(err, &nd), errors.Is(err, store.ErrNotFound):
+		return usageErr(err)
+	}
+	return &exitError{runtime.ExitFailed, err}
+}
+
+// checkTerminal is tui.CheckTerminal; tests replace it, since whether they
+// have a terminal depends on where they run.
+var checkTerminal = tui.CheckTerminal
+
 // dashboard opens the terminal UI on a new run (goal, or a prompt for one
 // when empty), a resumed run, or a stored run read-only.
 func dashboard(ctx context.Context, cf *commonFlags, goal, runID string, readOnly bool, stdout io.Writer) error {
+	// Before a run is started or resumed that nobody could watch.
+	if err := checkTerminal(); err != nil {
+		return usageErr(err)
+	}
 	eng, closeEng, err := newEngine(ctx, cf)
 	if err != nil {
 		return err
@@ -598,11 +783,11 @@ func dashboard(ctx context.Context, cf *commonFlags, goal, runID string, readOnl
 	switch {
 	case readOnly:
 		if opts.Controller, err = eng.View(ctx, runID); err != nil {
-			return &exitError{1, err}
+			return notFound(err)
 		}
 	case runID != "":
 		if run, err = eng.Resume(ctx, runID); err != nil {
-			return &exitError{1, err}
+			return notFound(err)
 		}
 	case goal != "":
 		if run, err = eng.Start(ctx, goal); err != nil {
@@ -632,10 +817,10 @@ func dashboard(ctx context.Context, cf *commonFlags, goal, runID string, readOnl
 	status := run.Status()
 	if status == runtime.RunRunning {
 		run.Interrupt()
-		fmt.Fprintf(stdout, "run %s stopped and stored; continue it with: swarmdeck resume %s\n", run.ID(), run.ID())
+		fmt.Fprintf(stdout, "run %s stopped and stored; continue it with: %s\n", run.ID(), cf.resumeCommand(run.ID(), false))
 		return nil
 	}
-	fmt.Fprintf(stdout, "run %s %s; see it again with: swarmdeck view %s  (or: swarmdeck export %s)\n", run.ID(), status, run.ID(), run.ID())
+	fmt.Fprintf(stdout, "run %s %s; see it again with: %s  (or: %s)\n", run.ID(), status, cf.commandLine("view", run.ID()), cf.commandLine("export", run.ID()))
 	if status != runtime.RunCompleted {
 		return &exitError{1, nil}
 	}

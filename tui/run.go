@@ -8,7 +8,31 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/colorprofile"
+	"github.com/charmbracelet/x/term"
 )
+
+// ErrNoTerminal is why the dashboard cannot start: there is no terminal to
+// draw on and read keys from.
+var ErrNoTerminal = errors.New("the dashboard needs a terminal, and there is none here: for scripts and CI use `swarmdeck run --headless GOAL` (or `resume --headless RUN_ID`)")
+
+// CheckTerminal reports ErrNoTerminal when Run could not open the terminal,
+// so that a caller can say so before it starts or resumes a run the
+// dashboard would never show. Like Run it reads keys from stdin when that
+// is a terminal, and from the process's controlling terminal otherwise.
+func CheckTerminal() error {
+	if term.IsTerminal(os.Stdin.Fd()) {
+		return nil
+	}
+	in, out, err := tea.OpenTTY()
+	if err != nil {
+		return ErrNoTerminal
+	}
+	in.Close()
+	if out != in {
+		out.Close()
+	}
+	return nil
+}
 
 // Run runs the dashboard on the terminal until the person quits. The
 // terminal is restored on quit, on ctrl+c and on a panic. It returns ctx's

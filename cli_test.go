@@ -1,0 +1,159 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/swarmdeck/swarmdeck/runtime/store"
+	"github.com/swarmdeck/swarmdeck/tui"
+)
+
+// cliEnv keeps an in-process command away from the user's configuration,
+// data and keys, and from whatever terminal the tests run in: the
+// dashboard finds none.
+func cliEnv(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, k := range []string{"XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME"} {
+		t.Setenv(k, dir)
+	}
+	t.Setenv("OPENAI_API_KEY", "")
+	t.Chdir(dir) // no ./config.yaml
+	saved := checkTerminal
+	checkTerminal = func() error { return tui.ErrNoTerminal }
+	t.Cleanup(func() { checkTerminal = saved })
+	return dir
+}
+
+// storeRuns makes a database holding runs.
+func storeRuns(t *testing.T, path string, runs ...store.Run) {
+	t.Helper()
+	st, err := store.Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	err = st.Do(context.Background(), func(tx *store.Tx) error {
+		for i := range runs {
+			runs[i].CreatedAt = time.Now()
+			if err := tx.InsertRun(&runs[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Mistakes on the command line end in status 2 with a message that says
+// what to do, and start, resume or create nothing.
+func TestCLIRefusesMistakes(t *testing.T) {
+	dir := cliEnv(t)
+	stored := filepath.Join(dir, "stored.db")
+	storeRuns(t, stored, store.Run{ID: "r-000001", Goal: "g", Status: "interrupted", Provider: "scripted", Scripted: true})
+	fresh := filepath.Join(dir, "fresh", "x.db")
+	for _, tc := range []struct {
+		args   []string
+		code   int
+		stderr string // in the message
+		stdout string
+	}{
+		{[]string{"run", "--json", "--db", fresh, "a goal"}, 2, "--json needs --headless", ""},
+		{[]string{"run", "--control", "-", "--db", fresh, "a goal"}, 2, "--control needs --headless", ""},
+		{[]string{"run", "--headless", "--json-deltas", "--db", fresh, "a goal"}, 2, "give --json too", ""},
+		{[]string{"resume", "--json", "--db", stored, "r-000001"}, 2, "--json needs --headless", ""},
+		// No terminal: refused before the run is stored.
+		{[]string{"run", "--db", fresh, "a goal"}, 2, "the dashboard needs a terminal", ""},
+		{[]string{"--db", fresh, "a goal"}, 2, "run --headless GOAL", ""},
+		{[]string{"--db", fresh, "rnus"}, 2, `unknown command "rnus": did you mean run or runs?`, ""},
+		{[]string{"--db", fresh, "exprot"}, 2, `swarmdeck run "exprot"`, ""},
+		// A database that does not exist is not made by reading it.
+		{[]string{"runs", "--db", fresh}, 0, "", "no runs stored in " + fresh},
+		{[]string{"export", "--db", fresh}, 2, "no database at " + fresh, ""},
+		{[]string{"view", "--db", fresh, "r-000001"}, 2, "no database at " + fresh, ""},
+		{[]string{"resume", "--headless", "--db", fresh, "r-000001"}, 2, "no database at " + fresh, ""},
+		// An unknown run is bad usage wherever it is named.
+		{[]string{"export", "--db", stored, "r-nope"}, 2, `run "r-nope": not found`, ""},
+		{[]string{"resume", "--db", stored, "r-nope"}, 2, `run "r-nope": not found`, ""},
+		{[]string{"resume", "--headless", "--db", stored, "r-nope"}, 2, `run "r-nope": not found`, ""},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(tc.args, strings.NewReader(""), &stdout, &stderr)
+		if code != tc.code || !strings.Contains(stderr.String(), tc.stderr) || !strings.Contains(stdout.String(), tc.stdout) {
+			t.Errorf("swarmdeck %s: exit %d, stdout %q, stderr %q; want exit %d with %q", strings.Join(tc.args, " "),
+				code, stdout.String(), stderr.String(), tc.code, tc.stderr+tc.stdout)
+		}
+		if _, err := os.Stat(filepath.Dir(fresh)); err == nil {
+			t.Fatalf("swarmdeck %s made %s", strings.Join(tc.args, " "), filepath.Dir(fresh))
+		}
+	}
+}
+
+// A resume continues on the provider and model its run began on, whatever
+// the environment resolves to now: a run of the offline scripted model is
+// not moved to a paid provider because an API key has been set since.
+func TestResumeKeepsTheRunsProvider(t *testing.T) {
+	dir := cliEnv(t)
+	db := filepath.Join(dir, "runs.db")
+	storeRuns(t, db,
+		store.Run{ID: "r-000001", Goal: "g", Status: "interrupted", Provider: "scripted", Model: "swarmdeck-scripted", Scripted: true},
+		store.Run{ID: "r-000002", Goal: "g", Status: "interrupted", Provider: "openai (api.openai.com)", Model: "gpt-test"},
+		store.Run{ID: "r-000003", Goal: "g", Status: "interrupted", Provider: "openai (127.0.0.1:11434)", Model: "llama3.1"},
+		store.Run{ID: "r-000004", Goal: "g", Status: "interrupted", Provider: "gone (example.com)", Model: "m"})
+	t.Setenv("OPENAI_API_KEY", "sk-test-not-used")
+	ctx := context.Background()
+	for _, tc := range []struct {
+		id, flagProvider, flagURL string
+		provider, model           string // chosen
+		err                       string // or refused with
+	}{
+		{id: "r-000001", provider: "scripted"},
+		{id: "r-000002", provider: "openai", model: "gpt-test"},
+		{id: "r-000003", err: `was started on openai (127.0.0.1:11434), but provider "openai" is now openai (api.openai.com): give --base-url`},
+		{id: "r-000004", err: `run r-000004 was started on gone (example.com), and the configuration has no provider "gone" now`},
+		// Flags choose for themselves.
+		{id: "r-000001", flagProvider: "openai", provider: "openai"},
+		{id: "r-000003", flagURL: "http://127.0.0.1:11434/v1"},
+		{id: "r-nope", err: `run "r-nope": not found`},
+	} {
+		cf := &commonFlags{db: db, provider: tc.flagProvider, baseURL: tc.flagURL}
+		err := cf.keepRunProvider(ctx, tc.id)
+		switch {
+		case tc.err != "":
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%s: error %v, want %q", tc.id, err, tc.err)
+			}
+		case err != nil:
+			t.Errorf("%s: %v", tc.id, err)
+		case cf.provider != tc.provider || cf.model != tc.model:
+			t.Errorf("%s (flags %q %q): resumes on provider %q model %q, want %q %q", tc.id, tc.flagProvider, tc.flagURL,
+				cf.provider, cf.model, tc.provider, tc.model)
+		}
+	}
+}
+
+// The command that continues an interrupted run finds the same database
+// and provider, quoted for a shell.
+func TestResumeCommandCarriesTheFlags(t *testing.T) {
+	for _, tc := range []struct {
+		cf       commonFlags
+		headless bool
+		want     string
+	}{
+		{commonFlags{}, false, "swarmdeck resume r-1"},
+		{commonFlags{db: "/tmp/a.db"}, true, "swarmdeck resume --headless --db /tmp/a.db r-1"},
+		{commonFlags{db: "/tmp/my runs/a.db", config: "it's.yaml", provider: "ollama", baseURL: "http://h:1/v1", model: "m"}, true,
+			`swarmdeck resume --headless --provider ollama --base-url http://h:1/v1 --model m --config 'it'\''s.yaml' --db '/tmp/my runs/a.db' r-1`},
+	} {
+		if got := tc.cf.resumeCommand("r-1", tc.headless); got != tc.want {
+			t.Errorf("resumeCommand:\n got %s\nwant %s", got, tc.want)
+		}
+	}
+}
