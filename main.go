@@ -778,7 +778,8 @@ func dashboard(ctx context.Context, cf *commonFlags, goal, runID string, readOnl
 	defer closeEng()
 	cfg := eng.Config()
 	eng.AttachHuman(true)
-	opts := tui.Options{Keys: cfg.UI.Keys, Theme: cfg.UI.Theme}
+	opts := tui.Options{Keys: cfg.UI.Keys, Theme: cfg.UI.Theme,
+		ResumeCommand: func(id string) string { return cf.resumeCommand(id, false) }}
 	var run *runtime.Run
 	switch {
 	case readOnly:

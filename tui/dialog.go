@@ -181,9 +181,13 @@ func (m *model) confirmText() (string, []string) {
 	switch d.confirm {
 	case confirmQuit:
 		id := m.st.run.ID
+		resume := "swarmdeck resume " + id
+		if m.opts.ResumeCommand != nil {
+			resume = m.opts.ResumeCommand(id)
+		}
 		return "Quit?", []string{
 			"The run " + id + " is still running. Quitting closes the dashboard; the run stays stored and " +
-				s.bold.Render("swarmdeck resume "+id) + " reopens it.",
+				s.bold.Render(resume) + " reopens it.",
 			s.dim.Render(yes + " quit · " + no + " stay"),
 		}
 	case confirmCancel:

@@ -30,6 +30,9 @@ type Options struct {
 	Keys map[string][]string
 	// Theme is auto (ask the terminal for its background), dark or light.
 	Theme string
+	// ResumeCommand is the command line that continues a run, for the quit
+	// dialog; nil gives "swarmdeck resume RUN_ID".
+	ResumeCommand func(runID string) string
 }
 
 type screen int

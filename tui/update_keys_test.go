@@ -207,6 +207,15 @@ func TestQuitConfirmWhileRunning(t *testing.T) {
 	}
 }
 
+// The quit dialog shows the resume command the caller gives, which carries
+// the flags that find the same database.
+func TestQuitConfirmShowsTheCallersResumeCommand(t *testing.T) {
+	m, _ := demoModel(t, 160, 48)
+	m.opts.ResumeCommand = func(id string) string { return "swarmdeck resume --db /tmp/x.db " + id }
+	m, _ = press(t, m, "q")
+	mustContain(t, m, "swarmdeck resume --db /tmp/x.db r-7c1e")
+}
+
 func TestQuitImmediatelyWhenFinished(t *testing.T) {
 	m, _ := demoModel(t, 160, 48)
 	fin := ev(event.RunFinished, "")
