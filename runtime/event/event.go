@@ -96,7 +96,7 @@ type SessionInfo struct {
 	WaitingHuman  bool            `json:"waiting_human,omitempty"`
 	LastTool      string          `json:"last_tool,omitempty"`
 	CreatedAt     time.Time       `json:"created_at"`
-	EndedAt       time.Time       `json:"ended_at,omitempty"`
+	EndedAt       time.Time       `json:"ended_at,omitzero"`
 }
 
 // ToolCall is a tool call as stored and exported.
@@ -190,8 +190,8 @@ type DelegationInfo struct {
 	Result        string    `json:"result,omitempty"`
 	Error         string    `json:"error,omitempty"`
 	CreatedAt     time.Time `json:"created_at"`
-	StartedAt     time.Time `json:"started_at,omitempty"`
-	EndedAt       time.Time `json:"ended_at,omitempty"`
+	StartedAt     time.Time `json:"started_at,omitzero"`
+	EndedAt       time.Time `json:"ended_at,omitzero"`
 }
 
 // Option is one structured answer offered by ask_others.
@@ -213,7 +213,7 @@ type QuestionInfo struct {
 	Responses      map[string]string `json:"responses,omitempty"`
 	HumanResponded bool              `json:"human_responded"`
 	TimedOut       []string          `json:"timed_out,omitempty"`
-	Deadline       time.Time         `json:"deadline,omitempty"`
+	Deadline       time.Time         `json:"deadline,omitzero"`
 	// Remembered is an earlier human answer to the same question, offered
 	// to the person as a default.
 	Remembered string `json:"remembered,omitempty"`

@@ -195,9 +195,11 @@ func appendSessionInfo(b []byte, s *event.SessionInfo) ([]byte, error) {
 	if err != nil {
 		return b, err
 	}
-	// omitempty does not apply to a struct: encoding/json always writes it.
-	if b, err = appendTime(b, `,"ended_at":`, s.EndedAt); err != nil {
-		return b, err
+	// A session still going has not ended: the key is left out (omitzero).
+	if !s.EndedAt.IsZero() {
+		if b, err = appendTime(b, `,"ended_at":`, s.EndedAt); err != nil {
+			return b, err
+		}
 	}
 	return append(b, '}'), nil
 }
