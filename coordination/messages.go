@@ -232,12 +232,47 @@ const maxCellRunes = 200
 // table. Cells are made single-line, '|' becomes '\|', & < > are escaped,
 // and a cell is cut at 200 characters.
 func FormatSiblingTasks(rows []SiblingRow, maxRows int) string {
-	if len(rows) == 0 {
+	return NewSiblingTable(rows).Without(-1, maxRows)
+}
+
+// SiblingTable is the <sibling_tasks> table of a family with each row
+// rendered once. A parent spawning n children in one batch gives each the
+// table of the others: rendering rows once keeps that at n rows rendered,
+// not n², on the store's writer where the spawn runs.
+type SiblingTable struct {
+	rows  []SiblingRow
+	lines []string // rendered on first use: a bounded table shows few rows
+}
+
+// NewSiblingTable returns the table of rows.
+func NewSiblingTable(rows []SiblingRow) *SiblingTable {
+	return &SiblingTable{rows: rows, lines: make([]string, len(rows))}
+}
+
+func (t *SiblingTable) line(i int) string {
+	if t.lines[i] == "" {
+		r := t.rows[i]
+		t.lines[i] = "| " + tableCell(r.TaskID) + " | " + tableCell(r.Agent) + " | " + tableCell(r.Title) + " |"
+	}
+	return t.lines[i]
+}
+
+// Without is FormatSiblingTasks of the table's rows less the row at skip
+// (none when skip is outside them), bounded by maxRows the same way. It is
+// not safe for concurrent use.
+func (t *SiblingTable) Without(skip, maxRows int) string {
+	total := len(t.lines)
+	if skip >= 0 && skip < total {
+		total--
+	} else {
+		skip = -1
+	}
+	if total == 0 {
 		return element(TagSiblingTasks, nil, "You have no sibling tasks yet.")
 	}
-	shown := rows
-	if maxRows > 0 && len(rows) > maxRows {
-		shown = rows[:maxRows]
+	shown := total
+	if maxRows > 0 && total > maxRows {
+		shown = maxRows
 	}
 	var b strings.Builder
 	b.WriteString("You have sibling tasks working in parallel. You can communicate with them using:\n")
@@ -246,16 +281,15 @@ func FormatSiblingTasks(rows []SiblingRow, maxRows int) string {
 	b.WriteString("\n")
 	b.WriteString("| Task ID | Agent | Title |\n")
 	b.WriteString("|---------|-------|-------|")
-	for _, r := range shown {
-		b.WriteString("\n| ")
-		b.WriteString(tableCell(r.TaskID))
-		b.WriteString(" | ")
-		b.WriteString(tableCell(r.Agent))
-		b.WriteString(" | ")
-		b.WriteString(tableCell(r.Title))
-		b.WriteString(" |")
+	for i, n := 0, 0; n < shown; i++ {
+		if i == skip {
+			continue
+		}
+		b.WriteByte('\n')
+		b.WriteString(t.line(i))
+		n++
 	}
-	if n := len(rows) - len(shown); n > 0 {
+	if n := total - shown; n > 0 {
 		b.WriteString("\n… and ")
 		b.WriteString(strconv.Itoa(n))
 		if n == 1 {

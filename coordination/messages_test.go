@@ -1,6 +1,8 @@
 package coordination
 
 import (
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -200,6 +202,31 @@ func TestFormatSiblingTasksBounded(t *testing.T) {
 	}
 }
 
+// A table rendered once gives each child of a batch exactly what
+// rendering the others' rows for it would: for every row left out, every
+// bound, a single row, none.
+func TestSiblingTableWithoutIsTheOthers(t *testing.T) {
+	var rows []SiblingRow
+	for i := range 7 {
+		rows = append(rows, SiblingRow{TaskID: fmt.Sprintf("s-%d", i), Agent: "researcher (r|" + strconv.Itoa(i) + ")", Title: strings.Repeat("t<", i)})
+	}
+	for n := 0; n <= len(rows); n++ {
+		table := NewSiblingTable(rows[:n])
+		for skip := -2; skip <= n; skip++ {
+			others := rows[:n:n]
+			if skip >= 0 && skip < n {
+				others = append(append([]SiblingRow(nil), rows[:skip]...), rows[skip+1:n]...)
+			}
+			for _, maxRows := range []int{0, 1, 2, 5, 6, 10} {
+				want := FormatSiblingTasks(others, maxRows)
+				if got := table.Without(skip, maxRows); got != want {
+					t.Fatalf("%d rows without %d, at most %d:\n got %q\nwant %q", n, skip, maxRows, got, want)
+				}
+			}
+		}
+	}
+}
+
 func TestSiblingTableCellsEscaped(t *testing.T) {
 	rows := []SiblingRow{{
 		TaskID: "s-1",
@@ -375,5 +402,26 @@ func TestBroadcastValidation(t *testing.T) {
 		if tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
 			t.Errorf("CheckBroadcastMessage(%d chars) = %v, want %q", len([]rune(tt.msg)), err, tt.wantErr)
 		}
+	}
+}
+
+// BenchmarkSiblingTables is the tables a parent's batch of children get
+// when it spawns them, each child the table of the others (capped at 20
+// rows), as the store's writer renders them inside the spawn.
+func BenchmarkSiblingTables(b *testing.B) {
+	for _, n := range []int{10, 100} {
+		var rows []SiblingRow
+		for i := range n {
+			rows = append(rows, SiblingRow{TaskID: fmt.Sprintf("s-%04x", i), Agent: fmt.Sprintf("researcher (research-%d)", i),
+				Title: "Research the audience and market for Plan a product launch"})
+		}
+		b.Run(fmt.Sprintf("children=%d", n), func(b *testing.B) {
+			for b.Loop() {
+				table := NewSiblingTable(rows)
+				for skip := range rows {
+					_ = table.Without(skip, 20)
+				}
+			}
+		})
 	}
 }

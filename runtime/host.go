@@ -396,15 +396,23 @@ func (r *Run) injectSiblingsTx(tx *store.Tx, parent *Session, batch []*Session) 
 		inBatch[b] = true
 	}
 	maxRows := r.e.Config().Limits.MaxSiblingRows
-	for _, child := range batch {
-		var rows []coordination.SiblingRow
-		for _, k := range family {
-			if k == child || k.status() == StatusCancelled {
-				continue
-			}
-			rows = append(rows, coordination.SiblingRow{TaskID: k.id, Agent: k.agentColumn(), Title: k.title})
+	// Every child of the batch gets the table of the others.
+	var rows []coordination.SiblingRow
+	at := map[*Session]int{}
+	for _, k := range family {
+		if k.status() == StatusCancelled {
+			continue
 		}
-		item := &store.InboxItem{Kind: "sibling", Content: coordination.FormatSiblingTasks(rows, maxRows), Source: "system", FromSession: parent.id}
+		at[k] = len(rows)
+		rows = append(rows, coordination.SiblingRow{TaskID: k.id, Agent: k.agentColumn(), Title: k.title})
+	}
+	table := coordination.NewSiblingTable(rows)
+	for _, child := range batch {
+		self, ok := at[child]
+		if !ok {
+			self = -1
+		}
+		item := &store.InboxItem{Kind: "sibling", Content: table.Without(self, maxRows), Source: "system", FromSession: parent.id}
 		if _, err := child.deliverTx(tx, item); err != nil {
 			return err
 		}
