@@ -821,9 +821,17 @@ func dashboard(ctx context.Context, cf *commonFlags, goal, runID string, readOnl
 		fmt.Fprintf(stdout, "run %s stopped and stored; continue it with: %s\n", run.ID(), cf.resumeCommand(run.ID(), false))
 		return nil
 	}
+	if status == runtime.RunInterrupted {
+		_, why := run.Result()
+		return &exitError{runtime.ExitFailed, fmt.Errorf("%w; continue it with: %s",
+			&runtime.InterruptedError{RunID: run.ID(), Reason: why}, cf.resumeCommand(run.ID(), false))}
+	}
 	fmt.Fprintf(stdout, "run %s %s; see it again with: %s  (or: %s)\n", run.ID(), status, cf.commandLine("view", run.ID()), cf.commandLine("export", run.ID()))
 	if status != runtime.RunCompleted {
-		return &exitError{1, nil}
+		if _, why := run.Result(); why != "" {
+			return &exitError{runtime.ExitFailed, errors.New(why)}
+		}
+		return &exitError{runtime.ExitFailed, nil}
 	}
 	return nil
 }

@@ -70,6 +70,9 @@ func (e *Engine) Headless(ctx context.Context, opts HeadlessOptions, start func(
 				if ev.Run != nil && ev.Run.Status == RunCompleted {
 					return ExitOK, nil
 				}
+				if ev.Run != nil && ev.Run.Status == RunInterrupted {
+					return ExitFailed, &InterruptedError{RunID: run.ID(), Reason: ev.Run.Error}
+				}
 				if opts.JSON && opts.Log != nil && ev.Run != nil {
 					fmt.Fprintf(opts.Log, "run %s %s: %s\n", ev.Run.ID, ev.Run.Status, orNone(ev.Run.Error))
 				}
@@ -85,9 +88,15 @@ func (e *Engine) Headless(ctx context.Context, opts HeadlessOptions, start func(
 // InterruptedError is what Headless returns when its context ends before
 // the run does: the run is stored and can be resumed. The command line adds
 // the exact command, with the flags that find the same database.
-type InterruptedError struct{ RunID string }
+type InterruptedError struct {
+	RunID  string
+	Reason string // why the run stopped itself; "" when it was stopped from outside
+}
 
 func (e *InterruptedError) Error() string {
+	if e.Reason != "" {
+		return fmt.Sprintf("run %s stopped: %s", e.RunID, e.Reason)
+	}
 	return fmt.Sprintf("interrupted: run %s is stored and can be resumed", e.RunID)
 }
 
@@ -152,7 +161,7 @@ func (p *progress) print(ev event.Event) {
 		if r.Result != "" && p.out != nil {
 			fmt.Fprintf(p.out, "%s\n", r.Result)
 		}
-		if r.Error != "" {
+		if r.Error != "" && r.Status != RunInterrupted { // Headless returns that one, for the way back
 			fmt.Fprintf(p.w, "error: %s\n", r.Error)
 		}
 	}

@@ -102,6 +102,13 @@ func (s *Session) loop() {
 			if s.stopped() {
 				return
 			}
+			if s.parent == nil && retryable(err) {
+				// The server did not answer the orchestrator, even after
+				// retries: the run cannot go on now, but nothing about it
+				// is wrong. It stops resumable instead of failing for good.
+				go s.r.suspend(err.Error())
+				return
+			}
 			s.fail(err.Error())
 			return
 		}
@@ -546,6 +553,14 @@ func (s *Session) callModel() (*llm.Response, error) {
 			Delta: &event.DeltaInfo{Content: d.Content, ToolName: d.ToolName, Reset: d.Reset}})
 	}
 	return s.r.e.llm.Stream(s.ctx, req, onDelta)
+}
+
+// retryable reports whether err is a model call's failure that another
+// attempt later could fix: the server unreachable, overloaded, rate
+// limited, or cutting the stream off.
+func retryable(err error) bool {
+	var le *llm.Error
+	return errors.As(err, &le) && le.Retryable
 }
 
 // recordAssistant stores the model's answer and returns the tool calls to

@@ -49,6 +49,7 @@ func (e *Engine) Resume(ctx context.Context, runID string) (*Run, error) {
 		return nil, fmt.Errorf("resume %s: %w", rec.ID, err)
 	}
 	r.rec.Status = RunRunning
+	r.rec.Error = "" // why it stopped, if it said
 	r.rec.EndedAt = rec.EndedAt
 	r.rec.Provider, r.rec.Model, r.rec.Scripted = e.ProviderLabel(), e.Model(), e.isScripted()
 	err = st.Do(ctx, func(tx *store.Tx) error {

@@ -472,6 +472,41 @@ func (r *Run) Interrupt() {
 
 var errInterrupted = errors.New("the run was interrupted")
 
+// suspend stops the run, resumable, when the model server failed the
+// orchestrator in a way that another attempt later could fix (unreachable,
+// overloaded, rate limited): every session stays where it was, as in an
+// interrupt, and the run ends "interrupted" with the reason and the way
+// back in run.finished. Failing the run would have lost it for good to an
+// outage. It must not run on a session's goroutine: it waits for them all.
+func (r *Run) suspend(cause string) {
+	if !r.stopping.CompareAndSwap(false, true) {
+		return
+	}
+	r.halt(errInterrupted)
+	reason := "the model server failed: " + cause + ". The run is stored as it was: resume it once the server answers"
+	r.mu.Lock()
+	finished := r.finished
+	r.finished = true
+	r.rec.Status = RunInterrupted
+	r.rec.Error = reason
+	rec := r.rec
+	info := r.runInfo()
+	r.mu.Unlock()
+	if !finished {
+		err := r.e.store.Do(context.Background(), func(tx *store.Tx) error {
+			if err := tx.UpdateRun(&rec); err != nil {
+				return err
+			}
+			_, err := tx.Emit(event.Event{Type: event.RunFinished, RunID: r.id, Run: info})
+			return err
+		})
+		if err != nil {
+			r.e.log.Error("could not record a suspended run", "run", r.id, "err", err)
+		}
+	}
+	r.release("the run stopped: the model server failed")
+}
+
 // halt cancels every session with cause and waits for their goroutines to
 // end, 10 seconds at most.
 func (r *Run) halt(cause error) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -45,18 +46,22 @@ func fltPolicy() scripted.Policy {
 		role, _ := recRole(req)
 		turn := recTurn(req)
 		if role == "orchestrator" {
-			switch turn {
-			case 0:
-				return scripted.Reply{Content: "Starting a worker.", ToolCalls: []scripted.Call{{Name: "sessions_spawn",
-					Args: map[string]any{"task": "Read the README and report", "label": "worker", "agent": "researcher"}}}}
-			case 1:
-				once.Do(func() { close(rootWaiting) })
-				return scripted.Reply{Content: "Waiting for the worker to report back."}
-			}
 			result := ""
 			for _, m := range req.Messages {
 				if m.Role == "user" && strings.HasPrefix(m.Content, "<task_result ") {
 					result = m.Content
+				}
+			}
+			switch {
+			case turn == 0:
+				return scripted.Reply{Content: "Starting a worker.", ToolCalls: []scripted.Call{{Name: "sessions_spawn",
+					Args: map[string]any{"task": "Read the README and report", "label": "worker", "agent": "researcher"}}}}
+			case turn == 1:
+				once.Do(func() { close(rootWaiting) })
+				// The result is here already only when this turn is asked
+				// again, after the worker finished (a resumed run).
+				if result == "" {
+					return scripted.Reply{Content: "Waiting for the worker to report back."}
 				}
 			}
 			return scripted.Reply{Content: "Final answer. The worker said: " + result}
@@ -577,8 +582,9 @@ func TestRunReportsFatalServerFaults(t *testing.T) {
 	}
 }
 
-// Faults that retrying would fix but that do not stop: the client gives up
-// after max_retries and the session fails saying so; nothing hangs.
+// Faults that retrying would fix but that do not stop, striking a worker:
+// the client gives up after max_retries and the worker fails saying so (its
+// parent gets the reason and carries on); nothing hangs.
 func TestRunGivesUpOnPersistentServerFaults(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -586,10 +592,9 @@ func TestRunGivesUpOnPersistentServerFaults(t *testing.T) {
 		fault  fltFault
 		reason []string
 	}{
-		{"stall every time", rootTurn1, fltStall, []string{"LLM stream stalled after 2 attempts", "no data for 1s"}},
-		{"503 every time", rootTurn1, fltStatus(503, nil, `{"error":{"message":"The engine is currently overloaded","type":"server_error"}}`),
-			[]string{"503 Service Unavailable after 2 attempts", "The engine is currently overloaded"}},
 		{"reset every time", workerTurn1, fltReset, []string{"after 2 attempts", "connection lost mid-stream"}},
+		{"503 every time", workerTurn0, fltStatus(503, nil, `{"error":{"message":"The engine is currently overloaded","type":"server_error"}}`),
+			[]string{"503 Service Unavailable after 2 attempts", "The engine is currently overloaded"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -598,10 +603,7 @@ func TestRunGivesUpOnPersistentServerFaults(t *testing.T) {
 				t.Errorf("the faulty turn was requested %d times, want 2 (max_retries 1)", fr.hits)
 			}
 			fr.intact(t)
-			failed := fr.x.Sessions[0]
-			if tc.target.role != "orchestrator" {
-				failed = *sessionByLabel(fr.x, "worker")
-			}
+			failed := *sessionByLabel(fr.x, "worker")
 			for _, r := range tc.reason {
 				if !strings.Contains(failed.Error, r) {
 					t.Errorf("session %s error %q lacks %q", failed.ID, failed.Error, r)
@@ -609,6 +611,119 @@ func TestRunGivesUpOnPersistentServerFaults(t *testing.T) {
 			}
 			if failed.Status != StatusFailed {
 				t.Errorf("session %s is %s, want failed", failed.ID, failed.Status)
+			}
+			if fr.code != ExitOK || fr.x.Run.Status != RunCompleted {
+				t.Errorf("the root did not carry on: exit %d, run %s (%s)", fr.code, fr.x.Run.Status, fr.x.Run.Error)
+			}
+		})
+	}
+}
+
+// The same faults striking the orchestrator: without it the run cannot go
+// on, but an outage is no reason to lose the run for good. The run stops
+// "interrupted", resumable, with the reason in run.finished and in the
+// error Headless returns; every session stays where it was; and once the
+// server answers again, a resume completes the run with every answer once
+// and what was stored before the fault intact.
+func TestRunSuspendsWhenTheServerFailsTheOrchestrator(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		fault  fltFault
+		reason []string
+	}{
+		{"503 every time", fltStatus(503, nil, `{"error":{"message":"The engine is currently overloaded","type":"server_error"}}`),
+			[]string{"the model server failed", "503 Service Unavailable after 2 attempts", "The engine is currently overloaded", "resume it once the server answers"}},
+		{"stall every time", fltStall, []string{"the model server failed", "LLM stream stalled after 2 attempts", "no data for 1s"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+			srv := scripted.New(scripted.Config{Policy: fltPolicy()})
+			var e *Engine
+			d := &fltDouble{t: t, inner: srv.Handler(), target: rootTurn1, fault: tc.fault, always: true, before: func() *store.Export {
+				x, err := e.Export(context.Background(), "")
+				if err != nil {
+					t.Errorf("export before the fault: %v", err)
+				}
+				return x
+			}}
+			hs := httptest.NewServer(d)
+			t.Cleanup(func() { hs.Close(); srv.Close() })
+			e = recEngine(t, t.TempDir(), hs.URL+"/v1", func(c *config.Config) {
+				c.Limits.StreamIdleTimeout = config.Duration(time.Second)
+				c.Limits.MaxRetries = 1
+			})
+			if err := os.WriteFile(filepath.Join(e.Config().Workspace, "README.md"), []byte("# Demo project\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			has := func(s string) bool {
+				for _, r := range tc.reason {
+					if !strings.Contains(s, r) {
+						return false
+					}
+				}
+				return true
+			}
+
+			var out bytes.Buffer
+			code, err := e.Headless(ctx, HeadlessOptions{JSON: true, Out: &out}, func(ctx context.Context) (*Run, error) { return e.Start(ctx, "Report on the README") })
+			if ctx.Err() != nil {
+				t.Fatal("the run did not end: it hangs")
+			}
+			var ie *InterruptedError
+			if code != ExitFailed || !errors.As(err, &ie) || !has(ie.Reason) {
+				t.Fatalf("exit %d, error %v; want exit 1 and an interruption that says %q", code, err, tc.reason)
+			}
+			lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+			var last event.Event
+			if err := json.Unmarshal([]byte(lines[len(lines)-1]), &last); err != nil || last.Type != event.RunFinished ||
+				last.Run.Status != RunInterrupted || !has(last.Run.Error) {
+				t.Errorf("the last event is not run.finished, interrupted, with the reason: %s", lines[len(lines)-1])
+			}
+			x, err := e.Export(context.Background(), ie.RunID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			root := &x.Sessions[0]
+			if x.Run.Status != RunInterrupted || !has(x.Run.Error) || root.Status != StatusRunning {
+				t.Fatalf("stored: run %s (%q), root %s; want an interrupted run and its root still running", x.Run.Status, x.Run.Error, root.Status)
+			}
+			hits, snap := d.result()
+			if hits != 2 {
+				t.Errorf("the faulty turn was requested %d times, want 2 (max_retries 1)", hits)
+			}
+
+			// The server answers again: the run goes on from where it was.
+			d.mu.Lock()
+			d.always = false
+			d.mu.Unlock()
+			out.Reset()
+			code, err = e.Headless(ctx, HeadlessOptions{JSON: true, Out: &out}, func(ctx context.Context) (*Run, error) { return e.Resume(ctx, ie.RunID) })
+			if code != ExitOK || err != nil {
+				t.Fatalf("resume: exit %d, %v", code, err)
+			}
+			x, err = e.Export(context.Background(), ie.RunID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fr := fltRun{x: x, snapshot: snap}
+			fr.intact(t)
+			root = &x.Sessions[0]
+			if x.Run.Status != RunCompleted || x.Run.Error != "" || root.Status != StatusCompleted {
+				t.Fatalf("after the resume: run %s (%q), root %s", x.Run.Status, x.Run.Error, root.Status)
+			}
+			// The worker may have finished while the run was stopped: the
+			// root then has its result when it asks its turn again, and
+			// answers at once. Either way each answer is there once.
+			got := assistantTexts(root)
+			final := got[len(got)-1]
+			if n := len(got); n < 2 || n > 3 || !strings.HasPrefix(got[0], "Starting a worker.") || (n == 3 && got[1] != "Waiting for the worker to report back.") ||
+				!strings.HasPrefix(final, "Final answer. The worker said: <task_result ") || !strings.Contains(final, "The README says this is a demo project.") {
+				t.Errorf("root answers after the resume:\n%s", strings.Join(got, "\n"))
+			}
+			if w := sessionByLabel(x, "worker"); w.Status != StatusCompleted || len(assistantTexts(w)) != 2 {
+				t.Errorf("worker %s with answers %q", w.Status, assistantTexts(w))
 			}
 		})
 	}

@@ -230,6 +230,35 @@ func TestQuitImmediatelyWhenFinished(t *testing.T) {
 	}
 }
 
+// A run that ends without completing says why on the status line: the
+// header shows only its status, and the reason was otherwise one transcript
+// away. A run stopped by an outage can be left at once.
+func TestRunEndReasonOnTheStatusLine(t *testing.T) {
+	for _, tc := range []struct{ status, reason string }{
+		{"failed", "429 Too Many Requests: You exceeded your current quota"},
+		{"interrupted", "the model server failed: LLM connection failed after 5 attempts. The run is stored as it was: resume it once the server answers"},
+	} {
+		m, _ := demoModel(t, 200, 48)
+		fin := ev(event.RunFinished, "")
+		run := tuitest.Demo(t0).Run
+		run.Status, run.Error = tc.status, tc.reason
+		fin.Run = &run
+		m = apply(m, fin)
+		mustContain(t, m, "run "+tc.status+": "+tc.reason)
+		if _, msgs := press(t, m, "q"); !quitSeen(msgs) {
+			t.Errorf("q did not quit a %s run at once", tc.status)
+		}
+	}
+	m, _ := demoModel(t, 200, 48)
+	fin := ev(event.RunFinished, "")
+	run := tuitest.Demo(t0).Run
+	run.Status = "completed"
+	fin.Run = &run
+	if m = apply(m, fin); strings.Contains(m.View().Content, "run completed:") {
+		t.Error("a completed run got a status line")
+	}
+}
+
 func TestCtrlCQuitsImmediately(t *testing.T) {
 	m, _ := demoModel(t, 160, 48)
 	m, _ = press(t, m, "b") // even with a dialog open

@@ -79,5 +79,10 @@ func (m *model) applyEvent(ev event.Event) {
 		}
 	case event.Error:
 		m.setStatus("runtime: "+oneLine(ev.Error), true)
+	case event.RunFinished:
+		// A run that did not complete says why, where the person looks.
+		if r := ev.Run; r != nil && r.Status != "completed" && r.Error != "" {
+			m.setStatus("run "+r.Status+": "+oneLine(r.Error), true)
+		}
 	}
 }
