@@ -84,7 +84,7 @@ func (s *Session) effect(c *agents.Call, kind string, fn func(tx *store.Tx) (any
 			if err != nil {
 				return err
 			}
-			b, err := json.Marshal(v)
+			b, err := plainJSON(v)
 			if err != nil {
 				return err
 			}

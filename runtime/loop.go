@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -922,7 +923,7 @@ func (s *Session) execTool(c llm.ToolCall) (content string, isErr bool, panicked
 		}
 		return errorJSON(err.Error()), true, nil
 	}
-	b, err := json.Marshal(res)
+	b, err := plainJSON(res)
 	if err != nil {
 		return errorJSON("could not encode the result: " + err.Error()), true, nil
 	}
@@ -930,8 +931,21 @@ func (s *Session) execTool(c llm.ToolCall) (content string, isErr bool, panicked
 }
 
 func errorJSON(msg string) string {
-	b, _ := json.Marshal(map[string]string{"error": msg})
+	b, _ := plainJSON(map[string]string{"error": msg})
 	return string(b)
+}
+
+// plainJSON is json.Marshal without its HTML escaping: tool results are
+// read by models and people, for whom "a -> b" is clearer (and shorter)
+// than "a -\u003e b", and JSON needs no such escape.
+func plainJSON(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // What a final answer leads to.
