@@ -80,7 +80,8 @@ func TestCLIRefusesMistakes(t *testing.T) {
 		{[]string{"view", "--db", fresh, "r-000001"}, 2, "no database at " + fresh, ""},
 		{[]string{"resume", "--headless", "--db", fresh, "r-000001"}, 2, "no database at " + fresh, ""},
 		// An unknown run is bad usage wherever it is named.
-		{[]string{"export", "--db", stored, "r-nope"}, 2, `run "r-nope": not found`, ""},
+		// ... and the commands an error suggests find the same database.
+		{[]string{"export", "--db", stored, "r-nope"}, 2, "run \"r-nope\": not found (list runs with `swarmdeck --db " + stored + " runs`)", ""},
 		{[]string{"resume", "--db", stored, "r-nope"}, 2, `run "r-nope": not found`, ""},
 		{[]string{"resume", "--headless", "--db", stored, "r-nope"}, 2, `run "r-nope": not found`, ""},
 	} {

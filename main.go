@@ -98,7 +98,7 @@ func tuneScheduler() {
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	root := newRootCmd(stdin, stdout, stderr)
+	root, cf := newRootCmd(stdin, stdout, stderr)
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
@@ -109,7 +109,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != nil {
-			fmt.Fprintln(stderr, "swarmdeck:", ee.err)
+			fmt.Fprintln(stderr, "swarmdeck:", cf.withFlags(ee.err.Error()))
 		}
 		return ee.code
 	}
@@ -118,7 +118,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return runtime.ExitUsage
 }
 
-func newRootCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+func newRootCmd(stdin io.Reader, stdout, stderr io.Writer) (*cobra.Command, *commonFlags) {
 	var cf commonFlags
 	root := &cobra.Command{
 		Use:   "swarmdeck [GOAL]",
@@ -157,7 +157,24 @@ Without an API key it uses the scripted model, so "swarmdeck" works offline.`,
 	root.AddCommand(runCmd(&cf, stdin, stdout, stderr), runsCmd(&cf, stdout), exportCmd(&cf, stdout),
 		resumeCmd(&cf, stdin, stdout, stderr), viewCmd(&cf, stdout), mockCmd(&cf, stdout, stderr),
 		benchCmd(&cf, stdout, stderr))
-	return root
+	return root, &cf
+}
+
+// withFlags gives the commands an error suggests (`swarmdeck view RUN_ID`,
+// `swarmdeck runs`) the --config and --db of this one, so that they find
+// the same database; the runtime that words them does not know the flags.
+func (cf *commonFlags) withFlags(msg string) string {
+	var flags []string
+	if cf.config != "" {
+		flags = append(flags, "--config", shellQuote(cf.config))
+	}
+	if cf.db != "" {
+		flags = append(flags, "--db", shellQuote(cf.db))
+	}
+	if len(flags) == 0 {
+		return msg
+	}
+	return strings.ReplaceAll(msg, "`swarmdeck ", "`swarmdeck "+strings.Join(flags, " ")+" ")
 }
 
 // loadConfig finds, loads and overrides the configuration, and resolves
