@@ -110,6 +110,13 @@ func (r *Run) Broadcast(ctx context.Context, text, target, category string) erro
 	if err := coordination.CheckCategory(category); err != nil {
 		return err
 	}
+	// A broadcast is passive: in a run that has ended nobody would read it.
+	r.mu.Lock()
+	finished, status := r.finished, r.rec.Status
+	r.mu.Unlock()
+	if finished {
+		return fmt.Errorf("run %s has %s: a broadcast would reach nobody (a message to a session wakes it)", r.id, status)
+	}
 	var recipients []*Session
 	switch target {
 	case "", "all":

@@ -426,8 +426,15 @@ func (r *Run) reopenTx(tx *store.Tx) error {
 	r.rec.Status = RunRunning
 	r.rec.EndedAt = time.Time{}
 	rec := r.rec
+	info := r.runInfo()
 	r.mu.Unlock()
-	return tx.UpdateRun(&rec)
+	if err := tx.UpdateRun(&rec); err != nil {
+		return err
+	}
+	// Whoever follows the run (the dashboard's header) sees it running
+	// again; it finishes again with another run.finished.
+	_, err := tx.Emit(event.Event{Type: event.RunStarted, RunID: r.id, Run: info})
+	return err
 }
 
 // addUsage counts tokens and enforces the run's token budget.

@@ -88,6 +88,9 @@ func (m *model) renderBanner(w int) string {
 	k := &m.keys
 	right := " 1 of " + strconv.Itoa(len(st.questions)) + " · " + label(k.Answer) + " answer · " +
 		label(k.Skip) + " skip · " + label(k.SkipAll) + " skip all "
+	if m.readOnly { // answered where the run runs
+		right = " 1 of " + strconv.Itoa(len(st.questions)) + " "
+	}
 	left := " ? " + from + " asks: " + oneLine(q.Question)
 	line := fit(left, max(w-ansi.StringWidth(right), 0)) + right
 	return m.styles.banner.Render(fit(line, w))
@@ -114,6 +117,9 @@ func (m *model) renderFooter() string {
 		full, short = h.ShortHelp(), h.compactHelp()
 	} else {
 		full, short = m.keys.ShortHelp(), m.keys.compactHelp()
+	}
+	if m.readOnly {
+		full, short = m.keys.withoutActions(full), m.keys.withoutActions(short)
 	}
 	h := m.help
 	h.SetWidth(0)

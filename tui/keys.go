@@ -180,6 +180,22 @@ func (k keyMap) ShortHelp() []key.Binding {
 	return []key.Binding{k.FocusNext, k.move(), k.Open, k.Collapse, k.Broadcast, k.Message, k.Answer, k.Skip, k.Cancel, k.Filter, k.Help, k.Quit}
 }
 
+// withoutActions drops the keys that act on the run (a read-only view
+// refuses them) from a footer.
+func (k keyMap) withoutActions(bs []key.Binding) []key.Binding {
+	acts := map[string]bool{}
+	for _, a := range []key.Binding{k.Broadcast, k.Message, k.Answer, k.Skip, k.SkipAll, k.Cancel} {
+		acts[a.Help().Desc] = true
+	}
+	out := make([]key.Binding, 0, len(bs))
+	for _, b := range bs {
+		if !acts[b.Help().Desc] {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
 // compactHelp is the footer when ShortHelp does not fit.
 func (k keyMap) compactHelp() []key.Binding {
 	return []key.Binding{k.FocusNext, k.Open, k.Broadcast, k.Answer, k.Help, k.Quit}

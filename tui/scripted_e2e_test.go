@@ -55,22 +55,22 @@ func TestDashboardOnScriptedModel(t *testing.T) {
 	waitFor("Sessions", "Broadcasts", "Plans", "Delegations", "SCRIPTED MODEL")
 	waitFor("asks: Which launch window should the team plan for?")
 
+	// The broadcast goes out while the orchestrator waits for the answer,
+	// so the run is surely still going (a broadcast to a run that has ended
+	// is refused: nobody would read it).
+	tm.Send(tea.KeyPressMsg{Code: 'b', Text: "b"})
+	tm.Type("keep it on one page")
+	tm.Send(tea.KeyPressMsg{Code: tea.KeyEnter})
+	dash.WaitForView(t, 20*time.Second, "human → all [human · ", "keep it on one page")
+	if !humanBroadcast(t, eng, run.ID()) {
+		t.Fatal("the feed shows the human broadcast but the store does not have it")
+	}
+
 	tm.Send(tea.KeyPressMsg{Code: 'a', Text: "a"})
 	waitFor("Question 1 of 1")
 	tm.Type("2")
 	tm.Send(tea.KeyPressMsg{Code: tea.KeyEnter})
 	waitFor("answer sent")
-
-	tm.Send(tea.KeyPressMsg{Code: 'b', Text: "b"})
-	tm.Type("keep it on one page")
-	tm.Send(tea.KeyPressMsg{Code: tea.KeyEnter})
-	// The broadcast may land after the run's last event (the run can finish
-	// while the person types), so the test waits for the feed to show it
-	// rather than taking the run's end as a sign that everything arrived.
-	dash.WaitForView(t, 20*time.Second, "human → all [human · ", "keep it on one page")
-	if !humanBroadcast(t, eng, run.ID()) {
-		t.Fatal("the feed shows the human broadcast but the store does not have it")
-	}
 
 	select {
 	case <-run.Done():

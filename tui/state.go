@@ -34,6 +34,22 @@ type sessionNode struct {
 	nextIndex     int // one past the highest message index seen
 }
 
+// anyActive reports whether the session or one below it has not ended:
+// cancelling its subtree would stop something.
+func (n *sessionNode) anyActive() bool {
+	switch n.info.Status {
+	case "completed", "failed", "cancelled":
+	default:
+		return true
+	}
+	for _, c := range n.children {
+		if c.anyActive() {
+			return true
+		}
+	}
+	return false
+}
+
 // runState is everything the dashboard knows about the run, applied from
 // the snapshot and then from events. It has no Bubble Tea in it.
 type runState struct {

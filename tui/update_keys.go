@@ -8,7 +8,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 )
 
-const readOnlyText = "read-only: this run is stored, not running"
+const readOnlyText = "read-only: view only shows a run; steer it from the dashboard that runs it, or resume it once it is stopped"
 
 // handleKey routes a key press. The order is fixed: ctrl+c, the goal prompt,
 // an open dialog, the filter input, then global keys, then the focused pane.
@@ -95,6 +95,10 @@ func (m *model) startAction(k tea.KeyPressMsg) tea.Cmd {
 	sel := m.selectedSession()
 	switch {
 	case key.Matches(k, keys.Broadcast):
+		if st := m.st.run.Status; st != "" && st != "running" {
+			m.setStatus("the run has "+st+": a broadcast would reach nobody (a message, m, wakes one session)", true)
+			return nil
+		}
 		m.openDialog(dialog{kind: dialogBroadcast, target: sel})
 		m.dialog.input.Placeholder = "what every agent should know"
 	case key.Matches(k, keys.Message):
@@ -127,6 +131,10 @@ func (m *model) startAction(k tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(k, keys.Cancel):
 		if sel == "" {
 			m.setStatus("select a session to cancel first", true)
+			return nil
+		}
+		if n := m.st.sessions[sel]; n != nil && !n.anyActive() {
+			m.setStatus(m.st.sessionName(sel)+" has "+n.info.Status+" already: nothing to cancel", false)
 			return nil
 		}
 		m.openDialog(dialog{kind: dialogConfirm, confirm: confirmCancel, target: sel})

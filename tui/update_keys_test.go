@@ -254,9 +254,47 @@ func TestRunEndReasonOnTheStatusLine(t *testing.T) {
 	run := tuitest.Demo(t0).Run
 	run.Status = "completed"
 	fin.Run = &run
-	if m = apply(m, fin); strings.Contains(m.View().Content, "run completed:") {
-		t.Error("a completed run got a status line")
+	m = apply(m, fin)
+	mustNotContain(t, m, "run completed:")
+}
+
+// Keys that would act on nothing say so instead: x on a subtree that has
+// ended, b on a run that has ended (nobody would read it).
+func TestActionsOnWhatHasEnded(t *testing.T) {
+	m, ctl := demoModel(t, 160, 48)
+	var done string
+	for id, n := range m.st.sessions {
+		if !n.anyActive() {
+			done = id
+			break
+		}
 	}
+	if done == "" {
+		t.Fatal("the demo has no ended subtree")
+	}
+	m.sessions.selected = done
+	m, _ = press(t, m, "x")
+	if m.dialog.kind != dialogNone {
+		t.Fatal("x offered to cancel a subtree that has ended")
+	}
+	mustContain(t, m, "already: nothing to cancel")
+
+	fin := ev(event.RunFinished, "")
+	run := tuitest.Demo(t0).Run
+	run.Status = "completed"
+	fin.Run = &run
+	m = apply(m, fin)
+	m, _ = press(t, m, "b")
+	if m.dialog.kind != dialogNone {
+		t.Fatal("b opened a broadcast on a run that has ended")
+	}
+	mustContain(t, m, "the run has completed: a broadcast would reach nobody")
+	// A message still wakes a session.
+	m, _ = press(t, m, "m")
+	if m.dialog.kind != dialogMessage {
+		t.Errorf("m did not open the message dialog on an ended run")
+	}
+	wantCalls(t, ctl)
 }
 
 func TestCtrlCQuitsImmediately(t *testing.T) {
@@ -402,10 +440,13 @@ func TestReadOnlyRefusesActions(t *testing.T) {
 		if m.dialog.kind != dialogNone {
 			t.Fatalf("%s opened a dialog on a stored run", k)
 		}
-		mustContain(t, m, "read-only: this run is stored, not running")
+		mustContain(t, m, "read-only: view only shows a run")
 		m, _ = press(t, m, "esc")
 	}
 	wantCalls(t, ctl)
+	// The footer offers only what works here.
+	mustNotContain(t, m, "b broadcast", "x cancel", "a answer")
+	mustContain(t, m, "q quit")
 	// Navigation still works.
 	m, _ = press(t, m, "down", "enter")
 	mustContain(t, m, "Transcript · planner (plan)")

@@ -1,0 +1,63 @@
+package runtime
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/swarmdeck/swarmdeck/runtime/event"
+	"github.com/swarmdeck/swarmdeck/runtime/scripted"
+)
+
+// A person's message wakes the orchestrator of a run that has completed:
+// the run says it is running again (run.started, which the dashboard's
+// header follows) and finishes again with its new answer. A broadcast,
+// which wakes nobody, is refused on a run that has ended.
+func TestMessageReopensAFinishedRun(t *testing.T) {
+	p := policyFor(func(c *convo) scripted.Reply {
+		if strings.Contains(c.req.Messages[len(c.req.Messages)-1].Content, "one more thing") {
+			return say("second answer")
+		}
+		return say("first answer")
+	})
+	e := testEngine(t, nil, p, nil)
+	sub := e.Bus().Subscribe(1024)
+	defer sub.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r, err := e.Start(ctx, "answer twice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := func(want event.Type) *event.Event {
+		t.Helper()
+		for {
+			select {
+			case ev := <-sub.C:
+				if ev.RunID == r.ID() && (ev.Type == event.RunStarted || ev.Type == event.RunFinished) {
+					if got := ev.Run.Status; ev.Type != want || (want == event.RunFinished && got != RunCompleted) || (want == event.RunStarted && got != RunRunning) {
+						t.Fatalf("got %s (%s), want %s", ev.Type, got, want)
+					}
+					return &ev
+				}
+			case <-ctx.Done():
+				t.Fatalf("no %s", want)
+			}
+		}
+	}
+	next(event.RunStarted)
+	if fin := next(event.RunFinished); fin.Run.Result != "first answer" {
+		t.Fatalf("first result %q", fin.Run.Result)
+	}
+	if err := r.Broadcast(ctx, "anyone?", "all", ""); err == nil || !strings.Contains(err.Error(), "a broadcast would reach nobody") {
+		t.Errorf("a broadcast to a completed run: %v", err)
+	}
+	if err := r.SendMessage(ctx, r.root.id, "one more thing", false); err != nil {
+		t.Fatal(err)
+	}
+	next(event.RunStarted)
+	if fin := next(event.RunFinished); fin.Run.Result != "second answer" {
+		t.Errorf("second result %q", fin.Run.Result)
+	}
+}
