@@ -251,19 +251,25 @@ func (p *sessionsPane) row(c *renderCtx, cols sessionCols, n *sessionNode, selec
 	tokens := fmtTokens(n.subtreeTokens)
 	right.WriteString(padLeft(tokens, cols.tokens))
 
+	rw := cols.elapsed + 1 + cols.tokens
+	if cols.tool > 0 {
+		rw += cols.tool + 1
+	}
 	indent := strings.Repeat("  ", min(n.depth, 12))
+	head := cursorMark(selected) + indent + fold + glyph + " " + ask
+	// Where "researcher (research-1)" does not fit, the label alone tells
+	// siblings of one role apart; the role would be cut to the same stub.
+	if room := cols.total - rw - 1 - ansi.StringWidth(head) - len(extra); info.Label != "" && ansi.StringWidth(oneLine(name)) > room {
+		name = info.Label
+	}
 	// The hidden-descendants count goes right after the name so that a
 	// narrow pane truncates the title, not the count.
-	left := cursorMark(selected) + indent + fold + glyph + " " + ask + s.bold.Render(oneLine(name)) + s.dim.Render(extra)
+	left := head + s.bold.Render(oneLine(name)) + s.dim.Render(extra)
 	switch {
 	case desc != "" && info.Status == "failed":
 		left += " " + s.errText.Render(oneLine(desc))
 	case desc != "":
 		left += " " + s.dim.Render(oneLine(desc))
-	}
-	rw := cols.elapsed + 1 + cols.tokens
-	if cols.tool > 0 {
-		rw += cols.tool + 1
 	}
 	line := fit(left, cols.total-rw-1) + " " + right.String()
 	if selected {

@@ -526,3 +526,34 @@ func TestKeyOverrides(t *testing.T) {
 		t.Fatal("the new broadcast key does not open the dialog")
 	}
 }
+
+// In a narrow Sessions pane siblings of one role stay apart: where
+// "researcher (r-1)" would be cut to the same stub for both, the label is
+// shown alone.
+func TestNarrowSessionRowsKeepTheLabel(t *testing.T) {
+	snap := tuitest.Demo(t0)
+	for i := range snap.Sessions {
+		switch snap.Sessions[i].ID {
+		case "s-res1":
+			snap.Sessions[i].Label = "research-1"
+		case "s-res2":
+			snap.Sessions[i].Label = "research-2"
+		}
+	}
+	m, _ := newTestModel(t, snap, 100, 30)
+	rows := 0
+	for _, line := range strings.Split(plainView(m), "\n") {
+		if strings.Contains(line, "1m38s") || strings.Contains(line, "1m37s") { // the two researchers' rows
+			rows++
+			if !strings.Contains(line, "research-1") && !strings.Contains(line, "research-2") {
+				t.Errorf("a researcher's row lost its label:\n%s", line)
+			}
+		}
+	}
+	if rows < 2 {
+		t.Fatalf("found %d researcher rows:\n%s", rows, plainView(m))
+	}
+	// Where the whole name fits, it is shown whole.
+	m, _ = newTestModel(t, snap, 160, 48)
+	mustContain(t, m, "researcher (research-1)", "researcher (research-2)")
+}
