@@ -32,6 +32,7 @@ const (
 type chrome struct {
 	banner      bool // a question waits for the person
 	sheetRows   int  // an open dialog or the full help, docked at the bottom
+	dialog      bool // the sheet is a dialog, which the person is typing into
 	status      bool // a status line (result of an action, an error)
 	footerRows  int  // the key help
 	sessionView bool // a transcript is open
@@ -71,11 +72,21 @@ func computeLayout(w, h int, c chrome) screenLayout {
 	}
 	fixed := headerRows + banner + status
 	// The panes keep at least minBody rows: a tall help sheet shrinks to the
-	// short footer first, then a dialog is clipped.
-	if h-fixed-footer-c.sheetRows < minBody && footer > 1 {
+	// short footer first, then it is clipped. A dialog comes first: the
+	// panes behind it give way down to one row of the tree (stacked) or of
+	// each column (side by side), so that its input line shows even at the
+	// smallest size.
+	panes := minBody
+	if c.dialog {
+		panes = 3
+		if w >= wideWidth {
+			panes = 6
+		}
+	}
+	if h-fixed-footer-c.sheetRows < panes && footer > 1 {
 		footer = 1
 	}
-	sheet := max(0, min(c.sheetRows, h-fixed-footer-minBody))
+	sheet := max(0, min(c.sheetRows, h-fixed-footer-panes))
 	body := h - fixed - footer - sheet
 
 	y := 0
@@ -137,8 +148,14 @@ func computeLayout(w, h int, c chrome) screenLayout {
 			rows = body - used
 		}
 		rows = max(rows, 3)
+		if left := body - used - rows; left > 0 && left < 3 {
+			rows += left // too few for another pane's border and a row
+		}
 		if used+rows > body {
 			rows = body - used
+		}
+		if rows < 3 {
+			break // no room for a pane with its border and a row
 		}
 		*a = rect{0, bodyTop + used, w, rows}
 		used += rows

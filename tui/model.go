@@ -277,6 +277,7 @@ func (m *model) chrome(sheet []string) chrome {
 	return chrome{
 		banner:      len(m.st.questions) > 0,
 		sheetRows:   len(sheet),
+		dialog:      m.dialog.kind != dialogNone,
 		status:      m.status.text != "",
 		footerRows:  1,
 		sessionView: m.screen == screenSession,
@@ -293,8 +294,14 @@ func (m *model) layout() (screenLayout, []string) {
 	m.delegations.SetSize(l.delegations.w, l.delegations.h)
 	m.transcript.SetSize(l.transcript.w, l.transcript.h)
 	m.help.SetWidth(max(m.width-1, 0))
-	if len(sheet) > l.sheet.h {
-		sheet = sheet[:l.sheet.h]
+	if n := l.sheet.h; len(sheet) > n {
+		// Keep the top border with its title and the end (a dialog's input
+		// line, the bottom border); what gives way is the middle.
+		if n >= 2 {
+			sheet = append(sheet[:1:1], sheet[len(sheet)-(n-1):]...)
+		} else {
+			sheet = sheet[:n]
+		}
 	}
 	return l, sheet
 }

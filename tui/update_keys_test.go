@@ -557,3 +557,24 @@ func TestNarrowSessionRowsKeepTheLabel(t *testing.T) {
 	m, _ = newTestModel(t, snap, 160, 48)
 	mustContain(t, m, "researcher (research-1)", "researcher (research-2)")
 }
+
+// At the smallest size the dashboard draws, every dialog still shows its
+// input line: the panes behind it give way, and a sheet that must still be
+// clipped loses its middle, not its end.
+func TestDialogsFitTheSmallestScreen(t *testing.T) {
+	for _, size := range [][2]int{{60, 16}, {80, 18}, {100, 16}} {
+		for _, tc := range []struct{ key, want string }{
+			{"a", "> your answer"},
+			{"b", "> what every agent should know"},
+			{"?", "? or esc closes this"},
+		} {
+			m, _ := demoModel(t, size[0], size[1])
+			m, _ = press(t, m, tc.key)
+			view := plainView(m)
+			lines := strings.Split(strings.TrimRight(view, "\n"), "\n")
+			if !strings.Contains(view, tc.want) || len(lines) > size[1] {
+				t.Errorf("%dx%d, %s: %q not on a screen of %d lines:\n%s", size[0], size[1], tc.key, tc.want, len(lines), view)
+			}
+		}
+	}
+}
