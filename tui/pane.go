@@ -22,7 +22,15 @@ type renderCtx struct {
 // model's own tick, so one timer drives every spinner and the elapsed times.
 var spinnerFrames = spinner.MiniDot.Frames
 
-func (c *renderCtx) spin() string { return spinnerFrames[c.frame%len(spinnerFrames)] }
+// spin is the glyph of something running: a spinner while the run goes
+// on, and still once it has stopped (interrupted, or seen read-only after
+// its process ended), where the sessions it left running do nothing.
+func (c *renderCtx) spin() string {
+	if st := c.st.run.Status; st != "" && st != "running" {
+		return statusGlyph("running")
+	}
+	return spinnerFrames[c.frame%len(spinnerFrames)]
+}
 
 // list is the cursor and scroll position shared by the list panes.
 type list struct {

@@ -245,6 +245,8 @@ func TestRunEndReasonOnTheStatusLine(t *testing.T) {
 		fin.Run = &run
 		m = apply(m, fin)
 		mustContain(t, m, "run "+tc.status+": "+tc.reason)
+		// What the run left running does not spin once it has stopped.
+		mustNotContain(t, m, spinnerFrames...)
 		if _, msgs := press(t, m, "q"); !quitSeen(msgs) {
 			t.Errorf("q did not quit a %s run at once", tc.status)
 		}
