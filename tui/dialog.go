@@ -94,7 +94,7 @@ func (m *model) sheetLines(w int) []string {
 	switch d.kind {
 	case dialogBroadcast:
 		title = "Broadcast"
-		sub := "subtree of " + m.st.sessionName(d.target)
+		sub := "subtree of " + m.st.sessionName(d.target) + " · " + d.target
 		if d.target == "" {
 			sub = "subtree (select a session first)"
 		}
@@ -203,9 +203,12 @@ func (m *model) confirmText() (string, []string) {
 		}
 		return "Cancel session?", []string{text + "?", s.dim.Render(yes + " cancel · " + no + " keep running")}
 	case confirmSkipAll:
+		ask := "Stop agents asking you anything for the rest of this run? They go on without your answers."
+		if n := len(m.st.questions); n > 0 {
+			ask = "Skip " + plural(n, "open question", "open questions") + " and stop asking you for the rest of this run?"
+		}
 		return "Skip all questions?", []string{
-			"Skip " + plural(len(m.st.questions), "open question", "open questions") +
-				" and stop asking you for the rest of this run?",
+			ask,
 			s.dim.Render(yes + " skip all · " + no + " keep answering"),
 		}
 	}

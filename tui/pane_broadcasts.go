@@ -300,11 +300,16 @@ func (p *broadcastsPane) row(c *renderCtx, b *event.BroadcastInfo, w int) []stri
 	if b.Kind == event.KindHuman {
 		fromStyle = s.human
 	}
-	target := b.Target
+	target, targetMax := b.Target, 24
 	if n := c.st.sessions[target]; n != nil {
 		target = c.st.sessionName(target)
+		// A person's broadcast to a subtree (it has a category) is not a
+		// message to that one session.
+		if b.Kind == event.KindHuman && b.Category != "" {
+			target, targetMax = "subtree of "+target, 36
+		}
 	}
-	head := s.dim.Render(ts) + fromStyle.Render(trunc(from, 28)) + s.dim.Render(" → "+trunc(oneLine(target), 24)) +
+	head := s.dim.Render(ts) + fromStyle.Render(trunc(from, 28)) + s.dim.Render(" → "+trunc(oneLine(target), targetMax)) +
 		" " + st.Render("["+tag+"]")
 	if p.linesPer() == 1 {
 		return []string{fit(head+" "+oneLine(b.Message), w)}

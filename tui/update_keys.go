@@ -123,10 +123,8 @@ func (m *model) startAction(k tea.KeyPressMsg) tea.Cmd {
 		}
 		return m.skipCmd(m.st.questions[0].ID)
 	case key.Matches(k, keys.SkipAll):
-		if len(m.st.questions) == 0 {
-			m.setStatus("no question is waiting for you", false)
-			return nil
-		}
+		// With no question open it still stops the run asking (the README's
+		// "skip every question of the run"), after the same confirmation.
 		m.openDialog(dialog{kind: dialogConfirm, confirm: confirmSkipAll})
 	case key.Matches(k, keys.Cancel):
 		if sel == "" {

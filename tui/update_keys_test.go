@@ -232,7 +232,8 @@ func TestQuitImmediatelyWhenFinished(t *testing.T) {
 
 // A run that ends without completing says why on the status line: the
 // header shows only its status, and the reason was otherwise one transcript
-// away. A run stopped by an outage can be left at once.
+// away. A run stopped by an outage can be left at once. A completed run
+// says where its answer is.
 func TestRunEndReasonOnTheStatusLine(t *testing.T) {
 	for _, tc := range []struct{ status, reason string }{
 		{"failed", "429 Too Many Requests: You exceeded your current quota"},
@@ -257,7 +258,8 @@ func TestRunEndReasonOnTheStatusLine(t *testing.T) {
 	run.Status = "completed"
 	fin.Run = &run
 	m = apply(m, fin)
-	mustNotContain(t, m, "run completed:")
+	// A completed run points to its answer instead.
+	mustContain(t, m, "run completed: its answer is the orchestrator's last message")
 }
 
 // Keys that would act on nothing say so instead: x on a subtree that has
@@ -579,4 +581,16 @@ func TestDialogsFitTheSmallestScreen(t *testing.T) {
 			}
 		}
 	}
+}
+
+// S stops the run asking the person even before any question is open, as
+// the README says, after the same confirmation.
+func TestSkipAllWithNoQuestionOpen(t *testing.T) {
+	snap := tuitest.Demo(t0)
+	snap.Questions = nil
+	m, ctl := newTestModel(t, snap, 160, 48)
+	m, _ = press(t, m, "S")
+	mustContain(t, m, "Stop agents asking you anything for the rest of this run?")
+	m, _ = press(t, m, "y")
+	wantCalls(t, ctl, tuitest.Call{Op: "skip_all"})
 }

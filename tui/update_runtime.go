@@ -81,8 +81,12 @@ func (m *model) applyEvent(ev event.Event) {
 		m.setStatus("runtime: "+oneLine(ev.Error), true)
 	case event.RunFinished:
 		// A run that did not complete says why, where the person looks.
-		if r := ev.Run; r != nil && r.Status != "completed" && r.Error != "" {
+		switch r := ev.Run; {
+		case r == nil:
+		case r.Status != "completed" && r.Error != "":
 			m.setStatus("run "+r.Status+": "+oneLine(r.Error), true)
+		case r.Status == "completed" && !m.readOnly:
+			m.setStatus("run completed: its answer is the orchestrator's last message (enter on it opens it)", false)
 		}
 	}
 }

@@ -72,6 +72,20 @@ func TestEventBroadcastSent(t *testing.T) {
 	}
 }
 
+// A person's broadcast to a subtree reads as one, not as a message to the
+// session at its top; a person's message to a session reads as a message.
+func TestHumanBroadcastToASubtree(t *testing.T) {
+	m, _ := demoModel(t, 160, 48)
+	b := ev(event.BroadcastSent, "")
+	b.Broadcast = &event.BroadcastInfo{ID: "b-98", Kind: event.KindHuman, From: "human", Category: "context",
+		Target: "s-res1", Message: "use SQLite", Timestamp: t0}
+	msg := ev(event.BroadcastSent, "")
+	msg.Broadcast = &event.BroadcastInfo{ID: "b-99", Kind: event.KindHuman, From: "human",
+		Target: "s-res2", Message: "wrap up", Timestamp: t0}
+	m = apply(m, b, msg)
+	mustContain(t, m, "human → subtree of researcher (r-1)", "human → researcher (r-2)")
+}
+
 func TestEventPlanUpdated(t *testing.T) {
 	m, _ := demoModel(t, 160, 48)
 	e := ev(event.PlanUpdated, "s-root")
