@@ -41,7 +41,11 @@ func (m *model) renderGoal() string {
 			body = append(body, s.errText.Render(l))
 		}
 	}
-	body = append(body, s.dim.Render(label(k.Send)+" start · "+label(k.Back)+" quit"))
+	back := " quit"
+	if m.goal.input.Value() != "" {
+		back = " clear"
+	}
+	body = append(body, s.dim.Render(label(k.Send)+" start · "+label(k.Back)+back))
 	box := s.box("swarmdeck", body, w, len(body)+2, true)
 	return lipgloss.Place(m.width, m.height, lipgloss.Center, lipgloss.Center, strings.Join(box, "\n"))
 }

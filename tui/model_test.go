@@ -44,8 +44,18 @@ func TestGoalPromptStartsARun(t *testing.T) {
 
 	m, _ = press(t, m, "enter")
 	mustContain(t, m, "type a goal first")
+	// Typing answers the complaint; esc clears a typed goal before it quits.
+	m = typeText(t, m, "a first draft")
+	mustNotContain(t, m, "type a goal first")
+	mustContain(t, m, "esc clear")
+	m, cmd := update(m, keyMsg("esc"))
+	if cmd != nil {
+		t.Fatal("esc with a goal typed quit instead of clearing it")
+	}
+	mustNotContain(t, m, "a first draft")
+	mustContain(t, m, "esc quit")
 	m = typeText(t, m, "q is typed, not quit")
-	m, cmd := update(m, keyMsg("enter"))
+	m, cmd = update(m, keyMsg("enter"))
 	mustContain(t, m, "starting the run…")
 	m, cmd = update(m, run(t, cmd)) // startedMsg -> connect
 	if gotGoal != "q is typed, not quit" {
@@ -67,8 +77,9 @@ func TestGoalPromptShowsStartError(t *testing.T) {
 	m = typeText(t, m, "anything")
 	m, _ = press(t, m, "enter")
 	mustContain(t, m, "could not start the run: no API key in OPENAI_API_KEY")
-	// The person can fix things and try again; esc quits.
-	_, msgs := press(t, m, "esc")
+	// The person can fix things and try again; esc clears the goal, then
+	// quits.
+	_, msgs := press(t, m, "esc", "esc")
 	if !quitSeen(msgs) {
 		t.Fatal("esc at the goal prompt did not quit")
 	}

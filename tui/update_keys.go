@@ -52,6 +52,11 @@ func (m *model) handleKey(k tea.KeyPressMsg) tea.Cmd {
 func (m *model) goalKey(k tea.KeyPressMsg) tea.Cmd {
 	g := &m.goal
 	switch {
+	case key.Matches(k, m.keys.Back) && g.input.Value() != "" && !g.starting:
+		// A typed goal is cleared first, not lost with the program.
+		g.input.SetValue("")
+		g.err = ""
+		return nil
 	case key.Matches(k, m.keys.Back):
 		return m.quit()
 	case g.starting:
@@ -67,6 +72,9 @@ func (m *model) goalKey(k tea.KeyPressMsg) tea.Cmd {
 	}
 	var cmd tea.Cmd
 	g.input, cmd = g.input.Update(k)
+	if g.input.Value() != "" {
+		g.err = "" // answered by typing
+	}
 	return cmd
 }
 
