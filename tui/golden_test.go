@@ -101,7 +101,7 @@ func TestGoldenPanes(t *testing.T) {
 	sessions.sync(m.st)
 	broadcasts := m.broadcasts
 	broadcasts.SetSize(w, h)
-	broadcasts.sync(&m.st.feed)
+	broadcasts.sync(&m.st.feed, m.st.sessionName)
 	plans := m.plans
 	plans.SetSize(w, h)
 	plans.show("s-root")

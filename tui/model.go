@@ -318,7 +318,7 @@ func (m *model) sync() {
 	m.plans.show(m.sessions.selected)
 	m.plans.sync(m.st)
 	m.delegations.sync(m.st)
-	m.broadcasts.sync(&m.st.feed)
+	m.broadcasts.sync(&m.st.feed, m.st.sessionName)
 	if m.screen == screenSession {
 		m.transcript.sync(&m.styles)
 	}

@@ -22,7 +22,10 @@ type broadcastsPane struct {
 
 	filter    string
 	filtering bool // the filter input has the keyboard
-	input     textinput.Model
+	// name shows a session id as the feed does ("researcher (r-2)"), so
+	// that the filter finds a message by its recipient too.
+	name  func(sessionID string) string
+	input textinput.Model
 
 	// matches are the absolute positions of items matching filter, ascending,
 	// computed for feed positions [matchedFrom, matchedTo).
@@ -88,7 +91,8 @@ func (p *broadcastsPane) viewAbs(f *feed, i int) int {
 
 // sync updates the matches incrementally, keeps the selection on the same
 // item and tells the feed how much to keep.
-func (p *broadcastsPane) sync(f *feed) {
+func (p *broadcastsPane) sync(f *feed, name func(sessionID string) string) {
+	p.name = name
 	if p.follow {
 		f.limit = feedKeep
 		if len(f.items) > feedKeep {
@@ -144,7 +148,7 @@ func (p *broadcastsPane) syncMatches(f *feed) {
 	if f.base < p.matchedFrom {
 		var older []int
 		for abs := f.base; abs < p.matchedFrom; abs++ {
-			if matchBroadcast(f.at(abs), needle) {
+			if p.match(f.at(abs), needle) {
 				older = append(older, abs)
 			}
 		}
@@ -152,21 +156,25 @@ func (p *broadcastsPane) syncMatches(f *feed) {
 		p.matchedFrom = f.base
 	}
 	for abs := p.matchedTo; abs < f.end(); abs++ {
-		if matchBroadcast(f.at(abs), needle) {
+		if p.match(f.at(abs), needle) {
 			p.matches = append(p.matches, abs)
 		}
 	}
 	p.matchedTo = f.end()
 }
 
-// matchBroadcast is the filter: a case-insensitive substring of the sender,
-// the category or kind, or the text.
-func matchBroadcast(b *event.BroadcastInfo, needle string) bool {
+// match is the filter: a case-insensitive substring of the sender, the
+// recipient (its id or its name as shown), the category or kind, or the
+// text.
+func (p *broadcastsPane) match(b *event.BroadcastInfo, needle string) bool {
 	if b == nil {
 		return false
 	}
-	return containsFold(b.From, needle) || containsFold(b.Category, needle) ||
-		containsFold(b.Kind, needle) || containsFold(b.Message, needle)
+	if containsFold(b.From, needle) || containsFold(b.Category, needle) || containsFold(b.Kind, needle) ||
+		containsFold(b.Message, needle) || containsFold(b.Target, needle) {
+		return true
+	}
+	return p.name != nil && containsFold(p.name(b.Target), needle)
 }
 
 func containsFold(s, lowerNeedle string) bool {
@@ -235,7 +243,8 @@ func (p *broadcastsPane) title(f *feed, total int) string {
 		t += " · loading older…"
 	}
 	if !p.follow {
-		if newer := p.viewLen(f) - 1 - p.sel; newer > 0 {
+		// Newer items out of sight, below the window.
+		if newer := p.viewLen(f) - p.offset - p.visibleItems(); newer > 0 {
 			t += " · ↓ " + fmtCount(newer) + " newer"
 		}
 	}

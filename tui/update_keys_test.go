@@ -426,6 +426,26 @@ func TestFilterBroadcasts(t *testing.T) {
 	mustContain(t, m, "2 matches")
 	m, _ = press(t, m, "esc")
 	mustNotContain(t, m, "matches for")
+
+	// And on the recipient, by the name the feed shows for it.
+	m, _ = press(t, m, "/")
+	m = typeText(t, m, "(r-2)")
+	mustContain(t, m, "1 match for", "Wrap up the analytics survey")
+	m, _ = press(t, m, "esc")
+}
+
+// "↓ N newer" counts what is out of sight below the feed's window, not
+// what lies below the selection when every item is on screen.
+func TestBroadcastsNewerCountsWhatIsOutOfSight(t *testing.T) {
+	m, _ := demoModel(t, 160, 48) // all 7 broadcasts fit
+	m, _ = press(t, m, "tab", "up", "up", "up")
+	mustNotContain(t, m, "newer")
+	m, _ = demoModel(t, 100, 24) // a few fit
+	m, _ = press(t, m, "tab")
+	for range 6 {
+		m, _ = press(t, m, "up")
+	}
+	mustContain(t, m, "newer")
 }
 
 func TestReadOnlyRefusesActions(t *testing.T) {
