@@ -329,6 +329,24 @@ func fltSwarm(t *testing.T, target fltTarget, fault fltFault, asJSON bool) fltRu
 // target (always) and the client's max_retries.
 func fltSwarmWith(t *testing.T, target fltTarget, fault fltFault, asJSON, always bool, retries int) fltRun {
 	t.Helper()
+	e, d := fltEngine(t, target, fault, always, retries)
+	events, code, log := recRun(t, e, asJSON, func(ctx context.Context) (*Run, error) { return e.Start(ctx, "Report on the README") })
+	x, err := e.Export(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hits, snap := d.result()
+	if hits == 0 {
+		t.Fatalf("the fault never struck: no request of %s turn %d", target.role, target.turn)
+	}
+	return fltRun{hits: hits, x: x, events: events, code: code, log: log, snapshot: snap}
+}
+
+// fltEngine is an engine on the double, with a workspace holding the
+// README the worker reads, a 1 s stream idle timeout and the client's
+// max_retries.
+func fltEngine(t *testing.T, target fltTarget, fault fltFault, always bool, retries int) (*Engine, *fltDouble) {
+	t.Helper()
 	srv := scripted.New(scripted.Config{Policy: fltPolicy()})
 	var e *Engine
 	d := &fltDouble{t: t, inner: srv.Handler(), target: target, fault: fault, always: always, before: func() *store.Export {
@@ -347,16 +365,7 @@ func fltSwarmWith(t *testing.T, target fltTarget, fault fltFault, asJSON, always
 	if err := os.WriteFile(filepath.Join(e.Config().Workspace, "README.md"), []byte("# Demo project\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	events, code, log := recRun(t, e, asJSON, func(ctx context.Context) (*Run, error) { return e.Start(ctx, "Report on the README") })
-	x, err := e.Export(context.Background(), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hits, snap := d.result()
-	if hits == 0 {
-		t.Fatalf("the fault never struck: no request of %s turn %d", target.role, target.turn)
-	}
-	return fltRun{hits: hits, x: x, events: events, code: code, log: log, snapshot: snap}
+	return e, d
 }
 
 // intact checks that every message stored before the fault is still stored,
@@ -639,24 +648,7 @@ func TestRunSuspendsWhenTheServerFailsTheOrchestrator(t *testing.T) {
 			t.Parallel()
 			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 			defer cancel()
-			srv := scripted.New(scripted.Config{Policy: fltPolicy()})
-			var e *Engine
-			d := &fltDouble{t: t, inner: srv.Handler(), target: rootTurn1, fault: tc.fault, always: true, before: func() *store.Export {
-				x, err := e.Export(context.Background(), "")
-				if err != nil {
-					t.Errorf("export before the fault: %v", err)
-				}
-				return x
-			}}
-			hs := httptest.NewServer(d)
-			t.Cleanup(func() { hs.Close(); srv.Close() })
-			e = recEngine(t, t.TempDir(), hs.URL+"/v1", func(c *config.Config) {
-				c.Limits.StreamIdleTimeout = config.Duration(time.Second)
-				c.Limits.MaxRetries = 1
-			})
-			if err := os.WriteFile(filepath.Join(e.Config().Workspace, "README.md"), []byte("# Demo project\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			e, d := fltEngine(t, rootTurn1, tc.fault, true, 1)
 			has := func(s string) bool {
 				for _, r := range tc.reason {
 					if !strings.Contains(s, r) {

@@ -178,6 +178,15 @@ func ev(typ event.Type, sessionID string) event.Event {
 	return event.Event{Type: typ, SessionID: sessionID, Time: t0, RunID: "r-7c1e"}
 }
 
+// runFinished is the demo run's run.finished with status and reason.
+func runFinished(status, reason string) event.Event {
+	fin := ev(event.RunFinished, "")
+	run := tuitest.Demo(t0).Run
+	run.Status, run.Error = status, reason
+	fin.Run = &run
+	return fin
+}
+
 // apply feeds events to the model as one coalesced batch, numbering them
 // after everything already applied.
 func apply(m Model, events ...event.Event) Model {

@@ -218,11 +218,7 @@ func TestQuitConfirmShowsTheCallersResumeCommand(t *testing.T) {
 
 func TestQuitImmediatelyWhenFinished(t *testing.T) {
 	m, _ := demoModel(t, 160, 48)
-	fin := ev(event.RunFinished, "")
-	run := tuitest.Demo(t0).Run
-	run.Status = "completed"
-	fin.Run = &run
-	m = apply(m, fin)
+	m = apply(m, runFinished("completed", ""))
 	mustContain(t, m, "completed")
 	_, msgs := press(t, m, "q")
 	if !quitSeen(msgs) {
@@ -240,11 +236,7 @@ func TestRunEndReasonOnTheStatusLine(t *testing.T) {
 		{"interrupted", "the model server failed: LLM connection failed after 5 attempts. The run is stored as it was: resume it once the server answers"},
 	} {
 		m, _ := demoModel(t, 200, 48)
-		fin := ev(event.RunFinished, "")
-		run := tuitest.Demo(t0).Run
-		run.Status, run.Error = tc.status, tc.reason
-		fin.Run = &run
-		m = apply(m, fin)
+		m = apply(m, runFinished(tc.status, tc.reason))
 		mustContain(t, m, "run "+tc.status+": "+tc.reason)
 		// What the run left running does not spin once it has stopped.
 		mustNotContain(t, m, spinnerFrames...)
@@ -253,11 +245,7 @@ func TestRunEndReasonOnTheStatusLine(t *testing.T) {
 		}
 	}
 	m, _ := demoModel(t, 200, 48)
-	fin := ev(event.RunFinished, "")
-	run := tuitest.Demo(t0).Run
-	run.Status = "completed"
-	fin.Run = &run
-	m = apply(m, fin)
+	m = apply(m, runFinished("completed", ""))
 	// A completed run points to its answer instead.
 	mustContain(t, m, "run completed: its answer is the orchestrator's last message")
 }
@@ -283,11 +271,7 @@ func TestActionsOnWhatHasEnded(t *testing.T) {
 	}
 	mustContain(t, m, "already: nothing to cancel")
 
-	fin := ev(event.RunFinished, "")
-	run := tuitest.Demo(t0).Run
-	run.Status = "completed"
-	fin.Run = &run
-	m = apply(m, fin)
+	m = apply(m, runFinished("completed", ""))
 	m, _ = press(t, m, "b")
 	if m.dialog.kind != dialogNone {
 		t.Fatal("b opened a broadcast on a run that has ended")
