@@ -164,6 +164,16 @@ Without an API key it uses the scripted model, so "swarmdeck" works offline.`,
 // `swarmdeck runs`) the --config and --db of this one, so that they find
 // the same database; the runtime that words them does not know the flags.
 func (cf *commonFlags) withFlags(msg string) string {
+	flags := cf.storeFlags()
+	if len(flags) == 0 {
+		return msg
+	}
+	return strings.ReplaceAll(msg, "`swarmdeck ", "`swarmdeck "+strings.Join(flags, " ")+" ")
+}
+
+// storeFlags are the --config and --db given to this command, quoted for a
+// shell: what another command needs to find the same database.
+func (cf *commonFlags) storeFlags() []string {
 	var flags []string
 	if cf.config != "" {
 		flags = append(flags, "--config", shellQuote(cf.config))
@@ -171,10 +181,7 @@ func (cf *commonFlags) withFlags(msg string) string {
 	if cf.db != "" {
 		flags = append(flags, "--db", shellQuote(cf.db))
 	}
-	if len(flags) == 0 {
-		return msg
-	}
-	return strings.ReplaceAll(msg, "`swarmdeck ", "`swarmdeck "+strings.Join(flags, " ")+" ")
+	return flags
 }
 
 // loadConfig finds, loads and overrides the configuration, and resolves
@@ -337,12 +344,17 @@ func headlessRun(ctx context.Context, cf *commonFlags, asJSON, deltas bool, cont
 	code, err := eng.Headless(ctx, opts, func(ctx context.Context) (*runtime.Run, error) { return start(ctx, eng) })
 	var ie *runtime.InterruptedError
 	if errors.As(err, &ie) {
-		err = fmt.Errorf("%w; continue it with: %s", err, cf.resumeCommand(ie.RunID, true))
+		err = cf.withResume(ie, true)
 	}
 	if code != runtime.ExitOK || err != nil {
 		return &exitError{code, err}
 	}
 	return nil
+}
+
+// withResume is an interrupted run's error with the command that continues it.
+func (cf *commonFlags) withResume(ie *runtime.InterruptedError, headless bool) error {
+	return fmt.Errorf("%w; continue it with: %s", ie, cf.resumeCommand(ie.RunID, headless))
 }
 
 // resumeCommand is the command line that continues run id, on the provider
@@ -365,12 +377,7 @@ func (cf *commonFlags) resumeCommand(id string, headless bool) string {
 func (cf *commonFlags) commandLine(sub string, args ...string) string {
 	out := []string{"swarmdeck", sub}
 	out = append(out, args[:len(args)-1]...)
-	if cf.config != "" {
-		out = append(out, "--config", shellQuote(cf.config))
-	}
-	if cf.db != "" {
-		out = append(out, "--db", shellQuote(cf.db))
-	}
+	out = append(out, cf.storeFlags()...)
 	return strings.Join(append(out, args[len(args)-1]), " ")
 }
 
@@ -532,9 +539,12 @@ func (cf *commonFlags) keepRunProvider(ctx context.Context, id string) error {
 			id, rec.Provider, name))
 	}
 	cf.provider, cf.model = name, rec.Model
-	_, res, err := loadConfig(cf)
+	if err := cfg.Apply(cf.overrides()); err != nil {
+		return usageErr(err)
+	}
+	res, err := cfg.Resolve(os.Getenv)
 	if err != nil {
-		return err
+		return usageErr(err)
 	}
 	if now := runtime.ProviderLabel(res); now != rec.Provider {
 		return usageErr(fmt.Errorf("run %s was started on %s, but provider %q is now %s: give --base-url (and --provider, --model) to say where to continue it",
@@ -728,7 +738,7 @@ func writeJSON(w io.Writer, v any) error {
 }
 
 // storedDB is the database the configuration names, for commands that
-// read what is stored: one that does not exist yet is an error (errNoDB)
+// read what is stored: one that does not exist yet is an error (noDBError)
 // rather than an empty file made by a mistyped --db.
 func storedDB(cf *commonFlags) (string, error) {
 	cfg, err := cf.configFile()
@@ -840,8 +850,7 @@ func dashboard(ctx context.Context, cf *commonFlags, goal, runID string, readOnl
 	}
 	if status == runtime.RunInterrupted {
 		_, why := run.Result()
-		return &exitError{runtime.ExitFailed, fmt.Errorf("%w; continue it with: %s",
-			&runtime.InterruptedError{RunID: run.ID(), Reason: why}, cf.resumeCommand(run.ID(), false))}
+		return &exitError{runtime.ExitFailed, cf.withResume(&runtime.InterruptedError{RunID: run.ID(), Reason: why}, false)}
 	}
 	fmt.Fprintf(stdout, "run %s %s; see it again with: %s  (or: %s)\n", run.ID(), status, cf.commandLine("view", run.ID()), cf.commandLine("export", run.ID()))
 	if status != runtime.RunCompleted {

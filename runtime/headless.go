@@ -85,8 +85,9 @@ func (e *Engine) Headless(ctx context.Context, opts HeadlessOptions, start func(
 	}
 }
 
-// InterruptedError is what Headless returns when its context ends before
-// the run does: the run is stored and can be resumed. The command line adds
+// InterruptedError is what Headless returns when the run stops before its
+// end, resumable: its context ended (a signal), or the run stopped itself
+// because the model server failed (Reason says so). The command line adds
 // the exact command, with the flags that find the same database.
 type InterruptedError struct {
 	RunID  string

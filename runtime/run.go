@@ -493,9 +493,11 @@ func (r *Run) suspend(cause string) {
 	reason := "the model server failed: " + cause + ". The run is stored as it was: resume it once the server answers"
 	r.mu.Lock()
 	finished := r.finished
-	r.finished = true
-	r.rec.Status = RunInterrupted
-	r.rec.Error = reason
+	if !finished { // a run that ended meanwhile keeps its end
+		r.finished = true
+		r.rec.Status = RunInterrupted
+		r.rec.Error = reason
+	}
 	rec := r.rec
 	info := r.runInfo()
 	r.mu.Unlock()
