@@ -101,6 +101,9 @@ func (m *model) renderStatus() string {
 	if m.status.err {
 		return s.errText.Render(" ✗ " + oneLine(m.status.text))
 	}
+	if m.status.note {
+		return s.dim.Render(" · " + oneLine(m.status.text))
+	}
 	return s.okText.Render(" ✓ " + oneLine(m.status.text))
 }
 

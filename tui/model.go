@@ -112,10 +112,12 @@ type model struct {
 	crashed error
 }
 
-// statusLine is one line of feedback: the outcome of an action or an error.
+// statusLine is one line of feedback: the outcome of an action, an error,
+// or a note that is neither (nothing to do, a navigation at its end).
 type statusLine struct {
 	text  string
 	err   bool
+	note  bool
 	until time.Time // zero: stays until replaced or dismissed
 }
 
@@ -257,6 +259,11 @@ func (m *model) setStatus(text string, isErr bool) {
 	}
 }
 
+// setNote shows a neutral line: not a success, not an error.
+func (m *model) setNote(text string) {
+	m.status = statusLine{text: text, note: true, until: m.now().Add(statusTTL)}
+}
+
 // quit ends the program and the event listener.
 func (m *model) quit() tea.Cmd {
 	m.cancel()
@@ -325,7 +332,7 @@ func (m *model) sync() {
 	if m.dialog.kind == dialogAnswer {
 		if _, _, ok := m.st.question(m.dialog.questionID); !ok && !m.dialog.sending {
 			m.dialog = dialog{input: m.dialog.input}
-			m.setStatus("that question was answered or closed elsewhere", false)
+			m.setNote("that question was answered or closed elsewhere")
 		}
 	}
 }

@@ -118,7 +118,7 @@ func (m *model) startAction(k tea.KeyPressMsg) tea.Cmd {
 		m.dialog.input.Placeholder = "message for " + m.st.sessionName(sel)
 	case key.Matches(k, keys.Answer):
 		if len(m.st.questions) == 0 {
-			m.setStatus("no question is waiting for you", false)
+			m.setNote("no question is waiting for you")
 			return nil
 		}
 		q := m.st.questions[0]
@@ -126,7 +126,7 @@ func (m *model) startAction(k tea.KeyPressMsg) tea.Cmd {
 		m.dialog.input.Placeholder = "your answer"
 	case key.Matches(k, keys.Skip):
 		if len(m.st.questions) == 0 {
-			m.setStatus("no question is waiting for you", false)
+			m.setNote("no question is waiting for you")
 			return nil
 		}
 		return m.skipCmd(m.st.questions[0].ID)
@@ -140,7 +140,7 @@ func (m *model) startAction(k tea.KeyPressMsg) tea.Cmd {
 			return nil
 		}
 		if n := m.st.sessions[sel]; n != nil && !n.anyActive() {
-			m.setStatus(m.st.sessionName(sel)+" has "+n.info.Status+" already: nothing to cancel", false)
+			m.setNote(m.st.sessionName(sel)+" has "+n.info.Status+" already: nothing to cancel")
 			return nil
 		}
 		m.openDialog(dialog{kind: dialogConfirm, confirm: confirmCancel, target: sel})
@@ -272,7 +272,7 @@ func (m *model) confirmed() tea.Cmd {
 		return m.quit()
 	case confirmCancel:
 		id := d.target
-		m.setStatus("cancelling "+m.st.sessionName(id)+"…", false)
+		m.setNote("cancelling "+m.st.sessionName(id)+"…")
 		return actionCmd(m.ctx, actCancel, "cancelled "+m.st.sessionName(id)+" and its subtree", "", func(ctx context.Context) error {
 			return ctl.Cancel(ctx, id)
 		})
@@ -474,7 +474,7 @@ func (m *model) relative(id string, k tea.KeyPressMsg) (string, bool) {
 		}
 	}
 	if to == nil {
-		m.setStatus(what, false)
+		m.setNote(what)
 		return "", false
 	}
 	return to.info.ID, true
@@ -540,7 +540,7 @@ func (m *model) loadOlderTranscript() tea.Cmd {
 	}
 	if len(t.msgs) >= transcriptKeep+transcriptExtra {
 		// Loading more would only push out what was just loaded.
-		m.setStatus("showing the newest "+fmtCount(len(t.msgs))+" messages; older ones stay in the store", false)
+		m.setNote("showing the newest "+fmtCount(len(t.msgs))+" messages; older ones stay in the store")
 		return nil
 	}
 	t.loadingOlder = true

@@ -142,13 +142,14 @@ func TestAnswerEmptyIsRefused(t *testing.T) {
 func TestSkipFromMainViewAndDialog(t *testing.T) {
 	m, ctl := demoModel(t, 160, 48)
 	m, _ = press(t, m, "s")
-	mustContain(t, m, "skipped the question from researcher (r-1)", "researcher (r-2) asks")
+	mustContain(t, m, "✓ skipped the question from researcher (r-1)", "researcher (r-2) asks")
 	m, _ = press(t, m, "a", "ctrl+s")
 	wantCalls(t, ctl, tuitest.Call{Op: "skip", QuestionID: "q-1"}, tuitest.Call{Op: "skip", QuestionID: "q-2"})
 	mustNotContain(t, m, " asks: ")
 	// With nothing pending, s says so instead of calling the runtime.
+	// It is a note, not a success.
 	m, _ = press(t, m, "s")
-	mustContain(t, m, "no question is waiting for you")
+	mustContain(t, m, "· no question is waiting for you")
 	if len(ctl.Calls()) != 2 {
 		t.Fatal("s with no question called the controller")
 	}
@@ -270,6 +271,9 @@ func TestActionsOnWhatHasEnded(t *testing.T) {
 		t.Fatal("x offered to cancel a subtree that has ended")
 	}
 	mustContain(t, m, "already: nothing to cancel")
+	if !m.status.note {
+		t.Fatal("nothing to cancel is shown as a success")
+	}
 
 	m = apply(m, runFinished("completed", ""))
 	m, _ = press(t, m, "b")
