@@ -161,7 +161,9 @@ func (m *model) sheetLines(w int) []string {
 		}
 		title = "Keys"
 		body = strings.Split(m.help.FullHelpView(m.keys.FullHelp()), "\n")
-		body = append(body, s.dim.Render(label(k.Help)+" or "+label(k.Back)+" closes this"))
+		body = append(body, "",
+			s.dim.Render("Sessions: TIME is the session's own, TOKENS the session's and everything under it."),
+			s.dim.Render(label(k.Help)+" or "+label(k.Back)+" closes this"))
 	}
 	// Long lines (a question, the quit notice) wrap inside the sheet.
 	var lines []string
