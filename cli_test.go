@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -156,5 +157,59 @@ func TestResumeCommandCarriesTheFlags(t *testing.T) {
 		if got := tc.cf.resumeCommand("r-1", tc.headless); got != tc.want {
 			t.Errorf("resumeCommand:\n got %s\nwant %s", got, tc.want)
 		}
+	}
+}
+
+// Closing the dashboard on a run still going stops it resumable and exits
+// 1 with the command that continues it; only a completed run exits 0.
+func TestDashboardEndSaysHowTheRunEnded(t *testing.T) {
+	dir := cliEnv(t)
+	db := filepath.Join(dir, "d.db")
+	cf := &commonFlags{db: db, provider: "scripted", scriptedLatency: time.Hour, latencySet: true}
+	eng, closeEng, err := newEngine(context.Background(), cf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeEng()
+	run, err := eng.Start(context.Background(), "a goal that takes an hour")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	err = cf.dashboardEnd(run, &out)
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != 1 {
+		t.Fatalf("closing on a running run: %v, want exit status 1", err)
+	}
+	want := "continue it with: swarmdeck resume --provider scripted --db " + db + " " + run.ID()
+	if !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "the dashboard was closed") {
+		t.Fatalf("message %q does not say why or %q", err, want)
+	}
+	if st := run.Status(); st != "interrupted" {
+		t.Fatalf("the run is %s after the dashboard closed, want interrupted", st)
+	}
+
+	fast := filepath.Join(dir, "fast.yaml")
+	if err := os.WriteFile(fast, []byte("providers:\n  scripted:\n    stream_speed: 0\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cf.config, cf.scriptedLatency = fast, 0
+	eng2, closeEng2, err := newEngine(context.Background(), cf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeEng2()
+	eng2.AttachHuman(false) // nobody to answer the demo's question
+	done, err := eng2.Start(context.Background(), "a quick goal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-done.Done()
+	out.Reset()
+	if err := cf.dashboardEnd(done, &out); err != nil {
+		t.Fatalf("a completed run: %v, want exit status 0", err)
+	}
+	if !strings.Contains(out.String(), "completed; see it again with: swarmdeck view --config "+fast+" --db "+db) {
+		t.Fatalf("stdout %q", out.String())
 	}
 }

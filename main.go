@@ -842,11 +842,17 @@ func dashboard(ctx context.Context, cf *commonFlags, goal, runID string, readOnl
 	if run == nil {
 		return nil
 	}
+	return cf.dashboardEnd(run, stdout)
+}
+
+// dashboardEnd says how the run the dashboard showed ended, with its exit
+// status: 0 only for a completed run. A run still going when the person
+// quit is stopped and stored, and the command that continues it printed.
+func (cf *commonFlags) dashboardEnd(run *runtime.Run, stdout io.Writer) error {
 	status := run.Status()
 	if status == runtime.RunRunning {
 		run.Interrupt()
-		fmt.Fprintf(stdout, "run %s stopped and stored; continue it with: %s\n", run.ID(), cf.resumeCommand(run.ID(), false))
-		return nil
+		return &exitError{runtime.ExitFailed, cf.withResume(&runtime.InterruptedError{RunID: run.ID(), Reason: "the dashboard was closed while it ran"}, false)}
 	}
 	if status == runtime.RunInterrupted {
 		_, why := run.Result()
