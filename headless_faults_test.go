@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -11,8 +12,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -137,6 +140,102 @@ log_file: %q
 				if strings.Contains(s, key) {
 					t.Errorf("the API key the server echoed reached the %s", what)
 				}
+			}
+		})
+	}
+}
+
+// A headless run whose terminal closes (SIGHUP) or whose reader goes away
+// (a closed pipe on stdout) is stopped and stored "interrupted", with the
+// command that continues it, instead of dying with the run left "running".
+func TestHeadlessStopsResumableOnHangupAndClosedOutput(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary; skipped with -short")
+	}
+	bin := buildSwarmdeck(t)
+	for _, tc := range []struct {
+		name   string
+		stop   func(cmd *exec.Cmd, out io.ReadCloser)
+		stdout bool   // stdout is read to its end: run.finished is its last line
+		stderr string // in the message
+	}{
+		{"SIGHUP", func(cmd *exec.Cmd, _ io.ReadCloser) { cmd.Process.Signal(syscall.SIGHUP) }, true,
+			"interrupted: run "},
+		{"closed stdout", func(_ *exec.Cmd, out io.ReadCloser) { out.Close() }, false,
+			"its output could not be written"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			db := filepath.Join(dir, "swarmdeck.db")
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, bin, "run", "--headless", "--json", "--db", db, "--provider", "scripted",
+				"--scripted-latency", "200ms", "--workspace", dir, "Plan a product launch")
+			cmd.Env = isolatedEnv(t)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			br := bufio.NewReader(out)
+			var runID string
+			for runID == "" {
+				line, err := br.ReadBytes('\n')
+				if err != nil {
+					t.Fatalf("no run.started on stdout: %v\n%s", err, stderr.String())
+				}
+				var ev struct {
+					Type  string
+					RunID string `json:"run_id"`
+				}
+				json.Unmarshal(line, &ev)
+				if ev.Type == "run.started" {
+					runID = ev.RunID
+				}
+			}
+			tc.stop(cmd, out)
+			var last []byte
+			if tc.stdout {
+				for {
+					line, err := br.ReadBytes('\n')
+					if len(bytes.TrimSpace(line)) > 0 {
+						last = line
+					}
+					if err != nil {
+						break
+					}
+				}
+			}
+			cmd.Wait()
+			if ctx.Err() != nil {
+				t.Fatal("the process did not stop")
+			}
+			if code := cmd.ProcessState.ExitCode(); code != 1 {
+				t.Fatalf("exit status %d (%s), want 1\nstderr:\n%s", code, cmd.ProcessState, stderr.String())
+			}
+			want := "continue it with: swarmdeck resume --headless --provider scripted --db " + db + " " + runID
+			if !strings.Contains(stderr.String(), tc.stderr) || !strings.Contains(stderr.String(), want) {
+				t.Errorf("stderr does not say %q and %q:\n%s", tc.stderr, want, stderr.String())
+			}
+			if tc.stdout {
+				var ev struct {
+					Type string
+					Run  struct{ Status string }
+				}
+				if json.Unmarshal(last, &ev); ev.Type != "run.finished" || ev.Run.Status != "interrupted" {
+					t.Errorf("the last --json line is not run.finished interrupted: %s", last)
+				}
+			}
+			runs, err := exec.Command(bin, "runs", "--db", db).Output()
+			if err != nil {
+				t.Fatalf("runs: %v", err)
+			}
+			if !strings.Contains(string(runs), runID) || !regexp.MustCompile(runID+` +interrupted`).Match(runs) {
+				t.Errorf("the stored run is not interrupted:\n%s", runs)
 			}
 		})
 	}

@@ -60,7 +60,17 @@ type commonFlags struct {
 func main() {
 	tuneGC()
 	tuneScheduler()
+	keepOnBrokenPipe()
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// keepOnBrokenPipe lets a write to a closed stdout fail with EPIPE instead
+// of killing the process (`swarmdeck run --headless --json GOAL | head`):
+// the run is then stopped and stored as interrupted, not left "running".
+// The signal is caught, not ignored, so that the programs swarmdeck starts
+// get the default behaviour back.
+func keepOnBrokenPipe() {
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 }
 
 // gcPercent is the garbage collector's target unless GOGC is set. A swarm
@@ -96,7 +106,9 @@ func tuneScheduler() {
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// A closed terminal (SIGHUP) stops a run as Ctrl-C does: stored
+	// "interrupted", resumable, instead of left "running" by a dead process.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	root, cf := newRootCmd(stdin, stdout, stderr)
 	root.SetArgs(args)

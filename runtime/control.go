@@ -97,7 +97,14 @@ func (c Command) Apply(ctx context.Context, ctl event.Controller) error {
 
 // ServeControl reads commands from in until it ends or ctx is done. A bad
 // line or a failed action becomes an error event; nothing else happens.
+// Once in has ended nobody can answer a question any more, so the run goes
+// on as one without --control: open questions stop waiting for a person.
 func (r *Run) ServeControl(ctx context.Context, in io.Reader) {
+	defer func() {
+		if ctx.Err() == nil {
+			r.SetHumanAttached(false)
+		}
+	}()
 	br := bufio.NewReaderSize(in, 64<<10)
 	for ctx.Err() == nil {
 		line, tooLong, err := readLine(br)

@@ -1,8 +1,15 @@
 package runtime
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/swarmdeck/swarmdeck/runtime/event"
+	"github.com/swarmdeck/swarmdeck/runtime/scripted"
 )
 
 func TestParseCommand(t *testing.T) {
@@ -61,4 +68,44 @@ func FuzzControlLine(f *testing.F) {
 			t.Fatalf("accepted unknown op %q", c.Op)
 		}
 	})
+}
+
+// Once the control input has ended nobody can answer, so a question to the
+// person stops waiting for one at once instead of at its deadline.
+func TestControlInputEndedMeansNobodyAnswers(t *testing.T) {
+	policy := scripted.PolicyFunc(func(req *scripted.Request) scripted.Reply {
+		if role, _ := recRole(req); role == "orchestrator" && recTurn(req) == 0 {
+			return scripted.Reply{ToolCalls: []scripted.Call{{Name: "ask_others", Args: map[string]any{"question": "Ship on Friday?", "timeout": 600}}}}
+		}
+		return scripted.Reply{Content: "decided without an answer"}
+	})
+	hs := recServer(t, policy)
+	e := recEngine(t, t.TempDir(), hs.URL+"/v1", nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var out bytes.Buffer
+	code, err := e.Headless(ctx, HeadlessOptions{JSON: true, Out: &out, Control: strings.NewReader("")},
+		func(ctx context.Context) (*Run, error) { return e.Start(ctx, "decide the launch day") })
+	if ctx.Err() != nil {
+		t.Fatal("the question waited for a person after the control input ended")
+	}
+	if err != nil || code != ExitOK {
+		t.Fatalf("exit %d: %v", code, err)
+	}
+	var runID string
+	for _, line := range strings.Split(out.String(), "\n") {
+		if runID == "" && strings.Contains(line, `"run.started"`) {
+			var ev event.Event
+			json.Unmarshal([]byte(line), &ev)
+			runID = ev.RunID
+		}
+	}
+	x, err := e.Export(context.Background(), runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := toolResults(&x.Sessions[0], "ask_others")
+	if len(res) != 1 || !strings.Contains(res[0], "no person is attached") {
+		t.Errorf("ask_others result: %q", res)
+	}
 }

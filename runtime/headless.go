@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/swarmdeck/swarmdeck/runtime/event"
 )
@@ -46,6 +47,16 @@ func (e *Engine) Headless(ctx context.Context, opts HeadlessOptions, start func(
 	enc := json.NewEncoder(opts.Out)
 	enc.SetEscapeHTML(false)
 	printer := &progress{w: opts.Log, out: opts.Out}
+	show := func(ev event.Event) error {
+		if opts.JSON {
+			if ev.Type != event.MessageDelta || opts.Deltas {
+				return enc.Encode(ev)
+			}
+		} else if opts.Log != nil {
+			printer.print(ev)
+		}
+		return nil
+	}
 	for {
 		select {
 		case ev, ok := <-sub.C:
@@ -55,15 +66,11 @@ func (e *Engine) Headless(ctx context.Context, opts HeadlessOptions, start func(
 			if ev.RunID != run.ID() {
 				continue
 			}
-			if opts.JSON {
-				if ev.Type != event.MessageDelta || opts.Deltas {
-					if err := enc.Encode(ev); err != nil {
-						run.Interrupt()
-						return ExitFailed, err
-					}
-				}
-			} else if opts.Log != nil {
-				printer.print(ev)
+			if err := show(ev); err != nil {
+				// Whoever read the output has gone (a closed pipe): stop
+				// the run resumable rather than run on unseen.
+				run.Interrupt()
+				return ExitFailed, &InterruptedError{RunID: run.ID(), Reason: "its output could not be written: " + err.Error()}
 			}
 			if ev.Type == event.RunFinished {
 				<-run.Done()
@@ -80,7 +87,33 @@ func (e *Engine) Headless(ctx context.Context, opts HeadlessOptions, start func(
 			}
 		case <-ctx.Done():
 			run.Interrupt()
+			// The events up to the run's end, run.finished included, are
+			// still shown: a consumer of --json learns how it ended.
+			drainTo(sub, run.ID(), show)
 			return ExitFailed, &InterruptedError{RunID: run.ID()}
+		}
+	}
+}
+
+// drainTo shows the run's events still queued on sub, up to its
+// run.finished, waiting a little for the ones just committed.
+func drainTo(sub *event.Subscription, runID string, show func(event.Event) error) {
+	timeout := time.NewTimer(2 * time.Second)
+	defer timeout.Stop()
+	for {
+		select {
+		case ev, ok := <-sub.C:
+			if !ok {
+				return
+			}
+			if ev.RunID != runID {
+				continue
+			}
+			if show(ev) != nil || ev.Type == event.RunFinished {
+				return
+			}
+		case <-timeout.C:
+			return
 		}
 	}
 }

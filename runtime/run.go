@@ -467,12 +467,25 @@ func (r *Run) Interrupt() {
 	r.mu.Lock()
 	finished := r.finished
 	if !finished {
+		r.finished = true
 		r.rec.Status = RunInterrupted
 	}
 	rec := r.rec
+	info := r.runInfo()
 	r.mu.Unlock()
 	if !finished {
-		r.e.store.Do(context.Background(), func(tx *store.Tx) error { return tx.UpdateRun(&rec) })
+		// run.finished says how it ended to whoever follows the events
+		// (--json, the dashboard), as for a run that ends by itself.
+		err := r.e.store.Do(context.Background(), func(tx *store.Tx) error {
+			if err := tx.UpdateRun(&rec); err != nil {
+				return err
+			}
+			_, err := tx.Emit(event.Event{Type: event.RunFinished, RunID: r.id, Run: info})
+			return err
+		})
+		if err != nil {
+			r.e.log.Error("could not record an interrupted run", "run", r.id, "err", err)
+		}
 	}
 	r.release("the run was interrupted")
 }
