@@ -224,9 +224,12 @@ func TestHeadlessStopsResumableOnHangupAndClosedOutput(t *testing.T) {
 			if tc.stdout {
 				var ev struct {
 					Type string
-					Run  struct{ Status string }
+					Run  struct {
+						Status  string
+						EndedAt time.Time `json:"ended_at"`
+					}
 				}
-				if json.Unmarshal(last, &ev); ev.Type != "run.finished" || ev.Run.Status != "interrupted" {
+				if json.Unmarshal(last, &ev); ev.Type != "run.finished" || ev.Run.Status != "interrupted" || ev.Run.EndedAt.IsZero() {
 					t.Errorf("the last --json line is not run.finished interrupted: %s", last)
 				}
 			}

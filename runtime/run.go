@@ -244,10 +244,18 @@ var errRunIDTaken = errors.New("run id taken")
 var newRunID = func() string { return "r-" + randomHex(6) }
 
 func (r *Run) runInfo() *event.RunInfo {
-	rec := r.rec
-	return &event.RunInfo{ID: r.id, Goal: r.goal, Status: rec.Status, Provider: rec.Provider, Model: rec.Model,
+	return runInfoOf(&r.rec)
+}
+
+// runInfoOf is what the events and snapshots say of a stored run.
+func runInfoOf(rec *store.Run) *event.RunInfo {
+	info := &event.RunInfo{ID: rec.ID, Goal: rec.Goal, Status: rec.Status, Provider: rec.Provider, Model: rec.Model,
 		Scripted: rec.Scripted, Workspace: rec.Workspace, Result: rec.Result, Error: rec.Error, Usage: event.Usage(rec.Usage),
 		StartedAt: rec.CreatedAt}
+	if rec.Status != RunRunning {
+		info.EndedAt = rec.EndedAt
+	}
+	return info
 }
 
 // newSession builds a session in memory (not yet stored or registered).
@@ -469,6 +477,7 @@ func (r *Run) Interrupt() {
 	if !finished {
 		r.finished = true
 		r.rec.Status = RunInterrupted
+		r.rec.EndedAt = r.e.now()
 	}
 	rec := r.rec
 	info := r.runInfo()
@@ -510,6 +519,7 @@ func (r *Run) suspend(cause string) {
 		r.finished = true
 		r.rec.Status = RunInterrupted
 		r.rec.Error = reason
+		r.rec.EndedAt = r.e.now()
 	}
 	rec := r.rec
 	info := r.runInfo()

@@ -35,8 +35,7 @@ func (e *Engine) View(ctx context.Context, runID string) (event.Controller, erro
 	}
 	v := &storedRun{e: e, id: rec.ID}
 	snap := &v.snap
-	snap.Run = event.RunInfo{ID: rec.ID, Goal: rec.Goal, Status: rec.Status, Provider: rec.Provider, Model: rec.Model,
-		Scripted: rec.Scripted, Workspace: rec.Workspace, Result: rec.Result, Error: rec.Error, Usage: event.Usage(rec.Usage), StartedAt: rec.CreatedAt}
+	snap.Run = *runInfoOf(rec)
 	sessions, err := st.Sessions(ctx, rec.ID)
 	if err != nil {
 		return nil, err

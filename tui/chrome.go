@@ -96,15 +96,40 @@ func (m *model) renderBanner(w int) string {
 	return m.styles.banner.Render(fit(line, w))
 }
 
-func (m *model) renderStatus() string {
+// maxStatusRows bounds an error's status line: why a run stopped, with the
+// advice that goes with it, is worth a few rows; the panes keep the rest.
+const maxStatusRows = 3
+
+// statusLines is the status line as it is drawn w cells wide: one row, or
+// an error wrapped over up to maxStatusRows (cut after that). None when
+// there is nothing to say.
+func (m *model) statusLines(w int) []string {
+	if m.status.text == "" || w <= 0 {
+		return nil
+	}
 	s := &m.styles
-	if m.status.err {
-		return s.errText.Render(" ✗ " + oneLine(m.status.text))
+	text := oneLine(m.status.text)
+	switch {
+	case m.status.err:
+		rows := strings.Split(ansi.Wrap(text, max(w-3, 1), ""), "\n")
+		if len(rows) > maxStatusRows {
+			// The last row runs on into the next, so that it ends in "…".
+			rows[maxStatusRows-1] = trunc(rows[maxStatusRows-1]+" "+rows[maxStatusRows], w-3)
+			rows = rows[:maxStatusRows]
+		}
+		out := make([]string, len(rows))
+		for i, r := range rows {
+			lead := "   "
+			if i == 0 {
+				lead = " ✗ "
+			}
+			out[i] = fit(s.errText.Render(lead+r), w)
+		}
+		return out
+	case m.status.note:
+		return []string{fit(s.dim.Render(" · "+text), w)}
 	}
-	if m.status.note {
-		return s.dim.Render(" · " + oneLine(m.status.text))
-	}
-	return s.okText.Render(" ✓ " + oneLine(m.status.text))
+	return []string{fit(s.okText.Render(" ✓ "+text), w)}
 }
 
 // renderFooter is the key help generated from the keymap. When the whole
@@ -121,7 +146,7 @@ func (m *model) renderFooter() string {
 	} else {
 		full, short = m.keys.ShortHelp(), m.keys.compactHelp()
 	}
-	if m.readOnly {
+	if m.readOnly || m.st.run.Status == "interrupted" {
 		full, short = m.keys.withoutActions(full), m.keys.withoutActions(short)
 	}
 	h := m.help

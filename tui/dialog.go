@@ -183,13 +183,9 @@ func (m *model) confirmText() (string, []string) {
 	switch d.confirm {
 	case confirmQuit:
 		id := m.st.run.ID
-		resume := "swarmdeck resume " + id
-		if m.opts.ResumeCommand != nil {
-			resume = m.opts.ResumeCommand(id)
-		}
 		return "Quit?", []string{
 			"The run " + id + " is still running. Quitting closes the dashboard; the run stays stored and " +
-				s.bold.Render(resume) + " reopens it.",
+				s.bold.Render(m.resumeCommand()) + " reopens it.",
 			s.dim.Render(yes + " quit · " + no + " stay"),
 		}
 	case confirmCancel:

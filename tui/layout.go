@@ -33,7 +33,7 @@ type chrome struct {
 	banner      bool // a question waits for the person
 	sheetRows   int  // an open dialog or the full help, docked at the bottom
 	dialog      bool // the sheet is a dialog, which the person is typing into
-	status      bool // a status line (result of an action, an error)
+	statusRows  int  // the status line (result of an action, an error), wrapped
 	footerRows  int  // the key help
 	sessionView bool // a transcript is open
 }
@@ -66,10 +66,7 @@ func computeLayout(w, h int, c chrome) screenLayout {
 	if c.banner {
 		banner = 1
 	}
-	status := 0
-	if c.status {
-		status = 1
-	}
+	status := c.statusRows
 	fixed := headerRows + banner + status
 	// The panes keep at least minBody rows: a tall help sheet shrinks to the
 	// short footer first, then it is clipped. A dialog comes first: the
@@ -103,8 +100,8 @@ func computeLayout(w, h int, c chrome) screenLayout {
 		y += sheet
 	}
 	if status > 0 {
-		l.status = rect{0, y, w, 1}
-		y++
+		l.status = rect{0, y, w, status}
+		y += status
 	}
 	l.footer = rect{0, y, w, footer}
 

@@ -9,11 +9,11 @@ import (
 func TestLayoutTilesTheScreen(t *testing.T) {
 	chromes := []chrome{
 		{footerRows: 1},
-		{banner: true, status: true, footerRows: 1},
+		{banner: true, statusRows: 1, footerRows: 1},
 		{banner: true, sheetRows: 12, footerRows: 1},
 		{sheetRows: 40, footerRows: 1}, // taller than the screen
 		{sessionView: true, footerRows: 1},
-		{sessionView: true, banner: true, sheetRows: 5, status: true, footerRows: 1},
+		{sessionView: true, banner: true, sheetRows: 5, statusRows: 3, footerRows: 1},
 	}
 	for w := minWidth; w <= 200; w += 7 {
 		for h := minHeight; h <= 60; h += 5 {

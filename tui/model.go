@@ -264,6 +264,15 @@ func (m *model) setNote(text string) {
 	m.status = statusLine{text: text, note: true, until: m.now().Add(statusTTL)}
 }
 
+// resumeCommand is the command line that continues the run shown.
+func (m *model) resumeCommand() string {
+	id := m.st.run.ID
+	if m.opts.ResumeCommand != nil {
+		return m.opts.ResumeCommand(id)
+	}
+	return "swarmdeck resume " + id
+}
+
 // quit ends the program and the event listener.
 func (m *model) quit() tea.Cmd {
 	m.cancel()
@@ -285,7 +294,7 @@ func (m *model) chrome(sheet []string) chrome {
 		banner:      len(m.st.questions) > 0,
 		sheetRows:   len(sheet),
 		dialog:      m.dialog.kind != dialogNone,
-		status:      m.status.text != "",
+		statusRows:  len(m.statusLines(m.width)),
 		footerRows:  1,
 		sessionView: m.screen == screenSession,
 	}
@@ -401,7 +410,7 @@ func (m *model) render() string {
 		blocks = append(blocks, placed{l.sheet, sheet})
 	}
 	if !l.status.empty() {
-		blocks = append(blocks, placed{l.status, []string{fit(m.renderStatus(), l.status.w)}})
+		blocks = append(blocks, placed{l.status, m.statusLines(l.status.w)})
 	}
 	blocks = append(blocks, placed{l.footer, []string{fit(m.renderFooter(), l.footer.w)}})
 	return compose(m.width, m.height, blocks)

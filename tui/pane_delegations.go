@@ -45,7 +45,10 @@ func (p *delegationsPane) Render(c *renderCtx) []string {
 			active++
 		}
 	}
-	if active > 0 {
+	switch {
+	case active > 0 && !st.runActive():
+		title += " · " + fmtCount(active) + " stopped"
+	case active > 0:
 		title += " · " + fmtCount(active) + " active"
 	}
 	var body []string
@@ -67,6 +70,10 @@ func (p *delegationsPane) Render(c *renderCtx) []string {
 func (p *delegationsPane) row(c *renderCtx, d *event.DelegationInfo) string {
 	s := c.styles
 	status := d.Status
+	stopped := !c.st.runActive() && (status == "pending" || status == "running")
+	if stopped {
+		status = "stopped"
+	}
 	glyph := statusGlyph(status)
 	if status == "running" {
 		glyph = c.spin()
@@ -78,10 +85,13 @@ func (p *delegationsPane) row(c *renderCtx, d *event.DelegationInfo) string {
 	var el time.Duration
 	if !start.IsZero() {
 		end := c.now
-		if !d.EndedAt.IsZero() {
+		switch {
+		case !d.EndedAt.IsZero():
 			end = d.EndedAt
+		case stopped && !c.st.runEnded.IsZero():
+			end = c.st.runEnded
 		}
-		el = end.Sub(start)
+		el = max(end.Sub(start), 0)
 	}
 	// Narrow panes drop the status word (the glyph says it) and the session.
 	wide := p.w-3 >= 70

@@ -142,7 +142,10 @@ func (p *sessionsPane) rowAt(y int) (int, bool) {
 
 func (p *sessionsPane) title(st *runState) string {
 	t := "Sessions · " + fmtCount(len(st.sessions))
-	if st.running > 0 {
+	switch {
+	case st.running > 0 && !st.runActive():
+		t += " · " + fmtCount(st.running) + " stopped"
+	case st.running > 0:
 		t += " · " + fmtCount(st.running) + " running"
 	}
 	if n := len(st.asking); n > 0 {
@@ -209,11 +212,12 @@ func (p *sessionsPane) row(c *renderCtx, cols sessionCols, n *sessionNode, selec
 			fold = "▾ "
 		}
 	}
-	glyph := statusGlyph(info.Status)
-	if info.Status == "running" {
+	status := st.shownStatus(&info)
+	glyph := statusGlyph(status)
+	if status == "running" {
 		glyph = c.spin()
 	}
-	glyph = s.statusStyle(info.Status).Render(glyph)
+	glyph = s.statusStyle(status).Render(glyph)
 	ask := ""
 	if st.waitingHuman(n) {
 		ask = s.markWarn.Render("?") + " "
@@ -246,7 +250,7 @@ func (p *sessionsPane) row(c *renderCtx, cols sessionCols, n *sessionNode, selec
 		}
 		right.WriteString(fit(trunc(tool, cols.tool), cols.tool) + " ")
 	}
-	right.WriteString(padLeft(fmtDuration(sessionElapsed(info, c.now)), cols.elapsed))
+	right.WriteString(padLeft(fmtDuration(st.sessionElapsed(info, c.now)), cols.elapsed))
 	right.WriteString(" ")
 	tokens := fmtTokens(n.subtreeTokens)
 	right.WriteString(padLeft(tokens, cols.tokens))
@@ -293,6 +297,8 @@ func statusGlyph(status string) string {
 		return "✗"
 	case "cancelled":
 		return "⊘"
+	case "stopped":
+		return "◌"
 	}
 	return "·"
 }

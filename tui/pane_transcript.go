@@ -357,7 +357,7 @@ func (p *transcriptPane) sync(s *styles) {
 func (p *transcriptPane) title(st *runState) string {
 	t := "Transcript · " + st.sessionName(p.sessionID) + " · " + p.sessionID
 	if n := st.sessions[p.sessionID]; n != nil {
-		t += " · " + n.info.Status
+		t += " · " + st.shownStatus(&n.info)
 	}
 	switch {
 	case p.loading:

@@ -92,8 +92,10 @@ func (s *runState) applySnapshot(snap event.Snapshot) {
 	for _, si := range snap.Sessions {
 		s.upsertSession(si)
 	}
-	if !s.runActive() {
-		// A stored run does not say when it ended; its last session does.
+	s.runEnded = snap.Run.EndedAt
+	if !s.runActive() && s.runEnded.IsZero() {
+		// A run stored before runs said when they ended: its last session
+		// does.
 		for _, n := range s.sessions {
 			if n.info.EndedAt.After(s.runEnded) {
 				s.runEnded = n.info.EndedAt
@@ -138,6 +140,9 @@ func (s *runState) apply(ev event.Event) bool {
 		}
 		if ev.Type == event.RunFinished {
 			s.runEnded = ev.Time
+			if ev.Run != nil && !ev.Run.EndedAt.IsZero() {
+				s.runEnded = ev.Run.EndedAt
+			}
 		}
 	case event.SessionCreated, event.SessionStatus:
 		if ev.Session != nil {
@@ -355,15 +360,33 @@ func (s *runState) elapsed(now time.Time) time.Duration {
 	return end.Sub(s.run.StartedAt)
 }
 
-func sessionElapsed(info event.SessionInfo, now time.Time) time.Duration {
+// sessionElapsed is how long a session has been going (or went). One the
+// run left unfinished when it stopped stops counting with the run.
+func (s *runState) sessionElapsed(info event.SessionInfo, now time.Time) time.Duration {
 	if info.CreatedAt.IsZero() {
 		return 0
 	}
 	end := now
-	if !info.EndedAt.IsZero() {
+	switch {
+	case !info.EndedAt.IsZero():
 		end = info.EndedAt
+	case !s.runActive() && !s.runEnded.IsZero():
+		end = s.runEnded
 	}
-	return end.Sub(info.CreatedAt)
+	return max(end.Sub(info.CreatedAt), 0)
+}
+
+// shownStatus is a session's status as the dashboard shows it: a session
+// still pending, running or waiting in a run that has stopped (interrupted,
+// or its process gone) is "stopped" until the run is resumed.
+func (s *runState) shownStatus(info *event.SessionInfo) string {
+	switch info.Status {
+	case "pending", "running", "waiting":
+		if !s.runActive() {
+			return "stopped"
+		}
+	}
+	return info.Status
 }
 
 // feed is the bounded window of the broadcast feed, oldest first. Items are

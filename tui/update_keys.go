@@ -100,6 +100,10 @@ func (m *model) startAction(k tea.KeyPressMsg) tea.Cmd {
 		m.setStatus("not connected to a run yet", true)
 		return nil
 	}
+	if m.st.run.Status == "interrupted" {
+		m.setStatus("the run has stopped: nothing here reaches it now; "+m.resumeCommand()+" continues it", true)
+		return nil
+	}
 	sel := m.selectedSession()
 	switch {
 	case key.Matches(k, keys.Broadcast):

@@ -232,13 +232,16 @@ func TestQuitImmediatelyWhenFinished(t *testing.T) {
 // away. A run stopped by an outage can be left at once. A completed run
 // says where its answer is.
 func TestRunEndReasonOnTheStatusLine(t *testing.T) {
-	for _, tc := range []struct{ status, reason string }{
-		{"failed", "429 Too Many Requests: You exceeded your current quota"},
-		{"interrupted", "the model server failed: LLM connection failed after 5 attempts. The run is stored as it was: resume it once the server answers"},
+	for _, tc := range []struct{ status, reason, want string }{
+		{"failed", "429 Too Many Requests: You exceeded your current quota",
+			"✗ run failed: 429 Too Many Requests: You exceeded your current quota"},
+		// The way back comes first, before a reason that may be cut.
+		{"interrupted", "the model server failed: LLM connection failed after 5 attempts. The run is stored as it was: resume it once the server answers",
+			"✗ run interrupted; quit (q), then swarmdeck resume r-7c1e continues it. Why: the model server failed: LLM connection failed after 5 attempts."},
 	} {
 		m, _ := demoModel(t, 200, 48)
 		m = apply(m, runFinished(tc.status, tc.reason))
-		mustContain(t, m, "run "+tc.status+": "+tc.reason)
+		mustContain(t, m, tc.want)
 		// What the run left running does not spin once it has stopped.
 		mustNotContain(t, m, spinnerFrames...)
 		if _, msgs := press(t, m, "q"); !quitSeen(msgs) {

@@ -83,6 +83,13 @@ func (m *model) applyEvent(ev event.Event) {
 		// A run that did not complete says why, where the person looks.
 		switch r := ev.Run; {
 		case r == nil:
+		case r.Status == "interrupted" && !m.readOnly:
+			// The way back first: a long reason is cut, the command is not.
+			text := "run interrupted; quit (q), then " + m.resumeCommand() + " continues it"
+			if r.Error != "" {
+				text += ". Why: " + oneLine(r.Error)
+			}
+			m.setStatus(text, true)
 		case r.Status != "completed" && r.Error != "":
 			m.setStatus("run "+r.Status+": "+oneLine(r.Error), true)
 		case r.Status == "completed" && !m.readOnly:

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/charmbracelet/x/exp/golden"
 	"github.com/swarmdeck/swarmdeck/runtime/event"
 	"github.com/swarmdeck/swarmdeck/tui/tuitest"
 )
@@ -252,4 +253,31 @@ func TestLateDeltaAfterAppendIsDropped(t *testing.T) {
 	next.Time = t0.Add(time.Second)
 	m = apply(m, next)
 	mustContain(t, m, "streaming…", "Next reply")
+}
+
+// A run that stops before its end (the model server failed it, or it was
+// interrupted) leaves sessions stored as running, to go on when resumed.
+// The dashboard shows them stopped, their times frozen at the run's end,
+// says why in full and how to continue, and offers no action that could
+// not reach the run.
+func TestInterruptedRunShowsItsSessionsStopped(t *testing.T) {
+	m, ctl := demoModel(t, 100, 30)
+	why := "the model server failed: Post \"http://127.0.0.1:9/v1/chat/completions\": dial tcp 127.0.0.1:9: connect: connection refused (check the base URL and that the server is up). The run is stored as it was: resume it once the server answers"
+	m.opts.ResumeCommand = func(id string) string { return "swarmdeck resume --db /tmp/x.db " + id }
+	m = apply(m, runFinished("interrupted", why))
+	before := plainView(m)
+	m.now = func() time.Time { return t0.Add(10 * time.Minute) }
+	m, _ = update(m, tickMsg{})
+	if after := plainView(m); after != before {
+		t.Error("the screen of a stopped run still changes with the clock")
+	}
+	golden.RequireEqual(t, before)
+	mustNotContain(t, m, " running", "b broadcast")
+	mustContain(t, m, "Sessions · 11 · 5 stopped", "◌ orchestrator", "check the base URL", "swarmdeck resume --db /tmp/x.db r-7c1e continues it")
+	m, _ = press(t, m, "m")
+	if m.dialog.kind != dialogNone {
+		t.Fatal("m opened a dialog on a stopped run")
+	}
+	mustContain(t, m, "the run has stopped: nothing here reaches it now")
+	wantCalls(t, ctl)
 }

@@ -75,6 +75,7 @@ type RunInfo struct {
 	Error     string    `json:"error,omitempty"`
 	Usage     Usage     `json:"usage"`
 	StartedAt time.Time `json:"started_at"`
+	EndedAt   time.Time `json:"ended_at,omitzero"` // once it has ended (completed, failed, cancelled, interrupted)
 }
 
 // SessionInfo rides on session.created and session.status.

@@ -157,6 +157,11 @@ func appendRunInfo(b []byte, r *event.RunInfo) ([]byte, error) {
 	if err != nil {
 		return b, err
 	}
+	if !r.EndedAt.IsZero() {
+		if b, err = appendTime(b, `,"ended_at":`, r.EndedAt); err != nil {
+			return b, err
+		}
+	}
 	return append(b, '}'), nil
 }
 

@@ -82,7 +82,7 @@ func TestAppendEventMatchesEncodingJSON(t *testing.T) {
 				Scripted: true, Workspace: "/tmp/ws", StartedAt: local}}},
 		{"run finished", event.Event{Seq: 9, Time: at, Type: event.RunFinished, RunID: "r-1",
 			Run: &event.RunInfo{ID: "r-1", Status: "failed", Resumed: true, Result: "done", Error: weird,
-				Usage: event.Usage{PromptTokens: 7, CompletionTokens: 8, TotalTokens: 15}}}},
+				Usage: event.Usage{PromptTokens: 7, CompletionTokens: 8, TotalTokens: 15}, EndedAt: at.Add(time.Second)}}},
 		{"session created, bare", event.Event{Seq: 2, Time: at, Type: event.SessionCreated, RunID: "r-1", SessionID: "s-1",
 			Session: &event.SessionInfo{ID: "s-1", Agent: "orchestrator", Status: "running", CreatedAt: at}}},
 		{"session status, every field", event.Event{Seq: 3, Time: at, Type: event.SessionStatus, RunID: "r-1", SessionID: "s-2",
@@ -135,7 +135,8 @@ func FuzzAppendEvent(f *testing.F) {
 		events := []event.Event{
 			{Seq: seq, Time: at, Type: event.RunStarted, RunID: runID, SessionID: sessionID,
 				Run: &event.RunInfo{ID: runID, Goal: a, Status: b, Provider: c, Model: a, Scripted: flag, Resumed: !flag,
-					Workspace: b, Result: c, Error: a, Usage: event.Usage{PromptTokens: n, TotalTokens: -n}, StartedAt: at}},
+					Workspace: b, Result: c, Error: a, Usage: event.Usage{PromptTokens: n, TotalTokens: -n}, StartedAt: at,
+					EndedAt: at.Add(time.Duration(n))}},
 			{Seq: seq, Time: at, Type: event.SessionStatus, RunID: runID, SessionID: sessionID,
 				Session: &event.SessionInfo{ID: sessionID, ParentID: a, Agent: b, Label: c, Title: a, Status: b, Depth: n,
 					Kind: c, SharedContext: json.RawMessage(raw), Reason: a, Result: b, Error: c, Turns: n,
