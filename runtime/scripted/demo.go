@@ -76,10 +76,38 @@ func (s *session) acknowledge(final int) Reply {
 			notes = append(notes, "the message from "+it.attr("from")+": “"+clip(oneLine(it.body), 120)+"”")
 		}
 	}
-	if len(notes) == 0 {
-		return Reply{Content: Prefix + " Nothing left to do here; my answer above stands."}
+	lead := ackNothing
+	if len(notes) > 0 {
+		lead = ackNoted + strings.Join(notes, "; ") + ". It does not change my answer, which stands:"
 	}
-	return Reply{Content: Prefix + " Noted " + strings.Join(notes, "; ") + ". My work here is done and my answer above stands."}
+	// The reply is the session's answer from now on (a run's result is its
+	// root's last answer), so it carries the answer again, not a pointer
+	// to it.
+	answer := answerBody(s.turns[final].content)
+	if answer == "" {
+		return Reply{Content: Prefix + lead}
+	}
+	return Reply{Content: Prefix + lead + "\n\n" + answer}
+}
+
+// The openings of an acknowledgement.
+const (
+	ackNothing = " Nothing new for me here; my answer stands:"
+	ackNoted   = " Noted "
+)
+
+// answerBody is a final answer without the model's prefix and without the
+// opening of an acknowledgement that restated it.
+func answerBody(content string) string {
+	body := strings.TrimPrefix(content, Prefix)
+	if strings.HasPrefix(body, ackNothing) || strings.HasPrefix(body, ackNoted) {
+		_, rest, found := strings.Cut(body, "\n\n")
+		if !found {
+			return ""
+		}
+		body = rest
+	}
+	return strings.TrimSpace(body)
 }
 
 // ---- root orchestrator ----

@@ -266,11 +266,21 @@ func TestDemoRootFullRun(t *testing.T) {
 		t.Fatalf("root took %d turns", n)
 	}
 	// Woken again after the final answer: a short acknowledgement.
+	// It restates the answer, which stays the run's result.
+	final := rep.Content
 	c.inject("<human_message>Thanks, ship it</human_message>")
 	rep = c.turn()
 	wantFinal(t, rep)
-	if !strings.Contains(rep.Content, "Thanks, ship it") {
+	if !strings.Contains(rep.Content, "Thanks, ship it") || !strings.Contains(rep.Content, answerBody(final)) {
 		t.Fatalf("ack = %q", rep.Content)
+	}
+	// Woken twice: the answer once, not the first acknowledgement in it.
+	c.inject("<human_message>One more thing</human_message>")
+	rep = c.turn()
+	wantFinal(t, rep)
+	if !strings.Contains(rep.Content, "One more thing") || strings.Contains(rep.Content, "Thanks, ship it") ||
+		strings.Count(rep.Content, "Proposal: weekly 20-minute episodes.") != 1 {
+		t.Fatalf("second ack = %q", rep.Content)
 	}
 }
 
