@@ -60,6 +60,10 @@ func TestCLIRefusesMistakes(t *testing.T) {
 	stored := filepath.Join(dir, "stored.db")
 	storeRuns(t, stored, store.Run{ID: "r-000001", Goal: "g", Status: "interrupted", Provider: "scripted", Scripted: true})
 	fresh := filepath.Join(dir, "fresh", "x.db")
+	notDB := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(notDB, []byte(strings.Repeat("not a database\n", 100)), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		args   []string
 		code   int
@@ -76,7 +80,12 @@ func TestCLIRefusesMistakes(t *testing.T) {
 		{[]string{"--db", fresh, "rnus"}, 2, `unknown command "rnus": did you mean run or runs?`, ""},
 		{[]string{"--db", fresh, "exprot"}, 2, `swarmdeck run "exprot"`, ""},
 		// A database that does not exist is not made by reading it.
-		{[]string{"runs", "--db", fresh}, 0, "", "no runs stored in " + fresh},
+		{[]string{"runs", "--db", fresh}, 0, "", "no runs stored in " + fresh + " yet: start one with `swarmdeck --db " + fresh + ` "your goal"`},
+		// --db naming something that is not a database is bad usage, for
+		// every command.
+		{[]string{"runs", "--db", notDB}, 2, notDB, ""},
+		{[]string{"runs", "--db", dir}, 2, dir, ""},
+		{[]string{"export", "--db", notDB}, 2, notDB, ""},
 		{[]string{"export", "--db", fresh}, 2, "no database at " + fresh, ""},
 		{[]string{"view", "--db", fresh, "r-000001"}, 2, "no database at " + fresh, ""},
 		{[]string{"resume", "--headless", "--db", fresh, "r-000001"}, 2, "no database at " + fresh, ""},

@@ -418,7 +418,7 @@ func runsCmd(cf *commonFlags, stdout io.Writer) *cobra.Command {
 			st, closeStore, err := openStore(cf)
 			var nd *noDBError
 			if errors.As(err, &nd) {
-				fmt.Fprintf(stdout, "no runs stored in %s yet: start one with `swarmdeck \"your goal\"`\n", nd.path)
+				fmt.Fprintln(stdout, cf.withFlags(fmt.Sprintf("no runs stored in %s yet: start one with `swarmdeck \"your goal\"`", nd.path)))
 				return nil
 			}
 			if err != nil {
@@ -430,7 +430,7 @@ func runsCmd(cf *commonFlags, stdout io.Writer) *cobra.Command {
 				return &exitError{1, err}
 			}
 			if len(runs) == 0 {
-				fmt.Fprintf(stdout, "no runs stored in %s yet: start one with `swarmdeck \"your goal\"`\n", st.Path())
+				fmt.Fprintln(stdout, cf.withFlags(fmt.Sprintf("no runs stored in %s yet: start one with `swarmdeck \"your goal\"`", st.Path())))
 				return nil
 			}
 			tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
@@ -780,7 +780,9 @@ func openStore(cf *commonFlags) (*store.Store, func(), error) {
 	}
 	st, err := store.Open(db, nil)
 	if err != nil {
-		return nil, nil, &exitError{1, err}
+		// Not a database, a directory, unreadable: --db names the wrong
+		// thing, as when a run is started on it.
+		return nil, nil, usageErr(err)
 	}
 	return st, func() { st.Close() }, nil
 }
