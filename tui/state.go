@@ -332,6 +332,15 @@ func (s *runState) question(id string) (event.QuestionInfo, int, bool) {
 
 // waitingHuman reports a session that waits for the person.
 func (s *runState) waitingHuman(n *sessionNode) bool {
+	// A session that has ended, or whose run has stopped, waits for nobody;
+	// its last status may have been sent before its question was closed.
+	switch n.info.Status {
+	case "completed", "failed", "cancelled":
+		return false
+	}
+	if !s.runActive() {
+		return false
+	}
 	return n.info.WaitingHuman || s.asking[n.info.ID] > 0
 }
 

@@ -281,3 +281,17 @@ func TestInterruptedRunShowsItsSessionsStopped(t *testing.T) {
 	mustContain(t, m, "the run has stopped: nothing here reaches it now")
 	wantCalls(t, ctl)
 }
+
+// A session cancelled while it waited for the person no longer shows that
+// it asks, even when its last status still said so.
+func TestEndedSessionDoesNotAsk(t *testing.T) {
+	m, _ := demoModel(t, 160, 48)
+	mustContain(t, m, "⠋ ? researcher (r-1)")
+	info := m.st.sessions["s-res1"].info
+	info.Status, info.WaitingHuman = "cancelled", true
+	e := ev(event.SessionStatus, "s-res1")
+	e.Session = &info
+	m = apply(m, e)
+	mustNotContain(t, m, "⊘ ? researcher (r-1)")
+	mustContain(t, m, "⊘ researcher (r-1)")
+}
