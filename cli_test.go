@@ -118,8 +118,14 @@ func TestResumeKeepsTheRunsProvider(t *testing.T) {
 		store.Run{ID: "r-000002", Goal: "g", Status: "interrupted", Provider: "openai (api.openai.com)", Model: "gpt-test"},
 		store.Run{ID: "r-000003", Goal: "g", Status: "interrupted", Provider: "openai (127.0.0.1:11434)", Model: "llama3.1"},
 		store.Run{ID: "r-000004", Goal: "g", Status: "interrupted", Provider: "gone (example.com)", Model: "m"})
-	t.Setenv("OPENAI_API_KEY", "sk-test-not-used")
 	ctx := context.Background()
+	// Without a key, a run started on another server is told to give
+	// --base-url, not to set a key for the configured one.
+	cf := &commonFlags{db: db}
+	if err := cf.keepRunProvider(ctx, "r-000003"); err == nil || !strings.Contains(err.Error(), "give --base-url") {
+		t.Errorf("without a key: %v", err)
+	}
+	t.Setenv("OPENAI_API_KEY", "sk-test-not-used")
 	for _, tc := range []struct {
 		id, flagProvider, flagURL string
 		provider, model           string // chosen

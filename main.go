@@ -554,7 +554,15 @@ func (cf *commonFlags) keepRunProvider(ctx context.Context, id string) error {
 	if err := cfg.Apply(cf.overrides()); err != nil {
 		return usageErr(err)
 	}
-	res, err := cfg.Resolve(os.Getenv)
+	// Where the provider points decides; a key it lacks is reported later,
+	// once it is the right server. (A run on a local server started with
+	// --base-url was refused for the key of the configured one.)
+	res, err := cfg.Resolve(func(k string) string {
+		if v := os.Getenv(k); v != "" {
+			return v
+		}
+		return "unset"
+	})
 	if err != nil {
 		return usageErr(err)
 	}
