@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -181,7 +182,7 @@ func TestDashboardEndSaysHowTheRunEnded(t *testing.T) {
 	dir := cliEnv(t)
 	db := filepath.Join(dir, "d.db")
 	cf := &commonFlags{db: db, provider: "scripted", scriptedLatency: time.Hour, latencySet: true}
-	eng, closeEng, err := newEngine(context.Background(), cf)
+	eng, closeEng, err := newEngine(context.Background(), cf, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +210,7 @@ func TestDashboardEndSaysHowTheRunEnded(t *testing.T) {
 		t.Fatal(err)
 	}
 	cf.config, cf.scriptedLatency = fast, 0
-	eng2, closeEng2, err := newEngine(context.Background(), cf)
+	eng2, closeEng2, err := newEngine(context.Background(), cf, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,5 +227,60 @@ func TestDashboardEndSaysHowTheRunEnded(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "completed; see it again with: swarmdeck view --config "+fast+" --db "+db) {
 		t.Fatalf("stdout %q", out.String())
+	}
+}
+
+// A live edit of the configuration file reaches the dashboard: a mistake
+// with its line, a good edit as a note.
+func TestDashboardHearsOfConfigReloads(t *testing.T) {
+	dir := cliEnv(t)
+	path := filepath.Join(dir, "live.yaml")
+	write := func(text string) {
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("limits:\n  max_turns_per_session: 30\n")
+	notices := make(chan tui.Notice, 4)
+	cf := &commonFlags{config: path, db: filepath.Join(dir, "d.db"), provider: "scripted"}
+	_, closeEng, err := newEngine(context.Background(), cf, notices)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeEng()
+	// The watcher starts on its own goroutine: write until it has seen a
+	// change (each write differs, as it skips a content it has seen).
+	edits := 0
+	await := func(text string, want func(tui.Notice) bool) tui.Notice {
+		t.Helper()
+		deadline := time.After(20 * time.Second)
+		again := time.NewTicker(300 * time.Millisecond)
+		defer again.Stop()
+		edit := func() {
+			edits++
+			write(text + "# edit " + strconv.Itoa(edits) + "\n")
+		}
+		edit()
+		for {
+			select {
+			case n := <-notices:
+				if want(n) {
+					return n
+				}
+			case <-again.C:
+				edit()
+			case <-deadline:
+				logData, _ := os.ReadFile(filepath.Join(dir, "swarmdeck", "swarmdeck.log"))
+				t.Fatalf("no notice after writing %q; log:\n%s", text, logData)
+			}
+		}
+	}
+	bad := await("limits:\n  max_turns_per_session: -4\n", func(n tui.Notice) bool { return n.Err })
+	if !strings.Contains(bad.Text, "not reloaded") || !strings.Contains(bad.Text, "live.yaml:2") {
+		t.Errorf("refused reload: %q", bad.Text)
+	}
+	good := await("limits:\n  max_turns_per_session: 12\n", func(n tui.Notice) bool { return !n.Err })
+	if !strings.Contains(good.Text, "configuration reloaded from "+path) {
+		t.Errorf("reload: %q", good.Text)
 	}
 }

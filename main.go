@@ -250,7 +250,10 @@ func openLog(cfg *config.Config) (*slog.Logger, func()) {
 }
 
 // newEngine builds the runtime, and keeps config and prompts live.
-func newEngine(ctx context.Context, cf *commonFlags) (*runtime.Engine, func(), error) {
+// newEngine loads the configuration and starts the engine. A live reload
+// of the configuration file is logged, and also sent to notices when it is
+// not nil (the dashboard shows it; a send never blocks).
+func newEngine(ctx context.Context, cf *commonFlags, notices chan<- tui.Notice) (*runtime.Engine, func(), error) {
 	cfg, res, err := loadConfig(cf)
 	if err != nil {
 		return nil, nil, err
@@ -263,17 +266,31 @@ func newEngine(ctx context.Context, cf *commonFlags) (*runtime.Engine, func(), e
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	if cfg.Path != "" {
+		notify := func(text string, isErr bool) {
+			if notices == nil {
+				return
+			}
+			select {
+			case notices <- tui.Notice{Text: text, Err: isErr}:
+			default:
+			}
+		}
+		refused := func(err error) {
+			log.Warn("config reload refused", "err", err)
+			notify("configuration not reloaded, the running settings stay: "+err.Error(), true)
+		}
 		go config.Watch(wctx, cfg.Path, func(next *config.Config) {
 			if err := next.Apply(cf.overrides()); err != nil {
-				log.Warn("config reload refused", "err", err)
+				refused(err)
 				return
 			}
 			if err := eng.Reload(next); err != nil {
-				log.Warn("config reload refused", "err", err)
+				refused(err)
 				return
 			}
 			log.Info("config reloaded", "path", cfg.Path)
-		}, func(err error) { log.Warn("config reload refused", "err", err) })
+			notify("configuration reloaded from "+cfg.Path, false)
+		}, refused)
 	}
 	go eng.Prompts().Watch(wctx)
 	return eng, func() {
@@ -347,7 +364,7 @@ func controlInput(control string, stdin io.Reader) (io.Reader, error) {
 
 func headlessRun(ctx context.Context, cf *commonFlags, asJSON, deltas bool, control io.Reader, stdout, stderr io.Writer,
 	start func(context.Context, *runtime.Engine) (*runtime.Run, error)) error {
-	eng, closeEng, err := newEngine(ctx, cf)
+	eng, closeEng, err := newEngine(ctx, cf, nil)
 	if err != nil {
 		return err
 	}
@@ -820,14 +837,15 @@ func dashboard(ctx context.Context, cf *commonFlags, goal, runID string, readOnl
 	if err := checkTerminal(); err != nil {
 		return usageErr(err)
 	}
-	eng, closeEng, err := newEngine(ctx, cf)
+	notices := make(chan tui.Notice, 4)
+	eng, closeEng, err := newEngine(ctx, cf, notices)
 	if err != nil {
 		return err
 	}
 	defer closeEng()
 	cfg := eng.Config()
 	eng.AttachHuman(true)
-	opts := tui.Options{Keys: cfg.UI.Keys, Theme: cfg.UI.Theme,
+	opts := tui.Options{Keys: cfg.UI.Keys, Theme: cfg.UI.Theme, Notices: notices,
 		ResumeCommand: func(id string) string { return cf.resumeCommand(id, false) }}
 	var run *runtime.Run
 	switch {

@@ -172,6 +172,24 @@ func loadOlderBroadcastsCmd(ctx context.Context, ctl event.Controller, before st
 // tickMsg drives the spinners and elapsed times.
 type tickMsg struct{}
 
+// noticeMsg is a Notice that has arrived.
+type noticeMsg Notice
+
+// waitNotice waits for the next notice; the model asks again after each.
+func waitNotice(ctx context.Context, ch <-chan Notice) tea.Cmd {
+	return func() tea.Msg {
+		select {
+		case n, ok := <-ch:
+			if !ok {
+				return nil
+			}
+			return noticeMsg(n)
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
 func tickCmd(d time.Duration) tea.Cmd {
 	return tea.Tick(d, func(time.Time) tea.Msg { return tickMsg{} })
 }

@@ -33,6 +33,15 @@ type Options struct {
 	// ResumeCommand is the command line that continues a run, for the quit
 	// dialog; nil gives "swarmdeck resume RUN_ID".
 	ResumeCommand func(runID string) string
+	// Notices are lines for the status line from outside the run, such as
+	// a configuration file reloaded or refused; nil: none.
+	Notices <-chan Notice
+}
+
+// Notice is one line for the status line.
+type Notice struct {
+	Text string
+	Err  bool
 }
 
 type screen int
@@ -187,6 +196,9 @@ func (m *model) init() tea.Cmd {
 	if m.ctl != nil {
 		cmds = append(cmds, connectCmd(m.ctl))
 	}
+	if m.opts.Notices != nil {
+		cmds = append(cmds, waitNotice(m.ctx, m.opts.Notices))
+	}
 	if m.ticks {
 		cmds = append(cmds, tickCmd(tickFast))
 	}
@@ -229,6 +241,13 @@ func (m *model) update(msg tea.Msg) (cmd tea.Cmd) {
 		cmd = m.handleWheel(msg.Mouse())
 	case tickMsg:
 		cmd = m.handleTick()
+	case noticeMsg:
+		if msg.Err {
+			m.setStatus(msg.Text, true)
+		} else {
+			m.setNote(msg.Text)
+		}
+		cmd = waitNotice(m.ctx, m.opts.Notices)
 	case connectedMsg, eventsMsg, startedMsg:
 		cmd = m.handleRuntime(msg)
 	case actionDoneMsg, transcriptMsg, olderBroadcastsMsg, panicMsg:

@@ -295,3 +295,19 @@ func TestEndedSessionDoesNotAsk(t *testing.T) {
 	mustNotContain(t, m, "⊘ ? researcher (r-1)")
 	mustContain(t, m, "⊘ researcher (r-1)")
 }
+
+// A notice from outside the run (a configuration reload) shows on the
+// status line, an error as one, and the model waits for the next.
+func TestNoticesReachTheStatusLine(t *testing.T) {
+	m, _ := demoModel(t, 160, 48)
+	ch := make(chan Notice, 1)
+	m.opts.Notices = ch
+	m, cmd := update(m, noticeMsg{Text: "configuration not reloaded, the running settings stay: live.yaml:2: too small", Err: true})
+	mustContain(t, m, "✗ configuration not reloaded, the running settings stay: live.yaml:2: too small")
+	if cmd == nil {
+		t.Fatal("no wait for the next notice")
+	}
+	ch <- Notice{Text: "configuration reloaded from live.yaml"}
+	m, _ = update(m, cmd())
+	mustContain(t, m, "· configuration reloaded from live.yaml")
+}
