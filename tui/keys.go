@@ -6,6 +6,7 @@ import (
 
 	"charm.land/bubbles/v2/help"
 	"charm.land/bubbles/v2/key"
+	"github.com/swarmdeck/swarmdeck/runtime/config"
 )
 
 // keyMap holds every key binding of the dashboard. The footer and the `?`
@@ -37,8 +38,8 @@ type namedBinding struct {
 	desc   string
 }
 
-// actions lists the overridable bindings with their action names (the names
-// accepted by Options.Keys) and help descriptions, in help order.
+// actions lists the overridable bindings with their action names
+// (config.KeyActions, in its order) and help descriptions.
 func (k *keyMap) actions() []namedBinding {
 	return []namedBinding{
 		{"focus_next", &k.FocusNext, "next pane"},
@@ -77,50 +78,18 @@ func (k *keyMap) actions() []namedBinding {
 	}
 }
 
-var defaultKeys = map[string][]string{
-	"focus_next":      {"tab"},
-	"focus_prev":      {"shift+tab"},
-	"up":              {"up", "k"},
-	"down":            {"down", "j"},
-	"page_up":         {"pgup"},
-	"page_down":       {"pgdown"},
-	"top":             {"home", "g"},
-	"bottom":          {"end", "G"},
-	"open":            {"enter"},
-	"back":            {"esc"},
-	"collapse":        {"space"},
-	"filter":          {"/"},
-	"parent":          {"p"},
-	"prev_sibling":    {"["},
-	"next_sibling":    {"]"},
-	"first_child":     {"c"},
-	"broadcast":       {"b"},
-	"message":         {"m"},
-	"answer":          {"a"},
-	"skip":            {"s"},
-	"skip_all":        {"S"},
-	"cancel":          {"x"},
-	"help":            {"?"},
-	"quit":            {"q"},
-	"send":            {"enter"},
-	"toggle_target":   {"tab"},
-	"cycle_category":  {"ctrl+t"},
-	"toggle_no_reply": {"tab"},
-	"use_remembered":  {"tab"},
-	"dialog_skip":     {"ctrl+s"},
-	"dialog_skip_all": {"ctrl+a"},
-	"yes":             {"y"},
-	"no":              {"n", "esc"},
-}
-
 // newKeyMap returns the default bindings with overrides applied, and the
 // override names it did not recognise (sorted), so the caller can say so.
+// The names and default keys come from the config package, which checks a
+// file's overrides against them (no key doing two things where both are
+// read) before they get here.
 func newKeyMap(overrides map[string][]string) (keyMap, []string) {
 	var k keyMap
+	defaults := config.DefaultKeys()
 	for _, a := range k.actions() {
-		setKeys(a.b, defaultKeys[a.action], a.desc)
+		setKeys(a.b, defaults[a.action], a.desc)
 	}
-	k.ForceQuit = key.NewBinding(key.WithKeys("ctrl+c"), key.WithHelp("ctrl+c", "quit now"))
+	k.ForceQuit = key.NewBinding(key.WithKeys(config.ForceQuitKey), key.WithHelp(config.ForceQuitKey, "quit now"))
 
 	var unknown []string
 	byName := map[string]namedBinding{}

@@ -20,13 +20,8 @@ type Options struct {
 	Controller event.Controller
 	// Start starts a run for a goal typed at the goal prompt.
 	Start func(ctx context.Context, goal string) (event.Controller, error)
-	// Keys overrides key bindings: action name -> keys (Bubble Tea key
-	// names such as "ctrl+t", "pgdown", "x"). Actions: focus_next,
-	// focus_prev, up, down, page_up, page_down, top, bottom, open, back,
-	// collapse, filter, parent, prev_sibling, next_sibling, first_child,
-	// broadcast, message, answer, skip, skip_all, cancel, help, quit, and
-	// inside dialogs send, toggle_target, cycle_category, toggle_no_reply,
-	// use_remembered, dialog_skip, dialog_skip_all, yes, no.
+	// Keys overrides key bindings: action name (config.KeyActions) -> keys
+	// (Bubble Tea key names such as "ctrl+t", "pgdown", "x").
 	Keys map[string][]string
 	// Theme is auto (ask the terminal for its background), dark or light.
 	Theme string

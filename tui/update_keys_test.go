@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/swarmdeck/swarmdeck/runtime/config"
 	"github.com/swarmdeck/swarmdeck/runtime/event"
 	"github.com/swarmdeck/swarmdeck/tui/tuitest"
 )
@@ -539,6 +540,23 @@ func TestKeyOverrides(t *testing.T) {
 	m, _ = press(t, m, "B")
 	if m.dialog.kind != dialogBroadcast {
 		t.Fatal("the new broadcast key does not open the dialog")
+	}
+}
+
+// The keymap binds exactly the actions the config file may rebind, with
+// the defaults the config package checks overrides against.
+func TestKeyMapIsTheConfigKeyTable(t *testing.T) {
+	k, _ := newKeyMap(nil)
+	var names []string
+	defaults := config.DefaultKeys()
+	for _, a := range k.actions() {
+		names = append(names, a.action)
+		if got := a.b.Keys(); !reflect.DeepEqual(got, defaults[a.action]) {
+			t.Errorf("%s is bound to %v, config's default is %v", a.action, got, defaults[a.action])
+		}
+	}
+	if !reflect.DeepEqual(names, config.KeyActions) {
+		t.Errorf("keymap actions %v\nconfig.KeyActions %v", names, config.KeyActions)
 	}
 }
 

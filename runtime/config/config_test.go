@@ -181,6 +181,21 @@ func TestParseErrors(t *testing.T) {
 	}
 }
 
+func TestDefaultKeysAreTheCallers(t *testing.T) {
+	a := DefaultKeys()
+	a["up"][0] = "changed"
+	if b := DefaultKeys(); b["up"][0] != "up" || len(b) != len(KeyActions) {
+		t.Errorf("DefaultKeys() = %v", b)
+	}
+}
+
+func TestDialogKeysCanBeRebound(t *testing.T) {
+	cfg := mustParse(t, "ui:\n  keys:\n    top: [t]\n    yes: [Y]\n")
+	if !reflect.DeepEqual(cfg.UI.Keys, map[string][]string{"top": {"t"}, "yes": {"Y"}}) {
+		t.Errorf("keys = %v", cfg.UI.Keys)
+	}
+}
+
 func TestErrorNeverEchoesAnAPIKey(t *testing.T) {
 	const secret = "sk-proj-abc123"
 	_, err := Parse("config.yaml", []byte("providers:\n  openai:\n    api_key_env: "+secret+"\n"))

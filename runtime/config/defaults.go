@@ -23,15 +23,6 @@ const OrchestratorRole = "orchestrator"
 // Themes lists the valid values of ui.theme.
 var Themes = []string{"auto", "dark", "light"}
 
-// KeyActions lists the dashboard actions that ui.keys may rebind. The TUI's
-// keymap has one binding per name.
-var KeyActions = []string{
-	"focus_next", "focus_prev", "up", "down", "page_up", "page_down",
-	"open", "back", "collapse", "broadcast", "message", "answer", "skip",
-	"skip_all", "cancel", "filter", "parent", "prev_sibling", "next_sibling",
-	"first_child", "help", "quit",
-}
-
 // Defaults returns the built-in configuration, the one the root config.yaml
 // spells out. A test parses that file and compares it with this, so the two
 // cannot drift; change both together.
