@@ -21,7 +21,8 @@ type Options struct {
 	// Start starts a run for a goal typed at the goal prompt.
 	Start func(ctx context.Context, goal string) (event.Controller, error)
 	// Keys overrides key bindings: action name (config.KeyActions) -> keys
-	// (Bubble Tea key names such as "ctrl+t", "pgdown", "x").
+	// (Bubble Tea key names such as "ctrl+t", "pgdown", "x"). Config
+	// validation refuses a key bound to two actions read in the same place.
 	Keys map[string][]string
 	// Theme is auto (ask the terminal for its background), dark or light.
 	Theme string

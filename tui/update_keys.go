@@ -12,6 +12,8 @@ const readOnlyText = "read-only: view only shows a run; steer it from the dashbo
 
 // handleKey routes a key press. The order is fixed: ctrl+c, the goal prompt,
 // an open dialog, the filter input, then global keys, then the focused pane.
+// runtime/config/keys.go lists which actions each of these places reads, to
+// refuse a key bound to two of them; change both together.
 func (m *model) handleKey(k tea.KeyPressMsg) tea.Cmd {
 	keys := &m.keys
 	if key.Matches(k, keys.ForceQuit) {
@@ -144,7 +146,7 @@ func (m *model) startAction(k tea.KeyPressMsg) tea.Cmd {
 			return nil
 		}
 		if n := m.st.sessions[sel]; n != nil && !n.anyActive() {
-			m.setNote(m.st.sessionName(sel)+" has "+n.info.Status+" already: nothing to cancel")
+			m.setNote(m.st.sessionName(sel) + " has " + n.info.Status + " already: nothing to cancel")
 			return nil
 		}
 		m.openDialog(dialog{kind: dialogConfirm, confirm: confirmCancel, target: sel})
@@ -276,7 +278,7 @@ func (m *model) confirmed() tea.Cmd {
 		return m.quit()
 	case confirmCancel:
 		id := d.target
-		m.setNote("cancelling "+m.st.sessionName(id)+"…")
+		m.setNote("cancelling " + m.st.sessionName(id) + "…")
 		return actionCmd(m.ctx, actCancel, "cancelled "+m.st.sessionName(id)+" and its subtree", "", func(ctx context.Context) error {
 			return ctl.Cancel(ctx, id)
 		})
@@ -544,7 +546,7 @@ func (m *model) loadOlderTranscript() tea.Cmd {
 	}
 	if len(t.msgs) >= transcriptKeep+transcriptExtra {
 		// Loading more would only push out what was just loaded.
-		m.setNote("showing the newest "+fmtCount(len(t.msgs))+" messages; older ones stay in the store")
+		m.setNote("showing the newest " + fmtCount(len(t.msgs)) + " messages; older ones stay in the store")
 		return nil
 	}
 	t.loadingOlder = true

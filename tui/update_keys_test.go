@@ -560,6 +560,32 @@ func TestKeyMapIsTheConfigKeyTable(t *testing.T) {
 	}
 }
 
+// A dialog's key may be a key of the main view, as the config accepts: each
+// does its own thing where it is read.
+func TestDialogKeySharedWithTheMainView(t *testing.T) {
+	ctl := tuitest.NewController(tuitest.Demo(t0))
+	keys := map[string][]string{"yes": {"b"}}
+	cfg := config.Defaults()
+	cfg.UI.Keys = keys
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	m := New(Options{Controller: ctl, Theme: "dark", Keys: keys})
+	t.Cleanup(m.cancel)
+	m.now, m.ticks = func() timeT { return t0 }, false
+	m, _ = update(m, windowSize(160, 48))
+	m = connect(m, ctl)
+	m, _ = press(t, m, "b")
+	if m.dialog.kind != dialogBroadcast {
+		t.Fatal("b no longer opens the broadcast dialog")
+	}
+	m, _ = press(t, m, "esc", "q")
+	_, msgs := press(t, m, "b")
+	if !quitSeen(msgs) {
+		t.Fatal("b does not confirm the quit")
+	}
+}
+
 // In a narrow Sessions pane siblings of one role stay apart: where
 // "researcher (r-1)" would be cut to the same stub for both, the label is
 // shown alone.

@@ -146,6 +146,21 @@ func TestParseErrors(t *testing.T) {
 		{"no keys", "ui:\n  keys:\n    quit: []\n", 3, "ui.keys.quit", "no keys given"},
 		{"empty key", "ui:\n  keys:\n    help: [\"?\", \"\"]\n", 3, "ui.keys.help", `"" is not a key name`},
 		{"key with space", "ui:\n  keys:\n    help:\n      - ctrl h\n", 4, "ui.keys.help", "not a key name"},
+		{"unknown modifier", "ui:\n  keys:\n    quit: [notakey+zz]\n", 3, "ui.keys.quit", `"notakey" is not a modifier`},
+		{"modifier typo", "ui:\n  keys:\n    quit: [ctl+q]\n", 3, "ui.keys.quit", "did you mean ctrl?"},
+		{"unknown key name", "ui:\n  keys:\n    page_down: [pagedown]\n", 3, "ui.keys.page_down", "write pgdown"},
+		{"modifiers out of order", "ui:\n  keys:\n    quit: [alt+ctrl+q]\n", 3, "ui.keys.quit", `write it "ctrl+alt+q"`},
+		{"modifier alone", "ui:\n  keys:\n    quit: [ctrl+]\n", 3, "ui.keys.quit", "not a key name"},
+		{"shifted letter", "ui:\n  keys:\n    skip_all: [shift+s]\n", 3, "ui.keys.skip_all", `write the character shift types, "S"`},
+		{"upper case with ctrl", "ui:\n  keys:\n    quit: [ctrl+Q]\n", 3, "ui.keys.quit", `"ctrl+shift+q"`},
+		{"ctrl+c", "ui:\n  keys:\n    help: [ctrl+c]\n", 3, "ui.keys.help", "always quits at once"},
+		{"a default key of another action", "ui:\n  keys:\n    quit: [b]\n    help: [h]\n", 3, "ui.keys.quit",
+			`"b" is also the default key of broadcast in the main view, where one key can do only one thing; rebind broadcast too`},
+		{"two keys set alike", "ui:\n  keys:\n    broadcast: [z]\n\n    quit: [q, z]\n", 5, "ui.keys.quit", `"z" is also set for broadcast in the main view`},
+		{"two keys set alike, reported at the later", "ui:\n  keys:\n    quit: z\n    broadcast: z\n", 4, "ui.keys.broadcast", `"z" is also set for quit`},
+		{"two keys of one dialog", "ui:\n  keys:\n    dialog_skip: [tab]\n", 3, "ui.keys.dialog_skip", "default key of use_remembered in the answer dialog"},
+		{"yes and no alike", "ui:\n  keys:\n    yes: [n]\n", 3, "ui.keys.yes", "default key of no in a yes/no confirmation"},
+		{"a letter in a text dialog", "ui:\n  keys:\n    toggle_target: [t]\n", 3, "ui.keys.toggle_target", `"t" would no longer type t in the broadcast dialog; use a key that types nothing, like ctrl+t`},
 
 		// YAML itself.
 		{"duplicate key", "model: a\nmodel: b\n", 2, "", `mapping key "model" already defined on line 1`},
@@ -178,6 +193,30 @@ func TestParseErrors(t *testing.T) {
 				t.Errorf("error\n  %s\nwant one line starting %q and containing %q", msg, prefix, tt.msg)
 			}
 		})
+	}
+}
+
+func TestKeysMayRepeatAcrossContexts(t *testing.T) {
+	// A dialog's key may be a key of the main view: the main view does not
+	// read keys while a dialog is open. Rebinding both sides of a default
+	// pair is no clash either.
+	for _, src := range []string{
+		"ui:\n  keys:\n    yes: [b]\n",
+		"ui:\n  keys:\n    toggle_target: [ctrl+b]\n    broadcast: [ctrl+b]\n",
+		"ui:\n  keys:\n    dialog_skip: [tab]\n    use_remembered: [ctrl+r]\n",
+		"ui:\n  keys:\n    quit: [b]\n    broadcast: [B]\n",
+		"ui:\n  keys:\n    quit: [ctrl+alt+shift+q, f10, \"+\", ctrl++]\n",
+	} {
+		mustParse(t, src)
+	}
+}
+
+func TestValidateRefusesClashingKeysSetInCode(t *testing.T) {
+	c := Defaults()
+	c.UI.Keys["quit"] = []string{"b"}
+	err := c.Validate()
+	if err == nil || !strings.Contains(err.Error(), "ui.keys.quit: \"b\" is also the default key of broadcast") {
+		t.Errorf("Validate() = %v", err)
 	}
 }
 

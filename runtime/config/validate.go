@@ -271,26 +271,7 @@ func (c *Config) validateUI(p *problems) {
 	if !slices.Contains(Themes, c.UI.Theme) {
 		p.add("ui.theme", "%q is not a theme%s", c.UI.Theme, choices(c.UI.Theme, Themes))
 	}
-	for _, action := range sortedKeys(c.UI.Keys) {
-		key := joinKey("ui.keys", action)
-		if !slices.Contains(KeyActions, action) {
-			hint := ""
-			if s := suggest(action, KeyActions); s != "" {
-				hint = "did you mean " + s + "? "
-			}
-			p.add(key, "unknown action (%svalid: %s)", hint, strings.Join(KeyActions, ", "))
-			continue
-		}
-		keys := c.UI.Keys[action]
-		if len(keys) == 0 {
-			p.add(key, "no keys given (write it like %s: [ctrl+q])", action)
-		}
-		for i, k := range keys {
-			if k == "" || strings.ContainsAny(k, " \t\n") {
-				p.addAt(key, fmt.Sprintf("%s[%d]", key, i), "%q is not a key name (write keys like q, ctrl+c, shift+tab, space)", k)
-			}
-		}
-	}
+	c.validateKeys(p)
 }
 
 // choices is the parenthesised list after an invalid enum value.

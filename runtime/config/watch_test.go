@@ -68,6 +68,19 @@ func TestWatch(t *testing.T) {
 		t.Fatal("a bad edit was not reported")
 	}
 
+	// So is a key bound to two actions: the keys loaded before stay.
+	writeFile(t, path, "limits:\n  max_turns_per_session: 8\nui:\n  keys:\n    quit: [b]\n")
+	select {
+	case err := <-errs:
+		if !strings.HasPrefix(err.Error(), path+":5: ui.keys.quit: \"b\" is also the default key of broadcast") {
+			t.Errorf("clashing keys reported as %v", err)
+		}
+	case c := <-changes:
+		t.Fatalf("clashing keys were delivered: %v", c.UI.Keys)
+	case <-time.After(5 * time.Second):
+		t.Fatal("clashing keys were not reported")
+	}
+
 	// An editor's save: write a temporary file, rename it over the config.
 	tmp := filepath.Join(dir, ".config.yaml.swp")
 	writeFile(t, tmp, "limits:\n  max_turns_per_session: 9\n")
