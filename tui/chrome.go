@@ -140,10 +140,13 @@ func (m *model) renderFooter() string {
 	if m.dialog.kind != dialogNone {
 		return " " + m.help.ShortHelpView(dialogHelp{&m.keys, m.dialog.kind}.ShortHelp())
 	}
-	if m.screen == screenSession {
+	switch {
+	case m.showHelp:
+		full, short = m.keys.helpSheetHelp()
+	case m.screen == screenSession:
 		h := sessionHelp{&m.keys}
 		full, short = h.ShortHelp(), h.compactHelp()
-	} else {
+	default:
 		full, short = m.keys.ShortHelp(), m.keys.compactHelp()
 	}
 	if m.readOnly || m.st.run.Status == "interrupted" {

@@ -62,8 +62,9 @@ func (m *model) openDialog(d dialog) {
 
 func (m *model) closeDialog() { m.dialog = dialog{} }
 
-// sheetLines renders the open dialog, or the full help, as a framed sheet of
-// the full width; nil when there is neither.
+// sheetLines renders the open dialog as a framed sheet of the full width;
+// nil when there is none. (The `?` sheet scrolls, so layout draws it once it
+// knows its height: see helpSheet.)
 func (m *model) sheetLines(w int) []string {
 	if w < minWidth {
 		return nil
@@ -156,14 +157,7 @@ func (m *model) sheetLines(w int) []string {
 	case dialogConfirm:
 		title, body = m.confirmText()
 	default:
-		if !m.showHelp {
-			return nil
-		}
-		title = "Keys"
-		body = strings.Split(m.help.FullHelpView(m.keys.FullHelp()), "\n")
-		body = append(body, "",
-			s.dim.Render("Sessions: TIME is the session's own, TOKENS the session's and everything under it."),
-			s.dim.Render(label(k.Help)+" or "+label(k.Back)+" closes this"))
+		return nil
 	}
 	// Long lines (a question, the quit notice) wrap inside the sheet.
 	var lines []string

@@ -78,6 +78,27 @@ func TestGoldenDialogs(t *testing.T) {
 	}
 }
 
+// TestGoldenHelp is the `?` sheet at the smallest size (scrolled), a common
+// one (columns under each other) and a wide one (all of it at once).
+func TestGoldenHelp(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		w, h int
+	}{
+		{"60x16", 60, 16},
+		{"80x24", 80, 24},
+		{"160x48", 160, 48},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, _ := demoModel(t, tc.w, tc.h)
+			m, _ = press(t, m, "?")
+			out := plainView(m)
+			checkFrame(t, out, tc.w, tc.h)
+			golden.RequireEqual(t, out)
+		})
+	}
+}
+
 func TestGoldenGoalPrompt(t *testing.T) {
 	m := New(Options{Theme: "dark"})
 	t.Cleanup(m.cancel)

@@ -170,14 +170,14 @@ func (k keyMap) compactHelp() []key.Binding {
 	return []key.Binding{k.FocusNext, k.Open, k.Broadcast, k.Answer, k.Help, k.Quit}
 }
 
-// FullHelp is the `?` sheet: every action, grouped.
+// FullHelp is every action, grouped as on the `?` sheet (which adds the
+// headings).
 func (k keyMap) FullHelp() [][]key.Binding {
-	return [][]key.Binding{
-		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.FocusNext, k.FocusPrev},
-		{k.Open, k.Back, k.Collapse, k.Filter, k.Parent, k.PrevSibling, k.NextSibling, k.FirstChild},
-		{k.Broadcast, k.Message, k.Answer, k.Skip, k.SkipAll, k.Cancel, k.Help, k.Quit},
-		{k.Send, k.ToggleTarget, k.CycleCategory, k.ToggleNoReply, k.UseRemembered, k.DialogSkip, k.DialogSkipAll, k.ForceQuit},
+	var cols [][]key.Binding
+	for _, c := range k.helpColumns() {
+		cols = append(cols, c.keys)
 	}
+	return cols
 }
 
 // sessionHelp is the footer while a transcript is open.

@@ -33,6 +33,7 @@ type chrome struct {
 	banner      bool // a question waits for the person
 	sheetRows   int  // an open dialog or the full help, docked at the bottom
 	dialog      bool // the sheet is a dialog, which the person is typing into
+	help        bool // the sheet is the key help, which scrolls in what it gets
 	statusRows  int  // the status line (result of an action, an error), wrapped
 	footerRows  int  // the key help
 	sessionView bool // a transcript is open
@@ -68,13 +69,13 @@ func computeLayout(w, h int, c chrome) screenLayout {
 	}
 	status := c.statusRows
 	fixed := headerRows + banner + status
-	// The panes keep at least minBody rows: a tall help sheet shrinks to the
-	// short footer first, then it is clipped. A dialog comes first: the
-	// panes behind it give way down to one row of the tree (stacked) or of
-	// each column (side by side), so that its input line shows even at the
-	// smallest size.
+	// The panes keep at least minBody rows. A dialog or the key help comes
+	// first: the panes behind it give way down to one row of the tree
+	// (stacked) or of each column (side by side), so that a dialog's input
+	// line shows even at the smallest size, and the help shows enough to
+	// scroll through.
 	panes := minBody
-	if c.dialog {
+	if c.dialog || c.help {
 		panes = 3
 		if w >= wideWidth {
 			panes = 6

@@ -108,10 +108,11 @@ type model struct {
 	delegations delegationsPane
 	transcript  transcriptPane
 
-	dialog   dialog
-	showHelp bool
-	status   statusLine
-	goal     goalPrompt
+	dialog     dialog
+	showHelp   bool
+	helpScroll helpScroll
+	status     statusLine
+	goal       goalPrompt
 
 	frame   int
 	crashed error
@@ -303,12 +304,14 @@ func (m *model) selectedSession() string {
 	return m.sessions.selected
 }
 
-// chrome is what this frame needs besides the panes.
-func (m *model) chrome(sheet []string) chrome {
+// chrome is what this frame needs besides the panes, with a sheet of
+// sheetRows.
+func (m *model) chrome(sheetRows int) chrome {
 	return chrome{
 		banner:      len(m.st.questions) > 0,
-		sheetRows:   len(sheet),
+		sheetRows:   sheetRows,
 		dialog:      m.dialog.kind != dialogNone,
+		help:        m.dialog.kind == dialogNone && m.showHelp,
 		statusRows:  len(m.statusLines(m.width)),
 		footerRows:  1,
 		sessionView: m.screen == screenSession,
@@ -318,13 +321,24 @@ func (m *model) chrome(sheet []string) chrome {
 // layout computes this frame's rectangles and sizes the panes to them.
 func (m *model) layout() (screenLayout, []string) {
 	sheet := m.sheetLines(m.width)
-	l := computeLayout(m.width, m.height, m.chrome(sheet))
+	rows := len(sheet)
+	var help []string
+	if sheet == nil && m.showHelp && m.width >= minWidth {
+		// The sheet's margin and borders take 3 cells; the borders and
+		// the closing line 3 rows.
+		help = m.helpContent(m.width - 3)
+		rows = len(help) + 3
+	}
+	l := computeLayout(m.width, m.height, m.chrome(rows))
 	m.sessions.SetSize(l.sessions.w, l.sessions.h)
 	m.broadcasts.SetSize(l.broadcasts.w, l.broadcasts.h)
 	m.plans.SetSize(l.plans.w, l.plans.h)
 	m.delegations.SetSize(l.delegations.w, l.delegations.h)
 	m.transcript.SetSize(l.transcript.w, l.transcript.h)
 	m.help.SetWidth(max(m.width-1, 0))
+	if help != nil {
+		return l, m.helpSheet(help, l.sheet.w, l.sheet.h)
+	}
 	if n := l.sheet.h; len(sheet) > n {
 		// Keep the top border with its title and the end (a dialog's input
 		// line, the bottom border); what gives way is the middle.

@@ -49,7 +49,8 @@ func (m *model) handleClick(ms tea.Mouse) tea.Cmd {
 	return nil
 }
 
-// handleWheel scrolls the pane under the pointer, whatever has focus.
+// handleWheel scrolls the pane (or the `?` sheet) under the pointer,
+// whatever has focus.
 func (m *model) handleWheel(ms tea.Mouse) tea.Cmd {
 	if m.screen == screenGoal {
 		return nil
@@ -65,6 +66,8 @@ func (m *model) handleWheel(ms tea.Mouse) tea.Cmd {
 	}
 	l, _ := m.layout()
 	switch {
+	case m.showHelp && m.dialog.kind == dialogNone && l.sheet.contains(ms.X, ms.Y):
+		m.helpScroll.scroll(d)
 	case l.transcript.contains(ms.X, ms.Y):
 		if m.transcript.move(d) {
 			return m.loadOlderTranscript()
