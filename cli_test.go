@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -282,5 +283,36 @@ func TestDashboardHearsOfConfigReloads(t *testing.T) {
 	good := await("limits:\n  max_turns_per_session: 12\n", func(n tui.Notice) bool { return !n.Err })
 	if !strings.Contains(good.Text, "configuration reloaded from "+path) {
 		t.Errorf("reload: %q", good.Text)
+	}
+}
+
+// `runs` tells a run that a process is running from one stored as running
+// by a process that died, and says how to continue the latter.
+func TestRunsTellsADeadRunFromALiveOne(t *testing.T) {
+	dir := cliEnv(t)
+	db := filepath.Join(dir, "d.db")
+	storeRuns(t, db, store.Run{ID: "r-dead01", Goal: "left by a kill -9", Status: "running", Provider: "scripted", Scripted: true})
+	cf := &commonFlags{db: db, provider: "scripted", scriptedLatency: time.Hour, latencySet: true}
+	eng, closeEng, err := newEngine(context.Background(), cf, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeEng()
+	live, err := eng.Start(context.Background(), "still going")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Interrupt()
+	var out, errOut bytes.Buffer
+	if code := run([]string{"runs", "--db", db}, strings.NewReader(""), &out, &errOut); code != 0 {
+		t.Fatalf("runs: exit %d: %s", code, errOut.String())
+	}
+	got := out.String()
+	if !regexp.MustCompile(live.ID() + ` +running `).MatchString(got) {
+		t.Errorf("the live run is not shown running:\n%s", got)
+	}
+	if !regexp.MustCompile(`r-dead01 +stopped\* `).MatchString(got) ||
+		!strings.Contains(got, "no swarmdeck process runs it") || !strings.Contains(got, "`swarmdeck --db "+db+" resume r-dead01`") {
+		t.Errorf("the dead run is not told apart:\n%s", got)
 	}
 }

@@ -452,10 +452,22 @@ func runsCmd(cf *commonFlags, stdout io.Writer) *cobra.Command {
 			}
 			tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "RUN\tSTATUS\tSTARTED\tTOKENS\tGOAL")
+			var orphans []string
 			for _, r := range runs {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", r.ID, r.Status, r.CreatedAt.Local().Format("2006-01-02 15:04"), r.Usage.TotalTokens, clip(r.Goal, 60))
+				status := r.Status
+				if live, known := runtime.RunIsLive(st.Path(), r.ID); status == runtime.RunRunning && known && !live {
+					status = "stopped*"
+					orphans = append(orphans, r.ID)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", r.ID, status, r.CreatedAt.Local().Format("2006-01-02 15:04"), r.Usage.TotalTokens, clip(r.Goal, 60))
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if len(orphans) > 0 {
+				fmt.Fprintln(stdout, cf.withFlags(fmt.Sprintf("\n* stored as running, but no swarmdeck process runs it (it was killed or crashed): `swarmdeck resume %s` continues it", orphans[0])))
+			}
+			return nil
 		},
 	}
 }

@@ -322,6 +322,14 @@ func (e *Engine) unregister(r *Run) {
 // from resuming it while this one runs it. Only a lock held elsewhere is an
 // error: a lock that cannot be made at all (a read-only directory beside a
 // writable database, a system without flock) must not stop a run.
+// RunIsLive reports whether a process, this one or another, is running the
+// run now; known is false where that cannot be told. A run stored as
+// running that no process runs was stopped by a crash or a kill -9 and is
+// waiting for `resume`.
+func RunIsLive(dbPath, runID string) (live, known bool) {
+	return runlock.Held(runlock.Dir(dbPath), runID)
+}
+
 func (e *Engine) lockRun(id string) (*runlock.Lock, error) {
 	l, err := runlock.Acquire(runlock.Dir(e.store.Path()), id)
 	if runlock.IsHeld(err) {

@@ -586,6 +586,9 @@ func TestViewFollowsARunRunningElsewhere(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if st := v.Snapshot().Run.Status; st != RunRunning {
+		t.Fatalf("a run another engine runs is viewed as %s", st)
+	}
 	last := v.Snapshot().LastSeq
 	held.open()
 	deadline := time.After(30 * time.Second)
@@ -614,4 +617,24 @@ func TestViewFollowsARunRunningElsewhere(t *testing.T) {
 		t.Errorf("a viewer's broadcast = %v, want it refused as read-only", err)
 	}
 	run.Interrupt()
+}
+
+// `swarmdeck view` of a run stored as running that no process runs (its
+// process was killed) shows it stopped, not live.
+func TestViewOfARunLeftByADeadProcess(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "swarmdeck.db")
+	e := limEngineAt(t, db, nil)
+	err := e.Store().Do(context.Background(), func(tx *store.Tx) error {
+		return tx.InsertRun(&store.Run{ID: "r-dead01", Goal: "g", Status: RunRunning, CreatedAt: time.Now()})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := e.View(context.Background(), "r-dead01")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run := v.Snapshot().Run; run.Status != RunInterrupted || !strings.Contains(run.Error, "no swarmdeck process is running it") {
+		t.Fatalf("viewed as %s (%q)", run.Status, run.Error)
+	}
 }

@@ -36,6 +36,12 @@ func (e *Engine) View(ctx context.Context, runID string) (event.Controller, erro
 	v := &storedRun{e: e, id: rec.ID}
 	snap := &v.snap
 	snap.Run = *runInfoOf(rec)
+	if live, known := RunIsLive(st.Path(), rec.ID); rec.Status == RunRunning && known && !live {
+		// Stored as running, but no process runs it: it stopped where a
+		// crash left it, and is shown as such until it is resumed.
+		snap.Run.Status = RunInterrupted
+		snap.Run.Error = "no swarmdeck process is running it (it was killed or crashed): resume it to continue"
+	}
 	sessions, err := st.Sessions(ctx, rec.ID)
 	if err != nil {
 		return nil, err

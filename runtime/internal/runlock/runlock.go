@@ -111,3 +111,21 @@ func IsHeld(err error) bool {
 	var h *HeldError
 	return errors.As(err, &h)
 }
+
+// Held reports whether a process holds the lock of runID in dir, that is,
+// whether the run is being run now; known is false where that cannot be
+// told (no flock on this system, a lock file that cannot be read).
+func Held(dir, runID string) (held, known bool) {
+	if !canProbe {
+		return false, false
+	}
+	f, err := os.Open(filepath.Join(dir, runID+".lock"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, true // a process that runs a run keeps its lock file
+	}
+	if err != nil {
+		return false, false
+	}
+	defer f.Close()
+	return probeLock(f)
+}

@@ -79,6 +79,10 @@ func TestLockOfADeadProcessIsFree(t *testing.T) {
 		cmd.Process.Kill()
 		t.Fatalf("child did not take the lock: %q %v", buf, err)
 	}
+	if held, known := Held(dir, "r-1"); !held || !known {
+		cmd.Process.Kill()
+		t.Fatalf("Held while the child holds it = %v, %v", held, known)
+	}
 	_, err = Acquire(dir, "r-1")
 	if h, ok := err.(*HeldError); !ok || h.PID != cmd.Process.Pid {
 		cmd.Process.Kill()
@@ -86,6 +90,13 @@ func TestLockOfADeadProcessIsFree(t *testing.T) {
 	}
 	cmd.Process.Kill()
 	cmd.Wait()
+	// Killed, it left its lock file behind, but not the lock.
+	if held, known := Held(dir, "r-1"); held || !known {
+		t.Fatalf("Held after the holder died = %v, %v", held, known)
+	}
+	if held, known := Held(dir, "r-never"); held || !known {
+		t.Fatalf("Held of a run never locked = %v, %v", held, known)
+	}
 	l, err := Acquire(dir, "r-1")
 	if err != nil {
 		t.Fatalf("Acquire after the holder died: %v", err)
