@@ -173,6 +173,10 @@ func (p *progress) print(ev event.Event) {
 			fmt.Fprintf(p.w, "  ✓ %s %s completed (%d tokens)\n", s.ID, name(s), s.Usage.TotalTokens)
 		case "failed", "cancelled":
 			fmt.Fprintf(p.w, "  ✗ %s %s %s: %s\n", s.ID, name(s), s.Status, s.Reason)
+		default:
+			if s.Retrying != "" {
+				fmt.Fprintf(p.w, "  ↻ %s %s: %s\n", s.ID, name(s), s.Retrying)
+			}
 		}
 	case event.ToolStarted:
 		fmt.Fprintf(p.w, "    %s → %s\n", ev.SessionID, ev.Tool.Name)

@@ -553,7 +553,37 @@ func (s *Session) callModel() (*llm.Response, error) {
 		bus.PublishLossy(event.Event{Type: event.MessageDelta, Time: time.Now(), RunID: s.r.id, SessionID: s.id,
 			Delta: &event.DeltaInfo{Content: d.Content, ToolName: d.ToolName, Reset: d.Reset}})
 	}
-	return s.r.e.llm.Stream(s.ctx, req, onDelta)
+	req.OnRetry = func(rt llm.Retry) {
+		// The cause first: a narrow row keeps the start.
+		s.noteRetry(fmt.Sprintf("%s; trying again in %s (attempt %d of %d)", strings.TrimSuffix(rt.Reason, "."),
+			rt.Wait.Round(100*time.Millisecond), rt.Attempt+1, rt.Of))
+	}
+	resp, err := s.r.e.llm.Stream(s.ctx, req, onDelta)
+	s.mu.Lock()
+	retried := s.retrying != ""
+	s.mu.Unlock()
+	if retried {
+		s.noteRetry("")
+	}
+	return resp, err
+}
+
+// noteRetry says, with a session.status event, that the session's model
+// call failed and is being tried again (why), or that it no longer is
+// (""): the wait can be long, and without it the session only looks stuck.
+// Nothing is stored but the event.
+func (s *Session) noteRetry(why string) {
+	s.mu.Lock()
+	s.retrying = why
+	info := s.infoLocked()
+	s.mu.Unlock()
+	err := s.r.e.store.Do(context.Background(), func(tx *store.Tx) error {
+		_, err := tx.Emit(event.Event{Type: event.SessionStatus, RunID: s.r.id, SessionID: s.id, Session: info})
+		return err
+	})
+	if err != nil {
+		s.r.e.log.Warn("could not report a retry", "session", s.id, "err", err)
+	}
 }
 
 // retryable reports whether err is a model call's failure that another

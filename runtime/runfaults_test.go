@@ -454,6 +454,23 @@ func TestRunRecoversFromRetryableServerFaults(t *testing.T) {
 			if fr.hits != tc.tries {
 				t.Errorf("the faulty turn was requested %d times, want %d", fr.hits, tc.tries)
 			}
+			// A retry is announced while it waits, and withdrawn after.
+			noted, cleared := "", false
+			for _, ev := range fr.events {
+				switch {
+				case ev.Type != event.SessionStatus || ev.Session == nil:
+				case ev.Session.Retrying != "":
+					noted = ev.Session.Retrying
+				case noted != "":
+					cleared = true
+				}
+			}
+			if tc.tries == 2 && (!strings.Contains(noted, "; trying again in ") || !strings.HasSuffix(noted, "(attempt 2 of 5)") || !cleared) {
+				t.Errorf("the retry was announced as %q, then withdrawn: %v", noted, cleared)
+			}
+			if tc.tries == 1 && noted != "" {
+				t.Errorf("a retry was announced for a call made once: %q", noted)
+			}
 			if len(fr.x.Sessions) != 2 {
 				t.Fatalf("%d sessions, want the root and one worker", len(fr.x.Sessions))
 			}

@@ -62,6 +62,7 @@ type Session struct {
 	broadcasts   int
 	questions    int
 	waitingHuman int
+	retrying     string // why the model call in progress is being tried again; "" when it is not
 	blocking     int  // tool calls in flight that wait (slot released)
 	slotHeld     bool // holds a max_concurrent_sessions slot
 	lastReminder string
@@ -130,7 +131,7 @@ func (s *Session) infoLockedCtx(withContext bool) *event.SessionInfo {
 	rec := &s.rec
 	return &event.SessionInfo{ID: s.id, ParentID: rec.ParentID, Agent: s.agent, Label: s.label, Title: s.title,
 		Status: rec.Status, Depth: s.depth, Kind: s.kind, SharedContext: sc, Reason: rec.Reason, Result: rec.Result,
-		Error: rec.Error, Usage: event.Usage(rec.Usage), Turns: rec.Turns, WaitingHuman: s.waitingHuman > 0,
+		Error: rec.Error, Usage: event.Usage(rec.Usage), Turns: rec.Turns, WaitingHuman: s.waitingHuman > 0, Retrying: s.retrying,
 		LastTool: rec.LastTool, CreatedAt: rec.CreatedAt, EndedAt: rec.EndedAt}
 }
 

@@ -234,6 +234,10 @@ func (p *sessionsPane) row(c *renderCtx, cols sessionCols, n *sessionNode, selec
 	if info.Status == "failed" && info.Error != "" {
 		desc = info.Error
 	}
+	retrying := status == "running" && info.Retrying != ""
+	if retrying {
+		desc = "↻ " + info.Retrying
+	}
 	extra := ""
 	if p.collapsed[info.ID] && n.descendants > 0 {
 		extra = fmt.Sprintf(" +%d", n.descendants)
@@ -272,6 +276,8 @@ func (p *sessionsPane) row(c *renderCtx, cols sessionCols, n *sessionNode, selec
 	switch {
 	case desc != "" && info.Status == "failed":
 		left += " " + s.errText.Render(oneLine(desc))
+	case retrying:
+		left += " " + s.markWarn.Render(oneLine(desc))
 	case desc != "":
 		left += " " + s.dim.Render(oneLine(desc))
 	}

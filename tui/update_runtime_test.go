@@ -311,3 +311,21 @@ func TestNoticesReachTheStatusLine(t *testing.T) {
 	m, _ = update(m, cmd())
 	mustContain(t, m, "· configuration reloaded from live.yaml")
 }
+
+// A model call being tried again says so in the session's row, and the row
+// goes back to its title once the call is through.
+func TestSessionRowShowsARetry(t *testing.T) {
+	m, _ := demoModel(t, 160, 48)
+	info := m.st.sessions["s-root"].info
+	info.Retrying = "503 Service Unavailable: The engine is overloaded; trying again in 1.5s (attempt 2 of 5)"
+	e := ev(event.SessionStatus, "s-root")
+	e.Session = &info
+	m = apply(m, e)
+	mustContain(t, m, "orchestrator ↻ 503 Service Unavailable: The eng")
+	info.Retrying = ""
+	e2 := ev(event.SessionStatus, "s-root")
+	e2.Session = &info
+	m = apply(m, e2)
+	mustNotContain(t, m, "↻")
+	mustContain(t, m, "orchestrator Build a URL shortener")
+}

@@ -95,6 +95,7 @@ type SessionInfo struct {
 	Usage         Usage           `json:"usage"`
 	Turns         int             `json:"turns"`
 	WaitingHuman  bool            `json:"waiting_human,omitempty"`
+	Retrying      string          `json:"retrying,omitempty"` // a model call failed and is tried again: what failed and when
 	LastTool      string          `json:"last_tool,omitempty"`
 	CreatedAt     time.Time       `json:"created_at"`
 	EndedAt       time.Time       `json:"ended_at,omitzero"`

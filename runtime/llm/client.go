@@ -177,6 +177,11 @@ func (c *Client) Stream(ctx context.Context, req Request, onDelta func(Delta)) (
 		retries++
 		c.log.Warn("LLM call failed, retrying",
 			"attempt", attempt, "kind", e.Kind.String(), "status", e.Status, "wait", wait, "error", e.Message)
+		if req.OnRetry != nil {
+			one := *e
+			one.Attempts = 1 // the error of this attempt, not of the call
+			req.OnRetry(Retry{Attempt: attempt, Of: c.cfg.MaxRetries + 1, Wait: wait, Reason: one.Error()})
+		}
 		acc.withdraw()
 		if err := c.sleep(ctx, wait); err != nil || ctx.Err() != nil {
 			return nil, canceled(ctx, attempt)

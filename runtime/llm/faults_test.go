@@ -123,13 +123,21 @@ func TestServerErrorThenSuccess(t *testing.T) {
 				simpleAnswer(w)
 			})
 			c, rec := newTestClient(fs)
-			resp := mustStream(t, c, userRequest("x"), nil)
+			req := userRequest("x")
+			var told []Retry
+			req.OnRetry = func(r Retry) { told = append(told, r) }
+			resp := mustStream(t, c, req, nil)
 			if resp.Attempts != 2 || resp.Content != "Hello, world" {
 				t.Errorf("attempts = %d, content = %q", resp.Attempts, resp.Content)
 			}
 			// First retry: 500ms base with jitter, 250-500ms.
-			if w := rec.got(); len(w) != 1 || w[0] < 250*time.Millisecond || w[0] > 500*time.Millisecond {
+			w := rec.got()
+			if len(w) != 1 || w[0] < 250*time.Millisecond || w[0] > 500*time.Millisecond {
 				t.Errorf("waits = %v", w)
+			}
+			// The caller is told before the wait, with what failed.
+			if len(told) != 1 || told[0].Attempt != 1 || told[0].Of != c.cfg.MaxRetries+1 || len(w) != 1 || told[0].Wait != w[0] || !strings.HasPrefix(told[0].Reason, "LLM server returned 4") && !strings.HasPrefix(told[0].Reason, "LLM server returned 5") {
+				t.Errorf("OnRetry told %+v (waits %v)", told, w)
 			}
 		})
 	}

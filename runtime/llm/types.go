@@ -6,6 +6,8 @@
 // where usage arrives, how errors and rate limits look.
 package llm
 
+import "time"
+
 import "encoding/json"
 
 // Role of a chat message.
@@ -53,6 +55,17 @@ type Request struct {
 	ToolSet     *ToolSet
 	Temperature *float32
 	MaxTokens   int
+	// OnRetry, when set, is told of each failed attempt that is about to
+	// be tried again, before the wait; it runs on the caller's goroutine.
+	OnRetry func(Retry)
+}
+
+// Retry is a failed attempt of a call that will be tried again.
+type Retry struct {
+	Attempt int           // the attempt that failed, from 1
+	Of      int           // attempts at most, the first included
+	Wait    time.Duration // until the next
+	Reason  string        // what failed, as the call's error would say it
 }
 
 // ToolSet is a list of tools encoded once, for the many calls of a session

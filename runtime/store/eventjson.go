@@ -195,6 +195,7 @@ func appendSessionInfo(b []byte, s *event.SessionInfo) ([]byte, error) {
 	if s.WaitingHuman {
 		b = append(b, `,"waiting_human":true`...)
 	}
+	b = appendField(b, `,"retrying":`, s.Retrying, true)
 	b = appendField(b, `,"last_tool":`, s.LastTool, true)
 	b, err := appendTime(b, `,"created_at":`, s.CreatedAt)
 	if err != nil {

@@ -89,7 +89,7 @@ func TestAppendEventMatchesEncodingJSON(t *testing.T) {
 			Session: &event.SessionInfo{ID: "s-2", ParentID: "s-1", Agent: "researcher", Label: "leaf-1", Title: weird,
 				Status: "failed", Depth: 3, Kind: "delegation", SharedContext: json.RawMessage(" { \"a\" : [1, 2] } "),
 				Reason: weird, Result: "r", Error: "e", Usage: event.Usage{PromptTokens: 1, CompletionTokens: 2, TotalTokens: 3},
-				Turns: 4, WaitingHuman: true, LastTool: "task_broadcast", CreatedAt: local, EndedAt: at}}},
+				Turns: 4, WaitingHuman: true, Retrying: weird, LastTool: "task_broadcast", CreatedAt: local, EndedAt: at}}},
 		{"message appended", event.Event{Seq: 4, Time: at, Type: event.MessageAppended, RunID: "r-1", SessionID: "s-1",
 			Message: &event.MessageInfo{ID: 12, Index: 3, Role: "tool", Content: weird, Synthetic: true, NoReply: true,
 				Source: "agent", ToolCalls: []event.ToolCall{{ID: "c", Name: "n", Arguments: "{}"}}, ToolCallID: "call-1",
