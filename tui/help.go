@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"strconv"
 	"strings"
 
 	"charm.land/bubbles/v2/key"
@@ -134,55 +133,10 @@ func (m *model) helpContent(width int) []string {
 	return out
 }
 
-// helpScroll is the position of the `?` sheet, which scrolls when the
-// window is too short for all of it.
-type helpScroll struct {
-	top   int // first line of the content shown
-	rows  int // lines of content shown, as last laid out
-	total int // lines of content, as last laid out
-}
-
-func (h *helpScroll) clamp() {
-	h.top = max(min(h.top, h.total-h.rows), 0)
-}
-
-// scroll moves by d lines; the next layout keeps it in range.
-func (h *helpScroll) scroll(d int) {
-	h.top += d
-	h.clamp()
-}
-
-// page is how far page up/down moves: a screenful less a line of context.
-func (h *helpScroll) page() int { return max(h.rows-1, 1) }
-
-// helpSheet frames the lines of content that fit in h rows, from the
-// scroll position, above a line that says where the person is and how to
-// close the sheet, which stays in sight however far it scrolls.
+// helpSheet is the `?` sheet in h rows, scrolled to where the person left
+// it.
 func (m *model) helpSheet(content []string, w, h int) []string {
-	s := &m.styles
-	hs := &m.helpScroll
-	hs.rows = max(h-3, 1) // the borders and the closing line
-	hs.total = len(content)
-	hs.clamp()
-	end := min(hs.top+hs.rows, hs.total)
-
-	last := label(m.keys.Help) + " or " + label(m.keys.Back) + " closes this"
-	if hs.total > hs.rows {
-		more := "↑↓ more"
-		switch {
-		case hs.top == 0:
-			more = "↓ more"
-		case end == hs.total:
-			more = "↑ more"
-		}
-		last = strconv.Itoa(hs.top+1) + "-" + strconv.Itoa(end) + " of " + strconv.Itoa(hs.total) + " · " + more + " · " + last
-	}
-	lines := make([]string, 0, end-hs.top+1)
-	for _, l := range content[hs.top:end] {
-		lines = append(lines, " "+l)
-	}
-	lines = append(lines, " "+s.dim.Render(last))
-	return s.box("Keys", lines, w, len(lines)+2, true)
+	return m.scrollSheet("Keys", content, w, h, &m.helpScroll, label(m.keys.Help)+" or "+label(m.keys.Back)+" closes this")
 }
 
 // helpSheetHelp is the footer while the `?` sheet is open: how to move in

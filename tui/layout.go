@@ -33,7 +33,7 @@ type chrome struct {
 	banner      bool // a question waits for the person
 	sheetRows   int  // an open dialog or the full help, docked at the bottom
 	dialog      bool // the sheet is a dialog, which the person is typing into
-	help        bool // the sheet is the key help, which scrolls in what it gets
+	scrolls     bool // the sheet scrolls in what it gets (the key help)
 	statusRows  int  // the status line (result of an action, an error), wrapped
 	footerRows  int  // the key help
 	sessionView bool // a transcript is open
@@ -75,7 +75,7 @@ func computeLayout(w, h int, c chrome) screenLayout {
 	// line shows even at the smallest size, and the help shows enough to
 	// scroll through.
 	panes := minBody
-	if c.dialog || c.help {
+	if c.dialog || c.scrolls {
 		panes = 3
 		if w >= wideWidth {
 			panes = 6

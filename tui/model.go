@@ -110,7 +110,7 @@ type model struct {
 
 	dialog     dialog
 	showHelp   bool
-	helpScroll helpScroll
+	helpScroll sheetScroll
 	status     statusLine
 	goal       goalPrompt
 
@@ -311,7 +311,7 @@ func (m *model) chrome(sheetRows int) chrome {
 		banner:      len(m.st.questions) > 0,
 		sheetRows:   sheetRows,
 		dialog:      m.dialog.kind != dialogNone,
-		help:        m.dialog.kind == dialogNone && m.showHelp,
+		scrolls:     m.dialog.kind == dialogNone && m.showHelp,
 		statusRows:  len(m.statusLines(m.width)),
 		footerRows:  1,
 		sessionView: m.screen == screenSession,

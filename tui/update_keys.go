@@ -45,34 +45,15 @@ func (m *model) handleKey(k tea.KeyPressMsg) tea.Cmd {
 	case m.showHelp && key.Matches(k, keys.Back):
 		m.showHelp = false
 		return nil
-	case m.showHelp && key.Matches(k, keys.Up, keys.Down, keys.PageUp, keys.PageDown, keys.Top, keys.Bottom):
+	case m.showHelp && m.helpScroll.key(k, keys):
 		// The open sheet takes the moving keys: it is what the person
 		// reads.
-		m.scrollHelp(k)
 		return nil
 	}
 	if m.screen == screenSession {
 		return m.sessionKey(k)
 	}
 	return m.dashboardKey(k)
-}
-
-func (m *model) scrollHelp(k tea.KeyPressMsg) {
-	keys, h := &m.keys, &m.helpScroll
-	switch {
-	case key.Matches(k, keys.Up):
-		h.scroll(-1)
-	case key.Matches(k, keys.Down):
-		h.scroll(1)
-	case key.Matches(k, keys.PageUp):
-		h.scroll(-h.page())
-	case key.Matches(k, keys.PageDown):
-		h.scroll(h.page())
-	case key.Matches(k, keys.Top):
-		h.top = 0
-	case key.Matches(k, keys.Bottom):
-		h.scroll(h.total)
-	}
 }
 
 func (m *model) goalKey(k tea.KeyPressMsg) tea.Cmd {
