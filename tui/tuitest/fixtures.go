@@ -55,6 +55,20 @@ func Demo(now time.Time) event.Snapshot {
 		bc("b-7", event.KindBroadcast, "executor (e-1)", "s-exe1", "blocker", "siblings", "Handler needs the storage decision before it can persist links.", 5*time.Second),
 	}
 	broadcasts[3].NoReply = true
+	// Who each one reached, as the runtime delivered it: an agent's "all"
+	// is its siblings and children, an announcement and the person's "all"
+	// every session not cancelled.
+	for i, to := range [][]string{
+		{"s-res1", "s-res2"},
+		{"s-root", "s-plan", "s-res1", "s-res2", "s-exp2", "s-exp3"},
+		{"s-plan", "s-res2", "s-dlg1", "s-exp1"},
+		{"s-res2"},
+		{"s-exp2"},
+		{"s-root", "s-plan", "s-res1", "s-exp1", "s-res2", "s-exp2", "s-exp3", "s-dlg1", "s-exe1", "s-rev1"},
+		{"s-rev1"},
+	} {
+		broadcasts[i].Recipients = to
+	}
 	plans := []event.PlanInfo{{SessionID: "s-root", Tasks: []event.PlanTask{
 		{ID: "1", Description: "Draft the plan", Status: "completed"},
 		{ID: "2", Description: "Research storage engines", Status: "completed", DependsOn: []string{"1"}},
