@@ -141,6 +141,8 @@ func (m *model) renderFooter() string {
 		return " " + m.help.ShortHelpView(dialogHelp{&m.keys, m.dialog.kind}.ShortHelp())
 	}
 	switch {
+	case m.detail.open:
+		full, short = m.keys.broadcastSheetHelp(m.st.sessions[m.detail.b.FromSession] != nil)
 	case m.showHelp:
 		full, short = m.keys.helpSheetHelp()
 	case m.screen == screenSession:

@@ -20,6 +20,8 @@
 //   - layout.go: the pure function from terminal size to rectangles;
 //   - chrome.go, dialog.go, goal.go: header, banner, footer, dialog sheets
 //     and the goal prompt;
+//   - sheet.go, help.go, sheet_broadcast.go: the read-only sheets that
+//     scroll: the `?` keys and one broadcast in full;
 //   - keys.go, theme.go, frame.go, format.go: the keymap (help.KeyMap), the
 //     theme, frames and composition, text helpers;
 //   - run.go: Run, the program on the real terminal.

@@ -142,10 +142,6 @@ func (m *model) helpSheet(content []string, w, h int) []string {
 // helpSheetHelp is the footer while the `?` sheet is open: how to move in
 // it and close it.
 func (k keyMap) helpSheetHelp() (full, short []key.Binding) {
-	pair := func(a, b key.Binding, desc string) key.Binding {
-		keys := append(append([]string(nil), a.Keys()...), b.Keys()...)
-		return key.NewBinding(key.WithKeys(keys...), key.WithHelp(label(a)+" "+label(b), desc))
-	}
 	scroll := pair(k.Up, k.Down, "scroll")
 	closeSheet := pair(k.Help, k.Back, "close")
 	full = []key.Binding{scroll, pair(k.PageUp, k.PageDown, "page"), pair(k.Top, k.Bottom, "first/last"), closeSheet, k.Quit}

@@ -138,11 +138,14 @@ func keyLabel(k string) string {
 // label is the help text of a binding's keys, for hints inside the screen.
 func label(b key.Binding) string { return b.Help().Key }
 
-// move is up and down as one help item.
-func (k keyMap) move() key.Binding {
-	keys := append(append([]string(nil), k.Up.Keys()...), k.Down.Keys()...)
-	return key.NewBinding(key.WithKeys(keys...), key.WithHelp(label(k.Up)+" "+label(k.Down), "move"))
+// pair is two bindings as one help item.
+func pair(a, b key.Binding, desc string) key.Binding {
+	keys := append(append([]string(nil), a.Keys()...), b.Keys()...)
+	return key.NewBinding(key.WithKeys(keys...), key.WithHelp(label(a)+" "+label(b), desc))
 }
+
+// move is up and down as one help item.
+func (k keyMap) move() key.Binding { return pair(k.Up, k.Down, "move") }
 
 // ShortHelp is the footer of the dashboard.
 func (k keyMap) ShortHelp() []key.Binding {

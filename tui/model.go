@@ -111,6 +111,7 @@ type model struct {
 	dialog     dialog
 	showHelp   bool
 	helpScroll sheetScroll
+	detail     broadcastSheet
 	status     statusLine
 	goal       goalPrompt
 
@@ -311,7 +312,7 @@ func (m *model) chrome(sheetRows int) chrome {
 		banner:      len(m.st.questions) > 0,
 		sheetRows:   sheetRows,
 		dialog:      m.dialog.kind != dialogNone,
-		scrolls:     m.dialog.kind == dialogNone && m.showHelp,
+		scrolls:     m.dialog.kind == dialogNone && (m.detail.open || m.showHelp),
 		statusRows:  len(m.statusLines(m.width)),
 		footerRows:  1,
 		sessionView: m.screen == screenSession,
@@ -322,12 +323,20 @@ func (m *model) chrome(sheetRows int) chrome {
 func (m *model) layout() (screenLayout, []string) {
 	sheet := m.sheetLines(m.width)
 	rows := len(sheet)
-	var help []string
-	if sheet == nil && m.showHelp && m.width >= minWidth {
-		// The sheet's margin and borders take 3 cells; the borders and
-		// the closing line 3 rows.
-		help = m.helpContent(m.width - 3)
-		rows = len(help) + 3
+	// A read-only sheet scrolls in the rows it gets: its content is laid
+	// out first, and framed once the layout knows its height. The sheet's
+	// margin and borders take 3 cells; the borders and the closing line 3
+	// rows.
+	var detail, help []string
+	if sheet == nil && m.width >= minWidth {
+		switch {
+		case m.detail.open:
+			detail = m.broadcastContent(m.width - 3)
+			rows = len(detail) + 3
+		case m.showHelp:
+			help = m.helpContent(m.width - 3)
+			rows = len(help) + 3
+		}
 	}
 	l := computeLayout(m.width, m.height, m.chrome(rows))
 	m.sessions.SetSize(l.sessions.w, l.sessions.h)
@@ -336,7 +345,10 @@ func (m *model) layout() (screenLayout, []string) {
 	m.delegations.SetSize(l.delegations.w, l.delegations.h)
 	m.transcript.SetSize(l.transcript.w, l.transcript.h)
 	m.help.SetWidth(max(m.width-1, 0))
-	if help != nil {
+	switch {
+	case detail != nil:
+		return l, m.broadcastSheetLines(detail, l.sheet.w, l.sheet.h)
+	case help != nil:
 		return l, m.helpSheet(help, l.sheet.w, l.sheet.h)
 	}
 	if n := l.sheet.h; len(sheet) > n {

@@ -11,7 +11,8 @@ import (
 const readOnlyText = "read-only: view only shows a run; steer it from the dashboard that runs it, or resume it once it is stopped"
 
 // handleKey routes a key press. The order is fixed: ctrl+c, the goal prompt,
-// an open dialog, the filter input, then global keys, then the focused pane.
+// an open dialog, a broadcast's sheet, the filter input, then global keys,
+// then the focused pane.
 // runtime/config/keys.go lists which actions each of these places reads, to
 // refuse a key bound to two of them; change both together.
 func (m *model) handleKey(k tea.KeyPressMsg) tea.Cmd {
@@ -29,6 +30,8 @@ func (m *model) handleKey(k tea.KeyPressMsg) tea.Cmd {
 		return m.goalKey(k)
 	case m.dialog.kind != dialogNone:
 		return m.dialogKey(k)
+	case m.detail.open:
+		return m.broadcastSheetKey(k)
 	case m.broadcasts.filtering:
 		return m.filterKey(k)
 	}
@@ -393,9 +396,10 @@ func (m *model) dashboardKey(k tea.KeyPressMsg) tea.Cmd {
 			m.sessions.toggleFold(m.st)
 		}
 	case focusBroadcasts:
+		// A feed row is cut to the pane: enter reads the broadcast in full.
 		if key.Matches(k, keys.Open) {
-			if b := m.broadcasts.selected(&m.st.feed); b != nil && b.FromSession != "" {
-				return m.openSession(b.FromSession)
+			if b := m.broadcasts.selected(&m.st.feed); b != nil {
+				m.openBroadcastSheet(*b)
 			}
 		}
 	case focusDelegations:

@@ -8,9 +8,11 @@ import (
 const wheelStep = 3
 
 // handleClick focuses the pane under the pointer and selects the row
-// clicked. In the session view, clicking a session opens it.
+// clicked. In the session view, clicking a session opens it. While a dialog
+// or a broadcast's sheet is open, which the keyboard is on, clicks do
+// nothing.
 func (m *model) handleClick(ms tea.Mouse) tea.Cmd {
-	if ms.Button != tea.MouseLeft || m.screen == screenGoal || m.dialog.kind != dialogNone {
+	if ms.Button != tea.MouseLeft || m.screen == screenGoal || m.dialog.kind != dialogNone || m.detail.open {
 		return nil
 	}
 	l, _ := m.layout()
@@ -49,8 +51,8 @@ func (m *model) handleClick(ms tea.Mouse) tea.Cmd {
 	return nil
 }
 
-// handleWheel scrolls the pane (or the `?` sheet) under the pointer,
-// whatever has focus.
+// handleWheel scrolls the pane (or the read-only sheet) under the pointer,
+// whatever has focus; while a broadcast's sheet is open, only the sheet.
 func (m *model) handleWheel(ms tea.Mouse) tea.Cmd {
 	if m.screen == screenGoal {
 		return nil
@@ -66,7 +68,12 @@ func (m *model) handleWheel(ms tea.Mouse) tea.Cmd {
 	}
 	l, _ := m.layout()
 	switch {
-	case m.showHelp && m.dialog.kind == dialogNone && l.sheet.contains(ms.X, ms.Y):
+	case m.dialog.kind == dialogNone && m.detail.open:
+		// The feed behind stays on the broadcast the sheet shows.
+		if l.sheet.contains(ms.X, ms.Y) {
+			m.detail.scroll.scroll(d)
+		}
+	case m.dialog.kind == dialogNone && m.showHelp && l.sheet.contains(ms.X, ms.Y):
 		m.helpScroll.scroll(d)
 	case l.transcript.contains(ms.X, ms.Y):
 		if m.transcript.move(d) {

@@ -103,6 +103,9 @@ var keyContexts = []keyContext{
 	{"the message dialog", true, []string{"send", "back", "toggle_no_reply"}},
 	{"the answer dialog", true, []string{"send", "back", "use_remembered", "dialog_skip", "dialog_skip_all"}},
 	{"a yes/no confirmation", false, []string{"yes", "no"}},
+	// A broadcast read in full: the moving keys scroll it, open goes to
+	// the sender's transcript.
+	{"a broadcast's sheet", false, []string{"up", "down", "page_up", "page_down", "top", "bottom", "open", "back", "quit"}},
 	{"the goal prompt", true, []string{"send", "back"}},
 	{"the broadcast filter", true, []string{"send", "back"}},
 }
