@@ -134,12 +134,18 @@ func checkDemoExport(t *testing.T, x *store.Export) {
 	if x.Run.Status != "completed" {
 		t.Fatalf("run status %q, error %q", x.Run.Status, x.Run.Error)
 	}
+	if x.Run.Workspace == "" || x.Run.EndedAt == "" {
+		t.Errorf("the run's workspace %q or end %q is missing", x.Run.Workspace, x.Run.EndedAt)
+	}
 	var root *store.ExportSession
 	children := 0
 	for i := range x.Sessions {
 		s := &x.Sessions[i]
 		if s.Status != "completed" {
 			t.Errorf("session %s (%s) is %s: %s", s.ID, s.Agent, s.Status, s.Error)
+		}
+		if ended := store.ParseTime(s.EndedAt); s.CreatedAt.IsZero() || ended.Before(s.CreatedAt) {
+			t.Errorf("session %s: created %v, ended %q", s.ID, s.CreatedAt, s.EndedAt)
 		}
 		if len(s.Messages) == 0 || s.Messages[0].Role != "system" || !strings.HasPrefix(s.Messages[0].Content, "You are the "+s.Agent+" agent") {
 			t.Errorf("session %s: first message is not its system prompt", s.ID)

@@ -23,6 +23,7 @@ type ExportRun struct {
 	Provider  string    `json:"provider"`
 	Model     string    `json:"model"`
 	Scripted  bool      `json:"scripted"`
+	Workspace string    `json:"workspace"`
 	Result    string    `json:"result"`
 	Error     string    `json:"error"`
 	Usage     Usage     `json:"usage"`
@@ -44,6 +45,8 @@ type ExportSession struct {
 	Error         string          `json:"error"`
 	Usage         Usage           `json:"usage"`
 	Turns         int             `json:"turns"`
+	CreatedAt     time.Time       `json:"created_at"`
+	EndedAt       string          `json:"ended_at"` // "" while it has not ended
 	Messages      []ExportMessage `json:"messages"`
 }
 
@@ -117,7 +120,7 @@ func (s *Store) Export(ctx context.Context, runID string) (*Export, error) {
 	}
 	runID = run.ID
 	x := &Export{Run: ExportRun{ID: run.ID, Goal: run.Goal, Status: run.Status, Provider: run.Provider, Model: run.Model,
-		Scripted: run.Scripted, Result: run.Result, Error: run.Error, Usage: run.Usage, CreatedAt: run.CreatedAt, EndedAt: Time(run.EndedAt)}}
+		Scripted: run.Scripted, Workspace: run.Workspace, Result: run.Result, Error: run.Error, Usage: run.Usage, CreatedAt: run.CreatedAt, EndedAt: Time(run.EndedAt)}}
 	sessions, err := s.Sessions(ctx, runID)
 	if err != nil {
 		return nil, err
@@ -130,7 +133,7 @@ func (s *Store) Export(ctx context.Context, runID string) (*Export, error) {
 	for _, se := range sessions {
 		es := ExportSession{ID: se.ID, ParentID: se.ParentID, Agent: se.Agent, Label: se.Label, Title: se.Title, Kind: se.Kind,
 			Status: se.Status, Depth: se.Depth, SharedContext: se.SharedContext, Result: se.Result, Error: se.Error, Usage: se.Usage,
-			Turns: se.Turns, Messages: []ExportMessage{}}
+			Turns: se.Turns, CreatedAt: se.CreatedAt, EndedAt: Time(se.EndedAt), Messages: []ExportMessage{}}
 		if len(es.SharedContext) == 0 {
 			es.SharedContext = json.RawMessage("{}")
 		}
