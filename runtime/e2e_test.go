@@ -137,6 +137,17 @@ func checkDemoExport(t *testing.T, x *store.Export) {
 	if x.Run.Workspace == "" || x.Run.EndedAt == "" {
 		t.Errorf("the run's workspace %q or end %q is missing", x.Run.Workspace, x.Run.EndedAt)
 	}
+	// Every token the run spent counts to a session, shadow answers to
+	// ask_others included: the sessions add up to the run.
+	var sum store.Usage
+	for _, s := range x.Sessions {
+		sum.PromptTokens += s.Usage.PromptTokens
+		sum.CompletionTokens += s.Usage.CompletionTokens
+		sum.TotalTokens += s.Usage.TotalTokens
+	}
+	if sum != x.Run.Usage {
+		t.Errorf("the sessions add up to %+v, the run says %+v", sum, x.Run.Usage)
+	}
 	var root *store.ExportSession
 	children := 0
 	for i := range x.Sessions {

@@ -471,6 +471,9 @@ func (s *Session) shadowAnswer(ctx context.Context, q *question, k *Session) {
 		answer = "(no answer)"
 	}
 	u := store.Usage{PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens, TotalTokens: resp.Usage.TotalTokens}
+	if u.TotalTokens == 0 {
+		u.TotalTokens = u.PromptTokens + u.CompletionTokens
+	}
 	b := r.questions
 	r.e.store.Do(context.Background(), func(tx *store.Tx) error {
 		b.mu.Lock()
@@ -481,7 +484,7 @@ func (s *Session) shadowAnswer(ctx context.Context, q *question, k *Session) {
 		q.responses[k.id] = answer
 		q.notify()
 		b.mu.Unlock()
-		if err := tx.InsertResponse(r.id, q.rec.ID, store.Response{Responder: k.id, Name: k.name(), Content: answer}); err != nil {
+		if err := tx.InsertResponse(r.id, q.rec.ID, store.Response{Responder: k.id, Name: k.name(), Content: answer, Usage: u}); err != nil {
 			return err
 		}
 		r.mu.Lock()
@@ -491,10 +494,33 @@ func (s *Session) shadowAnswer(ctx context.Context, q *question, k *Session) {
 		if err := tx.UpdateRun(&run); err != nil {
 			return err
 		}
+		// The answer was given for k: its tokens count to k, and so to k's
+		// ancestors, so that the sessions add up to the run.
+		if err := k.addUsageTx(tx, u); err != nil {
+			return err
+		}
 		note := coordination.FormatShadowNote(q.rec.ID, s.display(), q.rec.Question, answer)
 		_, err := k.deliverTx(tx, &store.InboxItem{Kind: "note", Content: note, Source: "system", FromSession: s.id})
 		return err
 	})
+}
+
+// addUsageTx adds tokens spent on the session's behalf outside its turns
+// (a shadow answer) to its usage, stores it and says so with a
+// session.status event.
+func (s *Session) addUsageTx(tx *store.Tx, u store.Usage) error {
+	s.mu.Lock()
+	s.rec.Usage.PromptTokens += u.PromptTokens
+	s.rec.Usage.CompletionTokens += u.CompletionTokens
+	s.rec.Usage.TotalTokens += u.TotalTokens
+	rec := s.rec
+	info := s.infoLocked()
+	s.mu.Unlock()
+	if err := tx.UpsertSession(&rec); err != nil {
+		return err
+	}
+	_, err := tx.Emit(event.Event{Type: event.SessionStatus, RunID: s.r.id, SessionID: s.id, Session: info})
+	return err
 }
 
 // transcript renders the tail of a session's history as plain text for a

@@ -199,9 +199,18 @@ func (r *Run) load(ctx context.Context) error {
 			r.active++
 		}
 	}
-	// The run's usage: at least what its sessions' messages add up to (the
-	// stored figure can lag behind after a crash; it also holds the tokens
-	// of shadow answers, which no session message carries).
+	// Shadow answers to ask_others count to the session they answered for.
+	for _, q := range questions {
+		for _, resp := range q.Responses {
+			if s := r.sessions[resp.Responder]; s != nil {
+				s.rec.Usage.PromptTokens += resp.Usage.PromptTokens
+				s.rec.Usage.CompletionTokens += resp.Usage.CompletionTokens
+				s.rec.Usage.TotalTokens += resp.Usage.TotalTokens
+			}
+		}
+	}
+	// The run's usage: at least what its sessions add up to (the stored
+	// figure can lag behind after a crash).
 	var sum store.Usage
 	for _, s := range r.order {
 		sum.PromptTokens += s.rec.Usage.PromptTokens

@@ -376,7 +376,7 @@ func (s *Store) Questions(ctx context.Context, runID string) ([]Question, error)
 	for i, q := range out {
 		idx[q.ID] = i
 	}
-	rrows, err := s.read.QueryContext(ctx, `SELECT question_id, responder, name, content, created_at FROM question_responses WHERE run_id = ? ORDER BY created_at`, runID)
+	rrows, err := s.read.QueryContext(ctx, `SELECT question_id, responder, name, content, created_at, prompt_tokens, completion_tokens FROM question_responses WHERE run_id = ? ORDER BY created_at`, runID)
 	if err != nil {
 		return nil, err
 	}
@@ -384,9 +384,10 @@ func (s *Store) Questions(ctx context.Context, runID string) ([]Question, error)
 	for rrows.Next() {
 		var qid, created string
 		var r Response
-		if err := rrows.Scan(&qid, &r.Responder, &r.Name, &r.Content, &created); err != nil {
+		if err := rrows.Scan(&qid, &r.Responder, &r.Name, &r.Content, &created, &r.Usage.PromptTokens, &r.Usage.CompletionTokens); err != nil {
 			return nil, err
 		}
+		r.Usage.TotalTokens = r.Usage.PromptTokens + r.Usage.CompletionTokens
 		r.CreatedAt = ParseTime(created)
 		if i, ok := idx[qid]; ok {
 			out[i].Responses = append(out[i].Responses, r)

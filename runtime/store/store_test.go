@@ -1033,3 +1033,31 @@ func TestWALRestartsDuringThePause(t *testing.T) {
 		t.Fatalf("%d messages (%v), want 2", len(msgs), err)
 	}
 }
+
+// A shadow answer's tokens are stored with it and read back, so that a
+// resumed run still counts them to the session it answered for.
+func TestResponseUsageIsStored(t *testing.T) {
+	s := openTest(t, nil)
+	ctx := context.Background()
+	err := s.Do(ctx, func(tx *Tx) error {
+		if err := tx.InsertRun(&Run{ID: "r-1", Goal: "g", Status: "running", CreatedAt: time.Now()}); err != nil {
+			return err
+		}
+		if err := tx.UpsertQuestion(&Question{RunID: "r-1", ID: "q-1", FromSession: "s-1", Kind: "ask_others", Question: "?",
+			Status: "open", CreatedAt: time.Now(), Deadline: time.Now().Add(time.Minute)}); err != nil {
+			return err
+		}
+		return tx.InsertResponse("r-1", "q-1", Response{Responder: "s-2", Name: "s-2", Content: "yes",
+			Usage: Usage{PromptTokens: 120, CompletionTokens: 7, TotalTokens: 127}})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	qs, err := s.Questions(ctx, "r-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(qs) != 1 || len(qs[0].Responses) != 1 || qs[0].Responses[0].Usage != (Usage{PromptTokens: 120, CompletionTokens: 7, TotalTokens: 127}) {
+		t.Fatalf("responses read back: %+v", qs)
+	}
+}

@@ -682,7 +682,7 @@ func (tx *Tx) UpsertQuestion(q *Question) error {
 	return nil
 }
 
-var insertResponseSQL = hot(`INSERT OR REPLACE INTO question_responses (run_id, question_id, responder, name, content, created_at) VALUES (?, ?, ?, ?, ?, ?)`)
+var insertResponseSQL = hot(`INSERT OR REPLACE INTO question_responses (run_id, question_id, responder, name, content, created_at, prompt_tokens, completion_tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
 
 // InsertResponse records one answer to a question.
 func (tx *Tx) InsertResponse(runID, questionID string, r Response) error {
@@ -690,7 +690,7 @@ func (tx *Tx) InsertResponse(runID, questionID string, r Response) error {
 		r.CreatedAt = time.Now()
 	}
 	_, err := tx.exec(insertResponseSQL,
-		runID, questionID, r.Responder, r.Name, r.Content, Time(r.CreatedAt))
+		runID, questionID, r.Responder, r.Name, r.Content, Time(r.CreatedAt), r.Usage.PromptTokens, r.Usage.CompletionTokens)
 	return err
 }
 

@@ -194,5 +194,6 @@ type Response struct {
 	Responder string // session id or "human"
 	Name      string // label or id shown to the asker
 	Content   string
+	Usage     Usage // of a shadow answer; zero for the human's and a tool's
 	CreatedAt time.Time
 }
