@@ -103,10 +103,12 @@ func (s *Session) loop() {
 			if s.stopped() {
 				return
 			}
-			if s.parent == nil && retryable(err) {
-				// The server did not answer the orchestrator, even after
-				// retries: the run cannot go on now, but nothing about it
-				// is wrong. It stops resumable instead of failing for good.
+			if retryable(err) {
+				// The server did not answer, even after retries: an outage
+				// or overload, which strikes every session of the run
+				// alike. Nothing about the run is wrong, so it stops
+				// resumable instead of failing its sessions one by one
+				// and finishing on an answer made of their failures.
 				go s.r.suspend(err.Error())
 				return
 			}

@@ -501,12 +501,13 @@ func (r *Run) Interrupt() {
 
 var errInterrupted = errors.New("the run was interrupted")
 
-// suspend stops the run, resumable, when the model server failed the
-// orchestrator in a way that another attempt later could fix (unreachable,
+// suspend stops the run, resumable, when the model server failed one of
+// its sessions in a way that another attempt later could fix (unreachable,
 // overloaded, rate limited): every session stays where it was, as in an
 // interrupt, and the run ends "interrupted" with the reason and the way
-// back in run.finished. Failing the run would have lost it for good to an
-// outage. It must not run on a session's goroutine: it waits for them all.
+// back in run.finished. Failing the session would have lost its work to an
+// outage, and its parent would have gone on to an answer made of failures.
+// It must not run on a session's goroutine: it waits for them all.
 func (r *Run) suspend(cause string) {
 	if !r.stopping.CompareAndSwap(false, true) {
 		return
