@@ -42,6 +42,7 @@ type question struct {
 	options    []coordination.Option
 	expected   map[string]string // responder (session id or "human") -> name shown to the asker
 	responses  map[string]string // responder -> answer
+	failed     map[string]string // responder -> why its shadow answer could not be had
 	humanWait  bool              // the human is expected to answer
 	humanState string            // "", answered, skipped, absent
 	remembered string
@@ -75,7 +76,9 @@ func (q *question) complete() bool {
 			}
 			continue
 		}
-		if _, ok := q.responses[who]; !ok {
+		_, answered := q.responses[who]
+		_, failed := q.failed[who]
+		if !answered && !failed {
 			return false
 		}
 	}
@@ -364,6 +367,7 @@ func (s *Session) closeQuestion(q *question) (*agents.AskResult, error) {
 	b := r.questions
 	b.mu.Lock()
 	res := &agents.AskResult{QuestionID: q.rec.ID, Responses: map[string]string{}, TimedOut: []string{}}
+	var unanswered []string
 	for who, name := range q.expected {
 		if who == "human" {
 			switch q.humanState {
@@ -380,7 +384,14 @@ func (s *Session) closeQuestion(q *question) (*agents.AskResult, error) {
 		}
 		if _, ok := q.responses[who]; !ok {
 			res.TimedOut = append(res.TimedOut, name)
+			if why, failed := q.failed[who]; failed {
+				unanswered = append(unanswered, name+" could not answer ("+why+")")
+			}
 		}
+	}
+	if len(unanswered) > 0 {
+		sort.Strings(unanswered)
+		res.Note = strings.TrimPrefix(res.Note+"; "+strings.Join(unanswered, "; "), "; ")
 	}
 	for who, text := range q.responses {
 		res.Responses[q.expected[who]] = text
@@ -463,6 +474,16 @@ func (s *Session) shadowAnswer(ctx context.Context, q *question, k *Session) {
 	if err != nil {
 		if ctx.Err() == nil {
 			r.e.log.Warn("shadow answer failed", "question", q.rec.ID, "for", k.id, "err", err)
+			// No answer will come from k: the asker stops waiting for it
+			// now rather than at the deadline.
+			b := r.questions
+			b.mu.Lock()
+			if q.failed == nil {
+				q.failed = map[string]string{}
+			}
+			q.failed[k.id] = err.Error()
+			q.notify()
+			b.mu.Unlock()
 		}
 		return
 	}

@@ -121,6 +121,45 @@ func TestAskOthersShadowResponders(t *testing.T) {
 	}
 }
 
+// A recipient whose shadow answer cannot be had (the model call failed for
+// good) is not waited for until the deadline: the asker gets what arrived,
+// and a note of who could not answer and why.
+func TestAskOthersDoesNotWaitForAFailedShadowAnswer(t *testing.T) {
+	r2Started, r2Release := newGate(), newGate()
+	const question = "Which database should we use?"
+	p := policyFor(func(c *convo) scripted.Reply {
+		switch {
+		case c.shadow == "researcher (r-2)":
+			return scripted.Reply{Fault: &scripted.Fault{Status: 400}}
+		case c.shadow != "":
+			return say("shadow for " + c.shadow + ": a")
+		case c.isRoot():
+			if c.turns == 0 {
+				return do(call("sessions_spawn", obj{"task": []string{"Ask", "Work"}, "parallel": true, "label": "r"}))
+			}
+			return say("root done")
+		case c.label == "r-2":
+			r2Started.open()
+			r2Release.wait()
+			return say("r2 done")
+		}
+		if c.turns == 0 {
+			r2Started.wait()
+			return do(call("ask_others", obj{"question": question, "timeout": 3600}))
+		}
+		r2Release.open()
+		return say("r1 done")
+	})
+	x, _, code := swarm(t, p, nil, r2Started, r2Release)
+	mustComplete(t, x, code)
+	root := rootOf(x)
+	res := askResult(t, toolResults(mustLabel(t, x, "r-1"), "ask_others")[0])
+	if res.Responses[root.ID] != "shadow for orchestrator ("+root.ID+"): a" || !strings.Contains(strings.Join(res.TimedOut, ","), "r-2") ||
+		!strings.Contains(res.Note, "r-2 could not answer (") || !strings.Contains(res.Note, "400") {
+		t.Errorf("ask_others returned %+v", res)
+	}
+}
+
 // controlled runs a goal with a --control channel driven by answer, which
 // sees each question.opened event and returns the control line to send
 // ("" for none).
