@@ -104,13 +104,14 @@ const maxStatusRows = 3
 // an error wrapped over up to maxStatusRows (cut after that). None when
 // there is nothing to say.
 func (m *model) statusLines(w int) []string {
-	if m.status.text == "" || w <= 0 {
+	status := m.shownStatus()
+	if status.text == "" || w <= 0 {
 		return nil
 	}
 	s := &m.styles
-	text := oneLine(m.status.text)
+	text := oneLine(status.text)
 	switch {
-	case m.status.err:
+	case status.err:
 		rows := strings.Split(ansi.Wrap(text, max(w-3, 1), ""), "\n")
 		if len(rows) > maxStatusRows {
 			// The last row runs on into the next, so that it ends in "…".
@@ -126,7 +127,7 @@ func (m *model) statusLines(w int) []string {
 			out[i] = fit(s.errText.Render(lead+r), w)
 		}
 		return out
-	case m.status.note:
+	case status.note:
 		return []string{fit(s.dim.Render(" · "+text), w)}
 	}
 	return []string{fit(s.okText.Render(" ✓ "+text), w)}

@@ -113,6 +113,7 @@ type model struct {
 	helpScroll sheetScroll
 	detail     broadcastSheet
 	status     statusLine
+	runEnd     statusLine // why the run stopped and how it continues: the status line when nothing else is said
 	goal       goalPrompt
 
 	frame   int
@@ -274,6 +275,17 @@ func (m *model) setStatus(text string, isErr bool) {
 	if !isErr {
 		m.status.until = m.now().Add(statusTTL)
 	}
+}
+
+// shownStatus is the status line to draw: what was said last, or, once it
+// expired or was dismissed, why the run stopped. That reason and the command
+// that continues the run are worth more than an empty line, and a person
+// who pressed a key in the meantime must not lose them for good.
+func (m *model) shownStatus() statusLine {
+	if m.status.text == "" && !m.st.runActive() {
+		return m.runEnd
+	}
+	return m.status
 }
 
 // setNote shows a neutral line: not a success, not an error.

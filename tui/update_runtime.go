@@ -23,6 +23,7 @@ func (m *model) handleRuntime(msg tea.Msg) tea.Cmd {
 	case connectedMsg:
 		m.ctl, m.sub, m.readOnly = msg.ctl, msg.sub, msg.readOnly
 		m.streamClosed = false
+		m.runEnd = statusLine{}
 		m.st.applySnapshot(msg.snap)
 		m.sessions = newSessionsPane()
 		m.broadcasts.follow = true
@@ -80,20 +81,33 @@ func (m *model) applyEvent(ev event.Event) {
 	case event.Error:
 		m.setStatus("runtime: "+oneLine(ev.Error), true)
 	case event.RunFinished:
-		// A run that did not complete says why, where the person looks.
-		switch r := ev.Run; {
-		case r == nil:
-		case r.Status == "interrupted" && !m.readOnly:
-			// The way back first: a long reason is cut, the command is not.
-			text := "run interrupted; quit (q), then " + m.resumeCommand() + " continues it"
-			if r.Error != "" {
-				text += ". Why: " + oneLine(r.Error)
-			}
-			m.setStatus(text, true)
-		case r.Status != "completed" && r.Error != "":
-			m.setStatus("run "+r.Status+": "+oneLine(r.Error), true)
-		case r.Status == "completed" && !m.readOnly:
+		// A run that did not complete says why, where the person looks, and
+		// keeps saying it once other lines have come and gone.
+		if ev.Run == nil {
+			break
+		}
+		m.runEnd = m.runEndLine(*ev.Run)
+		m.status = statusLine{}
+		if ev.Run.Status == "completed" && !m.readOnly {
 			m.setStatus("run completed: its answer is the orchestrator's last message (enter on it opens it)", false)
 		}
 	}
+}
+
+// runEndLine is what a run that ended without completing says on the status
+// line: why, and for an interrupted run the command that continues it. None
+// for a completed run, or one that gave no reason.
+func (m *model) runEndLine(r event.RunInfo) statusLine {
+	switch {
+	case r.Status == "interrupted" && !m.readOnly:
+		// The way back first: a long reason is cut, the command is not.
+		text := "run interrupted; quit (q), then " + m.resumeCommand() + " continues it"
+		if r.Error != "" {
+			text += ". Why: " + oneLine(r.Error)
+		}
+		return statusLine{text: text, err: true}
+	case r.Status != "completed" && r.Error != "":
+		return statusLine{text: "run " + r.Status + ": " + oneLine(r.Error), err: true}
+	}
+	return statusLine{}
 }

@@ -329,3 +329,31 @@ func TestSessionRowShowsARetry(t *testing.T) {
 	mustNotContain(t, m, "↻")
 	mustContain(t, m, "orchestrator Build a URL shortener")
 }
+
+// Why a run stopped, and the command that continues it, is the status line's
+// resting state once the run has ended: a refusal or a note shows for a
+// while, and when it is dismissed or expires the reason comes back.
+func TestRunEndReasonComesBack(t *testing.T) {
+	for _, tc := range []struct{ status, reason, want string }{
+		{"interrupted", "the model server failed: connection refused",
+			"✗ run interrupted; quit (q), then swarmdeck resume r-7c1e continues it. Why: the model server failed: connection refused"},
+		{"failed", "429 Too Many Requests", "✗ run failed: 429 Too Many Requests"},
+	} {
+		m, _ := demoModel(t, 160, 48)
+		m = apply(m, runFinished(tc.status, tc.reason))
+		mustContain(t, m, tc.want)
+
+		m, _ = press(t, m, "b")
+		mustNotContain(t, m, tc.want)
+		m, _ = press(t, m, "esc")
+		mustContain(t, m, tc.want)
+
+		m, _ = update(m, noticeMsg{Text: "configuration reloaded from live.yaml"})
+		mustContain(t, m, "· configuration reloaded from live.yaml")
+		mustNotContain(t, m, tc.want)
+		m.now = func() time.Time { return t0.Add(time.Minute) }
+		m, _ = update(m, tickMsg{})
+		mustNotContain(t, m, "configuration reloaded")
+		mustContain(t, m, tc.want)
+	}
+}
