@@ -23,8 +23,14 @@ func (m *model) handleRuntime(msg tea.Msg) tea.Cmd {
 	case connectedMsg:
 		m.ctl, m.sub, m.readOnly = msg.ctl, msg.sub, msg.readOnly
 		m.streamClosed = false
-		m.runEnd = statusLine{}
 		m.st.applySnapshot(msg.snap)
+		// A stored run that has already stopped says why as if it had just
+		// stopped: a view opened later needs the reason and the way back
+		// as much as one that was open then.
+		m.runEnd = statusLine{}
+		if !m.st.runActive() {
+			m.runEnd = m.runEndLine(m.st.run)
+		}
 		m.sessions = newSessionsPane()
 		m.broadcasts.follow = true
 		m.delegations.list = list{}
@@ -102,6 +108,14 @@ func (m *model) runEndLine(r event.RunInfo) statusLine {
 	case r.Status == "interrupted" && !m.readOnly:
 		// The way back first: a long reason is cut, the command is not.
 		text := "run interrupted; quit (q), then " + m.resumeCommand() + " continues it"
+		if r.Error != "" {
+			text += ". Why: " + oneLine(r.Error)
+		}
+		return statusLine{text: text, err: true}
+	case r.Status == "interrupted":
+		// A read-only view: the run is continued from another terminal, and
+		// this view may stay open.
+		text := "run interrupted; " + m.resumeCommand() + " continues it"
 		if r.Error != "" {
 			text += ". Why: " + oneLine(r.Error)
 		}

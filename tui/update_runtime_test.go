@@ -357,3 +357,54 @@ func TestRunEndReasonComesBack(t *testing.T) {
 		mustContain(t, m, tc.want)
 	}
 }
+
+// viewModel is a dashboard connected to snap as `swarmdeck view` shows a
+// stored run (readOnly) or as the process running it does.
+func viewModel(t *testing.T, snap event.Snapshot, readOnly bool) Model {
+	t.Helper()
+	ctl := tuitest.NewController(snap)
+	ctl.SetReadOnly(readOnly)
+	m := New(Options{Controller: ctl, Theme: "dark"})
+	t.Cleanup(m.cancel)
+	m.now, m.loc, m.ticks = func() time.Time { return t0 }, time.UTC, false
+	m, _ = update(m, windowSize(160, 48))
+	return connect(m, ctl)
+}
+
+// A stored run that ended without completing says why, and how to continue
+// it, as soon as it is opened, as it did to a view open when it stopped. A
+// completed run opens with nothing on the status line.
+func TestStoredRunSaysWhyItStopped(t *testing.T) {
+	for _, tc := range []struct {
+		status, reason string
+		readOnly       bool
+		want           string
+	}{
+		{"interrupted", "the dashboard was closed while it ran", true,
+			"✗ run interrupted; swarmdeck resume r-7c1e continues it. Why: the dashboard was closed while it ran"},
+		{"interrupted", "", true, "✗ run interrupted; swarmdeck resume r-7c1e continues it"},
+		{"failed", "429 Too Many Requests", true, "✗ run failed: 429 Too Many Requests"},
+		{"interrupted", "the model server failed", false,
+			"✗ run interrupted; quit (q), then swarmdeck resume r-7c1e continues it. Why: the model server failed"},
+	} {
+		snap := tuitest.Demo(t0)
+		snap.Run.Status, snap.Run.Error = tc.status, tc.reason
+		m := viewModel(t, snap, tc.readOnly)
+		mustContain(t, m, tc.want)
+		// It is the resting state there too.
+		m, _ = press(t, m, "b", "esc")
+		mustContain(t, m, tc.want)
+	}
+
+	snap := tuitest.Demo(t0)
+	snap.Run.Status = "completed"
+	m := viewModel(t, snap, true)
+	if got := m.statusLines(m.width); got != nil {
+		t.Errorf("a completed run opens with a status line: %q", got)
+	}
+
+	// A view open when the run stops says the same.
+	m = viewModel(t, tuitest.Demo(t0), true)
+	m = apply(m, runFinished("interrupted", "the dashboard was closed while it ran"))
+	mustContain(t, m, "✗ run interrupted; swarmdeck resume r-7c1e continues it. Why: the dashboard was closed while it ran")
+}
