@@ -143,9 +143,11 @@ func (p *sessionsPane) rowAt(y int) (int, bool) {
 func (p *sessionsPane) title(st *runState) string {
 	t := "Sessions · " + fmtCount(len(st.sessions))
 	switch {
-	case st.running > 0 && !st.runActive():
-		t += " · " + fmtCount(st.running) + " stopped"
-	case st.running > 0:
+	case !st.runActive() && st.unfinished > 0:
+		// Every session that had yet to end shows stopped, not only those
+		// that were running.
+		t += " · " + fmtCount(st.unfinished) + " stopped"
+	case st.runActive() && st.running > 0:
 		t += " · " + fmtCount(st.running) + " running"
 	}
 	if n := len(st.asking); n > 0 {

@@ -63,6 +63,7 @@ type runState struct {
 	treeVersion int                       // bumped when the shape of the tree changes
 	totalTokens int
 	running     int
+	unfinished  int // pending, running or waiting: shown stopped once the run has
 
 	feed feed
 
@@ -198,6 +199,9 @@ func (s *runState) upsertSession(si event.SessionInfo) {
 		if si.Status == "running" {
 			s.running++
 		}
+		if unfinished(si.Status) {
+			s.unfinished++
+		}
 		s.attach(n)
 		// Children that arrived before this session move under it.
 		if kids, ok := s.orphans[si.ID]; ok {
@@ -221,6 +225,13 @@ func (s *runState) upsertSession(si event.SessionInfo) {
 			s.running++
 		} else {
 			s.running--
+		}
+	}
+	if was, is := unfinished(n.info.Status), unfinished(si.Status); was != is {
+		if is {
+			s.unfinished++
+		} else {
+			s.unfinished--
 		}
 	}
 	if si.LastTool != "" {
@@ -389,13 +400,16 @@ func (s *runState) sessionElapsed(info event.SessionInfo, now time.Time) time.Du
 // still pending, running or waiting in a run that has stopped (interrupted,
 // or its process gone) is "stopped" until the run is resumed.
 func (s *runState) shownStatus(info *event.SessionInfo) string {
-	switch info.Status {
-	case "pending", "running", "waiting":
-		if !s.runActive() {
-			return "stopped"
-		}
+	if unfinished(info.Status) && !s.runActive() {
+		return "stopped"
 	}
 	return info.Status
+}
+
+// unfinished reports whether a session with status has yet to end: it goes
+// on while its run does, and when the run resumes.
+func unfinished(status string) bool {
+	return status == "pending" || status == "running" || status == "waiting"
 }
 
 // feed is the bounded window of the broadcast feed, oldest first. Items are

@@ -273,7 +273,7 @@ func TestInterruptedRunShowsItsSessionsStopped(t *testing.T) {
 	}
 	golden.RequireEqual(t, before)
 	mustNotContain(t, m, " running", "b broadcast")
-	mustContain(t, m, "Sessions · 11 · 5 stopped", "◌ orchestrator", "check the base URL", "swarmdeck resume --db /tmp/x.db r-7c1e continues it")
+	mustContain(t, m, "Sessions · 11 · 7 stopped", "◌ orchestrator", "check the base URL", "swarmdeck resume --db /tmp/x.db r-7c1e continues it")
 	m, _ = press(t, m, "m")
 	if m.dialog.kind != dialogNone {
 		t.Fatal("m opened a dialog on a stopped run")
@@ -407,4 +407,27 @@ func TestStoredRunSaysWhyItStopped(t *testing.T) {
 	m = viewModel(t, tuitest.Demo(t0), true)
 	m = apply(m, runFinished("interrupted", "the dashboard was closed while it ran"))
 	mustContain(t, m, "✗ run interrupted; swarmdeck resume r-7c1e continues it. Why: the dashboard was closed while it ran")
+}
+
+// The Sessions title of a stopped run counts the rows it shows stopped:
+// sessions that were pending or waiting as well as those running, as their
+// statuses changed before the run stopped.
+func TestStoppedCountMatchesTheRows(t *testing.T) {
+	m, _ := demoModel(t, 160, 48)
+	info := m.st.sessions["s-rev1"].info // pending
+	info.Status = "running"
+	m = apply(m, sessionEvent(event.SessionStatus, info))
+	info.Status = "completed"
+	m = apply(m, sessionEvent(event.SessionStatus, info))
+	m = apply(m, runFinished("interrupted", ""))
+	shown := 0
+	for _, n := range m.st.sessions {
+		if m.st.shownStatus(&n.info) == "stopped" {
+			shown++
+		}
+	}
+	if shown != 6 {
+		t.Fatalf("%d sessions show stopped, the test expects 6", shown)
+	}
+	mustContain(t, m, "Sessions · 11 · 6 stopped")
 }
