@@ -134,6 +134,18 @@ var keyAliases = map[string]string{
 	"del": "delete", "ins": "insert", "spacebar": "space",
 }
 
+// ctrlSent are ctrl keys whose byte is that of another key: a terminal that
+// does not speak the kitty keyboard protocol sends ctrl+m as enter (both are
+// CR), so Bubble Tea reports enter and a binding of ctrl+m never fires.
+var ctrlSent = map[string]string{"m": "enter", "i": "tab", "[": "esc"}
+
+// ctrlShared are ctrl keys that arrive as themselves but that terminals also
+// send for another key, which would then do the action too.
+var ctrlShared = map[string]string{
+	"h": "it is the backspace character, which many terminals send for backspace",
+	"j": "it is the newline character, which terminals send for enter or shift+enter in some setups",
+}
+
 // checkKey says what is wrong with a key name, or "" when Bubble Tea can
 // report a key press by that name.
 func checkKey(k string) string {
@@ -177,6 +189,15 @@ func checkKey(k string) string {
 	case len(mods) > 0 && unicode.IsUpper(r):
 		lower := strings.Join(canonicalMods(append(slices.Clone(mods), "shift")), "+") + "+" + string(unicode.ToLower(r))
 		return fmt.Sprintf("%q never matches: with a modifier a letter is written in lower case, as in %q", k, lower)
+	case len(mods) > 0 && mods[0] == "ctrl" && len(mods) <= 2 && (len(mods) == 1 || mods[1] == "alt"):
+		// alt prefixes the same byte with esc: ctrl+alt+m arrives as alt+enter.
+		if sent, ok := ctrlSent[base]; ok {
+			return fmt.Sprintf("%q never fires: terminals send it as %s; choose another key",
+				k, strings.Join(append(mods[1:len(mods):len(mods)], sent), "+"))
+		}
+		if why, ok := ctrlShared[base]; ok {
+			return fmt.Sprintf("%q cannot be told apart from another key (%s); choose another key", k, why)
+		}
 	}
 	return ""
 }
@@ -305,7 +326,10 @@ func (c *Config) validateKeyClashes(p *problems, set map[string]bool) {
 // controlFor suggests a key that types nothing in place of k.
 func controlFor(k string) string {
 	if r, size := utf8.DecodeRuneInString(k); size == len(k) && unicode.IsLetter(r) {
-		return "like ctrl+" + string(unicode.ToLower(r))
+		if c := "ctrl+" + string(unicode.ToLower(r)); checkKey(c) == "" {
+			return "like " + c
+		}
+		return "like f2, or ctrl with another letter"
 	}
 	return "like f2, or ctrl with a letter"
 }
