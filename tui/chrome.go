@@ -74,7 +74,14 @@ func (m *model) totalTokens() int {
 	return max(m.st.totalTokens, m.st.run.Usage.TotalTokens)
 }
 
+// minBannerQuestion is how much of the question the banner keeps before it
+// shows its key hints: the question is what the banner is for, and the
+// footer lists the keys too.
+const minBannerQuestion = 20
+
 // renderBanner is the question banner: who asks what, and how many wait.
+// When the line is short, the key hints give way first (answer's last), then
+// the asker's name, so that some of the question always shows.
 func (m *model) renderBanner(w int) string {
 	st := m.st
 	if len(st.questions) == 0 {
@@ -86,13 +93,29 @@ func (m *model) renderBanner(w int) string {
 		from = st.sessionName(q.FromSession)
 	}
 	k := &m.keys
-	right := " 1 of " + strconv.Itoa(len(st.questions)) + " · " + label(k.Answer) + " answer · " +
-		label(k.Skip) + " skip · " + label(k.SkipAll) + " skip all "
+	count := " 1 of " + strconv.Itoa(len(st.questions))
+	rights := []string{
+		count + " · " + label(k.Answer) + " answer · " + label(k.Skip) + " skip · " + label(k.SkipAll) + " skip all ",
+		count + " · " + label(k.Answer) + " answer ",
+		count + " ",
+	}
 	if m.readOnly { // answered where the run runs
-		right = " 1 of " + strconv.Itoa(len(st.questions)) + " "
+		rights = rights[2:]
+	}
+	const asks = " ? " + " asks: "
+	right := rights[len(rights)-1]
+	for _, r := range rights {
+		if w-ansi.StringWidth(r)-ansi.StringWidth(asks)-ansi.StringWidth(from) >= minBannerQuestion {
+			right = r
+			break
+		}
+	}
+	room := max(w-ansi.StringWidth(right), 0)
+	if over := ansi.StringWidth(asks) + ansi.StringWidth(from) + minBannerQuestion - room; over > 0 {
+		from = trunc(from, max(ansi.StringWidth(from)-over, 1))
 	}
 	left := " ? " + from + " asks: " + oneLine(q.Question)
-	line := fit(left, max(w-ansi.StringWidth(right), 0)) + right
+	line := fit(left, room) + right
 	return m.styles.banner.Render(fit(line, w))
 }
 

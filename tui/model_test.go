@@ -187,3 +187,23 @@ func TestViewSetsAltScreenAndMouse(t *testing.T) {
 		t.Fatalf("AltScreen %v MouseMode %v", v.AltScreen, v.MouseMode)
 	}
 }
+
+// The question banner shows some of the question at every width: the key
+// hints give way first, then a long name of the asker.
+func TestBannerKeepsTheQuestion(t *testing.T) {
+	for _, tc := range []struct {
+		from string
+		w    int
+		want string
+	}{
+		{"researcher (r-1)", 60, " ? researcher (r-1) asks: Which storage engine shou… 1 of 2 "},
+		{"researcher (r-1)", 80, "asks: Which storage engine should the sh… 1 of 2 · a answer "},
+		{"researcher (r-1)", 120, "1 of 2 · a answer · s skip · S skip all "},
+		{"researcher (r-1) of the storage and analytics team", 60, " ? researcher (r-1) of t… asks: Which storage engin… 1 of 2 "},
+	} {
+		snap := tuitest.Demo(t0)
+		snap.Questions[0].From = tc.from
+		m, _ := newTestModel(t, snap, tc.w, 16)
+		mustContain(t, m, tc.want)
+	}
+}
