@@ -175,7 +175,7 @@ func (p *progress) print(ev event.Event) {
 			fmt.Fprintf(p.w, "  ✗ %s %s %s: %s\n", s.ID, name(s), s.Status, s.Reason)
 		default:
 			if s.Retrying != "" {
-				fmt.Fprintf(p.w, "  ↻ %s %s: %s\n", s.ID, name(s), s.Retrying)
+				fmt.Fprintf(p.w, "  ↻ %s %s: model call failed, %s\n", s.ID, name(s), s.Retrying)
 			}
 		}
 	case event.ToolStarted:

@@ -556,9 +556,10 @@ func (s *Session) callModel() (*llm.Response, error) {
 			Delta: &event.DeltaInfo{Content: d.Content, ToolName: d.ToolName, Reset: d.Reset}})
 	}
 	req.OnRetry = func(rt llm.Retry) {
-		// The cause first: a narrow row keeps the start.
-		s.noteRetry(fmt.Sprintf("%s; trying again in %s (attempt %d of %d)", strings.TrimSuffix(rt.Reason, "."),
-			rt.Wait.Round(100*time.Millisecond), rt.Attempt+1, rt.Of))
+		// When first, then why: a row cut at the pane's width keeps the
+		// short part, and the start of the cause.
+		s.noteRetry(fmt.Sprintf("attempt %d of %d in %s: %s", rt.Attempt+1, rt.Of, rt.Wait.Round(100*time.Millisecond),
+			strings.TrimSuffix(rt.Reason, ".")))
 	}
 	resp, err := s.r.e.llm.Stream(s.ctx, req, onDelta)
 	s.mu.Lock()

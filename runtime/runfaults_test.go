@@ -465,7 +465,7 @@ func TestRunRecoversFromRetryableServerFaults(t *testing.T) {
 					cleared = true
 				}
 			}
-			if tc.tries == 2 && (!strings.Contains(noted, "; trying again in ") || !strings.HasSuffix(noted, "(attempt 2 of 5)") || !cleared) {
+			if tc.tries == 2 && (!strings.HasPrefix(noted, "attempt 2 of 5 in ") || !strings.Contains(noted, "s: LLM ") || !cleared) {
 				t.Errorf("the retry was announced as %q, then withdrawn: %v", noted, cleared)
 			}
 			if tc.tries == 1 && noted != "" {

@@ -317,11 +317,11 @@ func TestNoticesReachTheStatusLine(t *testing.T) {
 func TestSessionRowShowsARetry(t *testing.T) {
 	m, _ := demoModel(t, 160, 48)
 	info := m.st.sessions["s-root"].info
-	info.Retrying = "503 Service Unavailable: The engine is overloaded; trying again in 1.5s (attempt 2 of 5)"
+	info.Retrying = "attempt 2 of 5 in 1.5s: LLM server returned 503 Service Unavailable: The engine is overloaded"
 	e := ev(event.SessionStatus, "s-root")
 	e.Session = &info
 	m = apply(m, e)
-	mustContain(t, m, "orchestrator ↻ 503 Service Unavailable: The eng")
+	mustContain(t, m, "orchestrator ↻ attempt 2 of 5 in 1.5s: LLM serv")
 	info.Retrying = ""
 	e2 := ev(event.SessionStatus, "s-root")
 	e2.Session = &info
