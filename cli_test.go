@@ -119,7 +119,9 @@ func TestResumeKeepsTheRunsProvider(t *testing.T) {
 		store.Run{ID: "r-000001", Goal: "g", Status: "interrupted", Provider: "scripted", Model: "swarmdeck-scripted", Scripted: true},
 		store.Run{ID: "r-000002", Goal: "g", Status: "interrupted", Provider: "openai (api.openai.com)", Model: "gpt-test"},
 		store.Run{ID: "r-000003", Goal: "g", Status: "interrupted", Provider: "openai (127.0.0.1:11434)", Model: "llama3.1"},
-		store.Run{ID: "r-000004", Goal: "g", Status: "interrupted", Provider: "gone (example.com)", Model: "m"})
+		store.Run{ID: "r-000004", Goal: "g", Status: "interrupted", Provider: "gone (example.com)", Model: "m"},
+		// Started with --base-url: the run says where its server was.
+		store.Run{ID: "r-000005", Goal: "g", Status: "interrupted", Provider: "openai (127.0.0.1:11434)", BaseURL: "http://127.0.0.1:11434/v1", Model: "llama3.1"})
 	ctx := context.Background()
 	// Without a key, a run started on another server is told to give
 	// --base-url, not to set a key for the configured one.
@@ -130,13 +132,14 @@ func TestResumeKeepsTheRunsProvider(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "sk-test-not-used")
 	for _, tc := range []struct {
 		id, flagProvider, flagURL string
-		provider, model           string // chosen
+		provider, model, baseURL  string // chosen
 		err                       string // or refused with
 	}{
 		{id: "r-000001", provider: "scripted"},
 		{id: "r-000002", provider: "openai", model: "gpt-test"},
 		{id: "r-000003", err: `was started on openai (127.0.0.1:11434), but provider "openai" is now openai (api.openai.com): give --base-url`},
 		{id: "r-000004", err: `run r-000004 was started on gone (example.com), and the configuration has no provider "gone" now`},
+		{id: "r-000005", provider: "openai", model: "llama3.1", baseURL: "http://127.0.0.1:11434/v1"},
 		// Flags choose for themselves.
 		{id: "r-000001", flagProvider: "openai", provider: "openai"},
 		{id: "r-000003", flagURL: "http://127.0.0.1:11434/v1"},
@@ -151,9 +154,9 @@ func TestResumeKeepsTheRunsProvider(t *testing.T) {
 			}
 		case err != nil:
 			t.Errorf("%s: %v", tc.id, err)
-		case cf.provider != tc.provider || cf.model != tc.model:
-			t.Errorf("%s (flags %q %q): resumes on provider %q model %q, want %q %q", tc.id, tc.flagProvider, tc.flagURL,
-				cf.provider, cf.model, tc.provider, tc.model)
+		case cf.provider != tc.provider || cf.model != tc.model || (tc.flagURL == "" && cf.baseURL != tc.baseURL):
+			t.Errorf("%s (flags %q %q): resumes on provider %q model %q at %q, want %q %q %q", tc.id, tc.flagProvider, tc.flagURL,
+				cf.provider, cf.model, cf.baseURL, tc.provider, tc.model, tc.baseURL)
 		}
 	}
 }

@@ -580,22 +580,40 @@ func (cf *commonFlags) keepRunProvider(ctx context.Context, id string) error {
 			id, rec.Provider, name))
 	}
 	cf.provider, cf.model = name, rec.Model
-	if err := cfg.Apply(cf.overrides()); err != nil {
-		return usageErr(err)
-	}
-	// Where the provider points decides; a key it lacks is reported later,
-	// once it is the right server. (A run on a local server started with
-	// --base-url was refused for the key of the configured one.)
-	res, err := cfg.Resolve(func(k string) string {
-		if v := os.Getenv(k); v != "" {
-			return v
+	label := func() (string, error) {
+		next, err := cf.configFile()
+		if err != nil {
+			return "", err
 		}
-		return "unset"
-	})
-	if err != nil {
-		return usageErr(err)
+		if err := next.Apply(cf.overrides()); err != nil {
+			return "", usageErr(err)
+		}
+		// Where the provider points decides; a key it lacks is reported
+		// later, once it is the right server.
+		res, err := next.Resolve(func(k string) string {
+			if v := os.Getenv(k); v != "" {
+				return v
+			}
+			return "unset"
+		})
+		if err != nil {
+			return "", usageErr(err)
+		}
+		return runtime.ProviderLabel(res), nil
 	}
-	if now := runtime.ProviderLabel(res); now != rec.Provider {
+	now, err := label()
+	if err != nil {
+		return err
+	}
+	if now != rec.Provider && rec.BaseURL != "" {
+		// Started with --base-url (or a configuration that has changed
+		// since): the run says where its server was.
+		cf.baseURL = rec.BaseURL
+		if now, err = label(); err != nil {
+			return err
+		}
+	}
+	if now != rec.Provider {
 		return usageErr(fmt.Errorf("run %s was started on %s, but provider %q is now %s: give --base-url (and --provider, --model) to say where to continue it",
 			id, rec.Provider, name, now))
 	}

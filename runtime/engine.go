@@ -245,6 +245,26 @@ func ProviderLabel(res config.Resolved) string {
 	return res.Name + " (" + host + ")"
 }
 
+// BaseURL is the model server's base URL as the run records it: without
+// credentials, query or fragment; "" for the scripted model.
+func (e *Engine) BaseURL() string {
+	if e.scripted != nil {
+		return ""
+	}
+	return RedactedBaseURL(e.resolved.Provider.BaseURL)
+}
+
+// RedactedBaseURL is a base URL without the user info, query and fragment
+// that could carry a secret.
+func RedactedBaseURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	u.User, u.RawQuery, u.Fragment = nil, "", ""
+	return u.String()
+}
+
 // Model is the model requested.
 func (e *Engine) Model() string { return e.resolved.Model }
 

@@ -61,3 +61,31 @@ func TestMessageReopensAFinishedRun(t *testing.T) {
 		t.Errorf("second result %q", fin.Run.Result)
 	}
 }
+
+// A run records where its model server is, without credentials, so that a
+// resume finds it again.
+func TestRunRecordsItsServer(t *testing.T) {
+	for raw, want := range map[string]string{
+		"http://127.0.0.1:11434/v1":               "http://127.0.0.1:11434/v1",
+		"https://user:secret@llm.example/v1?k=sk": "https://llm.example/v1",
+		"not a url":                               "",
+	} {
+		if got := RedactedBaseURL(raw); got != want {
+			t.Errorf("RedactedBaseURL(%q) = %q, want %q", raw, got, want)
+		}
+	}
+	hs := recServer(t, scripted.PolicyFunc(func(*scripted.Request) scripted.Reply { return scripted.Reply{Content: "done"} }))
+	e := recEngine(t, t.TempDir(), hs.URL+"/v1", nil)
+	run, err := e.Start(context.Background(), "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-run.Done()
+	rec, err := e.Store().Run(context.Background(), run.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.BaseURL != hs.URL+"/v1" {
+		t.Errorf("stored base URL %q, want %q", rec.BaseURL, hs.URL+"/v1")
+	}
+}

@@ -51,7 +51,7 @@ func (e *Engine) Resume(ctx context.Context, runID string) (*Run, error) {
 	r.rec.Status = RunRunning
 	r.rec.Error = "" // why it stopped, if it said
 	r.rec.EndedAt = rec.EndedAt
-	r.rec.Provider, r.rec.Model, r.rec.Scripted = e.ProviderLabel(), e.Model(), e.isScripted()
+	r.rec.Provider, r.rec.BaseURL, r.rec.Model, r.rec.Scripted = e.ProviderLabel(), e.BaseURL(), e.Model(), e.isScripted()
 	err = st.Do(ctx, func(tx *store.Tx) error {
 		run := r.rec
 		if err := tx.UpdateRun(&run); err != nil {

@@ -183,7 +183,7 @@ func (e *Engine) Start(ctx context.Context, goal string) (*Run, error) {
 	)
 	for {
 		id := newRunID()
-		rec := store.Run{ID: id, Goal: goal, Status: RunRunning, Provider: e.ProviderLabel(), Model: e.Model(),
+		rec := store.Run{ID: id, Goal: goal, Status: RunRunning, Provider: e.ProviderLabel(), BaseURL: e.BaseURL(), Model: e.Model(),
 			Scripted: e.isScripted(), Workspace: wsAbs, CreatedAt: e.now()}
 		var err error
 		if r, err = e.newRun(id, goal, rec); err != nil {

@@ -15,14 +15,14 @@ import (
 var ErrNotFound = errors.New("not found")
 
 const runCols = `id, goal, status, provider, model, scripted, workspace, result, error, prompt_tokens, completion_tokens, total_tokens,
-	human_skip_all, created_at, updated_at, ended_at`
+	human_skip_all, created_at, updated_at, ended_at, base_url`
 
 func scanRun(sc interface{ Scan(...any) error }) (*Run, error) {
 	var r Run
 	var scripted, skip int
 	var created, updated, ended string
 	if err := sc.Scan(&r.ID, &r.Goal, &r.Status, &r.Provider, &r.Model, &scripted, &r.Workspace, &r.Result, &r.Error,
-		&r.Usage.PromptTokens, &r.Usage.CompletionTokens, &r.Usage.TotalTokens, &skip, &created, &updated, &ended); err != nil {
+		&r.Usage.PromptTokens, &r.Usage.CompletionTokens, &r.Usage.TotalTokens, &skip, &created, &updated, &ended, &r.BaseURL); err != nil {
 		return nil, err
 	}
 	r.Scripted, r.HumanSkipAll = scripted != 0, skip != 0

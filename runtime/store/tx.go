@@ -165,24 +165,24 @@ func (tx *Tx) RunExists(id string) (bool, error) {
 	return err == nil, err
 }
 
-var insertRunSQL = hot(`INSERT INTO runs (id, goal, status, provider, model, scripted, workspace, created_at, updated_at)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+var insertRunSQL = hot(`INSERT INTO runs (id, goal, status, provider, model, scripted, workspace, created_at, updated_at, base_url)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 
 // InsertRun creates a run.
 func (tx *Tx) InsertRun(r *Run) error {
 	_, err := tx.exec(insertRunSQL,
-		r.ID, r.Goal, r.Status, r.Provider, r.Model, b2i(r.Scripted), r.Workspace, Time(r.CreatedAt), Time(r.CreatedAt))
+		r.ID, r.Goal, r.Status, r.Provider, r.Model, b2i(r.Scripted), r.Workspace, Time(r.CreatedAt), Time(r.CreatedAt), r.BaseURL)
 	return err
 }
 
 var updateRunSQL = hot(`UPDATE runs SET status = ?, provider = ?, model = ?, scripted = ?, result = ?, error = ?,
-	prompt_tokens = ?, completion_tokens = ?, total_tokens = ?, human_skip_all = ?, updated_at = ?, ended_at = ? WHERE id = ?`)
+	prompt_tokens = ?, completion_tokens = ?, total_tokens = ?, human_skip_all = ?, updated_at = ?, ended_at = ?, base_url = ? WHERE id = ?`)
 
 // UpdateRun writes the mutable fields of a run.
 func (tx *Tx) UpdateRun(r *Run) error {
 	_, err := tx.exec(updateRunSQL,
 		r.Status, r.Provider, r.Model, b2i(r.Scripted), r.Result, r.Error, r.Usage.PromptTokens, r.Usage.CompletionTokens, r.Usage.TotalTokens,
-		b2i(r.HumanSkipAll), Time(time.Now()), Time(r.EndedAt), r.ID)
+		b2i(r.HumanSkipAll), Time(time.Now()), Time(r.EndedAt), r.BaseURL, r.ID)
 	return err
 }
 

@@ -18,6 +18,7 @@ type Run struct {
 	Goal         string
 	Status       string // running, completed, failed, cancelled, interrupted
 	Provider     string
+	BaseURL      string // the model server's, without credentials; "" for the scripted model
 	Model        string
 	Scripted     bool
 	Workspace    string
