@@ -109,3 +109,20 @@ func TestControlInputEndedMeansNobodyAnswers(t *testing.T) {
 		t.Errorf("ask_others result: %q", res)
 	}
 }
+
+// A headless run's progress says how each question ended, and each
+// session's end once.
+func TestProgressLines(t *testing.T) {
+	var w bytes.Buffer
+	p := &progress{w: &w}
+	cancelled := &event.SessionInfo{ID: "s-2", Agent: "explorer", Label: "assets", Status: "cancelled", Reason: "parent s-1 failed"}
+	p.print(event.Event{Type: event.SessionStatus, Session: cancelled})
+	p.print(event.Event{Type: event.SessionStatus, Session: cancelled})
+	p.print(event.Event{Type: event.QuestionClosed, Question: &event.QuestionInfo{ID: "q-1", Status: "timed_out",
+		Responses: map[string]string{"s-3": "a"}, TimedOut: []string{"human"}}})
+	want := "  ✗ s-2 explorer (assets) cancelled: parent s-1 failed\n" +
+		"  ? q-1 closed: timed out, 1 answered, no answer from human\n"
+	if w.String() != want {
+		t.Errorf("progress:\n%s\nwant:\n%s", w.String(), want)
+	}
+}

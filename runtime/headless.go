@@ -143,7 +143,10 @@ func orNone(reason string) string {
 
 // progress prints a readable line for the events a person cares about on
 // w, and the run's final answer on out.
-type progress struct{ w, out io.Writer }
+type progress struct {
+	w, out io.Writer
+	ended  map[string]bool // sessions whose end has been printed
+}
 
 func (p *progress) print(ev event.Event) {
 	if p.w == nil {
@@ -169,6 +172,20 @@ func (p *progress) print(ev event.Event) {
 	case event.SessionStatus:
 		s := ev.Session
 		switch s.Status {
+		case "completed", "failed", "cancelled":
+			// An ended session can be told of again (a note, its usage):
+			// its end is printed once, unless a message woke it since.
+			if p.ended[s.ID] {
+				return
+			}
+			if p.ended == nil {
+				p.ended = map[string]bool{}
+			}
+			p.ended[s.ID] = true
+		default:
+			delete(p.ended, s.ID)
+		}
+		switch s.Status {
 		case "completed":
 			fmt.Fprintf(p.w, "  ✓ %s %s completed (%d tokens)\n", s.ID, name(s), s.Usage.TotalTokens)
 		case "failed", "cancelled":
@@ -188,6 +205,16 @@ func (p *progress) print(ev event.Event) {
 		if q.AllowHuman {
 			fmt.Fprintf(p.w, "  ? %s asks (%s): %s\n", q.From, q.ID, q.Question)
 		}
+	case event.QuestionClosed:
+		q := ev.Question
+		what := strings.ReplaceAll(q.Status, "_", " ")
+		if n := len(q.Responses); n > 0 {
+			what += fmt.Sprintf(", %d answered", n)
+		}
+		if len(q.TimedOut) > 0 {
+			what += ", no answer from " + strings.Join(q.TimedOut, ", ")
+		}
+		fmt.Fprintf(p.w, "  ? %s closed: %s\n", q.ID, what)
 	case event.DelegationUpdated:
 		d := ev.Delegation
 		fmt.Fprintf(p.w, "  ⇢ delegation %s %s\n", d.ID, d.Status)
