@@ -122,7 +122,116 @@ func (s *Store) Sessions(ctx context.Context, runID string) ([]Session, error) {
 		x.CreatedAt, x.UpdatedAt, x.EndedAt = ParseTime(created), ParseTime(updated), ParseTime(ended)
 		out = append(out, x)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return out, s.addStoredTotals(ctx, runID, out)
+}
+
+// addStoredTotals brings each session's usage, turns and last tool up to
+// what its stored messages and shadow answers say. A session's row is
+// written when its status changes, not on every turn, so after a kill -9
+// the row of a session that was working lags behind its messages.
+func (s *Store) addStoredTotals(ctx context.Context, runID string, sessions []Session) error {
+	type totals struct {
+		usage Usage
+		turns int
+		tool  string
+	}
+	by := map[string]*totals{}
+	get := func(id string) *totals {
+		t := by[id]
+		if t == nil {
+			t = &totals{}
+			by[id] = t
+		}
+		return t
+	}
+	rows, err := s.read.QueryContext(ctx, `SELECT session_id, COUNT(*), COALESCE(SUM(prompt_tokens), 0), COALESCE(SUM(completion_tokens), 0)
+		FROM messages WHERE run_id = ? AND role = 'assistant' GROUP BY session_id`, runID)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var id string
+		var n, p, c int
+		if err := rows.Scan(&id, &n, &p, &c); err != nil {
+			rows.Close()
+			return err
+		}
+		t := get(id)
+		t.turns, t.usage.PromptTokens, t.usage.CompletionTokens = n, p, c
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	rows, err = s.read.QueryContext(ctx, `SELECT responder, COALESCE(SUM(prompt_tokens), 0), COALESCE(SUM(completion_tokens), 0)
+		FROM question_responses WHERE run_id = ? GROUP BY responder`, runID)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var id string
+		var p, c int
+		if err := rows.Scan(&id, &p, &c); err != nil {
+			rows.Close()
+			return err
+		}
+		t := get(id)
+		t.usage.PromptTokens += p
+		t.usage.CompletionTokens += c
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	// The last tool a session called: its last assistant message that
+	// called any.
+	rows, err = s.read.QueryContext(ctx, `SELECT session_id, idx, tool_calls FROM messages
+		WHERE run_id = ? AND role = 'assistant' AND tool_calls <> ''`, runID)
+	if err != nil {
+		return err
+	}
+	lastIdx := map[string]int{}
+	for rows.Next() {
+		var id, calls string
+		var idx int
+		if err := rows.Scan(&id, &idx, &calls); err != nil {
+			rows.Close()
+			return err
+		}
+		if prev, ok := lastIdx[id]; ok && prev > idx {
+			continue
+		}
+		lastIdx[id] = idx
+		var tc []ToolCall
+		if json.Unmarshal([]byte(calls), &tc) == nil && len(tc) > 0 {
+			get(id).tool = tc[len(tc)-1].Name
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for i := range sessions {
+		x := &sessions[i]
+		t := by[x.ID]
+		if t == nil {
+			continue
+		}
+		t.usage.TotalTokens = t.usage.PromptTokens + t.usage.CompletionTokens
+		if t.usage.TotalTokens > x.Usage.TotalTokens {
+			x.Usage = t.usage
+		}
+		if t.turns > x.Turns || x.LastTool == "" {
+			x.Turns = max(x.Turns, t.turns)
+			if t.tool != "" {
+				x.LastTool = t.tool
+			}
+		}
+	}
+	return nil
 }
 
 // A message's text is its own part followed by the shared one it refers

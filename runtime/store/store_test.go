@@ -1061,3 +1061,47 @@ func TestResponseUsageIsStored(t *testing.T) {
 		t.Fatalf("responses read back: %+v", qs)
 	}
 }
+
+// A session's row lags behind its messages when the process was killed
+// mid-work (it is written when the status changes): Sessions reports what
+// the messages and shadow answers say it spent, its turns and last tool.
+func TestSessionsCountWhatIsStoredOfThem(t *testing.T) {
+	s := openTest(t, nil)
+	ctx := context.Background()
+	now := time.Now()
+	err := s.Do(ctx, func(tx *Tx) error {
+		if err := tx.InsertRun(&Run{ID: "r-1", Goal: "g", Status: "running", CreatedAt: now}); err != nil {
+			return err
+		}
+		if err := tx.UpsertSession(&Session{RunID: "r-1", ID: "s-1", Agent: "researcher", Status: "running", CreatedAt: now}); err != nil {
+			return err
+		}
+		for i, m := range []*Message{
+			{Role: "system", Content: "sys"},
+			{Role: "assistant", ToolCalls: []ToolCall{{ID: "c1", Name: "read_file", Arguments: "{}"}}, Usage: Usage{PromptTokens: 100, CompletionTokens: 10}},
+			{Role: "tool", Content: "{}", ToolCallID: "c1"},
+			{Role: "assistant", ToolCalls: []ToolCall{{ID: "c2", Name: "list_files"}, {ID: "c3", Name: "task_broadcast"}}, Usage: Usage{PromptTokens: 200, CompletionTokens: 20}},
+		} {
+			m.RunID, m.SessionID, m.Index, m.CreatedAt = "r-1", "s-1", i, now
+			if err := tx.InsertMessage(m); err != nil {
+				return err
+			}
+		}
+		if err := tx.UpsertQuestion(&Question{RunID: "r-1", ID: "q-1", FromSession: "s-0", Kind: "ask_others", Question: "?",
+			Status: "answered", CreatedAt: now, Deadline: now}); err != nil {
+			return err
+		}
+		return tx.InsertResponse("r-1", "q-1", Response{Responder: "s-1", Name: "s-1", Content: "a", Usage: Usage{PromptTokens: 50, CompletionTokens: 5}})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss, err := s.Sessions(ctx, "r-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Usage{PromptTokens: 350, CompletionTokens: 35, TotalTokens: 385}
+	if len(ss) != 1 || ss[0].Usage != want || ss[0].Turns != 2 || ss[0].LastTool != "task_broadcast" {
+		t.Fatalf("sessions: %+v", ss)
+	}
+}
