@@ -472,30 +472,7 @@ func (r *Run) Interrupt() {
 		return
 	}
 	r.halt(errInterrupted)
-	r.mu.Lock()
-	finished := r.finished
-	if !finished {
-		r.finished = true
-		r.rec.Status = RunInterrupted
-		r.rec.EndedAt = r.e.now()
-	}
-	rec := r.rec
-	info := r.runInfo()
-	r.mu.Unlock()
-	if !finished {
-		// run.finished says how it ended to whoever follows the events
-		// (--json, the dashboard), as for a run that ends by itself.
-		err := r.e.store.Do(context.Background(), func(tx *store.Tx) error {
-			if err := tx.UpdateRun(&rec); err != nil {
-				return err
-			}
-			_, err := tx.Emit(event.Event{Type: event.RunFinished, RunID: r.id, Run: info})
-			return err
-		})
-		if err != nil {
-			r.e.log.Error("could not record an interrupted run", "run", r.id, "err", err)
-		}
-	}
+	r.recordStopped("")
 	r.release("the run was interrupted")
 }
 
@@ -513,31 +490,38 @@ func (r *Run) suspend(cause string) {
 		return
 	}
 	r.halt(errInterrupted)
-	reason := "the model server failed: " + cause + ". The run is stored as it was: resume it once the server answers"
+	r.recordStopped("the model server failed: " + cause + ". The run is stored as it was: resume it once the server answers")
+	r.release("the run stopped: the model server failed")
+}
+
+// recordStopped stores a run whose sessions have been halted as
+// interrupted, with why ("" when it was stopped from outside), and says so
+// with run.finished to whoever follows the events (--json, the dashboard),
+// as for a run that ends by itself. A run that ended meanwhile keeps its
+// end.
+func (r *Run) recordStopped(why string) {
 	r.mu.Lock()
-	finished := r.finished
-	if !finished { // a run that ended meanwhile keeps its end
-		r.finished = true
-		r.rec.Status = RunInterrupted
-		r.rec.Error = reason
-		r.rec.EndedAt = r.e.now()
+	if r.finished {
+		r.mu.Unlock()
+		return
 	}
+	r.finished = true
+	r.rec.Status = RunInterrupted
+	r.rec.Error = why
+	r.rec.EndedAt = r.e.now()
 	rec := r.rec
 	info := r.runInfo()
 	r.mu.Unlock()
-	if !finished {
-		err := r.e.store.Do(context.Background(), func(tx *store.Tx) error {
-			if err := tx.UpdateRun(&rec); err != nil {
-				return err
-			}
-			_, err := tx.Emit(event.Event{Type: event.RunFinished, RunID: r.id, Run: info})
+	err := r.e.store.Do(context.Background(), func(tx *store.Tx) error {
+		if err := tx.UpdateRun(&rec); err != nil {
 			return err
-		})
-		if err != nil {
-			r.e.log.Error("could not record a suspended run", "run", r.id, "err", err)
 		}
+		_, err := tx.Emit(event.Event{Type: event.RunFinished, RunID: r.id, Run: info})
+		return err
+	})
+	if err != nil {
+		r.e.log.Error("could not record a stopped run", "run", r.id, "err", err)
 	}
-	r.release("the run stopped: the model server failed")
 }
 
 // halt cancels every session with cause and waits for their goroutines to
