@@ -37,17 +37,16 @@ func exportedQuestion(t *testing.T, x *store.Export, question string) store.Expo
 	return store.ExportQuestion{}
 }
 
-// Every other running session answers through a shadow responder, without
-// being interrupted; each gets a passive note of what was said for it.
-func TestAskOthersShadowResponders(t *testing.T) {
+// askWhileBusy is the swarm the shadow-responder tests share: the root
+// spawns r-1 and r-2 in parallel; r-1 asks (args) while r-2 is busy in its
+// turn; shadow answers come from shadow, given the name of the session
+// answered for.
+func askWhileBusy(args obj, shadow func(c *convo) scripted.Reply) (scripted.Policy, *gate, *gate) {
 	r2Started, r2Release := newGate(), newGate()
-	var shadowSaw sync.Map // agent -> the shadow request's last message
-	const question = "Which database should we use?"
 	p := policyFor(func(c *convo) scripted.Reply {
 		switch {
 		case c.shadow != "":
-			shadowSaw.Store(c.shadow, c.req.Messages[len(c.req.Messages)-1].Content)
-			return say("shadow for " + c.shadow + ": a")
+			return shadow(c)
 		case c.isRoot():
 			if c.turns == 0 {
 				return do(call("sessions_spawn", obj{"task": []string{"Ask", "Work"}, "parallel": true, "label": "r"}))
@@ -58,14 +57,26 @@ func TestAskOthersShadowResponders(t *testing.T) {
 			r2Release.wait() // busy in its turn while r-1 asks
 			return say("r2 done")
 		}
-		switch c.turns {
-		case 0:
+		if c.turns == 0 {
 			r2Started.wait()
-			return do(call("ask_others", obj{"question": question, "options": []obj{{"id": "a", "label": "SQLite"}, {"id": "b", "label": "Postgres"}}}))
+			return do(call("ask_others", args))
 		}
 		r2Release.open()
 		return say("r1 done")
 	})
+	return p, r2Started, r2Release
+}
+
+// Every other running session answers through a shadow responder, without
+// being interrupted; each gets a passive note of what was said for it.
+func TestAskOthersShadowResponders(t *testing.T) {
+	var shadowSaw sync.Map // agent -> the shadow request's last message
+	const question = "Which database should we use?"
+	p, r2Started, r2Release := askWhileBusy(obj{"question": question, "options": []obj{{"id": "a", "label": "SQLite"}, {"id": "b", "label": "Postgres"}}},
+		func(c *convo) scripted.Reply {
+			shadowSaw.Store(c.shadow, c.req.Messages[len(c.req.Messages)-1].Content)
+			return say("shadow for " + c.shadow + ": a")
+		})
 	x, events, code := swarm(t, p, nil, r2Started, r2Release)
 	mustComplete(t, x, code)
 	root, r1, r2 := rootOf(x), mustLabel(t, x, "r-1"), mustLabel(t, x, "r-2")
@@ -125,30 +136,11 @@ func TestAskOthersShadowResponders(t *testing.T) {
 // good) is not waited for until the deadline: the asker gets what arrived,
 // and a note of who could not answer and why.
 func TestAskOthersDoesNotWaitForAFailedShadowAnswer(t *testing.T) {
-	r2Started, r2Release := newGate(), newGate()
-	const question = "Which database should we use?"
-	p := policyFor(func(c *convo) scripted.Reply {
-		switch {
-		case c.shadow == "researcher (r-2)":
+	p, r2Started, r2Release := askWhileBusy(obj{"question": "Which database should we use?", "timeout": 3600}, func(c *convo) scripted.Reply {
+		if c.shadow == "researcher (r-2)" {
 			return scripted.Reply{Fault: &scripted.Fault{Status: 400}}
-		case c.shadow != "":
-			return say("shadow for " + c.shadow + ": a")
-		case c.isRoot():
-			if c.turns == 0 {
-				return do(call("sessions_spawn", obj{"task": []string{"Ask", "Work"}, "parallel": true, "label": "r"}))
-			}
-			return say("root done")
-		case c.label == "r-2":
-			r2Started.open()
-			r2Release.wait()
-			return say("r2 done")
 		}
-		if c.turns == 0 {
-			r2Started.wait()
-			return do(call("ask_others", obj{"question": question, "timeout": 3600}))
-		}
-		r2Release.open()
-		return say("r1 done")
+		return say("shadow for " + c.shadow + ": a")
 	})
 	x, _, code := swarm(t, p, nil, r2Started, r2Release)
 	mustComplete(t, x, code)

@@ -68,7 +68,7 @@ func TestRunRecordsItsServer(t *testing.T) {
 	for raw, want := range map[string]string{
 		"http://127.0.0.1:11434/v1":               "http://127.0.0.1:11434/v1",
 		"https://user:secret@llm.example/v1?k=sk": "https://llm.example/v1",
-		"not a url":                               "",
+		"not a url": "",
 	} {
 		if got := RedactedBaseURL(raw); got != want {
 			t.Errorf("RedactedBaseURL(%q) = %q, want %q", raw, got, want)

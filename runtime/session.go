@@ -63,8 +63,8 @@ type Session struct {
 	questions    int
 	waitingHuman int
 	retrying     string // why the model call in progress is being tried again; "" when it is not
-	blocking     int  // tool calls in flight that wait (slot released)
-	slotHeld     bool // holds a max_concurrent_sessions slot
+	blocking     int    // tool calls in flight that wait (slot released)
+	slotHeld     bool   // holds a max_concurrent_sessions slot
 	lastReminder string
 	startedAt    time.Time
 	// resultConsumed skips the next <task_result> to the parent: the parent
