@@ -282,16 +282,22 @@ func TestInterruptedRunShowsItsSessionsStopped(t *testing.T) {
 	wantCalls(t, ctl)
 }
 
+// sessionStatus applies a session.status event for id, its info as the
+// model has it, changed by change.
+func sessionStatus(m Model, id string, change func(*event.SessionInfo)) Model {
+	info := m.st.sessions[id].info
+	change(&info)
+	e := ev(event.SessionStatus, id)
+	e.Session = &info
+	return apply(m, e)
+}
+
 // A session cancelled while it waited for the person no longer shows that
 // it asks, even when its last status still said so.
 func TestEndedSessionDoesNotAsk(t *testing.T) {
 	m, _ := demoModel(t, 160, 48)
 	mustContain(t, m, "⠋ ? researcher (r-1)")
-	info := m.st.sessions["s-res1"].info
-	info.Status, info.WaitingHuman = "cancelled", true
-	e := ev(event.SessionStatus, "s-res1")
-	e.Session = &info
-	m = apply(m, e)
+	m = sessionStatus(m, "s-res1", func(info *event.SessionInfo) { info.Status, info.WaitingHuman = "cancelled", true })
 	mustNotContain(t, m, "⊘ ? researcher (r-1)")
 	mustContain(t, m, "⊘ researcher (r-1)")
 }
@@ -316,16 +322,11 @@ func TestNoticesReachTheStatusLine(t *testing.T) {
 // goes back to its title once the call is through.
 func TestSessionRowShowsARetry(t *testing.T) {
 	m, _ := demoModel(t, 160, 48)
-	info := m.st.sessions["s-root"].info
-	info.Retrying = "attempt 2 of 5 in 1.5s: LLM server returned 503 Service Unavailable: The engine is overloaded"
-	e := ev(event.SessionStatus, "s-root")
-	e.Session = &info
-	m = apply(m, e)
+	m = sessionStatus(m, "s-root", func(info *event.SessionInfo) {
+		info.Retrying = "attempt 2 of 5 in 1.5s: LLM server returned 503 Service Unavailable: The engine is overloaded"
+	})
 	mustContain(t, m, "orchestrator ↻ attempt 2 of 5 in 1.5s: LLM serv")
-	info.Retrying = ""
-	e2 := ev(event.SessionStatus, "s-root")
-	e2.Session = &info
-	m = apply(m, e2)
+	m = sessionStatus(m, "s-root", func(info *event.SessionInfo) { info.Retrying = "" })
 	mustNotContain(t, m, "↻")
 	mustContain(t, m, "orchestrator Build a URL shortener")
 }
