@@ -138,7 +138,15 @@ func Open(path string, publish func([]event.Event)) (*Store, error) {
 	s := &Store{path: path, write: write, stmts: map[string]*sql.Stmt{}, publish: publish,
 		ops: make(chan *op, 1024), closing: make(chan struct{}), closed: make(chan struct{}), failed: make(chan struct{}), seqs: map[string]int64{}}
 	ctx := context.Background()
-	s.conn, err = write.Conn(ctx)
+	// Turning a new database to WAL takes its lock without waiting for it:
+	// processes started at once on a new database try again.
+	for wait := 10 * time.Millisecond; ; wait *= 2 {
+		s.conn, err = write.Conn(ctx)
+		if err == nil || !isBusy(err) || wait > 2*time.Second {
+			break
+		}
+		time.Sleep(wait)
+	}
 	if err != nil {
 		write.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
@@ -173,6 +181,12 @@ func Open(path string, publish func([]event.Event)) (*Store, error) {
 	s.commitWait, s.maxAge = commitWait, commitMaxAge
 	go s.loop()
 	return s, nil
+}
+
+// isBusy reports whether err is SQLite's "database is locked".
+func isBusy(err error) bool {
+	var se interface{ Code() int }
+	return errors.As(err, &se) && se.Code()&0xff == 5 // SQLITE_BUSY
 }
 
 // Path is the database file.
@@ -217,6 +231,20 @@ func (s *Store) migrate(ctx context.Context) error {
 		}
 		if _, err := s.conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 			return fmt.Errorf("migration %s: %w", m.name, err)
+		}
+		// Another process may have migrated the database since it was
+		// read above (two started at once on a new database): what counts
+		// is the version under the write lock.
+		var now int
+		if err := s.conn.QueryRowContext(ctx, "PRAGMA user_version").Scan(&now); err != nil {
+			s.conn.ExecContext(ctx, "ROLLBACK")
+			return fmt.Errorf("read schema version: %w", err)
+		}
+		if now >= m.version {
+			if _, err := s.conn.ExecContext(ctx, "COMMIT"); err != nil {
+				return fmt.Errorf("migration %s: %w", m.name, err)
+			}
+			continue
 		}
 		if _, err := s.conn.ExecContext(ctx, string(body)); err != nil {
 			s.conn.ExecContext(ctx, "ROLLBACK")

@@ -1105,3 +1105,27 @@ func TestSessionsCountWhatIsStoredOfThem(t *testing.T) {
 		t.Fatalf("sessions: %+v", ss)
 	}
 }
+
+// Processes started at once on a new database all open it: one migrates,
+// the others find it done under the write lock.
+func TestConcurrentOpenOfANewDatabase(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "new.db")
+	const n = 4
+	errs := make(chan error, n)
+	stores := make(chan *Store, n)
+	for range n {
+		go func() {
+			s, err := Open(path, nil)
+			errs <- err
+			stores <- s
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Errorf("open: %v", err)
+		}
+		if s := <-stores; s != nil {
+			defer s.Close()
+		}
+	}
+}
