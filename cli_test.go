@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -295,6 +296,23 @@ func TestRunsTellsADeadRunFromALiveOne(t *testing.T) {
 	dir := cliEnv(t)
 	db := filepath.Join(dir, "d.db")
 	storeRuns(t, db, store.Run{ID: "r-dead01", Goal: "left by a kill -9", Status: "running", Provider: "scripted", Scripted: true})
+	// Its session worked before the kill: its messages are stored, its row
+	// and the run's were not written since.
+	st, err := store.Open(db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = st.Do(context.Background(), func(tx *store.Tx) error {
+		if err := tx.UpsertSession(&store.Session{RunID: "r-dead01", ID: "s-1", Agent: "orchestrator", Status: "running", CreatedAt: time.Now()}); err != nil {
+			return err
+		}
+		return tx.InsertMessage(&store.Message{RunID: "r-dead01", SessionID: "s-1", Index: 0, Role: "assistant", Content: "working",
+			Usage: store.Usage{PromptTokens: 1200, CompletionTokens: 34}, CreatedAt: time.Now()})
+	})
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
 	cf := &commonFlags{db: db, provider: "scripted", scriptedLatency: time.Hour, latencySet: true}
 	eng, closeEng, err := newEngine(context.Background(), cf, nil)
 	if err != nil {
@@ -314,8 +332,23 @@ func TestRunsTellsADeadRunFromALiveOne(t *testing.T) {
 	if !regexp.MustCompile(live.ID() + ` +running `).MatchString(got) {
 		t.Errorf("the live run is not shown running:\n%s", got)
 	}
-	if !regexp.MustCompile(`r-dead01 +stopped\* `).MatchString(got) ||
+	if !regexp.MustCompile(`r-dead01 +stopped\* +\S+ \S+ +1234 `).MatchString(got) ||
 		!strings.Contains(got, "no swarmdeck process runs it") || !strings.Contains(got, "`swarmdeck --db "+db+" resume r-dead01`") {
-		t.Errorf("the dead run is not told apart:\n%s", got)
+		t.Errorf("the dead run is not told apart, with what it spent:\n%s", got)
+	}
+	out.Reset()
+	if code := run([]string{"export", "--db", db, "r-dead01"}, strings.NewReader(""), &out, &errOut); code != 0 {
+		t.Fatalf("export: exit %d: %s", code, errOut.String())
+	}
+	var x struct {
+		Run struct {
+			Status, Error string
+			Usage         struct {
+				TotalTokens int `json:"total_tokens"`
+			}
+		}
+	}
+	if err := json.Unmarshal(out.Bytes(), &x); err != nil || x.Run.Status != "interrupted" || !strings.Contains(x.Run.Error, "no swarmdeck process") || x.Run.Usage.TotalTokens != 1234 {
+		t.Errorf("export of the dead run: %+v (%v)", x.Run, err)
 	}
 }

@@ -459,6 +459,17 @@ func runsCmd(cf *commonFlags, stdout io.Writer) *cobra.Command {
 					status = "stopped*"
 					orphans = append(orphans, r.ID)
 				}
+				if status != runtime.RunCompleted && status != runtime.RunFailed && status != runtime.RunCancelled {
+					// The row's figure is written now and then; the
+					// sessions say what a run not yet ended has spent.
+					if ss, err := st.Sessions(cmd.Context(), r.ID); err == nil {
+						sum := 0
+						for _, s := range ss {
+							sum += s.Usage.TotalTokens
+						}
+						r.Usage.TotalTokens = max(r.Usage.TotalTokens, sum)
+					}
+				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", r.ID, status, r.CreatedAt.Local().Format("2006-01-02 15:04"), r.Usage.TotalTokens, clip(r.Goal, 60))
 			}
 			if err := tw.Flush(); err != nil {
@@ -504,6 +515,11 @@ func exportCmd(cf *commonFlags, stdout io.Writer) *cobra.Command {
 			x, err := st.Export(cmd.Context(), id)
 			if err != nil {
 				return notFound(err)
+			}
+			if live, known := runtime.RunIsLive(st.Path(), x.Run.ID); x.Run.Status == runtime.RunRunning && known && !live {
+				// As runs and view say: stored as running, but dead.
+				x.Run.Status = runtime.RunInterrupted
+				x.Run.Error = runtime.OrphanedRunReason
 			}
 			enc := json.NewEncoder(stdout)
 			enc.SetIndent("", "  ")

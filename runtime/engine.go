@@ -342,6 +342,10 @@ func (e *Engine) unregister(r *Run) {
 // from resuming it while this one runs it. Only a lock held elsewhere is an
 // error: a lock that cannot be made at all (a read-only directory beside a
 // writable database, a system without flock) must not stop a run.
+// OrphanedRunReason is why a run stored as running that no process runs
+// is shown interrupted.
+const OrphanedRunReason = "no swarmdeck process is running it (it was killed or crashed): resume it to continue"
+
 // RunIsLive reports whether a process, this one or another, is running the
 // run now; known is false where that cannot be told. A run stored as
 // running that no process runs was stopped by a crash or a kill -9 and is

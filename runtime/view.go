@@ -40,7 +40,7 @@ func (e *Engine) View(ctx context.Context, runID string) (event.Controller, erro
 		// Stored as running, but no process runs it: it stopped where a
 		// crash left it, and is shown as such until it is resumed.
 		snap.Run.Status = RunInterrupted
-		snap.Run.Error = "no swarmdeck process is running it (it was killed or crashed): resume it to continue"
+		snap.Run.Error = OrphanedRunReason
 	}
 	sessions, err := st.Sessions(ctx, rec.ID)
 	if err != nil {

@@ -130,6 +130,17 @@ func (s *Store) Export(ctx context.Context, runID string) (*Export, error) {
 		return nil, err
 	}
 	x.Sessions = make([]ExportSession, 0, len(sessions))
+	// The run's row, like a session's, is written now and then: a run
+	// still going, or killed, has spent at least what its sessions have.
+	var sum Usage
+	for _, se := range sessions {
+		sum.PromptTokens += se.Usage.PromptTokens
+		sum.CompletionTokens += se.Usage.CompletionTokens
+		sum.TotalTokens += se.Usage.TotalTokens
+	}
+	if sum.TotalTokens > x.Run.Usage.TotalTokens {
+		x.Run.Usage = sum
+	}
 	for _, se := range sessions {
 		es := ExportSession{ID: se.ID, ParentID: se.ParentID, Agent: se.Agent, Label: se.Label, Title: se.Title, Kind: se.Kind,
 			Status: se.Status, Depth: se.Depth, SharedContext: se.SharedContext, Result: se.Result, Error: se.Error, Usage: se.Usage,
