@@ -63,6 +63,10 @@ func TestCLIRefusesMistakes(t *testing.T) {
 	stored := filepath.Join(dir, "stored.db")
 	storeRuns(t, stored, store.Run{ID: "r-000001", Goal: "g", Status: "interrupted", Provider: "scripted", Scripted: true})
 	fresh := filepath.Join(dir, "fresh", "x.db")
+	badLog := filepath.Join(dir, "badlog.yaml")
+	if err := os.WriteFile(badLog, []byte("log_file: "+dir+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	notDB := filepath.Join(dir, "notes.txt")
 	if err := os.WriteFile(notDB, []byte(strings.Repeat("not a database\n", 100)), 0o600); err != nil {
 		t.Fatal(err)
@@ -87,6 +91,8 @@ func TestCLIRefusesMistakes(t *testing.T) {
 		// --db naming something that is not a database is bad usage, for
 		// every command.
 		{[]string{"runs", "--db", notDB}, 2, notDB, ""},
+		// A log_file that cannot be written is named, not dropped silently.
+		{[]string{"run", "--headless", "--config", badLog, "--db", fresh, "a goal"}, 2, badLog + ": log_file: cannot write the log at " + dir + ": is a directory", ""},
 		{[]string{"runs", "--db", dir}, 2, dir, ""},
 		{[]string{"export", "--db", notDB}, 2, notDB, ""},
 		{[]string{"export", "--db", fresh}, 2, "no database at " + fresh, ""},

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -239,17 +240,33 @@ func (cf *commonFlags) overrides() config.Overrides {
 
 // openLog opens the log file: logs never go to the terminal, which belongs
 // to the dashboard or to --json output.
-func openLog(cfg *config.Config) (*slog.Logger, func()) {
+// openLog opens the log file. One that log_file names and that cannot be
+// written is refused, since some things are said only there (a refused
+// reload in a headless run, a prompt that is missing); when the default
+// place cannot be written, swarmdeck runs without a log.
+func openLog(cfg *config.Config) (*slog.Logger, func(), error) {
 	path := cfg.LogPath()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err == nil {
-		if f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err == nil {
-			return slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelInfo})), func() { f.Close() }
+	err := os.MkdirAll(filepath.Dir(path), 0o755)
+	if err == nil {
+		var f *os.File
+		if f, err = os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err == nil {
+			return slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelInfo})), func() { f.Close() }, nil
 		}
 	}
-	return slog.New(slog.DiscardHandler), func() {}
+	if cfg.LogFile != "" {
+		where := "log_file"
+		if cfg.Path != "" {
+			where = cfg.Path + ": log_file"
+		}
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, nil, fmt.Errorf("%s: cannot write the log at %s: %w", where, path, err)
+	}
+	return slog.New(slog.DiscardHandler), func() {}, nil
 }
 
-// newEngine builds the runtime, and keeps config and prompts live.
 // newEngine loads the configuration and starts the engine. A live reload
 // of the configuration file is logged, and also sent to notices when it is
 // not nil (the dashboard shows it; a send never blocks).
@@ -258,7 +275,10 @@ func newEngine(ctx context.Context, cf *commonFlags, notices chan<- tui.Notice) 
 	if err != nil {
 		return nil, nil, err
 	}
-	log, closeLog := openLog(cfg)
+	log, closeLog, err := openLog(cfg)
+	if err != nil {
+		return nil, nil, usageErr(err)
+	}
 	eng, err := runtime.New(runtime.Options{Config: cfg, Resolved: res, Logger: log})
 	if err != nil {
 		closeLog()
