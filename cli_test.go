@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -356,5 +358,42 @@ func TestRunsTellsADeadRunFromALiveOne(t *testing.T) {
 	}
 	if err := json.Unmarshal(out.Bytes(), &x); err != nil || x.Run.Status != "interrupted" || !strings.Contains(x.Run.Error, "no swarmdeck process") || x.Run.Usage.TotalTokens != 1234 {
 		t.Errorf("export of the dead run: %+v (%v)", x.Run, err)
+	}
+}
+
+// epipeWriter is stdout whose reader has gone.
+type epipeWriter struct{}
+
+func (epipeWriter) Write([]byte) (int, error) { return 0, syscall.EPIPE }
+
+// Completion offers run ids (resume only the ones it can continue) and
+// refuses a shell it has no script for; a reader that stops reading the
+// output of export is not an error.
+func TestCompletionAndClosedOutput(t *testing.T) {
+	dir := cliEnv(t)
+	db := filepath.Join(dir, "c.db")
+	storeRuns(t, db,
+		store.Run{ID: "r-000001", Goal: "first goal", Status: "completed", Provider: "scripted", Scripted: true},
+		store.Run{ID: "r-000002", Goal: "second goal", Status: "interrupted", Provider: "scripted", Scripted: true})
+	cli := func(w io.Writer, args ...string) (int, string) {
+		var errOut bytes.Buffer
+		return run(args, strings.NewReader(""), w, &errOut), errOut.String()
+	}
+	var out bytes.Buffer
+	if code, _ := cli(&out, "__complete", "--db", db, "export", ""); code != 0 ||
+		!strings.Contains(out.String(), "r-000001\tcompleted: first goal") || !strings.Contains(out.String(), "r-000002\tinterrupted: second goal") {
+		t.Errorf("export completes %q", out.String())
+	}
+	out.Reset()
+	if code, _ := cli(&out, "__complete", "--db", db, "resume", ""); code != 0 ||
+		strings.Contains(out.String(), "r-000001") || !strings.Contains(out.String(), "r-000002") {
+		t.Errorf("resume completes %q", out.String())
+	}
+	out.Reset()
+	if code, msg := cli(&out, "completion", "tcsh"); code != 2 || !strings.Contains(msg, `no script for the shell "tcsh"`) || out.Len() != 0 {
+		t.Errorf("completion tcsh: exit %d, %q, stdout %d bytes", code, msg, out.Len())
+	}
+	if code, msg := cli(epipeWriter{}, "export", "--db", db, "r-000001"); code != 0 || msg != "" {
+		t.Errorf("export to a closed pipe: exit %d, %q", code, msg)
 	}
 }

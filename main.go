@@ -116,7 +116,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
-	if err == nil {
+	if err == nil || errors.Is(err, syscall.EPIPE) {
+		// A reader that stopped reading (`swarmdeck export | head`) had
+		// what it wanted: nothing to report.
 		return 0
 	}
 	var ee *exitError
@@ -170,6 +172,18 @@ Without an API key it uses the scripted model, so "swarmdeck" works offline.`,
 	root.AddCommand(runCmd(&cf, stdin, stdout, stderr), runsCmd(&cf, stdout), exportCmd(&cf, stdout),
 		resumeCmd(&cf, stdin, stdout, stderr), viewCmd(&cf, stdout), mockCmd(&cf, stdout, stderr),
 		benchCmd(&cf, stdout, stderr))
+	// cobra's completion command shows its help, with status 0, for a shell
+	// it does not know: `completion tcsh > file` filled the file with help.
+	root.InitDefaultCompletionCmd()
+	if c, _, err := root.Find([]string{"completion"}); err == nil && c.Name() == "completion" {
+		c.Args = cobra.ArbitraryArgs
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return cmd.Help()
+			}
+			return usageErr(fmt.Errorf("completion: no script for the shell %q: choose bash, zsh, fish or powershell", args[0]))
+		}
+	}
 	return root, &cf
 }
 
@@ -513,9 +527,10 @@ func clip(s string, n int) string {
 
 func exportCmd(cf *commonFlags, stdout io.Writer) *cobra.Command {
 	return &cobra.Command{
-		Use:   "export [RUN_ID]",
-		Short: "Print one run as JSON (default: the latest)",
-		Args:  cobra.MaximumNArgs(1),
+		Use:               "export [RUN_ID]",
+		Short:             "Print one run as JSON (default: the latest)",
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: completeRunIDs(cf, nil),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			st, closeStore, err := openStore(cf)
 			if err != nil {
@@ -553,9 +568,10 @@ func resumeCmd(cf *commonFlags, stdin io.Reader, stdout, stderr io.Writer) *cobr
 	var headless, asJSON, deltas bool
 	var control string
 	cmd := &cobra.Command{
-		Use:   "resume [--headless] RUN_ID",
-		Short: "Continue an interrupted run",
-		Args:  cobra.ExactArgs(1),
+		Use:               "resume [--headless] RUN_ID",
+		Short:             "Continue an interrupted run",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeRunIDs(cf, func(r *store.Run) bool { return r.Status == runtime.RunInterrupted || r.Status == runtime.RunRunning }),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id := args[0]
 			if err := checkHeadlessFlags(cmd, headless); err != nil {
@@ -658,9 +674,10 @@ func (cf *commonFlags) keepRunProvider(ctx context.Context, id string) error {
 
 func viewCmd(cf *commonFlags, stdout io.Writer) *cobra.Command {
 	return &cobra.Command{
-		Use:   "view RUN_ID",
-		Short: "Open a run read-only in the dashboard (follows a run another process is running)",
-		Args:  cobra.ExactArgs(1),
+		Use:               "view RUN_ID",
+		Short:             "Open a run read-only in the dashboard (follows a run another process is running)",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeRunIDs(cf, nil),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if _, err := storedDB(cf); err != nil {
 				return notFound(err)
@@ -838,6 +855,34 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	return enc.Encode(v)
+}
+
+// completeRunIDs completes a run id from the database the flags name,
+// newest first, with its status and goal as the description; keep, when
+// set, picks the runs that make sense for the command.
+func completeRunIDs(cf *commonFlags, keep func(*store.Run) bool) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		st, closeStore, err := openStore(cf)
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		defer closeStore()
+		runs, err := st.Runs(cmd.Context(), 200)
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		var out []cobra.Completion
+		for i := range runs {
+			r := &runs[i]
+			if strings.HasPrefix(r.ID, toComplete) && (keep == nil || keep(r)) {
+				out = append(out, cobra.CompletionWithDesc(r.ID, r.Status+": "+clip(r.Goal, 50)))
+			}
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
 }
 
 // storedDB is the database the configuration names, for commands that

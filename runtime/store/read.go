@@ -87,10 +87,18 @@ func (s *Store) Run(ctx context.Context, id string) (*Run, error) {
 func (s *Store) LatestRun(ctx context.Context) (*Run, error) {
 	r, err := scanRun(s.read.QueryRowContext(ctx, `SELECT `+runCols+` FROM runs ORDER BY created_at DESC, id DESC LIMIT 1`))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("no runs stored in %s yet: %w", s.path, ErrNotFound)
+		return nil, notFoundf("no runs stored in %s yet: start one with `swarmdeck \"your goal\"`", s.path)
 	}
 	return r, err
 }
+
+// notFound is an ErrNotFound that says what was not found in its own words.
+type notFound string
+
+func (e notFound) Error() string        { return string(e) }
+func (e notFound) Is(target error) bool { return target == ErrNotFound }
+
+func notFoundf(format string, args ...any) error { return notFound(fmt.Sprintf(format, args...)) }
 
 func likePrefix(p string) string {
 	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
