@@ -93,6 +93,11 @@ func TestCLIRefusesMistakes(t *testing.T) {
 		// --db naming something that is not a database is bad usage, for
 		// every command.
 		{[]string{"runs", "--db", notDB}, 2, notDB, ""},
+		// Flags a mode does not use are refused, not ignored.
+		{[]string{"bench", "--startup", "--agents", "5"}, 2, "--agents has no effect with --startup", ""},
+		{[]string{"bench", "--runs", "3"}, 2, "--runs applies to bench --startup only", ""},
+		{[]string{"mock-llm", "--latency", "-1s"}, 2, "a latency cannot be negative", ""},
+		{[]string{"mock-llm", "--scripted-latency", "5s"}, 2, "takes its delay from --latency", ""},
 		// A log_file that cannot be written is named, not dropped silently.
 		{[]string{"run", "--headless", "--config", badLog, "--db", fresh, "a goal"}, 2, badLog + ": log_file: cannot write the log at " + dir + ": is a directory", ""},
 		{[]string{"runs", "--db", dir}, 2, dir, ""},

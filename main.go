@@ -696,6 +696,12 @@ func mockCmd(cf *commonFlags, stdout, stderr io.Writer) *cobra.Command {
 		Short: "Serve the built-in scripted model as an OpenAI-compatible server",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if latency < 0 {
+				return usageErr(fmt.Errorf("--latency %s: a latency cannot be negative", latency))
+			}
+			if cmd.Flags().Changed("scripted-latency") {
+				return usageErr(errors.New("mock-llm takes its delay from --latency, not --scripted-latency"))
+			}
 			var policy scripted.Policy
 			if scenario != "" {
 				var err error
@@ -769,6 +775,27 @@ Targets on a 2-core machine:
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			progress := stderr
+			// Flags a mode does not use are refused rather than ignored.
+			ignored := map[string][]string{
+				"startup": {"agents", "turns", "broadcasts-per-agent", "floor"},
+				"floor":   {"runs"},
+				"":        {"runs"},
+			}
+			mode := ""
+			switch {
+			case startup:
+				mode = "startup"
+			case floor:
+				mode = "floor"
+			}
+			for _, name := range ignored[mode] {
+				if cmd.Flags().Changed(name) {
+					if mode == "" {
+						return usageErr(fmt.Errorf("--%s applies to bench --startup only", name))
+					}
+					return usageErr(fmt.Errorf("--%s has no effect with --%s", name, mode))
+				}
+			}
 			if startup {
 				if cmd.Flags().Changed("latency") {
 					so.Latency = o.Latency
