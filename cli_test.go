@@ -69,6 +69,14 @@ func TestCLIRefusesMistakes(t *testing.T) {
 	if err := os.WriteFile(badLog, []byte("log_file: "+dir+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	badPrompts := filepath.Join(dir, "badprompts.yaml")
+	if err := os.WriteFile(badPrompts, []byte("prompts_dir: "+badLog+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	badScenario := filepath.Join(dir, "badscenario.yaml")
+	if err := os.WriteFile(badScenario, []byte("providers:\n  scripted:\n    scenario: "+filepath.Join(dir, "none.yaml")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	notDB := filepath.Join(dir, "notes.txt")
 	if err := os.WriteFile(notDB, []byte(strings.Repeat("not a database\n", 100)), 0o600); err != nil {
 		t.Fatal(err)
@@ -98,6 +106,9 @@ func TestCLIRefusesMistakes(t *testing.T) {
 		{[]string{"bench", "--runs", "3"}, 2, "--runs applies to bench --startup only", ""},
 		{[]string{"mock-llm", "--latency", "-1s"}, 2, "a latency cannot be negative", ""},
 		{[]string{"mock-llm", "--scripted-latency", "5s"}, 2, "takes its delay from --latency", ""},
+		// Paths in the configuration that do not work say which key to check.
+		{[]string{"run", "--headless", "--config", badPrompts, "--db", fresh, "a goal"}, 2, "swarmdeck: prompts: read prompts directory: open " + badLog + ": not a directory (check prompts_dir", ""},
+		{[]string{"run", "--headless", "--config", badScenario, "--db", fresh, "a goal"}, 2, "swarmdeck: the scripted provider's scenario file: open " + filepath.Join(dir, "none.yaml") + ": no such file or directory (check scenario", ""},
 		// A log_file that cannot be written is named, not dropped silently.
 		{[]string{"run", "--headless", "--config", badLog, "--db", fresh, "a goal"}, 2, badLog + ": log_file: cannot write the log at " + dir + ": is a directory", ""},
 		{[]string{"runs", "--db", dir}, 2, dir, ""},

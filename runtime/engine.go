@@ -121,9 +121,17 @@ func New(opts Options) (*Engine, error) {
 	}
 	lib, err := prompts.New(cfg.PromptsDir, log)
 	if err != nil {
-		return nil, fmt.Errorf("prompts: %w", err)
+		return nil, err // says "prompts: ..." itself
 	}
 	e.prompts = lib
+	// A scenario that cannot be read is refused before anything is stored.
+	p := opts.Resolved.Provider
+	policy := opts.Policy
+	if (p.Type == "scripted" || p.Type == "") && policy == nil && p.Scenario != "" {
+		if policy, err = scripted.LoadScenario(p.Scenario); err != nil {
+			return nil, fmt.Errorf("the scripted provider's %w (check scenario in the configuration)", err)
+		}
+	}
 	dbPath := opts.DBPath
 	if dbPath == "" {
 		dbPath = cfg.DBPath()
@@ -138,16 +146,8 @@ func New(opts Options) (*Engine, error) {
 	e.store = st
 	go e.watchStore()
 
-	p := opts.Resolved.Provider
 	switch p.Type {
 	case "scripted", "":
-		policy := opts.Policy
-		if policy == nil && p.Scenario != "" {
-			if policy, err = scripted.LoadScenario(p.Scenario); err != nil {
-				st.Close()
-				return nil, fmt.Errorf("scripted scenario: %w", err)
-			}
-		}
 		e.scripted = scripted.New(scripted.Config{Latency: p.Latency.D(), StreamSpeed: p.StreamSpeed, Policy: policy, Dialect: opts.Dialect, Logger: log})
 		if e.baseURL, err = e.scripted.Start(""); err != nil {
 			st.Close()

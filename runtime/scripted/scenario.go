@@ -88,7 +88,7 @@ type scenario struct {
 func LoadScenario(path string) (Policy, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("scenario: %w", err)
+		return nil, fmt.Errorf("scenario file: %w", err)
 	}
 	sc, err := ParseScenario(data)
 	if err != nil {
