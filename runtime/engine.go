@@ -157,7 +157,11 @@ func New(opts Options) (*Engine, error) {
 		e.baseURL = p.BaseURL
 	}
 	lim := cfg.Limits
-	e.llm = llm.New(llm.Config{BaseURL: e.baseURL, APIKey: opts.Resolved.APIKey, Headers: p.Headers,
+	noKey := ""
+	if p.APIKeyEnv != "" {
+		noKey = "no API key was sent: " + p.APIKeyEnv + " is not set in the environment"
+	}
+	e.llm = llm.New(llm.Config{BaseURL: e.baseURL, APIKey: opts.Resolved.APIKey, Headers: p.Headers, NoKeyHint: noKey,
 		CallTimeout: lim.CallTimeout.D(), IdleTimeout: lim.StreamIdleTimeout.D(), MaxRetries: lim.MaxRetries, Logger: log})
 	if opts.Model != nil {
 		e.llm = opts.Model

@@ -27,6 +27,7 @@ type Config struct {
 	IdleTimeout  time.Duration     // max silence between stream chunks within an attempt (0 = none)
 	MaxRetries   int               // retries after the first attempt
 	MaxRetryWait time.Duration     // cap on any single wait, Retry-After included (default 2m)
+	NoKeyHint    string            // said of an authentication failure when no key was sent, e.g. "set X"
 	HTTPClient   *http.Client      // optional; default: keep-alive transport with a large idle pool
 	Logger       *slog.Logger      // optional
 
@@ -169,6 +170,9 @@ func (c *Client) Stream(ctx context.Context, req Request, onDelta func(Delta)) (
 				"base_url", redactURL(c.cfg.BaseURL))
 			acc.withdraw()
 			continue
+		}
+		if e.Kind == Auth && c.cfg.APIKey == "" && c.cfg.NoKeyHint != "" {
+			e.hint = c.cfg.NoKeyHint
 		}
 		if !e.Retryable || retries >= c.cfg.MaxRetries {
 			return nil, e

@@ -64,7 +64,8 @@ type Error struct {
 	RetryAfter time.Duration // the server's Retry-After, 0 when it sent none
 	Err        error         // the underlying error, if any (ctx.Err() for Canceled)
 
-	midStream bool // a Network error after the response had begun
+	midStream bool   // a Network error after the response had begun
+	hint      string // what to check, when the client knows better than the kind
 }
 
 func (e *Error) Unwrap() error { return e.Err }
@@ -90,7 +91,11 @@ func (e *Error) Error() string {
 		b.WriteString(": ")
 		b.WriteString(e.Message)
 	}
-	if h := kindHint(e.Kind); h != "" && !e.midStream {
+	h := e.hint
+	if h == "" {
+		h = kindHint(e.Kind)
+	}
+	if h != "" && !e.midStream {
 		b.WriteString(" (")
 		b.WriteString(h)
 		b.WriteByte(')')

@@ -97,6 +97,26 @@ func TestNotRetried(t *testing.T) {
 	}
 }
 
+// A server that refuses for want of a key, when none was sent, is told
+// apart from a wrong key: the error names the variable to set.
+func TestAuthFailureWithoutAKeyNamesTheVariable(t *testing.T) {
+	fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		jsonError(w, 401, "invalid_request_error", "invalid_api_key", "Incorrect API key provided: .")
+	})
+	hint := "no API key was sent: OPENROUTER_API_KEY is not set in the environment"
+	c, _ := newTestClient(fs, func(cfg *Config) { cfg.NoKeyHint = hint })
+	_, err := c.Stream(context.Background(), userRequest("x"), nil)
+	if e := asError(t, err); e.Kind != Auth || !strings.Contains(e.Error(), "("+hint+")") {
+		t.Errorf("without a key: %v", err)
+	}
+	// With a key, the key is what to check.
+	c, _ = newTestClient(fs, func(cfg *Config) { cfg.NoKeyHint, cfg.APIKey = hint, "sk-wrong" })
+	_, err = c.Stream(context.Background(), userRequest("x"), nil)
+	if e := asError(t, err); strings.Contains(e.Error(), hint) || !strings.Contains(e.Error(), "check the API key") {
+		t.Errorf("with a wrong key: %v", err)
+	}
+}
+
 func TestServerErrorThenSuccess(t *testing.T) {
 	nginx502 := "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx/1.25.3</center>\r\n</body>\r\n</html>\r\n"
 	for _, tc := range []struct {
