@@ -77,6 +77,10 @@ func TestCLIRefusesMistakes(t *testing.T) {
 	if err := os.WriteFile(badScenario, []byte("providers:\n  scripted:\n    scenario: "+filepath.Join(dir, "none.yaml")+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	badRole := filepath.Join(dir, "badrole.yaml")
+	if err := os.WriteFile(badRole, []byte("agents:\n  - role: orchestrator\n    prompt: nosuch\n    tools: [spawn, tasks]\n    can_spawn: true\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	notDB := filepath.Join(dir, "notes.txt")
 	if err := os.WriteFile(notDB, []byte(strings.Repeat("not a database\n", 100)), 0o600); err != nil {
 		t.Fatal(err)
@@ -109,6 +113,7 @@ func TestCLIRefusesMistakes(t *testing.T) {
 		// Paths in the configuration that do not work say which key to check.
 		{[]string{"run", "--headless", "--config", badPrompts, "--db", fresh, "a goal"}, 2, "swarmdeck: prompts: read prompts directory: open " + badLog + ": not a directory (check prompts_dir", ""},
 		{[]string{"run", "--headless", "--config", badScenario, "--db", fresh, "a goal"}, 2, "swarmdeck: the scripted provider's scenario file: open " + filepath.Join(dir, "none.yaml") + ": no such file or directory (check scenario", ""},
+		{[]string{"run", "--headless", "--config", badRole, "--db", fresh, "a goal"}, 2, badRole + `: agents: role "orchestrator" names prompt "nosuch", which is not a template`, ""},
 		// A log_file that cannot be written is named, not dropped silently.
 		{[]string{"run", "--headless", "--config", badLog, "--db", fresh, "a goal"}, 2, badLog + ": log_file: cannot write the log at " + dir + ": is a directory", ""},
 		{[]string{"runs", "--db", dir}, 2, dir, ""},

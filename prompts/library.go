@@ -137,6 +137,18 @@ func (l *Library) Names() []string {
 	return append([]string(nil), s.names...)
 }
 
+// RoleNames lists the templates a role's prompt can name (not the shared
+// parts, the shadow's or the reminder's), sorted.
+func (l *Library) RoleNames() []string {
+	var out []string
+	for _, n := range l.Names() {
+		if isRoleName(n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // OnError registers a function called with every error Watch meets: a
 // reload refused (the previous templates stay in use) or a watcher failure.
 // It runs on the watching goroutine, so it should return quickly.

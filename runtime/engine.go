@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -123,6 +124,9 @@ func New(opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, err // says "prompts: ..." itself
 	}
+	if err := checkRolePrompts(cfg, lib.RoleNames()); err != nil {
+		return nil, err
+	}
 	e.prompts = lib
 	// A scenario that cannot be read is refused before anything is stored.
 	p := opts.Resolved.Provider
@@ -167,6 +171,28 @@ func New(opts Options) (*Engine, error) {
 		e.llm = opts.Model
 	}
 	return e, nil
+}
+
+// checkRolePrompts refuses a role whose prompt names no template: the
+// session would quietly get another prompt than the one meant. (A live
+// reload only warns, since a new prompts_dir may bring the template.)
+func checkRolePrompts(cfg *config.Config, templates []string) error {
+	for _, a := range cfg.Agents {
+		if a.Prompt == "" || slices.Contains(templates, a.Prompt) {
+			continue
+		}
+		where := "agents"
+		if cfg.Path != "" {
+			where = cfg.Path + ": agents"
+		}
+		dir := "the built-in templates"
+		if cfg.PromptsDir != "" {
+			dir += " or " + cfg.PromptsDir
+		}
+		return fmt.Errorf("%s: role %q names prompt %q, which is not a template in %s: use one of %s, or leave prompt out to use the role's own",
+			where, a.Role, a.Prompt, dir, strings.Join(templates, ", "))
+	}
+	return nil
 }
 
 func (e *Engine) setRoster(cfg *config.Config) error {
