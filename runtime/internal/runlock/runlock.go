@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Dir is the directory of the lock files of the database at dbPath.
@@ -58,9 +59,16 @@ func Acquire(dir, runID string) (*Lock, error) {
 		return nil, fmt.Errorf("run lock %s: %w", path, err)
 	}
 	if held {
-		b := make([]byte, 32)
-		n, _ := f.ReadAt(b, 0)
-		pid, _ := strconv.Atoi(strings.TrimSpace(string(b[:n])))
+		// The holder writes its pid just after taking the lock: one that
+		// has only just taken it is given a moment to.
+		pid := 0
+		for wait := time.Millisecond; pid == 0 && wait < 100*time.Millisecond; wait *= 2 {
+			b := make([]byte, 32)
+			n, _ := f.ReadAt(b, 0)
+			if pid, _ = strconv.Atoi(strings.TrimSpace(string(b[:n]))); pid == 0 {
+				time.Sleep(wait)
+			}
+		}
 		f.Close()
 		return nil, &HeldError{RunID: runID, PID: pid}
 	}
