@@ -88,4 +88,8 @@ func TestRunRecordsItsServer(t *testing.T) {
 	if rec.BaseURL != hs.URL+"/v1" {
 		t.Errorf("stored base URL %q, want %q", rec.BaseURL, hs.URL+"/v1")
 	}
+	x, err := e.Export(context.Background(), run.ID())
+	if err != nil || x.Run.BaseURL != hs.URL+"/v1" {
+		t.Errorf("exported base URL %q (%v)", x.Run.BaseURL, err)
+	}
 }

@@ -21,6 +21,7 @@ type ExportRun struct {
 	Goal      string    `json:"goal"`
 	Status    string    `json:"status"`
 	Provider  string    `json:"provider"`
+	BaseURL   string    `json:"base_url"` // the model server's, without credentials; "" for the scripted model
 	Model     string    `json:"model"`
 	Scripted  bool      `json:"scripted"`
 	Workspace string    `json:"workspace"`
@@ -120,7 +121,7 @@ func (s *Store) Export(ctx context.Context, runID string) (*Export, error) {
 	}
 	runID = run.ID
 	x := &Export{Run: ExportRun{ID: run.ID, Goal: run.Goal, Status: run.Status, Provider: run.Provider, Model: run.Model,
-		Scripted: run.Scripted, Workspace: run.Workspace, Result: run.Result, Error: run.Error, Usage: run.Usage, CreatedAt: run.CreatedAt, EndedAt: Time(run.EndedAt)}}
+		BaseURL: run.BaseURL, Scripted: run.Scripted, Workspace: run.Workspace, Result: run.Result, Error: run.Error, Usage: run.Usage, CreatedAt: run.CreatedAt, EndedAt: Time(run.EndedAt)}}
 	sessions, err := s.Sessions(ctx, runID)
 	if err != nil {
 		return nil, err
