@@ -497,11 +497,7 @@ func runsCmd(cf *commonFlags, stdout io.Writer) *cobra.Command {
 					// The row's figure is written now and then; the
 					// sessions say what a run not yet ended has spent.
 					if ss, err := st.Sessions(cmd.Context(), r.ID); err == nil {
-						sum := 0
-						for _, s := range ss {
-							sum += s.Usage.TotalTokens
-						}
-						r.Usage.TotalTokens = max(r.Usage.TotalTokens, sum)
+						r.Usage.TotalTokens = max(r.Usage.TotalTokens, store.SessionsUsage(ss).TotalTokens)
 					}
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", r.ID, status, r.CreatedAt.Local().Format("2006-01-02 15:04"), r.Usage.TotalTokens, clip(r.Goal, 60))

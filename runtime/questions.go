@@ -531,9 +531,7 @@ func (s *Session) shadowAnswer(ctx context.Context, q *question, k *Session) {
 // session.status event.
 func (s *Session) addUsageTx(tx *store.Tx, u store.Usage) error {
 	s.mu.Lock()
-	s.rec.Usage.PromptTokens += u.PromptTokens
-	s.rec.Usage.CompletionTokens += u.CompletionTokens
-	s.rec.Usage.TotalTokens += u.TotalTokens
+	s.rec.Usage.Add(u)
 	rec := s.rec
 	info := s.infoLocked()
 	s.mu.Unlock()

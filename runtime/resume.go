@@ -154,20 +154,9 @@ func (r *Run) load(ctx context.Context) error {
 		}
 		s.waitOn = rec.WaitOn
 		s.passiveTail = true
-		// Usage, turns and the last tool are derived from the messages: the
-		// session row is not rewritten on every turn.
-		s.rec.Turns, s.rec.Usage = 0, store.Usage{}
-		for _, m := range msgs[rec.ID] {
-			if m.Role == llm.RoleAssistant {
-				s.rec.Turns++
-				s.rec.Usage.PromptTokens += m.Usage.PromptTokens
-				s.rec.Usage.CompletionTokens += m.Usage.CompletionTokens
-				s.rec.Usage.TotalTokens += m.Usage.PromptTokens + m.Usage.CompletionTokens
-				if n := len(m.ToolCalls); n > 0 {
-					s.rec.LastTool = m.ToolCalls[n-1].Name
-				}
-			}
-		}
+		// Usage, turns and the last tool come from the messages and shadow
+		// answers (store.Sessions sets them): the row is not rewritten on
+		// every turn.
 		for _, m := range msgs[rec.ID] {
 			s.history = append(s.history, sanitizeCalls(toLLM(&m)))
 			s.nextIndex = m.Index + 1
@@ -199,25 +188,9 @@ func (r *Run) load(ctx context.Context) error {
 			r.active++
 		}
 	}
-	// Shadow answers to ask_others count to the session they answered for.
-	for _, q := range questions {
-		for _, resp := range q.Responses {
-			if s := r.sessions[resp.Responder]; s != nil {
-				s.rec.Usage.PromptTokens += resp.Usage.PromptTokens
-				s.rec.Usage.CompletionTokens += resp.Usage.CompletionTokens
-				s.rec.Usage.TotalTokens += resp.Usage.TotalTokens
-			}
-		}
-	}
 	// The run's usage: at least what its sessions add up to (the stored
 	// figure can lag behind after a crash).
-	var sum store.Usage
-	for _, s := range r.order {
-		sum.PromptTokens += s.rec.Usage.PromptTokens
-		sum.CompletionTokens += s.rec.Usage.CompletionTokens
-		sum.TotalTokens += s.rec.Usage.TotalTokens
-	}
-	if sum.TotalTokens > r.rec.Usage.TotalTokens {
+	if sum := store.SessionsUsage(recs); sum.TotalTokens > r.rec.Usage.TotalTokens {
 		r.rec.Usage = sum
 	}
 	for i := range inbox {

@@ -115,6 +115,15 @@ func appendTime(b []byte, key string, t time.Time) ([]byte, error) {
 	return append(b, '"'), nil
 }
 
+// appendEndedAt appends "ended_at" for what has ended; what is still going
+// has no such key (omitzero).
+func appendEndedAt(b []byte, t time.Time) ([]byte, error) {
+	if t.IsZero() {
+		return b, nil
+	}
+	return appendTime(b, `,"ended_at":`, t)
+}
+
 func appendUsage(b []byte, u event.Usage) []byte {
 	b = append(b, `{"prompt_tokens":`...)
 	b = strconv.AppendInt(b, int64(u.PromptTokens), 10)
@@ -157,10 +166,8 @@ func appendRunInfo(b []byte, r *event.RunInfo) ([]byte, error) {
 	if err != nil {
 		return b, err
 	}
-	if !r.EndedAt.IsZero() {
-		if b, err = appendTime(b, `,"ended_at":`, r.EndedAt); err != nil {
-			return b, err
-		}
+	if b, err = appendEndedAt(b, r.EndedAt); err != nil {
+		return b, err
 	}
 	return append(b, '}'), nil
 }
@@ -201,11 +208,8 @@ func appendSessionInfo(b []byte, s *event.SessionInfo) ([]byte, error) {
 	if err != nil {
 		return b, err
 	}
-	// A session still going has not ended: the key is left out (omitzero).
-	if !s.EndedAt.IsZero() {
-		if b, err = appendTime(b, `,"ended_at":`, s.EndedAt); err != nil {
-			return b, err
-		}
+	if b, err = appendEndedAt(b, s.EndedAt); err != nil {
+		return b, err
 	}
 	return append(b, '}'), nil
 }

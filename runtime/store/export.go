@@ -133,13 +133,7 @@ func (s *Store) Export(ctx context.Context, runID string) (*Export, error) {
 	x.Sessions = make([]ExportSession, 0, len(sessions))
 	// The run's row, like a session's, is written now and then: a run
 	// still going, or killed, has spent at least what its sessions have.
-	var sum Usage
-	for _, se := range sessions {
-		sum.PromptTokens += se.Usage.PromptTokens
-		sum.CompletionTokens += se.Usage.CompletionTokens
-		sum.TotalTokens += se.Usage.TotalTokens
-	}
-	if sum.TotalTokens > x.Run.Usage.TotalTokens {
+	if sum := SessionsUsage(sessions); sum.TotalTokens > x.Run.Usage.TotalTokens {
 		x.Run.Usage = sum
 	}
 	for _, se := range sessions {

@@ -136,10 +136,11 @@ func (s *Store) Sessions(ctx context.Context, runID string) ([]Session, error) {
 	return out, s.addStoredTotals(ctx, runID, out)
 }
 
-// addStoredTotals brings each session's usage, turns and last tool up to
-// what its stored messages and shadow answers say. A session's row is
-// written when its status changes, not on every turn, so after a kill -9
-// the row of a session that was working lags behind its messages.
+// addStoredTotals sets each session's usage, turns and last tool from its
+// stored messages and shadow answers. A session's row is written when its
+// status changes, not on every turn, so after a kill -9 the row of a
+// session that was working lags behind its messages; the messages are
+// what a resume continues from.
 func (s *Store) addStoredTotals(ctx context.Context, runID string, sessions []Session) error {
 	type totals struct {
 		usage Usage
@@ -186,9 +187,7 @@ func (s *Store) addStoredTotals(ctx context.Context, runID string, sessions []Se
 			rows.Close()
 			return err
 		}
-		t := get(id)
-		t.usage.PromptTokens += p
-		t.usage.CompletionTokens += c
+		get(id).usage.Add(Usage{PromptTokens: p, CompletionTokens: c})
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
@@ -229,14 +228,9 @@ func (s *Store) addStoredTotals(ctx context.Context, runID string, sessions []Se
 			continue
 		}
 		t.usage.TotalTokens = t.usage.PromptTokens + t.usage.CompletionTokens
-		if t.usage.TotalTokens > x.Usage.TotalTokens {
-			x.Usage = t.usage
-		}
-		if t.turns > x.Turns || x.LastTool == "" {
-			x.Turns = max(x.Turns, t.turns)
-			if t.tool != "" {
-				x.LastTool = t.tool
-			}
+		x.Usage, x.Turns = t.usage, t.turns
+		if t.tool != "" {
+			x.LastTool = t.tool
 		}
 	}
 	return nil

@@ -12,6 +12,22 @@ type Usage struct {
 	TotalTokens      int `json:"total_tokens"`
 }
 
+// Add adds v to u.
+func (u *Usage) Add(v Usage) {
+	u.PromptTokens += v.PromptTokens
+	u.CompletionTokens += v.CompletionTokens
+	u.TotalTokens += v.TotalTokens
+}
+
+// SessionsUsage is what sessions have spent together.
+func SessionsUsage(sessions []Session) Usage {
+	var sum Usage
+	for i := range sessions {
+		sum.Add(sessions[i].Usage)
+	}
+	return sum
+}
+
 // Run is one goal given to the swarm.
 type Run struct {
 	ID           string
