@@ -83,14 +83,18 @@ func TestCrashKillResumeKeepsRunIntact(t *testing.T) {
 
 	w := newCrashWorkload(t, filepath.Join(dir, "crashed"))
 	var (
-		prev   *crashSnapshot
-		runID  string
-		points []killPoint
-		final  *crashChild
+		prev    *crashSnapshot
+		runID   string
+		points  []killPoint
+		final   *crashChild
+		resumes int
 	)
 	for cycle := 1; ; cycle++ {
 		if cycle > 4*crashKills {
 			t.Fatalf("%d kills in %d cycles: the run makes no progress between kills", len(points), cycle)
+		}
+		if runID != "" {
+			resumes++
 		}
 		if len(points) >= crashKills {
 			final = startCrashChild(t, bin, w.args(runID), nil)
@@ -158,7 +162,7 @@ func TestCrashKillResumeKeepsRunIntact(t *testing.T) {
 	for _, p := range w.checkFiles(snap, true) {
 		t.Errorf("at the end: %s", p)
 	}
-	checkCrashExport(t, bin, w, snap)
+	checkCrashExport(t, bin, w, snap, resumes)
 	logKillDistribution(t, points, len(snap.msgs))
 }
 
@@ -1051,7 +1055,7 @@ func ids(ss []*crashSession) []string {
 // checkCrashExport reads the finished run through `swarmdeck export`: a
 // completed run whose sessions all completed and whose messages are the
 // ones the checks saw stored.
-func checkCrashExport(t *testing.T, bin string, w *crashWorkload, snap *crashSnapshot) {
+func checkCrashExport(t *testing.T, bin string, w *crashWorkload, snap *crashSnapshot, resumes int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -1062,6 +1066,9 @@ func checkCrashExport(t *testing.T, bin string, w *crashWorkload, snap *crashSna
 	var x struct {
 		Run struct {
 			Status, Result, Error string
+			CreatedAt             time.Time `json:"created_at"`
+			EndedAt               string    `json:"ended_at"`
+			Pauses                []struct{ From, To time.Time }
 		} `json:"run"`
 		Sessions []struct {
 			ID, Label, Status, Error string
@@ -1073,6 +1080,21 @@ func checkCrashExport(t *testing.T, bin string, w *crashWorkload, snap *crashSna
 	}
 	if x.Run.Status != "completed" || x.Run.Error != "" {
 		t.Errorf("exported run is %s (error %q), want completed", x.Run.Status, x.Run.Error)
+	}
+	// Each resume that got as far as storing itself records how long the
+	// run stood still, from the last thing the killed process stored.
+	if n := len(x.Run.Pauses); n > resumes || (resumes > 0 && n == 0) {
+		t.Errorf("export has %d pauses after %d resumes", n, resumes)
+	}
+	last := x.Run.CreatedAt
+	for i, p := range x.Run.Pauses {
+		if p.From.Before(last) || p.To.Before(p.From) {
+			t.Errorf("pause %d runs from %s to %s, after %s", i, p.From, p.To, last)
+		}
+		last = p.To
+	}
+	if ended, err := time.Parse(time.RFC3339Nano, x.Run.EndedAt); err != nil || ended.Before(last) {
+		t.Errorf("the run ended at %q, before its last pause ended (%s)", x.Run.EndedAt, last)
 	}
 	total := 0
 	for _, se := range x.Sessions {

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -91,5 +92,51 @@ func TestRunRecordsItsServer(t *testing.T) {
 	x, err := e.Export(context.Background(), run.ID())
 	if err != nil || x.Run.BaseURL != hs.URL+"/v1" {
 		t.Errorf("exported base URL %q (%v)", x.Run.BaseURL, err)
+	}
+}
+
+// A resumed run records how long it stood stopped, from the end its
+// interrupt stored to the resume, so that its elapsed time leaves that out.
+func TestResumeRecordsTheStoppedTime(t *testing.T) {
+	release := make(chan struct{})
+	var calls atomic.Int32
+	hs := recServer(t, scripted.PolicyFunc(func(*scripted.Request) scripted.Reply {
+		if calls.Add(1) == 1 {
+			<-release // the first call is still out when the run is interrupted
+		}
+		return scripted.Reply{Content: "done"}
+	}))
+	t.Cleanup(func() { close(release) }) // before the server's cleanup, which waits for its handlers
+	dir := t.TempDir()
+	e1 := recEngine(t, dir, hs.URL+"/v1", nil)
+	run, err := e1.Start(context.Background(), "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	recWaitFor(t, "the first model call", func() bool { return calls.Load() == 1 })
+	run.Interrupt()
+	e1.Close()
+	e2 := recEngine(t, dir, hs.URL+"/v1", nil)
+	stopped, err := e2.Store().Run(context.Background(), run.ID())
+	if err != nil || stopped.Status != RunInterrupted || stopped.EndedAt.IsZero() || len(stopped.Pauses) != 0 {
+		t.Fatalf("interrupted run: %+v (%v)", stopped, err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	before := time.Now()
+	r2, err := e2.Resume(context.Background(), run.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-r2.Done()
+	x, err := e2.Export(context.Background(), run.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x.Run.Status != RunCompleted || len(x.Run.Pauses) != 1 {
+		t.Fatalf("resumed run is %s with pauses %+v, want completed with one", x.Run.Status, x.Run.Pauses)
+	}
+	p := x.Run.Pauses[0]
+	if !p.From.Equal(stopped.EndedAt) || p.To.Before(before) || p.To.Sub(p.From) < 20*time.Millisecond {
+		t.Errorf("pause %s to %s; the run stopped at %s and was resumed after %s", p.From, p.To, stopped.EndedAt, before)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/swarmdeck/swarmdeck/agents"
@@ -47,6 +48,18 @@ func (e *Engine) Resume(ctx context.Context, runID string) (*Run, error) {
 	if err := r.load(ctx); err != nil {
 		lock.Release()
 		return nil, fmt.Errorf("resume %s: %w", rec.ID, err)
+	}
+	// The time it stood stopped is not part of its elapsed time: from its
+	// end, or for a process that was killed, from the last thing stored.
+	stopped := rec.EndedAt
+	if stopped.IsZero() {
+		if stopped, err = st.LastWrite(ctx, rec.ID); err != nil {
+			lock.Release()
+			return nil, fmt.Errorf("resume %s: %w", rec.ID, err)
+		}
+	}
+	if now := e.now(); now.After(stopped) && !stopped.IsZero() {
+		r.rec.Pauses = append(slices.Clip(rec.Pauses), store.Pause{From: stopped, To: now})
 	}
 	r.rec.Status = RunRunning
 	r.rec.Error = "" // why it stopped, if it said

@@ -255,6 +255,9 @@ func runInfoOf(rec *store.Run) *event.RunInfo {
 	if rec.Status != RunRunning {
 		info.EndedAt = rec.EndedAt
 	}
+	for _, p := range rec.Pauses {
+		info.Pauses = append(info.Pauses, event.Pause(p))
+	}
 	return info
 }
 

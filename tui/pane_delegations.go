@@ -91,7 +91,7 @@ func (p *delegationsPane) row(c *renderCtx, d *event.DelegationInfo) string {
 		case stopped && !c.st.runEnded.IsZero():
 			end = c.st.runEnded
 		}
-		el = max(end.Sub(start), 0)
+		el = max(end.Sub(start)-c.st.run.Paused(start, end), 0)
 	}
 	// Narrow panes drop the status word (the glyph says it) and the session.
 	wide := p.w-3 >= 70

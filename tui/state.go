@@ -377,7 +377,7 @@ func (s *runState) elapsed(now time.Time) time.Duration {
 	if !s.runActive() && !s.runEnded.IsZero() {
 		end = s.runEnded
 	}
-	return end.Sub(s.run.StartedAt)
+	return end.Sub(s.run.StartedAt) - s.run.Paused(s.run.StartedAt, end)
 }
 
 // sessionElapsed is how long a session has been going (or went). One the
@@ -393,7 +393,7 @@ func (s *runState) sessionElapsed(info event.SessionInfo, now time.Time) time.Du
 	case !s.runActive() && !s.runEnded.IsZero():
 		end = s.runEnded
 	}
-	return max(end.Sub(info.CreatedAt), 0)
+	return max(end.Sub(info.CreatedAt)-s.run.Paused(info.CreatedAt, end), 0)
 }
 
 // shownStatus is a session's status as the dashboard shows it: a session

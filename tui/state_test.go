@@ -153,3 +153,43 @@ func TestFakeBroadcastsPaging(t *testing.T) {
 		t.Fatalf("page before c = %+v, want [b]", got)
 	}
 }
+
+// A resumed run's elapsed time, and its sessions' and delegations', leave
+// out the stretches it stood stopped.
+func TestElapsedLeavesOutThePauses(t *testing.T) {
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	st := newRunState()
+	st.applySnapshot(event.Snapshot{
+		Run: event.RunInfo{ID: "r-1", Status: "running", Resumed: true, StartedAt: now.Add(-3 * time.Hour),
+			// Stopped for an hour, then again for half an hour.
+			Pauses: []event.Pause{{From: now.Add(-150 * time.Minute), To: now.Add(-90 * time.Minute)},
+				{From: now.Add(-60 * time.Minute), To: now.Add(-30 * time.Minute)}}},
+		Sessions: []event.SessionInfo{
+			{ID: "s-1", Agent: "orchestrator", Status: "running", CreatedAt: now.Add(-3 * time.Hour)},
+			{ID: "s-2", ParentID: "s-1", Agent: "worker", Status: "running", Depth: 1, CreatedAt: now.Add(-100 * time.Minute)},
+			{ID: "s-3", ParentID: "s-1", Agent: "worker", Status: "completed", Depth: 1,
+				CreatedAt: now.Add(-170 * time.Minute), EndedAt: now.Add(-80 * time.Minute)},
+			{ID: "s-4", ParentID: "s-1", Agent: "worker", Status: "running", Depth: 1, CreatedAt: now.Add(-10 * time.Minute)},
+		},
+	})
+	if got, want := st.elapsed(now), 90*time.Minute; got != want {
+		t.Errorf("run elapsed %s, want %s", got, want)
+	}
+	for id, want := range map[string]time.Duration{
+		"s-1": 90 * time.Minute,
+		"s-2": 100*time.Minute - 10*time.Minute - 30*time.Minute, // created inside the first pause
+		"s-3": 90*time.Minute - 60*time.Minute,
+		"s-4": 10 * time.Minute,
+	} {
+		if got := st.sessionElapsed(st.sessions[id].info, now); got != want {
+			t.Errorf("%s elapsed %s, want %s", id, got, want)
+		}
+	}
+	// Once it has stopped again, its time stops too.
+	st.apply(event.Event{Type: event.RunFinished, Time: now.Add(-5 * time.Minute),
+		Run: &event.RunInfo{ID: "r-1", Status: "interrupted", StartedAt: st.run.StartedAt, Pauses: st.run.Pauses,
+			EndedAt: now.Add(-5 * time.Minute)}})
+	if got, want := st.elapsed(now), 85*time.Minute; got != want {
+		t.Errorf("stopped run elapsed %s, want %s", got, want)
+	}
+}

@@ -76,6 +76,34 @@ type RunInfo struct {
 	Usage     Usage     `json:"usage"`
 	StartedAt time.Time `json:"started_at"`
 	EndedAt   time.Time `json:"ended_at,omitzero"` // once it has ended (completed, failed, cancelled, interrupted)
+	// Pauses are the stretches the run stood stopped before it was
+	// resumed: they are not part of its elapsed time, nor of its sessions'.
+	Pauses []Pause `json:"pauses,omitempty"`
+}
+
+// Pause is a stretch of time a run stood stopped, from when it stopped to
+// when it was resumed.
+type Pause struct {
+	From time.Time `json:"from"`
+	To   time.Time `json:"to"`
+}
+
+// Paused is how much of the time from start to end the run stood stopped.
+func (r *RunInfo) Paused(start, end time.Time) time.Duration {
+	var d time.Duration
+	for _, p := range r.Pauses {
+		from, to := p.From, p.To
+		if from.Before(start) {
+			from = start
+		}
+		if to.After(end) {
+			to = end
+		}
+		if to.After(from) {
+			d += to.Sub(from)
+		}
+	}
+	return d
 }
 
 // SessionInfo rides on session.created and session.status.

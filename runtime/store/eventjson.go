@@ -169,6 +169,22 @@ func appendRunInfo(b []byte, r *event.RunInfo) ([]byte, error) {
 	if b, err = appendEndedAt(b, r.EndedAt); err != nil {
 		return b, err
 	}
+	if len(r.Pauses) > 0 {
+		b = append(b, `,"pauses":[`...)
+		for i, p := range r.Pauses {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if b, err = appendTime(b, `{"from":`, p.From); err != nil {
+				return b, err
+			}
+			if b, err = appendTime(b, `,"to":`, p.To); err != nil {
+				return b, err
+			}
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
 	return append(b, '}'), nil
 }
 

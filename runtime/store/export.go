@@ -30,6 +30,7 @@ type ExportRun struct {
 	Usage     Usage     `json:"usage"`
 	CreatedAt time.Time `json:"created_at"`
 	EndedAt   string    `json:"ended_at"`
+	Pauses    []Pause   `json:"pauses"` // stretches it stood stopped before a resume
 }
 
 type ExportSession struct {
@@ -121,7 +122,8 @@ func (s *Store) Export(ctx context.Context, runID string) (*Export, error) {
 	}
 	runID = run.ID
 	x := &Export{Run: ExportRun{ID: run.ID, Goal: run.Goal, Status: run.Status, Provider: run.Provider, Model: run.Model,
-		BaseURL: run.BaseURL, Scripted: run.Scripted, Workspace: run.Workspace, Result: run.Result, Error: run.Error, Usage: run.Usage, CreatedAt: run.CreatedAt, EndedAt: Time(run.EndedAt)}}
+		BaseURL: run.BaseURL, Scripted: run.Scripted, Workspace: run.Workspace, Result: run.Result, Error: run.Error, Usage: run.Usage, CreatedAt: run.CreatedAt, EndedAt: Time(run.EndedAt),
+		Pauses: append([]Pause{}, run.Pauses...)}}
 	sessions, err := s.Sessions(ctx, runID)
 	if err != nil {
 		return nil, err

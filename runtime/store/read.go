@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/swarmdeck/swarmdeck/runtime/event"
 )
@@ -15,15 +16,20 @@ import (
 var ErrNotFound = errors.New("not found")
 
 const runCols = `id, goal, status, provider, model, scripted, workspace, result, error, prompt_tokens, completion_tokens, total_tokens,
-	human_skip_all, created_at, updated_at, ended_at, base_url`
+	human_skip_all, created_at, updated_at, ended_at, base_url, pauses`
 
 func scanRun(sc interface{ Scan(...any) error }) (*Run, error) {
 	var r Run
 	var scripted, skip int
-	var created, updated, ended string
+	var created, updated, ended, pauses string
 	if err := sc.Scan(&r.ID, &r.Goal, &r.Status, &r.Provider, &r.Model, &scripted, &r.Workspace, &r.Result, &r.Error,
-		&r.Usage.PromptTokens, &r.Usage.CompletionTokens, &r.Usage.TotalTokens, &skip, &created, &updated, &ended, &r.BaseURL); err != nil {
+		&r.Usage.PromptTokens, &r.Usage.CompletionTokens, &r.Usage.TotalTokens, &skip, &created, &updated, &ended, &r.BaseURL, &pauses); err != nil {
 		return nil, err
+	}
+	if pauses != "" {
+		if err := json.Unmarshal([]byte(pauses), &r.Pauses); err != nil {
+			return nil, fmt.Errorf("run %s: its pauses are unreadable: %w", r.ID, err)
+		}
 	}
 	r.Scripted, r.HumanSkipAll = scripted != 0, skip != 0
 	r.CreatedAt, r.UpdatedAt, r.EndedAt = ParseTime(created), ParseTime(updated), ParseTime(ended)
@@ -49,6 +55,47 @@ func (s *Store) Runs(ctx context.Context, limit int) ([]Run, error) {
 		out = append(out, *r)
 	}
 	return out, rows.Err()
+}
+
+// LastWrite is when the last thing was stored of a run: its row, a
+// session's or a message. For a run whose process was killed, that is as
+// close as the store gets to when it stopped.
+func (s *Store) LastWrite(ctx context.Context, runID string) (time.Time, error) {
+	var last time.Time
+	later := func(v string) {
+		if t := ParseTime(v); t.After(last) {
+			last = t
+		}
+	}
+	var v string
+	err := s.read.QueryRowContext(ctx, `SELECT updated_at FROM runs WHERE id = ?`, runID).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return time.Time{}, fmt.Errorf("run %s: %w", runID, ErrNotFound)
+	}
+	if err != nil {
+		return time.Time{}, err
+	}
+	later(v)
+	err = s.read.QueryRowContext(ctx, `SELECT created_at FROM messages WHERE run_id = ? ORDER BY id DESC LIMIT 1`, runID).Scan(&v)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return time.Time{}, err
+	}
+	if err == nil {
+		later(v)
+	}
+	// Times are stored without trailing zeros, so their text does not sort.
+	rows, err := s.read.QueryContext(ctx, `SELECT updated_at FROM sessions WHERE run_id = ?`, runID)
+	if err != nil {
+		return time.Time{}, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := rows.Scan(&v); err != nil {
+			return time.Time{}, err
+		}
+		later(v)
+	}
+	return last, rows.Err()
 }
 
 // Run loads one run. An id prefix is accepted when it is unambiguous.

@@ -176,13 +176,21 @@ func (tx *Tx) InsertRun(r *Run) error {
 }
 
 var updateRunSQL = hot(`UPDATE runs SET status = ?, provider = ?, model = ?, scripted = ?, result = ?, error = ?,
-	prompt_tokens = ?, completion_tokens = ?, total_tokens = ?, human_skip_all = ?, updated_at = ?, ended_at = ?, base_url = ? WHERE id = ?`)
+	prompt_tokens = ?, completion_tokens = ?, total_tokens = ?, human_skip_all = ?, updated_at = ?, ended_at = ?, base_url = ?, pauses = ? WHERE id = ?`)
 
 // UpdateRun writes the mutable fields of a run.
 func (tx *Tx) UpdateRun(r *Run) error {
+	pauses := ""
+	if len(r.Pauses) > 0 {
+		b, err := json.Marshal(r.Pauses)
+		if err != nil {
+			return err
+		}
+		pauses = string(b)
+	}
 	_, err := tx.exec(updateRunSQL,
 		r.Status, r.Provider, r.Model, b2i(r.Scripted), r.Result, r.Error, r.Usage.PromptTokens, r.Usage.CompletionTokens, r.Usage.TotalTokens,
-		b2i(r.HumanSkipAll), Time(time.Now()), Time(r.EndedAt), r.BaseURL, r.ID)
+		b2i(r.HumanSkipAll), Time(time.Now()), Time(r.EndedAt), r.BaseURL, pauses, r.ID)
 	return err
 }
 

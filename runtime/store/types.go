@@ -45,6 +45,14 @@ type Run struct {
 	CreatedAt    time.Time
 	UpdatedAt    time.Time
 	EndedAt      time.Time
+	Pauses       []Pause // when it stood stopped before a resume, oldest first
+}
+
+// Pause is a stretch of time a run stood stopped (interrupted, killed)
+// before it was resumed.
+type Pause struct {
+	From time.Time `json:"from"`
+	To   time.Time `json:"to"`
 }
 
 // Session is one agent conversation.
