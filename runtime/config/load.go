@@ -66,7 +66,7 @@ func Parse(name string, data []byte) (*Config, error) {
 	cfg := Defaults()
 	file, err := parser.ParseBytes(data, 0)
 	if err != nil {
-		return nil, syntaxError(name, err)
+		return nil, syntaxError(name, data, err)
 	}
 	d := newDecoder(name)
 	var seen bool
@@ -94,19 +94,116 @@ var yamlPos = regexp.MustCompile(`(?:at )?\[(\d+):\d+\]`)
 
 // syntaxError turns a goccy parse error into an *Error with the same one-line
 // shape as the others (goccy's own text spans lines and quotes the source).
-func syntaxError(name string, err error) error {
+func syntaxError(name string, src []byte, err error) error {
 	var yerr yaml.Error
 	if !errors.As(err, &yerr) {
 		return &Error{File: name, Msg: "invalid YAML: " + err.Error()}
 	}
-	line := 0
+	line, col := 0, 0
 	if tk := yerr.GetToken(); tk != nil && tk.Position != nil {
-		line = tk.Position.Line
+		line, col = tk.Position.Line, tk.Position.Column
 	}
 	msg := yamlPos.ReplaceAllString(yerr.GetMessage(), "on line $1")
 	if strings.Contains(msg, "'\t'") {
 		// goccy quotes the raw tab, which prints as blank space.
 		msg = "a tab character; indent with spaces, YAML does not allow tabs"
 	}
+	if strings.Contains(msg, "']' must be specified") || strings.Contains(msg, "'}' must be specified") {
+		// The parser notices a list or map left open only where something
+		// else begins, often the next line; the mistake is where it opened.
+		if open, ok := unclosedFlow(src, line, col); ok && open.line != line {
+			kind := "list"
+			if open.c == '{' {
+				kind = "map"
+			}
+			return &Error{File: name, Line: open.line, Msg: fmt.Sprintf("invalid YAML: the %s opened here with %q is not closed (the parser expected ',' or %q before line %d)",
+				kind, open.c, closing(open.c), line)}
+		}
+	}
 	return &Error{File: name, Line: line, Msg: "invalid YAML: " + msg}
+}
+
+type flowOpen struct {
+	c    byte
+	line int
+}
+
+func closing(c byte) byte {
+	if c == '{' {
+		return '}'
+	}
+	return ']'
+}
+
+// unclosedFlow finds the innermost flow list or map ([ or {) still open
+// just before line:col of src (both from 1). It knows quotes and comments,
+// and takes a bracket for an opening only where a value can begin (after
+// "key:", "- ", at the start of a line, or inside another flow), since a
+// plain scalar such as "a [b" may hold one; block scalars are not followed.
+func unclosedFlow(src []byte, line, col int) (flowOpen, bool) {
+	var stack []flowOpen
+	ln, c := 1, 0
+	valueStart := true // a node can begin here
+	for i := 0; i < len(src); i++ {
+		ch := src[i]
+		c++
+		if ln > line || (ln == line && c >= col) {
+			break
+		}
+		switch {
+		case ch == '\n':
+			ln, c = ln+1, 0
+			valueStart = true
+		case ch == '#' && (i == 0 || src[i-1] == ' ' || src[i-1] == '\t' || src[i-1] == '\n'):
+			for i+1 < len(src) && src[i+1] != '\n' {
+				i++
+			}
+		case ch == '"' || ch == '\'':
+			if !valueStart && len(stack) == 0 {
+				continue // inside a plain scalar, as in don't
+			}
+			for i+1 < len(src) {
+				i++
+				c++
+				if src[i] == '\n' {
+					ln, c = ln+1, 0
+				}
+				if ch == '"' && src[i] == '\\' {
+					i++
+					c++
+					continue
+				}
+				if src[i] == ch {
+					if ch == '\'' && i+1 < len(src) && src[i+1] == '\'' {
+						i++ // '' is a quote inside single quotes
+						c++
+						continue
+					}
+					break
+				}
+			}
+			valueStart = false
+		case (ch == '[' || ch == '{') && (valueStart || len(stack) > 0):
+			stack = append(stack, flowOpen{ch, ln})
+			valueStart = true
+		case (ch == ']' || ch == '}') && len(stack) > 0:
+			stack = stack[:len(stack)-1]
+			valueStart = false
+		case ch == ',' && len(stack) > 0:
+			valueStart = true
+		case ch == ':' || ch == '-' || ch == '?':
+			next := byte(' ')
+			if i+1 < len(src) {
+				next = src[i+1]
+			}
+			valueStart = next == ' ' || next == '\t' || next == '\n' || next == '\r' || (len(stack) > 0 && ch == ':')
+		case ch == ' ' || ch == '\t' || ch == '\r':
+		default:
+			valueStart = false
+		}
+	}
+	if len(stack) == 0 {
+		return flowOpen{}, false
+	}
+	return stack[len(stack)-1], true
 }
