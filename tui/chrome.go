@@ -167,6 +167,10 @@ func (m *model) renderFooter() string {
 	switch {
 	case m.detail.open:
 		full, short = m.keys.broadcastSheetHelp(m.st.sessions[m.detail.b.FromSession] != nil)
+	case m.broadcasts.filtering:
+		// Keys go to the filter's input: only these two are not typed.
+		full = m.keys.filterHelp()
+		short = full
 	case m.showHelp:
 		full, short = m.keys.helpSheetHelp()
 	case m.screen == screenSession:

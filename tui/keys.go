@@ -202,6 +202,13 @@ var (
 	_ help.KeyMap = sessionHelp{}
 )
 
+// filterHelp is the footer while the broadcast filter is edited.
+func (k keyMap) filterHelp() []key.Binding {
+	keep := key.NewBinding(key.WithKeys(k.Send.Keys()...), key.WithHelp(label(k.Send), "keep filter"))
+	clearFilter := key.NewBinding(key.WithKeys(k.Back.Keys()...), key.WithHelp(label(k.Back), "clear filter"))
+	return []key.Binding{keep, clearFilter}
+}
+
 // dialogHelp is the footer while a dialog is open: only the keys that work
 // there.
 type dialogHelp struct {

@@ -426,6 +426,21 @@ func TestFilterBroadcasts(t *testing.T) {
 	m, _ = press(t, m, "esc")
 }
 
+// While the filter is edited every printable key is typed into it, so the
+// footer lists only the keys that are not: the dashboard's "b broadcast" or
+// "q quit" there would be typed, not done.
+func TestFilterFooterListsOnlyItsOwnKeys(t *testing.T) {
+	m, _ := demoModel(t, 160, 48)
+	m, _ = press(t, m, "/")
+	mustContain(t, m, "enter keep filter • esc clear filter")
+	mustNotContain(t, m, "b broadcast", "q quit")
+	m = typeText(t, m, "bq")
+	mustContain(t, m, "/ bq")
+	m, _ = press(t, m, "enter")
+	mustContain(t, m, "b broadcast", "q quit")
+	mustNotContain(t, m, "keep filter")
+}
+
 // "↓ N newer" counts what is out of sight below the feed's window, not
 // what lies below the selection when every item is on screen.
 func TestBroadcastsNewerCountsWhatIsOutOfSight(t *testing.T) {
