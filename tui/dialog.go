@@ -45,6 +45,9 @@ type dialog struct {
 
 	questionID string
 	confirm    confirmKind
+	// back is the dialog a confirmation was asked from (skip all, from the
+	// answer dialog): "no" returns to it with what was typed.
+	back *dialog
 }
 
 // openDialog opens a dialog with a fresh, focused text input.

@@ -185,6 +185,8 @@ func (m *model) dialogKey(k tea.KeyPressMsg) tea.Cmd {
 		switch {
 		case key.Matches(k, keys.Yes):
 			return m.confirmed()
+		case key.Matches(k, keys.No) && d.back != nil:
+			m.dialog = *d.back
 		case key.Matches(k, keys.No):
 			m.closeDialog()
 		}
@@ -255,7 +257,8 @@ func (m *model) dialogKey(k tea.KeyPressMsg) tea.Cmd {
 			d.sending, d.err = true, ""
 			return m.skipCmd(d.questionID)
 		case key.Matches(k, keys.DialogSkipAll):
-			m.openDialog(dialog{kind: dialogConfirm, confirm: confirmSkipAll})
+			answering := *d
+			m.openDialog(dialog{kind: dialogConfirm, confirm: confirmSkipAll, back: &answering})
 			return nil
 		case key.Matches(k, keys.Send):
 			text := strings.TrimSpace(d.input.Value())

@@ -179,6 +179,27 @@ func TestSkipAllFromAnswerDialog(t *testing.T) {
 	mustNotContain(t, m, " asks: ")
 }
 
+// Declining "skip all" from the answer dialog ("n keep answering") goes
+// back to answering, with what was typed, instead of closing the dialog.
+func TestSkipAllDeclinedFromAnswerDialogKeepsAnswering(t *testing.T) {
+	m, ctl := demoModel(t, 160, 48)
+	m, _ = press(t, m, "a")
+	m = typeText(t, m, "half an answer")
+	m, _ = press(t, m, "ctrl+a")
+	mustContain(t, m, "keep answering")
+	m, _ = press(t, m, "n")
+	wantCalls(t, ctl)
+	if m.dialog.kind != dialogAnswer {
+		t.Fatalf("after declining skip all the dialog is %v, want the answer dialog back", m.dialog.kind)
+	}
+	mustContain(t, m, "> half an answer")
+	m = typeText(t, m, "!")
+	m, _ = press(t, m, "enter")
+	if calls := ctl.Calls(); len(calls) != 1 || calls[0].Op != "answer" || calls[0].Text != "half an answer!" {
+		t.Fatalf("calls %+v, want the answer typed before and after the confirmation", calls)
+	}
+}
+
 func TestCancelConfirm(t *testing.T) {
 	m, ctl := demoModel(t, 160, 48)
 	m, _ = press(t, m, "down", "down", "down", "down", "x") // researcher (r-2) with two children
