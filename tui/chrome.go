@@ -162,7 +162,8 @@ func (m *model) statusLines(w int) []string {
 func (m *model) renderFooter() string {
 	var full, short []key.Binding
 	if m.dialog.kind != dialogNone {
-		return " " + m.help.ShortHelpView(dialogHelp{&m.keys, m.dialog.kind}.ShortHelp())
+		q, _, _ := m.st.question(m.dialog.questionID)
+		return " " + m.help.ShortHelpView(dialogHelp{&m.keys, m.dialog.kind, q.Remembered != ""}.ShortHelp())
 	}
 	switch {
 	case m.detail.open:

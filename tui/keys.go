@@ -214,6 +214,9 @@ func (k keyMap) filterHelp() []key.Binding {
 type dialogHelp struct {
 	k    *keyMap
 	kind dialogKind
+	// remembered: the question has an earlier answer of the person's, which
+	// UseRemembered fills in; without one that key does nothing.
+	remembered bool
 }
 
 func (h dialogHelp) ShortHelp() []key.Binding {
@@ -228,6 +231,9 @@ func (h dialogHelp) ShortHelp() []key.Binding {
 		// In the dialog "skip" needs no "(dialog)" qualifier.
 		skip := key.NewBinding(key.WithKeys(k.DialogSkip.Keys()...), key.WithHelp(label(k.DialogSkip), "skip"))
 		skipAll := key.NewBinding(key.WithKeys(k.DialogSkipAll.Keys()...), key.WithHelp(label(k.DialogSkipAll), "skip all"))
+		if !h.remembered {
+			return []key.Binding{k.Send, skip, skipAll, back}
+		}
 		return []key.Binding{k.Send, k.UseRemembered, skip, skipAll, back}
 	case dialogConfirm:
 		return []key.Binding{k.Yes, k.No}

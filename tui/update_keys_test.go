@@ -133,6 +133,17 @@ func TestAnswerFreeTextAndRemembered(t *testing.T) {
 	mustNotContain(t, m, " asks: ")
 }
 
+// The answer dialog's footer offers the remembered answer only for a
+// question that has one: for any other, tab does nothing.
+func TestAnswerFooterOffersRememberedOnlyWhenThereIsOne(t *testing.T) {
+	m, _ := demoModel(t, 160, 48)
+	m, _ = press(t, m, "a") // q-1: never answered before
+	mustNotContain(t, m, "use remembered", "you answered this before")
+	mustContain(t, m, "enter send • ctrl+s skip")
+	m, _ = press(t, m, "ctrl+s", "a") // q-2: answered "90 days" before
+	mustContain(t, m, "you answered this before: “90 days”", "tab use remembered")
+}
+
 func TestAnswerEmptyIsRefused(t *testing.T) {
 	m, ctl := demoModel(t, 100, 30)
 	m, _ = press(t, m, "a", "enter")
