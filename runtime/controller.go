@@ -40,6 +40,8 @@ func (r *Run) Snapshot() event.Snapshot {
 func (r *Run) snapshotLocked() event.Snapshot {
 	r.mu.Lock()
 	snap := event.Snapshot{Run: *r.runInfo()}
+	// A dashboard opened on a resumed run subscribes after its run.started.
+	snap.Run.Resumed = r.resumed
 	sessions := append([]*Session(nil), r.order...)
 	snap.Broadcasts = append([]event.BroadcastInfo(nil), r.feed...)
 	var dels []store.Delegation

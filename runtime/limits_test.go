@@ -561,6 +561,32 @@ func TestResumeRefusesARunHeldElsewhere(t *testing.T) {
 	r2.Interrupt()
 }
 
+// A dashboard opened on a resumed run subscribes after the run.started that
+// says "resumed", so the snapshot it starts from says so too (the RESUMED
+// mark); a run started afresh is not marked.
+func TestSnapshotOfAResumedRunSaysSo(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "swarmdeck.db")
+	slow := func(cfg *config.Config) { cfg.Providers["scripted"].Latency = config.Duration(time.Hour) }
+	e1 := limEngineAt(t, db, slow)
+	run, err := e1.Start(context.Background(), "Plan a product launch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Snapshot().Run.Resumed {
+		t.Error("a run just started is snapshotted as resumed")
+	}
+	run.Interrupt()
+	e2 := limEngineAt(t, db, slow)
+	r2, err := e2.Resume(context.Background(), run.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r2.Interrupt()
+	if snap := r2.Snapshot(); !snap.Run.Resumed || snap.Run.Status != RunRunning {
+		t.Errorf("the resumed run is snapshotted as %s, resumed=%v; want running and resumed", snap.Run.Status, snap.Run.Resumed)
+	}
+}
+
 // `swarmdeck view` of a run that another process is running follows it:
 // what that process logs after the snapshot reaches the viewer's
 // subscription in order, message events with their content.

@@ -61,6 +61,7 @@ func (e *Engine) Resume(ctx context.Context, runID string) (*Run, error) {
 	if now := e.now(); now.After(stopped) && !stopped.IsZero() {
 		r.rec.Pauses = append(slices.Clip(rec.Pauses), store.Pause{From: stopped, To: now})
 	}
+	r.resumed = true
 	r.rec.Status = RunRunning
 	r.rec.Error = "" // why it stopped, if it said
 	r.rec.EndedAt = rec.EndedAt

@@ -50,6 +50,7 @@ type Run struct {
 	finished    bool
 	budgetHit   bool
 	feed        []event.BroadcastInfo // the most recent feed items, for snapshots
+	resumed     bool                  // continued by Resume; snapshots say so as run.started did
 
 	llmSem  chan struct{}
 	slotSem chan struct{}
