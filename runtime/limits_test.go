@@ -645,6 +645,56 @@ func TestViewFollowsARunRunningElsewhere(t *testing.T) {
 	run.Interrupt()
 }
 
+// `swarmdeck view` opened while the run it follows waits for the person's
+// answer shows that question: it was opened before the viewer's snapshot,
+// so no event it follows will bring it.
+func TestViewShowsTheQuestionAlreadyWaitingForThePerson(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "swarmdeck.db")
+	asked := newGate()
+	t.Cleanup(asked.open)
+	p := policyFor(func(c *convo) scripted.Reply {
+		if c.role == "orchestrator" && c.turns == 0 {
+			asked.wait()
+			return do(call("ask_others", obj{"question": "Ship on Friday?", "timeout": 600,
+				"options": []obj{{"id": "yes", "label": "Yes"}, {"id": "no", "label": "No"}}}))
+		}
+		return say("decided")
+	})
+	e1 := limEngineWith(t, db, nil, p)
+	run, err := e1.Start(context.Background(), "decide the launch day")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer run.Interrupt()
+	run.SetHumanAttached(true) // as the dashboard does
+	asked.open()
+	deadline := time.Now().Add(30 * time.Second)
+	for len(run.Snapshot().Questions) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the run never asked the person")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	want := run.Snapshot().Questions[0]
+
+	e2 := limEngineAt(t, db, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	v, err := e2.View(ctx, run.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	qs := v.Snapshot().Questions
+	if len(qs) != 1 {
+		t.Fatalf("the viewer's snapshot has %d questions, want the one waiting for the person", len(qs))
+	}
+	got := qs[0]
+	if got.ID != want.ID || got.Question != "Ship on Friday?" || got.From != want.From || !got.AllowHuman ||
+		len(got.Options) != 2 || got.Options[1] != (event.Option{ID: "no", Label: "No"}) {
+		t.Errorf("the viewer sees %+v, want %+v", got, want)
+	}
+}
+
 // `swarmdeck view` of a run stored as running that no process runs (its
 // process was killed) shows it stopped, not live.
 func TestViewOfARunLeftByADeadProcess(t *testing.T) {

@@ -92,6 +92,42 @@ func (e *Engine) View(ctx context.Context, runID string) (event.Controller, erro
 	if err != nil {
 		return nil, err
 	}
+	if snap.Run.Status == RunRunning && !rec.HumanSkipAll {
+		// The questions waiting for the person where the run runs: those
+		// opened before the snapshot are in no event the viewer will see.
+		// Read after LastSeq: a question opened or closed meanwhile is also
+		// in the events that follow, which the dashboard applies as no-ops.
+		questions, err := st.Questions(ctx, rec.ID)
+		if err != nil {
+			return nil, err
+		}
+		askers := map[string]*store.Session{}
+		for i := range sessions {
+			askers[sessions[i].ID] = &sessions[i]
+		}
+	next:
+		for _, q := range questions {
+			if q.Status != QuestionOpen || !q.AllowHuman || q.HumanResponded {
+				continue
+			}
+			for _, resp := range q.Responses {
+				if resp.Responder == "human" { // answered; the question waits for the others
+					continue next
+				}
+			}
+			qi := event.QuestionInfo{ID: q.ID, FromSession: q.FromSession, Question: q.Question, MultiSelect: q.MultiSelect,
+				AllowHuman: true, Status: q.Status, Deadline: q.Deadline}
+			if a := askers[q.FromSession]; a != nil {
+				name := a.Label
+				if name == "" {
+					name = a.ID
+				}
+				qi.From = a.Agent + " (" + name + ")"
+			}
+			json.Unmarshal(q.Options, &qi.Options)
+			snap.Questions = append(snap.Questions, qi)
+		}
+	}
 	go v.follow(ctx, snap.LastSeq)
 	return v, nil
 }
