@@ -55,7 +55,10 @@ func (m *model) openDialog(d dialog) {
 	in := textinput.New()
 	in.SetStyles(m.styles.input)
 	in.Prompt = "> "
-	in.CharLimit = 2000 // the runtime's limit on a broadcast's length
+	// No limit here: a cut would drop the end of a pasted text without a
+	// word. The runtime refuses a text over its limit and says how long it
+	// is, which the dialog shows with the text kept for editing.
+	in.CharLimit = 0
 	in.SetWidth(max(m.width-8, 10))
 	in.Focus()
 	d.input = in

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"image/color"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -178,6 +179,18 @@ func TestPasteGoesToTheDialog(t *testing.T) {
 	m, _ = press(t, m, "enter")
 	wantCalls(t, ctl, tuitest.Call{Op: "broadcast", Text: "pasted text", Target: "all", Category: "discovery"})
 	mustContain(t, m, "broadcast sent to all sessions")
+}
+
+// A long pasted message reaches the runtime whole: the dialog does not cut
+// it (the runtime allows more than a broadcast tool's 2,000 characters, and
+// refuses, with its length, what is over its own limit).
+func TestLongPasteIsSentWhole(t *testing.T) {
+	m, ctl := demoModel(t, 100, 30)
+	m, _ = press(t, m, "down", "m")
+	long := strings.Repeat("abcdefghi ", 300) + "THE END"
+	m, _ = update(m, tea.PasteMsg{Content: long})
+	m, _ = press(t, m, "enter")
+	wantCalls(t, ctl, tuitest.Call{Op: "message", SessionID: "s-plan", Text: long})
 }
 
 func TestViewSetsAltScreenAndMouse(t *testing.T) {
