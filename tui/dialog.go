@@ -199,7 +199,12 @@ func (m *model) confirmText() (string, []string) {
 		if desc > 0 {
 			text += " and its " + plural(desc, "descendant session", "descendant sessions")
 		}
-		return "Cancel session?", []string{text + "?", s.dim.Render(yes + " cancel · " + no + " keep running")}
+		text += "?"
+		if n != nil && n.parent == nil {
+			// The root is the run: cancelling it ends the run for good.
+			text += " It is the root session: the whole run ends, cancelled."
+		}
+		return "Cancel session?", []string{text, s.dim.Render(yes + " cancel · " + no + " keep running")}
 	case confirmSkipAll:
 		ask := "Stop agents asking you anything for the rest of this run? They go on without your answers."
 		if n := len(m.st.questions); n > 0 {

@@ -224,6 +224,19 @@ func TestCancelConfirm(t *testing.T) {
 	mustContain(t, m, "cancelled researcher (r-2) and its subtree")
 }
 
+// Cancelling the root session cancels the run; the confirmation says so
+// before the person agrees to it.
+func TestCancelConfirmOfTheRootSaysTheRunEnds(t *testing.T) {
+	m, ctl := demoModel(t, 160, 48)
+	m, _ = press(t, m, "x") // the root, selected at start
+	mustContain(t, m, "Cancel orchestrator · s-root", "the whole run ends")
+	m, _ = press(t, m, "n", "down", "down", "down", "down", "x") // researcher (r-2)
+	mustContain(t, m, "Cancel researcher (r-2)")
+	mustNotContain(t, m, "the whole run ends")
+	m, _ = press(t, m, "y")
+	wantCalls(t, ctl, tuitest.Call{Op: "cancel", SessionID: "s-res2"})
+}
+
 func TestQuitConfirmWhileRunning(t *testing.T) {
 	m, _ := demoModel(t, 160, 48)
 	m, msgs := press(t, m, "q")
