@@ -616,6 +616,7 @@ func (r *Run) answerHuman(ctx context.Context, id, text string, skip bool) error
 		}
 		if skip {
 			q.humanState = "skipped"
+			q.rec.HumanSkipped = true
 		} else {
 			q.humanState = "answered"
 			q.responses["human"] = ans.Text
@@ -634,7 +635,14 @@ func (r *Run) answerHuman(ctx context.Context, id, text string, skip bool) error
 		asker.mu.Lock()
 		asker.waitingHuman--
 		asker.mu.Unlock()
-		if !skip {
+		if skip {
+			// Stored now, not only when the question closes: it may still
+			// wait for others when the process dies, and a resume must not
+			// ask the person again.
+			if err := tx.SkipHuman(r.id, id); err != nil {
+				return err
+			}
+		} else {
 			if err := tx.InsertResponse(r.id, id, store.Response{Responder: "human", Name: "human", Content: ans.Text}); err != nil {
 				return err
 			}

@@ -294,3 +294,79 @@ func TestHeadlessResumeDoesNotWaitForAnAbsentHuman(t *testing.T) {
 		t.Errorf("ask_others result after the resume: %q", res)
 	}
 }
+
+// A question the person answered or skipped while it still waited for an
+// agent's answer, cut short by a crash, is not asked of the person again
+// on resume: what they did was stored when they did it.
+func TestResumeDoesNotAskThePersonAgain(t *testing.T) {
+	for _, skip := range []bool{true, false} {
+		name := map[bool]string{true: "skipped", false: "answered"}[skip]
+		t.Run(name, func(t *testing.T) {
+			hold := newGate() // r-2's shadow answer never comes before the crash
+			p, r2Started, r2Release := askWhileBusy(obj{"question": "Ship on Friday?", "timeout": 600}, func(c *convo) scripted.Reply {
+				hold.wait()
+				return say("shadow for " + c.shadow + ": yes")
+			})
+			hs := recServer(t, p)
+			t.Cleanup(func() { hold.open(); r2Started.open(); r2Release.open() })
+			dir := t.TempDir()
+			e1 := recEngine(t, dir, hs.URL+"/v1", nil)
+			run, err := e1.Start(context.Background(), "decide the launch day")
+			if err != nil {
+				t.Fatal(err)
+			}
+			run.SetHumanAttached(true)
+			st := e1.Store()
+			var qid string
+			recWaitFor(t, "the question open", func() bool {
+				qs, err := st.Questions(context.Background(), run.ID())
+				if err != nil || len(qs) != 1 || qs[0].Status != QuestionOpen {
+					return false
+				}
+				qid = qs[0].ID
+				return true
+			})
+			if skip {
+				err = run.Skip(context.Background(), qid)
+			} else {
+				err = run.Answer(context.Background(), qid, "Friday it is")
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A kill -9 now: the question still waits for r-2's answer.
+			crashed := t.TempDir()
+			for _, suffix := range []string{"", "-wal"} {
+				data, err := os.ReadFile(filepath.Join(dir, "swarmdeck.db"+suffix))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(crashed, "swarmdeck.db"+suffix), data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			run.Interrupt()
+
+			e2 := recEngine(t, crashed, hs.URL+"/v1", nil)
+			e2.AttachHuman(true) // as the dashboard does
+			r2, err := e2.Resume(context.Background(), run.ID())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r2.Interrupt()
+			// The dashboard shows the questions of its snapshot to the person.
+			if qs := r2.Snapshot().Questions; len(qs) != 0 {
+				t.Errorf("after the resume the %s question waits for the person again: %+v", name, qs[0])
+			}
+			x, err := e2.Export(context.Background(), run.ID())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, q := range x.Questions {
+				if q.ID == qid && (q.HumanSkipped != skip || (!skip && q.Responses["human"] != "Friday it is")) {
+					t.Errorf("stored question: skipped %v, responses %v", q.HumanSkipped, q.Responses)
+				}
+			}
+		})
+	}
+}

@@ -238,10 +238,11 @@ func (r *Run) load(ctx context.Context) error {
 		if q.AllowHuman {
 			qq.expected["human"] = "human"
 			qq.humanWait = true
+			_, answered := qq.responses["human"]
 			switch {
-			case q.HumanResponded:
+			case q.HumanResponded || answered:
 				qq.humanState = "answered"
-			case r.rec.HumanSkipAll:
+			case q.HumanSkipped || r.rec.HumanSkipAll:
 				qq.humanState = "skipped"
 			default:
 				// Whether a person is attached is known once the caller

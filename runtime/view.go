@@ -107,7 +107,7 @@ func (e *Engine) View(ctx context.Context, runID string) (event.Controller, erro
 		}
 	next:
 		for _, q := range questions {
-			if q.Status != QuestionOpen || !q.AllowHuman || q.HumanResponded {
+			if q.Status != QuestionOpen || !q.AllowHuman || q.HumanResponded || q.HumanSkipped {
 				continue
 			}
 			for _, resp := range q.Responses {

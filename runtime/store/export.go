@@ -110,6 +110,7 @@ type ExportQuestion struct {
 	AllowHuman     bool              `json:"allow_human"`
 	Responses      map[string]string `json:"responses"`
 	HumanResponded bool              `json:"human_responded"`
+	HumanSkipped   bool              `json:"human_skipped"`
 	TimedOut       []string          `json:"timed_out"`
 	Status         string            `json:"status"`
 }
@@ -208,7 +209,7 @@ func (s *Store) Export(ctx context.Context, runID string) (*Export, error) {
 	x.Questions = []ExportQuestion{}
 	for _, q := range qs {
 		eq := ExportQuestion{ID: q.ID, FromSession: q.FromSession, Kind: q.Kind, Question: q.Question, Options: q.Options,
-			AllowHuman: q.AllowHuman, Responses: map[string]string{}, HumanResponded: q.HumanResponded, TimedOut: q.TimedOut, Status: q.Status}
+			AllowHuman: q.AllowHuman, Responses: map[string]string{}, HumanResponded: q.HumanResponded, HumanSkipped: q.HumanSkipped, TimedOut: q.TimedOut, Status: q.Status}
 		if eq.TimedOut == nil {
 			eq.TimedOut = []string{}
 		}

@@ -505,21 +505,21 @@ func (s *Store) Delegations(ctx context.Context, runID string) ([]Delegation, er
 // Questions loads every question of a run with its responses, oldest first.
 func (s *Store) Questions(ctx context.Context, runID string) ([]Question, error) {
 	rows, err := s.read.QueryContext(ctx, `SELECT run_id, id, from_session, kind, question, allow_human, options, multi_select, recipients,
-		status, human_responded, timed_out, created_at, deadline, closed_at FROM questions WHERE run_id = ? ORDER BY created_at, id`, runID)
+		status, human_responded, human_skipped, timed_out, created_at, deadline, closed_at FROM questions WHERE run_id = ? ORDER BY created_at, id`, runID)
 	if err != nil {
 		return nil, err
 	}
 	var out []Question
 	for rows.Next() {
 		var q Question
-		var allow, multi, human int
+		var allow, multi, human, skipped int
 		var opts, recips, timedOut, created, deadline, closed string
 		if err := rows.Scan(&q.RunID, &q.ID, &q.FromSession, &q.Kind, &q.Question, &allow, &opts, &multi, &recips,
-			&q.Status, &human, &timedOut, &created, &deadline, &closed); err != nil {
+			&q.Status, &human, &skipped, &timedOut, &created, &deadline, &closed); err != nil {
 			rows.Close()
 			return nil, err
 		}
-		q.AllowHuman, q.MultiSelect, q.HumanResponded = allow != 0, multi != 0, human != 0
+		q.AllowHuman, q.MultiSelect, q.HumanResponded, q.HumanSkipped = allow != 0, multi != 0, human != 0, skipped != 0
 		q.Options = json.RawMessage(opts)
 		json.Unmarshal([]byte(recips), &q.Recipients)
 		json.Unmarshal([]byte(timedOut), &q.TimedOut)

@@ -667,9 +667,18 @@ func (tx *Tx) UpsertDelegation(d *Delegation) error {
 }
 
 var upsertQuestionSQL = hot(`INSERT INTO questions (run_id, id, from_session, kind, question, allow_human, options, multi_select, recipients,
-	status, human_responded, timed_out, created_at, deadline, closed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	status, human_responded, human_skipped, timed_out, created_at, deadline, closed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 	ON CONFLICT (run_id, id) DO UPDATE SET status = excluded.status, human_responded = excluded.human_responded,
+	human_skipped = excluded.human_skipped,
 	timed_out = excluded.timed_out, closed_at = excluded.closed_at, recipients = excluded.recipients`)
+
+const humanSkippedSQL = `UPDATE questions SET human_skipped = 1 WHERE run_id = ? AND id = ?`
+
+// SkipHuman records that the person skipped a question.
+func (tx *Tx) SkipHuman(runID, questionID string) error {
+	_, err := tx.exec(humanSkippedSQL, runID, questionID)
+	return err
+}
 
 // UpsertQuestion writes a question and its responses.
 func (tx *Tx) UpsertQuestion(q *Question) error {
@@ -678,7 +687,7 @@ func (tx *Tx) UpsertQuestion(q *Question) error {
 	}
 	_, err := tx.exec(upsertQuestionSQL,
 		q.RunID, q.ID, q.FromSession, q.Kind, q.Question, b2i(q.AllowHuman), rawOr(q.Options, "[]"), b2i(q.MultiSelect),
-		jsonText(nonNil(q.Recipients)), q.Status, b2i(q.HumanResponded), jsonText(nonNil(q.TimedOut)), Time(q.CreatedAt), Time(q.Deadline), Time(q.ClosedAt))
+		jsonText(nonNil(q.Recipients)), q.Status, b2i(q.HumanResponded), b2i(q.HumanSkipped), jsonText(nonNil(q.TimedOut)), Time(q.CreatedAt), Time(q.Deadline), Time(q.ClosedAt))
 	if err != nil {
 		return err
 	}

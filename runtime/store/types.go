@@ -207,6 +207,7 @@ type Question struct {
 	Recipients     []string
 	Status         string
 	HumanResponded bool
+	HumanSkipped   bool
 	TimedOut       []string
 	CreatedAt      time.Time
 	Deadline       time.Time
