@@ -2,6 +2,7 @@ package llm
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -399,5 +400,44 @@ func TestInvalidToolSchemaNotSent(t *testing.T) {
 	e := asError(t, err)
 	if e.Kind != BadRequest || e.Retryable || fs.requests.Load() != 0 || len(rec.got()) != 0 {
 		t.Errorf("error = %+v, requests = %d", e, fs.requests.Load())
+	}
+}
+
+// A server or proxy that ignores "stream": true answers with one whole
+// chat.completion object, pretty-printed here: it is read like a stream
+// of one chunk, not taken for a cut-off stream and retried.
+func TestWholeJSONAnswerToStreamingRequest(t *testing.T) {
+	fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		_, _ = io.WriteString(w, `{
+  "id": "chatcmpl-1",
+  "object": "chat.completion",
+  "model": "qwen2.5",
+  "choices": [{
+    "index": 0,
+    "message": {
+      "role": "assistant",
+      "content": "Spawning one.",
+      "tool_calls": [{"id": "c1", "type": "function",
+        "function": {"name": "sessions_spawn", "arguments": "{\"task\": \"map the repo\"}"}}]
+    },
+    "finish_reason": "tool_calls"
+  }],
+  "usage": {"prompt_tokens": 12, "completion_tokens": 7, "total_tokens": 19}
+}
+`)
+	})
+	c, _ := newTestClient(fs)
+	var deltas strings.Builder
+	resp := mustStream(t, c, userRequest("x"), func(d Delta) { deltas.WriteString(d.Content) })
+	if resp.Content != "Spawning one." || deltas.String() != "Spawning one." || resp.FinishReason != "tool_calls" {
+		t.Errorf("content = %q, deltas = %q, finish = %q", resp.Content, deltas.String(), resp.FinishReason)
+	}
+	wantToolCalls(t, resp.ToolCalls, ToolCall{ID: "c1", Name: "sessions_spawn", Arguments: `{"task": "map the repo"}`})
+	if resp.Usage.TotalTokens != 19 || resp.UsageEstimated {
+		t.Errorf("usage = %+v (estimated %v)", resp.Usage, resp.UsageEstimated)
+	}
+	if fs.requests.Load() != 1 {
+		t.Errorf("requests = %d, want 1", fs.requests.Load())
 	}
 }

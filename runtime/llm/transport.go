@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
+	"mime"
 	"net"
 	"net/http"
 	"strings"
@@ -173,6 +175,9 @@ func (d *doer) Do(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		if isJSON(resp.Header.Get("Content-Type")) {
+			resp.Body = wholeAnswerAsEvent(resp.Body)
+		}
 		resp.Body = newSSEFilter(resp.Body)
 		return resp, nil
 	}
@@ -188,6 +193,50 @@ func (d *doer) Do(req *http.Request) (*http.Response, error) {
 	}
 	return resp, nil
 }
+
+// maxWholeAnswer bounds a JSON answer read into memory to be replayed as
+// one event.
+const maxWholeAnswer = 32 << 20
+
+func isJSON(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	return err == nil && mt == "application/json"
+}
+
+// wholeAnswerAsEvent turns a plain JSON body on a streaming request (a
+// server or proxy that ignores "stream": true answers with one
+// chat.completion object, often pretty-printed) into the single data line
+// of a stream, which the chunk decoder reads like any other: it takes
+// "message" where "delta" is expected. A body that is not one JSON value is
+// passed on as it came.
+func wholeAnswerAsEvent(body io.ReadCloser) io.ReadCloser {
+	b, err := io.ReadAll(io.LimitReader(body, maxWholeAnswer+1))
+	if err != nil || len(b) > maxWholeAnswer {
+		// A broken or runaway body: hand on what came, then the rest or
+		// the read error, as the stream reader would have seen them.
+		rest := io.Reader(body)
+		if err != nil {
+			rest = errReader{err}
+		}
+		return struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(b), rest), body}
+	}
+	body.Close()
+	var event bytes.Buffer
+	event.WriteString("data: ")
+	if json.Compact(&event, b) != nil {
+		return io.NopCloser(bytes.NewReader(b))
+	}
+	event.WriteString("\n\n")
+	return io.NopCloser(&event)
+}
+
+// errReader fails every read with err.
+type errReader struct{ err error }
+
+func (r errReader) Read([]byte) (int, error) { return 0, r.err }
 
 // setBody makes req send body followed by tail. GetBody hands net/http a
 // fresh reader of the same bytes for the retries and redirects it makes on
