@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strings"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -29,6 +30,7 @@ type toolCallAcc struct {
 type accumulator struct {
 	onDelta  func(Delta)
 	content  []byte
+	shown    int // bytes of content that went out as deltas
 	calls    []toolCallAcc
 	finish   string
 	model    string
@@ -39,7 +41,7 @@ type accumulator struct {
 }
 
 func (a *accumulator) reset() {
-	a.content = a.content[:0]
+	a.content, a.shown = a.content[:0], 0
 	clear(a.calls)
 	a.calls = a.calls[:0]
 	a.finish, a.model = "", ""
@@ -107,11 +109,13 @@ func (a *accumulator) feed(ch *chunk, line []byte) error {
 	return nil
 }
 
+// addContent adds a piece of content. Its bytes are kept as they came
+// until the answer is complete: some servers cut a stream between the
+// bytes of one character, and each half alone is invalid UTF-8.
 func (a *accumulator) addContent(r raw) {
-	start := len(a.content)
 	switch r[0] {
 	case '"':
-		a.content = appendUnquoted(a.content, r)
+		a.content = appendUnquotedRaw(a.content, r)
 	case '[':
 		// Content as parts: [{"type": "text", "text": "..."}] or strings.
 		var parts []json.RawMessage
@@ -120,22 +124,39 @@ func (a *accumulator) addContent(r raw) {
 		}
 		for _, p := range parts {
 			if len(p) > 0 && p[0] == '"' {
-				a.content = appendUnquoted(a.content, raw(p))
+				a.content = appendUnquotedRaw(a.content, raw(p))
 				continue
 			}
 			var part struct {
 				Text raw `json:"text"`
 			}
 			if json.Unmarshal(p, &part) == nil && len(part.Text) > 0 && part.Text[0] == '"' {
-				a.content = appendUnquoted(a.content, part.Text)
+				a.content = appendUnquotedRaw(a.content, part.Text)
 			}
 		}
 	default:
 		return
 	}
-	if len(a.content) > start {
-		a.emit(Delta{Content: string(a.content[start:])})
+	// A character whose last bytes are still to come waits for them.
+	end := len(a.content) - incompleteTail(a.content)
+	if end > a.shown {
+		a.emit(Delta{Content: strings.ToValidUTF8(string(a.content[a.shown:end]), "\uFFFD")})
+		a.shown = end
 	}
+}
+
+// incompleteTail is the length of the start of a multi-byte character at
+// the end of b, 0 when b ends with a whole character.
+func incompleteTail(b []byte) int {
+	for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax+1; i-- {
+		if utf8.RuneStart(b[i]) {
+			if utf8.FullRune(b[i:]) {
+				return 0
+			}
+			return len(b) - i
+		}
+	}
+	return 0
 }
 
 // addToolDelta applies one tool-call delta. Deltas are grouped by index,
@@ -193,7 +214,7 @@ func (a *accumulator) addToolDelta(tc *chunkToolCall) {
 	if args := tc.Function.Arguments; len(args) > 0 {
 		switch args[0] {
 		case '"':
-			c.args = appendUnquoted(c.args, args)
+			c.args = appendUnquotedRaw(c.args, args)
 		case '{', '[':
 			// Some servers send the arguments as a JSON value, not text.
 			buf := bytes.NewBuffer(c.args)
@@ -239,7 +260,7 @@ func (a *accumulator) text(r raw) []byte {
 // response builds the result of a finished attempt.
 func (a *accumulator) response(req *Request) *Response {
 	resp := &Response{
-		Content:      string(a.content),
+		Content:      strings.ToValidUTF8(string(a.content), "\uFFFD"),
 		FinishReason: a.finish,
 		Model:        a.model,
 		Usage:        a.usage,
@@ -253,7 +274,7 @@ func (a *accumulator) response(req *Request) *Response {
 		if c.name == "" && len(args) == 0 {
 			continue // an empty delta, not a call
 		}
-		tc := ToolCall{ID: c.id, Name: c.name, Arguments: string(c.args)}
+		tc := ToolCall{ID: c.id, Name: c.name, Arguments: strings.ToValidUTF8(string(c.args), "\uFFFD")}
 		if len(args) == 0 {
 			tc.Arguments = "{}"
 		}
@@ -328,7 +349,13 @@ func parseInt(r raw) (int, bool) {
 // appendUnquoted appends the value of the JSON string literal lit (quotes
 // included, already validated by the decoder) to dst, decoding escapes and
 // replacing invalid UTF-8 the way encoding/json does.
-func appendUnquoted(dst []byte, lit []byte) []byte {
+func appendUnquoted(dst []byte, lit []byte) []byte { return unquote(dst, lit, true) }
+
+// appendUnquotedRaw is appendUnquoted keeping invalid UTF-8 bytes as they
+// are, for a piece of text whose next piece may complete them.
+func appendUnquotedRaw(dst []byte, lit []byte) []byte { return unquote(dst, lit, false) }
+
+func unquote(dst []byte, lit []byte, repair bool) []byte {
 	s := lit[1 : len(lit)-1]
 	for len(s) > 0 {
 		i := 0
@@ -342,7 +369,7 @@ func appendUnquoted(dst []byte, lit []byte) []byte {
 		}
 		if s[0] >= utf8.RuneSelf {
 			r, size := utf8.DecodeRune(s)
-			if r == utf8.RuneError && size == 1 {
+			if r == utf8.RuneError && size == 1 && repair {
 				dst = utf8.AppendRune(dst, unicode.ReplacementChar)
 			} else {
 				dst = append(dst, s[:size]...)

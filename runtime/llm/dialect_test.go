@@ -441,3 +441,33 @@ func TestWholeJSONAnswerToStreamingRequest(t *testing.T) {
 		t.Errorf("requests = %d, want 1", fs.requests.Load())
 	}
 }
+
+// A server that cuts its output between the bytes of one character sends
+// each half as invalid UTF-8 in its chunk. The halves join up again, in
+// the content, in the deltas shown live and in tool call arguments.
+func TestCharacterSplitAcrossChunks(t *testing.T) {
+	text := "5€ naïve 日本"
+	cut1 := strings.Index(text, "€") + 1
+	cut2 := strings.Index(text, "日") + 2
+	args := `{"message": "¡olé!"}`
+	cut3 := strings.Index(args, "é") + 1
+	fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		s := startSSE(w)
+		for _, part := range []string{text[:cut1], text[cut1:cut2], text[cut2:]} {
+			s.raw(`data: {"choices":[{"index":0,"delta":{"content":"` + part + `"}}]}` + "\n\n")
+		}
+		s.raw(`data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","function":{"name":"announce","arguments":"` +
+			strings.ReplaceAll(args[:cut3], `"`, `\"`) + `"}}]}}]}` + "\n\n")
+		s.raw(`data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"` +
+			strings.ReplaceAll(args[cut3:], `"`, `\"`) + `"}}]}}]}` + "\n\n")
+		s.data(finishChunk("tool_calls"))
+		s.done()
+	})
+	c, _ := newTestClient(fs)
+	var deltas strings.Builder
+	resp := mustStream(t, c, userRequest("x"), func(d Delta) { deltas.WriteString(d.Content) })
+	if resp.Content != text || deltas.String() != text {
+		t.Errorf("content = %q, deltas = %q, want %q", resp.Content, deltas.String(), text)
+	}
+	wantToolCalls(t, resp.ToolCalls, ToolCall{ID: "c1", Name: "announce", Arguments: args})
+}
