@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -520,11 +521,39 @@ func (s *Session) request() llm.Request {
 		}
 		msgs = append(msgs, m)
 	}
+	inCallOrder(msgs)
 	model := s.r.e.Model()
 	if s.role.Model != "" {
 		model = s.role.Model
 	}
 	return llm.Request{Model: model, Messages: msgs, ToolSet: s.r.e.toolSet(s.groups(), s.role.CanWrite)}
+}
+
+// inCallOrder puts the results that follow each answer with tool calls in
+// the order of its calls. They are stored as the calls finish, but many
+// local models' chat templates drop tool_call_id and pair each result with
+// a call by its position.
+func inCallOrder(msgs []llm.Message) {
+	for i := 0; i < len(msgs); i++ {
+		calls := msgs[i].ToolCalls
+		if msgs[i].Role != llm.RoleAssistant || len(calls) < 2 {
+			continue
+		}
+		end := i + 1
+		for end < len(msgs) && msgs[end].Role == llm.RoleTool {
+			end++
+		}
+		pos := func(m llm.Message) int {
+			for j, c := range calls {
+				if c.ID == m.ToolCallID {
+					return j
+				}
+			}
+			return len(calls)
+		}
+		slices.SortStableFunc(msgs[i+1:end], func(a, b llm.Message) int { return pos(a) - pos(b) })
+		i = end - 1
+	}
 }
 
 // sanitizeCalls keeps malformed arguments out of what is sent back to the
