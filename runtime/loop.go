@@ -134,6 +134,9 @@ func (s *Session) loop() {
 			s.runTools(calls)
 			continue
 		}
+		if s.askAgain(resp) {
+			continue
+		}
 		outcome, err := s.endTurn(resp.Content)
 		if err != nil {
 			s.fail("could not store the session's result: " + err.Error())
@@ -149,6 +152,38 @@ func (s *Session) loop() {
 			return
 		}
 	}
+}
+
+// Notes that answer a final answer unfit to be a session's result.
+const (
+	noteEmptyAnswer = "Your last answer was empty. Reply with your final answer as text, or call a tool to go on with the work."
+	noteCutOff      = "Your last answer was cut off: it reached the model's output limit. Reply again with a shorter final answer that is complete."
+)
+
+// askAgain answers a final answer that cannot stand as the session's
+// result, one that is empty or was cut off at the model's output limit,
+// with a note asking for another, and reports whether it did. It asks once:
+// an answer to the note is taken as it is.
+func (s *Session) askAgain(resp *llm.Response) bool {
+	var note string
+	switch {
+	case strings.TrimSpace(resp.Content) == "":
+		note = noteEmptyAnswer
+	case resp.FinishReason == "length":
+		note = noteCutOff
+	default:
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// The history ends with this answer; look back to the one before it.
+	for i := len(s.history) - 2; i >= 0 && s.history[i].Role != llm.RoleAssistant; i-- {
+		if m := s.history[i]; m.Role == llm.RoleUser && (m.Content == noteEmptyAnswer || m.Content == noteCutOff) {
+			return false
+		}
+	}
+	s.addLocked(&store.Message{Role: llm.RoleUser, Content: note, Synthetic: true, Source: "system"})
+	return true
 }
 
 // unsettledFinal reports a final answer whose end of turn was not

@@ -2,7 +2,11 @@ package runtime
 
 import (
 	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -67,5 +71,59 @@ func TestToolResultsSentInCallOrder(t *testing.T) {
 	got, _ := order.Load().([2][]string)
 	if len(got[0]) != 2 || !slices.Equal(got[0], got[1]) {
 		t.Fatalf("calls %v answered in the order %v", got[0], got[1])
+	}
+}
+
+// A final answer that is empty, or cut off at the model's output limit,
+// is not taken as the session's result: the model is told what was wrong
+// and asked again, once.
+func TestUnfitFinalAnswerAskedAgainOnce(t *testing.T) {
+	type answer struct{ content, finish string }
+	for _, tc := range []struct {
+		name    string
+		answers []answer
+		note    string
+		result  string
+	}{
+		{"empty", []answer{{"", "stop"}, {"The launch plan is ready.", "stop"}}, noteEmptyAnswer, "The launch plan is ready."},
+		{"cut off twice", []answer{{"The plan has three pha", "length"}, {"The plan has three phases: a, b and", "length"}},
+			noteCutOff, "The plan has three phases: a, b and"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var lastUser []string
+			hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				var req struct {
+					Messages []struct{ Role, Content string }
+				}
+				_ = json.NewDecoder(r.Body).Decode(&req)
+				mu.Lock()
+				n := len(lastUser)
+				lastUser = append(lastUser, req.Messages[len(req.Messages)-1].Content)
+				mu.Unlock()
+				a := answer{"unexpected call", "stop"}
+				if n < len(tc.answers) {
+					a = tc.answers[n]
+				}
+				content, _ := json.Marshal(a.content)
+				w.Header().Set("Content-Type", "text/event-stream")
+				fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":%s}}]}\n\n", content)
+				fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":%q}]}\n\ndata: [DONE]\n\n", a.finish)
+			}))
+			defer hs.Close()
+			e := testEngine(t, hs, nil, nil)
+			events, code := headless(t, e, "plan", nil)
+			if code != ExitOK {
+				t.Fatalf("exit %d", code)
+			}
+			if run := events[len(events)-1].Run; run == nil || run.Result != tc.result {
+				t.Errorf("run.finished = %+v, want the result %q", run, tc.result)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(lastUser) != 2 || lastUser[1] != tc.note {
+				t.Errorf("the model was sent %q last, want 2 calls, the second ending with the note %q", lastUser, tc.note)
+			}
+		})
 	}
 }
