@@ -188,6 +188,13 @@ func (a *accumulator) addToolDelta(tc *chunkToolCall) {
 	case len(a.calls) > 0:
 		c = &a.calls[len(a.calls)-1]
 	}
+	if c != nil && len(id) == 0 && c.name != "" && len(tc.Function.Name) > 0 && hasText(tc.Function.Arguments) &&
+		json.Valid(c.args) {
+		// A whole call after a whole call with neither id nor a new index
+		// to tell them apart: no server streams a call's name after its
+		// arguments are complete, so this is the next call.
+		c = nil
+	}
 	if c == nil {
 		if !hasIndex {
 			index = -1
@@ -228,6 +235,9 @@ func (a *accumulator) addToolDelta(tc *chunkToolCall) {
 		}
 	}
 }
+
+// hasText reports whether r is a value other than "".
+func hasText(r raw) bool { return len(r) > 0 && string(r) != `""` }
 
 func (a *accumulator) takeUsage(u *chunkUsage) {
 	p, _ := parseInt(u.PromptTokens)

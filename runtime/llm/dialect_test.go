@@ -471,3 +471,49 @@ func TestCharacterSplitAcrossChunks(t *testing.T) {
 	}
 	wantToolCalls(t, resp.ToolCalls, ToolCall{ID: "c1", Name: "announce", Arguments: args})
 }
+
+// Whole calls with no ids, each with index 0 or none: a named call after
+// a call whose arguments are complete is the next call, not more of the
+// first one's name. A server that repeats the name on every fragment of
+// one call still makes one call.
+func TestWholeCallsWithoutIDs(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		index    any
+		together bool
+	}{
+		{"index 0", 0, false},
+		{"no index", nil, false},
+		{"index 0 in one chunk", 0, true},
+		{"no index in one chunk", nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+				s := startSSE(w)
+				a := call(tc.index, "", "read_file", `{"path":"a.go"}`)
+				b := call(tc.index, "", "read_file", `{"path":"b.go"}`)
+				if tc.together {
+					s.data(toolChunk(a, b))
+				} else {
+					s.data(toolChunk(a))
+					s.data(toolChunk(b))
+				}
+				// One call streamed with its name repeated on every piece.
+				s.data(toolChunk(call(tc.index, "", "list_files", `{"path":`)))
+				s.data(toolChunk(call(tc.index, "", "list_files", `"docs"}`)))
+				s.data(finishChunk("tool_calls"))
+				s.done()
+			})
+			c, _ := newTestClient(fs)
+			resp := mustStream(t, c, userRequest("read both"), nil)
+			var got []string
+			for _, tc := range resp.ToolCalls {
+				got = append(got, tc.Name+" "+tc.Arguments)
+			}
+			want := []string{`read_file {"path":"a.go"}`, `read_file {"path":"b.go"}`, `list_files {"path":"docs"}`}
+			if strings.Join(got, "\n") != strings.Join(want, "\n") {
+				t.Errorf("calls:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+		})
+	}
+}
