@@ -728,9 +728,11 @@ func (s *Session) uniqueCallIDs(calls []llm.ToolCall) []llm.ToolCall {
 // runTools executes the calls of one answer and stores their results.
 // When every call only reads, they run concurrently and the answer and all
 // results are stored in one operation. Otherwise each result is stored as it
-// comes; calls that change the session's family, plan or delegations run in
-// order on one lane (a spawn may refer to the label of one just before it)
-// and the others run concurrently.
+// comes. From the first call that changes the session's family, plan or
+// delegations on, the calls run in order on one lane: a later call may name
+// what an earlier one created (a spawn the label of the one before it,
+// task_output or task_send_message a child just spawned, a broadcast the
+// children). The calls before it run concurrently.
 func (s *Session) runTools(calls []llm.ToolCall) {
 	if s.allPure(calls) {
 		s.runPure(calls)
@@ -739,7 +741,8 @@ func (s *Session) runTools(calls []llm.ToolCall) {
 	var wg sync.WaitGroup
 	var lane []llm.ToolCall
 	for _, c := range calls {
-		if t, ok := s.r.e.tools.Get(c.Name); ok && (t.Group == agents.GroupSpawn || t.Group == agents.GroupPlanning || t.Group == agents.GroupDelegation) {
+		if t, ok := s.r.e.tools.Get(c.Name); len(lane) > 0 ||
+			ok && (t.Group == agents.GroupSpawn || t.Group == agents.GroupPlanning || t.Group == agents.GroupDelegation) {
 			lane = append(lane, c)
 			continue
 		}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -125,5 +126,40 @@ func TestUnfitFinalAnswerAskedAgainOnce(t *testing.T) {
 				t.Errorf("the model was sent %q last, want 2 calls, the second ending with the note %q", lastUser, tc.note)
 			}
 		})
+	}
+}
+
+// Calls after a spawn in the same answer see the child it created: a
+// model that spawns a child and, in the same answer, waits for its output,
+// messages it or broadcasts to its children is not told the child does not
+// exist.
+func TestCallsAfterASpawnSeeTheChild(t *testing.T) {
+	policy := scripted.PolicyFunc(func(req *scripted.Request) scripted.Reply {
+		if firstLineRole(req) != "orchestrator" {
+			return limSay("child done")
+		}
+		if turnsOf(req) == 0 {
+			return limDo(
+				scripted.Call{Name: "sessions_spawn", Args: limArgs{"task": "look around", "label": "kid"}},
+				scripted.Call{Name: "task_send_message", Args: limArgs{"task_id": "kid", "message": "start with docs/", "noReply": true}},
+				scripted.Call{Name: "task_broadcast", Args: limArgs{"message": "the launch is in May", "category": "context", "target": "children"}},
+				scripted.Call{Name: "task_output", Args: limArgs{"task_id": "kid", "wait": true}},
+			)
+		}
+		return limSay("done")
+	})
+	e := testEngine(t, nil, policy, nil)
+	if _, code := headless(t, e, "spawn and use", nil); code != ExitOK {
+		t.Fatalf("exit %d", code)
+	}
+	root := &exportLatest(t, e).Sessions[0]
+	for name, want := range map[string]string{
+		"task_send_message": `"status":"delivered"`,
+		"task_broadcast":    `"delivered_to":1`,
+		"task_output":       `"output":"child done"`,
+	} {
+		if r := toolResults(root, name); len(r) != 1 || !strings.Contains(r[0], want) {
+			t.Errorf("%s answered %v, want %s", name, r, want)
+		}
 	}
 }
