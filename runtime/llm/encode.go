@@ -257,14 +257,16 @@ func appendTools(b []byte, tools []Tool) ([]byte, error) {
 }
 
 // appendMessage appends one message as go-openai sends it: empty fields
-// left out, except the content of user and tool messages (see
-// chatRequest).
+// left out, except the content of user and tool messages and of assistant
+// messages without tool calls (see chatRequest).
 func appendMessage(b []byte, m *Message) []byte {
 	b = append(b, `{"role":`...)
 	b = jsontext.AppendString(b, m.Role)
 	content := m.Content
-	if content == "" && (m.Role == RoleTool || m.Role == RoleUser) {
-		content = " " // servers reject a tool result or user message without content
+	if content == "" && (m.Role == RoleTool || m.Role == RoleUser || m.Role == RoleAssistant && len(m.ToolCalls) == 0) {
+		// Servers reject a tool result or user message without content,
+		// and an assistant message with neither content nor tool calls.
+		content = " "
 	}
 	if content != "" {
 		b = append(b, `,"content":`...)

@@ -30,7 +30,7 @@ func chatRequest(req *Request) openai.ChatCompletionRequest {
 			Name:       m.Name,
 			ToolCallID: m.ToolCallID,
 		}
-		if om.Content == "" && (m.Role == RoleTool || m.Role == RoleUser) {
+		if om.Content == "" && (m.Role == RoleTool || m.Role == RoleUser || m.Role == RoleAssistant && len(m.ToolCalls) == 0) {
 			om.Content = " "
 		}
 		if len(m.ToolCalls) > 0 {
@@ -583,4 +583,27 @@ func TestBodyKeptUntilTransportCloses(t *testing.T) {
 	}
 	close(tr.release)
 	tr.wg.Wait()
+}
+
+// An empty answer in the history (a model that said nothing) is sent with
+// content: OpenAI, Mistral and others refuse an assistant message that has
+// neither content nor tool calls.
+func TestEmptyAnswerSentWithContent(t *testing.T) {
+	fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		s := startSSE(w)
+		s.data(contentChunk("ok"))
+		s.data(finishChunk("stop"))
+		s.done()
+	})
+	c, _ := newTestClient(fs)
+	req := userRequest("x")
+	req.Messages = append(req.Messages, Message{Role: RoleAssistant}, Message{Role: RoleUser, Content: "Your last answer was empty."})
+	mustStream(t, c, req, nil)
+	msgs, _ := fs.body(0)["messages"].([]any)
+	if len(msgs) != 3 {
+		t.Fatalf("messages = %v", msgs)
+	}
+	if m, _ := msgs[1].(map[string]any); m["role"] != "assistant" || m["content"] == nil {
+		t.Errorf("the empty answer went out as %v, want it with content", m)
+	}
 }
