@@ -64,8 +64,8 @@ type ArgError struct{ Msg string }
 
 func (e *ArgError) Error() string { return e.Msg }
 
-// maxArgBytes bounds the argument text a tool accepts.
-const maxArgBytes = 1 << 20
+// MaxArgBytes bounds the argument text a tool accepts.
+const MaxArgBytes = 1 << 20
 
 // Normalize checks raw arguments against s and returns them as canonical
 // JSON. It is lenient where models commonly slip and the intent is plain:
@@ -76,8 +76,8 @@ func (s *Schema) Normalize(raw []byte) (json.RawMessage, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		raw = []byte("{}")
 	}
-	if len(raw) > maxArgBytes {
-		return nil, &ArgError{fmt.Sprintf("arguments are %d bytes; the limit is %d", len(raw), maxArgBytes)}
+	if len(raw) > MaxArgBytes {
+		return nil, &ArgError{fmt.Sprintf("arguments are %d bytes; the limit is %d", len(raw), MaxArgBytes)}
 	}
 	var v any
 	dec := json.NewDecoder(bytes.NewReader(raw))

@@ -593,10 +593,12 @@ func inCallOrder(msgs []llm.Message) {
 
 // sanitizeCalls keeps malformed arguments out of what is sent back to the
 // model: they stay in the store as the model wrote them, but some servers
-// (Ollama) refuse a history that holds them.
+// (Ollama) refuse a history that holds them. Arguments over the tools'
+// limit go too: the call was refused, and sending them again would cost
+// their size in every later request of the session.
 func sanitizeCalls(m llm.Message) llm.Message {
 	for i, c := range m.ToolCalls {
-		if !json.Valid([]byte(c.Arguments)) {
+		if len(c.Arguments) > agents.MaxArgBytes || !json.Valid([]byte(c.Arguments)) {
 			calls := append([]llm.ToolCall(nil), m.ToolCalls...)
 			calls[i].Arguments = "{}"
 			m.ToolCalls = calls

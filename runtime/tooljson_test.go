@@ -163,3 +163,43 @@ func TestCallsAfterASpawnSeeTheChild(t *testing.T) {
 		}
 	}
 }
+
+// Arguments over the tools' limit are refused, and are not sent back with
+// every later request of the session: the history carries {} in their
+// place (the store keeps what the model wrote).
+func TestOversizedArgumentsAreNotSentAgain(t *testing.T) {
+	huge := strings.Repeat("x", 1<<20+10)
+	var sentBack atomic.Value
+	policy := scripted.PolicyFunc(func(req *scripted.Request) scripted.Reply {
+		if turnsOf(req) == 0 {
+			return limDo(scripted.Call{Name: "get_shared_context", Args: limArgs{"padding": huge}})
+		}
+		for _, m := range req.Messages {
+			for _, c := range m.ToolCalls {
+				sentBack.Store(c.Arguments)
+			}
+		}
+		return limSay("done")
+	})
+	e := testEngine(t, nil, policy, nil)
+	if _, code := headless(t, e, "big", nil); code != ExitOK {
+		t.Fatalf("exit %d", code)
+	}
+	if got, _ := sentBack.Load().(string); got != "{}" {
+		t.Errorf("the refused call's arguments went back as %d bytes, want {}", len(got))
+	}
+	x := exportLatest(t, e)
+	root := rootOf(x)
+	if res := toolResults(root, "get_shared_context"); len(res) != 1 || !strings.Contains(res[0], "the limit is 1048576") {
+		t.Errorf("tool result %.200q", res)
+	}
+	stored := false
+	for _, m := range root.Messages {
+		for _, c := range m.ToolCalls {
+			stored = stored || len(c.Arguments) > 1<<20
+		}
+	}
+	if !stored {
+		t.Error("the store lost what the model wrote")
+	}
+}
