@@ -128,6 +128,11 @@ func (m *model) startAction(k tea.KeyPressMsg) tea.Cmd {
 			m.setStatus("select a session to message first", true)
 			return nil
 		}
+		if n := m.st.sessions[sel]; n != nil && n.info.Status == "cancelled" {
+			// Refused before anything is typed, as the runtime would refuse it.
+			m.setStatus(m.st.sessionName(sel)+" was cancelled: it cannot receive messages", true)
+			return nil
+		}
 		m.openDialog(dialog{kind: dialogMessage, target: sel})
 		m.dialog.input.Placeholder = "message for " + m.st.sessionName(sel)
 	case key.Matches(k, keys.Answer):

@@ -709,3 +709,21 @@ func TestSkipAllWithNoQuestionOpen(t *testing.T) {
 	m, _ = press(t, m, "y")
 	wantCalls(t, ctl, tuitest.Call{Op: "skip_all"})
 }
+
+// m on a cancelled session is refused at once, as x on an ended one is,
+// instead of after the message has been typed.
+func TestMessageToACancelledSessionIsRefusedBeforeTyping(t *testing.T) {
+	m, ctl := demoModel(t, 160, 48)
+	for i := 0; i < 20 && m.selectedSession() != "s-cxl"; i++ {
+		m, _ = press(t, m, "down")
+	}
+	if m.selectedSession() != "s-cxl" {
+		t.Fatalf("could not select the cancelled session; selected %q", m.selectedSession())
+	}
+	m, _ = press(t, m, "m")
+	if m.dialog.kind != dialogNone {
+		t.Fatalf("m opened a dialog for a cancelled session")
+	}
+	mustContain(t, m, "was cancelled: it cannot receive messages")
+	wantCalls(t, ctl)
+}
