@@ -100,15 +100,23 @@ func TestGoldenHelp(t *testing.T) {
 	}
 }
 
+// The goal prompt says what will answer the run before it starts.
 func TestGoldenGoalPrompt(t *testing.T) {
-	m := New(Options{Theme: "dark"})
-	t.Cleanup(m.cancel)
-	m.ticks = false
-	m, _ = update(m, windowSize(100, 30))
-	m = typeText(t, m, "Write a design note")
-	out := plainView(m)
-	checkFrame(t, out, 100, 30)
-	golden.RequireEqual(t, out)
+	for name, opts := range map[string]Options{
+		"scripted": {Theme: "dark", Model: "scripted · swarmdeck-demo", Scripted: true},
+		"provider": {Theme: "dark", Model: "ollama (localhost:11434) · qwen3:8b"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			m := New(opts)
+			t.Cleanup(m.cancel)
+			m.ticks = false
+			m, _ = update(m, windowSize(100, 30))
+			m = typeText(t, m, "Write a design note")
+			out := plainView(m)
+			checkFrame(t, out, 100, 30)
+			golden.RequireEqual(t, out)
+		})
+	}
 }
 
 // TestGoldenPanes renders each pane alone at a fixed size, focused.
