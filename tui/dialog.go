@@ -66,7 +66,13 @@ func (m *model) openDialog(d dialog) {
 	m.showHelp = false
 }
 
-func (m *model) closeDialog() { m.dialog = dialog{} }
+func (m *model) closeDialog() {
+	m.dialog = dialog{}
+	if m.status.ofDialog {
+		// Its error was about what the dialog held; it is gone with it.
+		m.status = statusLine{}
+	}
+}
 
 // sheetLines renders the open dialog as a framed sheet of the full width;
 // nil when there is none. (The `?` sheet scrolls, so layout draws it once it

@@ -133,6 +133,8 @@ type statusLine struct {
 	err   bool
 	note  bool
 	until time.Time // zero: stays until replaced or dismissed
+	// ofDialog: the error is also shown in the open dialog, and goes with it.
+	ofDialog bool
 }
 
 // New returns the dashboard model for opts. Run wraps it in a program; tests

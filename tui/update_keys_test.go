@@ -727,3 +727,20 @@ func TestMessageToACancelledSessionIsRefusedBeforeTyping(t *testing.T) {
 	mustContain(t, m, "was cancelled: it cannot receive messages")
 	wantCalls(t, ctl)
 }
+
+// An action's error shown in its dialog goes with the dialog: after esc the
+// status line no longer shows it.
+func TestDialogErrorGoesWithTheDialog(t *testing.T) {
+	m, ctl := demoModel(t, 160, 48)
+	ctl.SetError(errors.New("there is no option 7"))
+	m, _ = press(t, m, "a", "7", "enter")
+	mustContain(t, m, "answer failed: there is no option 7")
+	if m.dialog.kind != dialogAnswer {
+		t.Fatal("the answer dialog closed on a failed answer")
+	}
+	m, _ = press(t, m, "esc")
+	mustNotContain(t, m, "there is no option 7")
+	// An error with no dialog behind it stays until it is dismissed.
+	m, _ = press(t, m, "s", "down")
+	mustContain(t, m, "skip failed: there is no option 7")
+}

@@ -33,6 +33,7 @@ func (m *model) handleResult(msg tea.Msg) tea.Cmd {
 				d.sending, d.err = false, msg.err.Error()
 			}
 			m.setStatus(actionVerb[msg.kind]+" failed: "+msg.err.Error(), true)
+			m.status.ofDialog = waiting
 			return nil
 		}
 		if waiting {
