@@ -131,7 +131,9 @@ func (s *Session) loop() {
 			return
 		}
 		if len(calls) > 0 {
+			s.cutOff = resp.FinishReason == "length"
 			s.runTools(calls)
+			s.cutOff = false
 			continue
 		}
 		if s.askAgain(resp) {
@@ -1023,7 +1025,13 @@ func (s *Session) execTool(c llm.ToolCall) (content string, isErr bool, panicked
 		if !agents.IsToolError(err) && s.ctx.Err() == nil {
 			s.r.e.log.Warn("tool failed", "tool", c.Name, "session", s.id, "err", err)
 		}
-		return errorJSON(err.Error()), true, nil
+		msg := err.Error()
+		var ae *agents.ArgError
+		if s.cutOff && errors.As(err, &ae) {
+			// The arguments are most likely incomplete because the answer was.
+			msg += " (your answer was cut off at the model's output limit, so this call's arguments may be incomplete: send less in one call, or split the work over several)"
+		}
+		return errorJSON(msg), true, nil
 	}
 	b, err := plainJSON(res)
 	if err != nil {

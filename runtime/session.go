@@ -81,6 +81,11 @@ type Session struct {
 	answered     map[string]bool // calls answered with their effect's commit
 	pendingMsgs  []*store.Message
 	pendingCalls []llm.ToolCall
+
+	// cutOff: the answer whose calls are running stopped at the model's
+	// output limit. Set by the session's goroutine around runTools, read by
+	// the calls it runs.
+	cutOff bool
 }
 
 // Session kinds.

@@ -203,3 +203,33 @@ func TestOversizedArgumentsAreNotSentAgain(t *testing.T) {
 		t.Error("the store lost what the model wrote")
 	}
 }
+
+// A call whose arguments were cut off with the answer, at the model's
+// output limit, is told so, not only that its JSON is incomplete.
+func TestCutOffArgumentsSaySo(t *testing.T) {
+	var result atomic.Value
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Messages []struct{ Role, Content string }
+		}
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		w.Header().Set("Content-Type", "text/event-stream")
+		if last := req.Messages[len(req.Messages)-1]; last.Role == "tool" {
+			result.Store(last.Content)
+			fmt.Fprint(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"done\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
+			return
+		}
+		fmt.Fprint(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c1\",\"type\":\"function\","+
+			"\"function\":{\"name\":\"task_broadcast\",\"arguments\":\"{\\\"message\\\": \\\"a long note th\"}}]}}]}\n\n")
+		fmt.Fprint(w, "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"length\"}]}\n\ndata: [DONE]\n\n")
+	}))
+	defer hs.Close()
+	e := testEngine(t, hs, nil, nil)
+	if _, code := headless(t, e, "cut", nil); code != ExitOK {
+		t.Fatalf("exit %d", code)
+	}
+	got, _ := result.Load().(string)
+	if !strings.Contains(got, "the JSON is complete") || !strings.Contains(got, "cut off at the model's output limit") {
+		t.Errorf("the model was told %s", got)
+	}
+}
