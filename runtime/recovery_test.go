@@ -118,6 +118,23 @@ func recTurn(req *scripted.Request) int {
 	return n
 }
 
+// crashCopy copies the database in dir, with its WAL, to a new directory
+// and returns that: what a kill -9 at this point would leave.
+func crashCopy(t *testing.T, dir string) string {
+	t.Helper()
+	crashed := t.TempDir()
+	for _, suffix := range []string{"", "-wal"} {
+		data, err := os.ReadFile(filepath.Join(dir, "swarmdeck.db"+suffix))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(crashed, "swarmdeck.db"+suffix), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return crashed
+}
+
 // recWaitFor polls the store until cond holds: the stopped state a test
 // needs is reached by the sessions' goroutines, not by the test.
 func recWaitFor(t *testing.T, what string, cond func() bool) {
@@ -269,16 +286,7 @@ func TestHeadlessResumeDoesNotWaitForAnAbsentHuman(t *testing.T) {
 	})
 	// The run is quiet now: a copy of the database is what a kill -9 at
 	// this point would leave (an interrupt would close the question).
-	crashed := t.TempDir()
-	for _, suffix := range []string{"", "-wal"} {
-		data, err := os.ReadFile(filepath.Join(dir, "swarmdeck.db"+suffix))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(crashed, "swarmdeck.db"+suffix), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	crashed := crashCopy(t, dir)
 
 	e2 := recEngine(t, crashed, hs.URL+"/v1", nil)
 	_, code, _ := recRun(t, e2, true, func(ctx context.Context) (*Run, error) { return e2.Resume(ctx, run.ID()) })
@@ -335,16 +343,7 @@ func TestResumeDoesNotAskThePersonAgain(t *testing.T) {
 				t.Fatal(err)
 			}
 			// A kill -9 now: the question still waits for r-2's answer.
-			crashed := t.TempDir()
-			for _, suffix := range []string{"", "-wal"} {
-				data, err := os.ReadFile(filepath.Join(dir, "swarmdeck.db"+suffix))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(filepath.Join(crashed, "swarmdeck.db"+suffix), data, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
+			crashed := crashCopy(t, dir)
 			run.Interrupt()
 
 			e2 := recEngine(t, crashed, hs.URL+"/v1", nil)
