@@ -315,7 +315,13 @@ func (c *Client) failure(ctx, actx context.Context, info *respInfo, err error, s
 			Message: c.clean(ae.Message), Err: err}
 	}
 	if errors.Is(err, errTruncated) {
-		return &Error{Kind: Truncated, Retryable: true, Err: err}
+		e := &Error{Kind: Truncated, Retryable: true, Err: err}
+		if info.done {
+			// Not a connection cut short: this server ends its answers
+			// without saying why, and every attempt will do the same.
+			e.Message = "the server sent [DONE] without a finish_reason in any chunk"
+		}
+		return e
 	}
 	if !info.sent {
 		// go-openai refused the request before sending it (parameters the

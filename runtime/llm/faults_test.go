@@ -262,6 +262,26 @@ func TestTruncatedExhausted(t *testing.T) {
 	if got := log.String(); got != "never finished|RESET|never finished" {
 		t.Errorf("deltas = %q", got)
 	}
+	if strings.Contains(e.Error(), "[DONE]") {
+		t.Errorf("a stream cut off blames the server's [DONE]: %q", e.Error())
+	}
+}
+
+// A server that ends every answer with [DONE] but never says why it
+// finished is named for what it does, so that a person can tell it from a
+// connection that breaks.
+func TestDoneWithoutFinishReasonSaysSo(t *testing.T) {
+	fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		s := startSSE(w)
+		s.data(contentChunk("a whole answer"))
+		s.done()
+	})
+	c, _ := newTestClient(fs, func(c *Config) { c.MaxRetries = 1 })
+	_, err := c.Stream(context.Background(), userRequest("x"), nil)
+	e := asError(t, err)
+	if e.Kind != Truncated || !strings.Contains(e.Error(), "the server sent [DONE] without a finish_reason in any chunk") {
+		t.Errorf("error = %q", e.Error())
+	}
 }
 
 // No Reset when the failed attempt showed nothing.

@@ -132,6 +132,7 @@ var copyBufPool = sync.Pool{New: func() any {
 // that with the attempt's prepared body.
 type respInfo struct {
 	sent   bool // the request reached the HTTP client
+	done   bool // the stream's "data: [DONE]" arrived
 	status int  // non-2xx status, 0 when the response was a success
 	header http.Header
 	body   []byte
@@ -178,7 +179,11 @@ func (d *doer) Do(req *http.Request) (*http.Response, error) {
 		if isJSON(resp.Header.Get("Content-Type")) {
 			resp.Body = wholeAnswerAsEvent(resp.Body)
 		}
-		resp.Body = newSSEFilter(resp.Body)
+		f := newSSEFilter(resp.Body)
+		if info != nil {
+			f.done = &info.done
+		}
+		resp.Body = f
 		return resp, nil
 	}
 	// Read the error body here, bounded, and close the real body: go-openai
@@ -280,6 +285,7 @@ type sseFilter struct {
 	midLine  bool   // pending part is the middle of a long line
 	dropping bool   // the rest of the current long line is dropped
 	err      error
+	done     *bool // set when "data: [DONE]" goes by; may be nil
 }
 
 func newSSEFilter(body io.ReadCloser) *sseFilter {
@@ -337,6 +343,9 @@ func (f *sseFilter) filterLine(line []byte) []byte {
 	}
 	if rest, ok := bytes.CutPrefix(s, []byte("data:")); ok {
 		rest = trimLeftSpace(rest)
+		if f.done != nil && bytes.Equal(bytes.TrimSpace(rest), []byte("[DONE]")) {
+			*f.done = true
+		}
 		if bytes.HasPrefix(rest, []byte(`{"error":`)) {
 			f.scratch = append(append(f.scratch[:0], "data: { "...), rest[1:]...)
 			return f.scratch
