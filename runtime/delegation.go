@@ -133,7 +133,7 @@ func (h *host) Delegate(ctx context.Context, c *agents.Call, req agents.Delegate
 	if max := cfg.Coordination.MaxDelegationDepth; depth > max {
 		return nil, agents.Errorf("delegation refused: this would be a delegation at depth %d, but max_delegation_depth is %d; do this work yourself, or spawn sub-agents with sessions_spawn", depth, max)
 	}
-	if max := cfg.Limits.MaxSpawnDepth; max > 0 && s.depth+1 > max {
+	if max := cfg.Limits.MaxSpawnDepth; s.depth+1 > max {
 		return nil, agents.Errorf("delegation refused: the sub-orchestrator would be at depth %d but max_spawn_depth is %d", s.depth+1, max)
 	}
 	cc, err := parseCustomConfig(req.CustomConfig)

@@ -163,7 +163,7 @@ func (h *host) Spawn(ctx context.Context, c *agents.Call, req agents.SpawnReques
 	if !ok {
 		return nil, agents.Errorf("unknown agent %q; choose one of the roster: %s", agentName, strings.Join(roster.Names(), ", "))
 	}
-	if max := cfg.Limits.MaxSpawnDepth; max > 0 && s.depth+1 > max {
+	if max := cfg.Limits.MaxSpawnDepth; s.depth+1 > max {
 		return nil, agents.Errorf("spawn refused: a child would be at depth %d but max_spawn_depth is %d; do this work yourself", s.depth+1, max)
 	}
 	var given coordination.Context

@@ -114,6 +114,37 @@ func TestSpawnLimits(t *testing.T) {
 	}
 }
 
+// max_spawn_depth 0 is documented as "the orchestrator works alone": a
+// spawn or a delegation from the root must be refused, not let through as
+// if 0 meant no limit.
+func TestMaxSpawnDepthZeroLeavesTheOrchestratorAlone(t *testing.T) {
+	policy := scripted.PolicyFunc(func(req *scripted.Request) scripted.Reply {
+		switch turnsOf(req) {
+		case 0:
+			return limDo(scripted.Call{Name: "sessions_spawn", Args: limArgs{"task": "sub work"}})
+		case 1:
+			return limDo(scripted.Call{Name: "delegate_task", Args: limArgs{"description": "delegated work"}})
+		default:
+			return limSay("done alone")
+		}
+	})
+	e := testEngine(t, nil, policy, func(c *config.Config) { c.Limits.MaxSpawnDepth = 0 })
+	if _, code := headless(t, e, "alone", nil); code != ExitOK {
+		t.Fatalf("exit %d", code)
+	}
+	x := exportLatest(t, e)
+	if len(x.Sessions) != 1 {
+		t.Fatalf("%d sessions with max_spawn_depth 0, want only the orchestrator", len(x.Sessions))
+	}
+	root := &x.Sessions[0]
+	if res := toolResults(root, "sessions_spawn"); len(res) != 1 || !strings.Contains(res[0], "max_spawn_depth is 0") {
+		t.Errorf("the spawn was not refused: %v", res)
+	}
+	if res := toolResults(root, "delegate_task"); len(res) != 1 || !strings.Contains(res[0], "max_spawn_depth is 0") {
+		t.Errorf("the delegation was not refused: %v", res)
+	}
+}
+
 func TestTokenBudgetStopsTheRunAndSaysWhy(t *testing.T) {
 	var calls atomic.Int64
 	policy := scripted.PolicyFunc(func(req *scripted.Request) scripted.Reply {
