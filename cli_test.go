@@ -110,6 +110,7 @@ func TestCLIRefusesMistakes(t *testing.T) {
 		{[]string{"bench", "--runs", "3"}, 2, "--runs applies to bench --startup only", ""},
 		{[]string{"mock-llm", "--latency", "-1s"}, 2, "a latency cannot be negative", ""},
 		{[]string{"mock-llm", "--scripted-latency", "5s"}, 2, "takes its delay from --latency", ""},
+		{[]string{"mock-llm", "--stream-speed", "-5"}, 2, "--stream-speed -5 is negative", ""},
 		// Paths in the configuration that do not work say which key to check.
 		{[]string{"run", "--headless", "--config", badPrompts, "--db", fresh, "a goal"}, 2, "swarmdeck: prompts: read prompts directory: open " + badLog + ": not a directory (check prompts_dir", ""},
 		{[]string{"run", "--headless", "--config", badScenario, "--db", fresh, "a goal"}, 2, "swarmdeck: the scripted provider's scenario file: open " + filepath.Join(dir, "none.yaml") + ": no such file or directory (check scenario", ""},

@@ -695,6 +695,9 @@ func mockCmd(cf *commonFlags, stdout, stderr io.Writer) *cobra.Command {
 			if latency < 0 {
 				return usageErr(fmt.Errorf("--latency %s: a latency cannot be negative", latency))
 			}
+			if speed < 0 {
+				return usageErr(fmt.Errorf("--stream-speed %d is negative; use 0 to send each reply at once", speed))
+			}
 			if cmd.Flags().Changed("scripted-latency") {
 				return usageErr(errors.New("mock-llm takes its delay from --latency, not --scripted-latency"))
 			}
