@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -420,17 +421,30 @@ func trimTitle(s string, n int) string {
 // checkWritable refuses a database file the engine could open but never
 // write: SQLite opens a read-only file without complaint and fails only at
 // the first write, with a message that names neither the file nor the fix.
-// Opening it for writing changes nothing.
+// Opening it for writing changes nothing. The same holds for the directory
+// it is in, where SQLite makes the database and its write-ahead log: a
+// file is made there and removed again to find out.
 func checkWritable(path string) error {
 	f, err := os.OpenFile(path, os.O_WRONLY, 0)
 	switch {
 	case err == nil:
-		return f.Close()
+		f.Close()
 	case errors.Is(err, fs.ErrNotExist):
-		return nil // created by the store
+		// created by the store
 	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EROFS):
 		return fmt.Errorf("the database %s is read-only: swarmdeck stores every run there; make it writable or give another --db", path)
 	default:
 		return fmt.Errorf("open the database %s: %w", path, err)
+	}
+	dir := filepath.Dir(path)
+	probe, err := os.CreateTemp(dir, ".swarmdeck-probe-*")
+	switch {
+	case err == nil:
+		probe.Close()
+		return os.Remove(probe.Name())
+	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EROFS):
+		return fmt.Errorf("the directory %s of the database %s is read-only: swarmdeck writes the database and its -wal and -shm files there; make it writable or give another --db", dir, path)
+	default:
+		return nil // a directory still to be made, by the store, which reports why it cannot
 	}
 }
