@@ -110,6 +110,43 @@ func TestControlInputEndedMeansNobodyAnswers(t *testing.T) {
 	}
 }
 
+// An answer to a question id the run never had says so, instead of
+// claiming that the question was answered, skipped or timed out.
+func TestControlAnswerToAnUnknownQuestion(t *testing.T) {
+	policy := scripted.PolicyFunc(func(req *scripted.Request) scripted.Reply {
+		if role, _ := recRole(req); role == "orchestrator" && recTurn(req) == 0 {
+			return scripted.Reply{ToolCalls: []scripted.Call{{Name: "ask_others", Args: map[string]any{"question": "Ship on Friday?", "timeout": 600}}}}
+		}
+		return scripted.Reply{Content: "decided"}
+	})
+	hs := recServer(t, policy)
+	e := recEngine(t, t.TempDir(), hs.URL+"/v1", nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var out bytes.Buffer
+	control := strings.NewReader(`{"op":"answer","question_id":"q-nope","text":"yes"}` + "\n" + `{"op":"skip","question_id":"q-nope"}` + "\n")
+	code, err := e.Headless(ctx, HeadlessOptions{JSON: true, Out: &out, Control: control},
+		func(ctx context.Context) (*Run, error) { return e.Start(ctx, "decide the launch day") })
+	if err != nil || code != ExitOK {
+		t.Fatalf("exit %d: %v", code, err)
+	}
+	var errs []string
+	for _, line := range strings.Split(out.String(), "\n") {
+		var ev event.Event
+		if json.Unmarshal([]byte(line), &ev) == nil && ev.Type == event.Error {
+			errs = append(errs, ev.Error)
+		}
+	}
+	if len(errs) != 2 {
+		t.Fatalf("error events: %q", errs)
+	}
+	for _, msg := range errs {
+		if !strings.Contains(msg, `no question "q-nope" in run`) {
+			t.Errorf("error event %q does not say that the run has no such question", msg)
+		}
+	}
+}
+
 // A headless run's progress says how each question ended, and each
 // session's end once.
 func TestProgressLines(t *testing.T) {

@@ -588,7 +588,11 @@ func (r *Run) answerHuman(ctx context.Context, id, text string, skip bool) error
 	b.mu.Lock()
 	q := b.open[id]
 	if q == nil {
+		known := b.ids[id]
 		b.mu.Unlock()
+		if !known {
+			return fmt.Errorf("no question %q in run %s", id, r.id)
+		}
 		return fmt.Errorf("question %s is not open (it was answered, skipped or timed out)", id)
 	}
 	if !q.humanWait || q.humanState != "" {
