@@ -221,42 +221,43 @@ func (s *Store) migrate(ctx context.Context) error {
 	if version > latest {
 		return fmt.Errorf("the database has schema version %d but this swarmdeck knows only up to %d: use a newer swarmdeck or another --db", version, latest)
 	}
+	if version == latest {
+		return nil
+	}
+	// Every pending migration goes in one transaction: a new database
+	// takes them all, and each commit of its own cost start-up a
+	// millisecond or so.
+	if _, err := s.conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	rollback := func(err error) error {
+		s.conn.ExecContext(ctx, "ROLLBACK")
+		return err
+	}
+	// Another process may have migrated the database since it was read
+	// above (two started at once on a new database): what counts is the
+	// version under the write lock.
+	if err := s.conn.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+		return rollback(fmt.Errorf("read schema version: %w", err))
+	}
 	for _, m := range all {
 		if m.version <= version {
 			continue
 		}
 		body, err := migrations.ReadFile("migrations/" + m.name)
 		if err != nil {
-			return err
-		}
-		if _, err := s.conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-			return fmt.Errorf("migration %s: %w", m.name, err)
-		}
-		// Another process may have migrated the database since it was
-		// read above (two started at once on a new database): what counts
-		// is the version under the write lock.
-		var now int
-		if err := s.conn.QueryRowContext(ctx, "PRAGMA user_version").Scan(&now); err != nil {
-			s.conn.ExecContext(ctx, "ROLLBACK")
-			return fmt.Errorf("read schema version: %w", err)
-		}
-		if now >= m.version {
-			if _, err := s.conn.ExecContext(ctx, "COMMIT"); err != nil {
-				return fmt.Errorf("migration %s: %w", m.name, err)
-			}
-			continue
+			return rollback(err)
 		}
 		if _, err := s.conn.ExecContext(ctx, string(body)); err != nil {
-			s.conn.ExecContext(ctx, "ROLLBACK")
-			return fmt.Errorf("migration %s: %w", m.name, err)
+			return rollback(fmt.Errorf("migration %s: %w", m.name, err))
 		}
-		if _, err := s.conn.ExecContext(ctx, "PRAGMA user_version = "+strconv.Itoa(m.version)); err != nil {
-			s.conn.ExecContext(ctx, "ROLLBACK")
-			return fmt.Errorf("migration %s: %w", m.name, err)
-		}
-		if _, err := s.conn.ExecContext(ctx, "COMMIT"); err != nil {
-			return fmt.Errorf("migration %s: %w", m.name, err)
-		}
+		version = m.version
+	}
+	if _, err := s.conn.ExecContext(ctx, "PRAGMA user_version = "+strconv.Itoa(version)); err != nil {
+		return rollback(fmt.Errorf("migrate: %w", err))
+	}
+	if _, err := s.conn.ExecContext(ctx, "COMMIT"); err != nil {
+		return fmt.Errorf("migrate: %w", err)
 	}
 	return nil
 }
