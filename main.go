@@ -984,7 +984,7 @@ func dashboard(ctx context.Context, cf *commonFlags, goal, runID string, readOnl
 	eng.AttachHuman(true)
 	opts := tui.Options{Keys: cfg.UI.Keys, Theme: cfg.UI.Theme, Notices: notices,
 		ResumeCommand: func(id string) string { return cf.resumeCommand(id, false) },
-		Model:         eng.ProviderLabel() + " · " + eng.Model(), Scripted: eng.Scripted() != nil}
+		Provider:      eng.ProviderLabel(), Model: eng.Model(), Scripted: eng.Scripted() != nil}
 	var run *runtime.Run
 	switch {
 	case readOnly:

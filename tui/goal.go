@@ -36,8 +36,8 @@ func (m *model) renderGoal() string {
 	switch {
 	case m.opts.Scripted:
 		body = append(body, fit(s.markWarn.Render(" SCRIPTED MODEL ")+s.dim.Render(" the built-in demo model, offline"), w-2), "")
-	case m.opts.Model != "":
-		body = append(body, fit(s.dim.Render("model: "+m.opts.Model), w-2), "")
+	case m.opts.Provider != "" || m.opts.Model != "":
+		body = append(body, fit(s.dim.Render("model: "+providerModel(m.opts.Provider, m.opts.Model)), w-2), "")
 	}
 	switch {
 	case m.goal.starting:

@@ -103,8 +103,8 @@ func TestGoldenHelp(t *testing.T) {
 // The goal prompt says what will answer the run before it starts.
 func TestGoldenGoalPrompt(t *testing.T) {
 	for name, opts := range map[string]Options{
-		"scripted": {Theme: "dark", Model: "scripted · swarmdeck-demo", Scripted: true},
-		"provider": {Theme: "dark", Model: "ollama (localhost:11434) · qwen3:8b"},
+		"scripted": {Theme: "dark", Provider: "scripted", Model: "swarmdeck-demo", Scripted: true},
+		"provider": {Theme: "dark", Provider: "ollama (localhost:11434)", Model: "qwen3:8b"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			m := New(opts)

@@ -29,12 +29,12 @@ type Options struct {
 	// ResumeCommand is the command line that continues a run, for the quit
 	// dialog; nil gives "swarmdeck resume RUN_ID".
 	ResumeCommand func(runID string) string
-	// Model says what will answer the run started at the goal prompt
-	// ("openai (api.openai.com) · gpt-4o-mini"), and Scripted that it is
+	// Provider and Model say what will answer the run started at the goal
+	// prompt, written as the header writes them, and Scripted that it is
 	// the built-in scripted model; the prompt shows it before anything
 	// starts.
-	Model    string
-	Scripted bool
+	Provider, Model string
+	Scripted        bool
 	// Notices are lines for the status line from outside the run, such as
 	// a configuration file reloaded or refused; nil: none.
 	Notices <-chan Notice
