@@ -297,6 +297,13 @@ func (a *accumulator) response(req *Request) *Response {
 		resp.Usage = estimateUsage(req, resp)
 		resp.UsageEstimated = true
 	}
+	// After the estimate: reasoning and tagged calls were output tokens.
+	resp.Content = stripThinking(resp.Content)
+	if len(resp.ToolCalls) == 0 && (req.ToolSet.Len() > 0 || len(req.Tools) > 0) {
+		if rest, calls, ok := textToolCalls(resp.Content); ok {
+			resp.Content, resp.ToolCalls = rest, calls
+		}
+	}
 	return resp
 }
 

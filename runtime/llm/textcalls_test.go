@@ -1,0 +1,162 @@
+package llm
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+func TestStripThinking(t *testing.T) {
+	for _, tc := range []struct{ name, in, want string }{
+		{"no block", "The answer is 4.", "The answer is 4."},
+		{"block first", "<think>\nadd 2 and 2\n</think>\n\nThe answer is 4.", "The answer is 4."},
+		{"space before the block", "  \n<think>hmm</think>4", "4"},
+		{"opening tag in the prompt", "add 2 and 2, carefully\n</think>\n\nThe answer is 4.", "The answer is 4."},
+		{"never closed", "<think>still adding when the limit came", ""},
+		{"only reasoning", "<think>nothing to say</think>\n", ""},
+		{"tag quoted inside the answer", "Models write <think> and </think> around reasoning.", "Models write <think> and </think> around reasoning."},
+		{"a second block is the answer's", "<think>a</think>Use <think>b</think> tags.", "Use <think>b</think> tags."},
+		{"empty", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := stripThinking(tc.in); got != tc.want {
+				t.Errorf("stripThinking(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestTextToolCalls(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		in    string
+		ok    bool
+		rest  string
+		calls []string // name + " " + arguments
+	}{
+		{name: "one call", ok: true,
+			in:    "<tool_call>\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"a.go\"}}\n</tool_call>",
+			calls: []string{`read_file {"path":"a.go"}`}},
+		{name: "text around two calls", ok: true, rest: "Reading both.\n\nThen I compare.",
+			in: "Reading both.\n<tool_call>{\"name\":\"read_file\",\"arguments\":{\"path\":\"a.go\"}}</tool_call>\n" +
+				"<tool_call>{\"name\":\"read_file\",\"arguments\":{\"path\":\"b.go\"}}</tool_call>\nThen I compare.",
+			calls: []string{`read_file {"path":"a.go"}`, `read_file {"path":"b.go"}`}},
+		{name: "last tag unclosed", ok: true,
+			in:    "<tool_call>\n{\"name\": \"task_broadcast\", \"arguments\": {\"message\": \"found it\"}}\n",
+			calls: []string{`task_broadcast {"message":"found it"}`}},
+		{name: "arguments as a string", ok: true,
+			in:    `<tool_call>{"name": "list_files", "arguments": "{\"path\": \"docs\"}"}</tool_call>`,
+			calls: []string{`list_files {"path": "docs"}`}},
+		{name: "parameters instead of arguments", ok: true,
+			in:    `<tool_call>{"name": "list_files", "parameters": {"path": "."}}</tool_call>`,
+			calls: []string{`list_files {"path":"."}`}},
+		{name: "no arguments", ok: true,
+			in:    `<tool_call>{"name": "plan_show"}</tool_call>`,
+			calls: []string{`plan_show {}`}},
+		{name: "no tag", in: "The answer is 4.", rest: "The answer is 4."},
+		{name: "prose about the tag", in: "Wrap a call in <tool_call> tags.", rest: "Wrap a call in <tool_call> tags."},
+		{name: "one bad call spoils all", in: `<tool_call>{"name":"a","arguments":{}}</tool_call><tool_call>{"name":</tool_call>`,
+			rest: `<tool_call>{"name":"a","arguments":{}}</tool_call><tool_call>{"name":</tool_call>`},
+		{name: "no name", in: `<tool_call>{"arguments":{}}</tool_call>`, rest: `<tool_call>{"arguments":{}}</tool_call>`},
+		{name: "arguments not JSON", in: `<tool_call>{"name":"a","arguments":"{\"x\""}</tool_call>`,
+			ok: true, calls: []string{`a {"x"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rest, calls, ok := textToolCalls(tc.in)
+			if ok != tc.ok {
+				t.Fatalf("ok = %v, want %v", ok, tc.ok)
+			}
+			if !ok {
+				if rest != tc.in || calls != nil {
+					t.Fatalf("a refusal changed the content: rest %q, calls %v", rest, calls)
+				}
+				return
+			}
+			if rest != tc.rest {
+				t.Errorf("rest = %q, want %q", rest, tc.rest)
+			}
+			var got []string
+			for _, c := range calls {
+				if !strings.HasPrefix(c.ID, "call_") {
+					t.Errorf("call id %q", c.ID)
+				}
+				got = append(got, c.Name+" "+c.Arguments)
+			}
+			if strings.Join(got, "\n") != strings.Join(tc.calls, "\n") {
+				t.Errorf("calls:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.calls, "\n"))
+			}
+		})
+	}
+}
+
+// A reasoning model served without a reasoning parser streams its
+// thinking into the content, then calls a tool the Hermes way, in tags,
+// on a server without a tool parser. The thinking is shown live but is
+// not the answer, and the tagged call is a call.
+func TestThinkingAndTaggedCallsFromALocalServer(t *testing.T) {
+	fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		s := startSSE(w)
+		s.data(contentChunk("<think>\nThe user wants"))
+		s.data(contentChunk(" a file read.\n</think>\n\n"))
+		s.data(contentChunk("<tool_call>\n{\"name\": \"read_file\", "))
+		s.data(contentChunk("\"arguments\": {\"path\": \"main.go\"}}\n</tool_call>"))
+		s.data(finishChunk("stop"))
+		s.done()
+	})
+	c, _ := newTestClient(fs)
+	req := userRequest("read main.go")
+	req.Tools = []Tool{{Name: "read_file", Parameters: json.RawMessage(`{"type":"object"}`)}}
+	var deltas strings.Builder
+	resp := mustStream(t, c, req, func(d Delta) { deltas.WriteString(d.Content) })
+	if resp.Content != "" {
+		t.Errorf("content = %q, want none", resp.Content)
+	}
+	if len(resp.ToolCalls) != 1 || resp.ToolCalls[0].Name != "read_file" || resp.ToolCalls[0].Arguments != `{"path":"main.go"}` {
+		t.Fatalf("tool calls = %+v", resp.ToolCalls)
+	}
+	if !strings.Contains(deltas.String(), "The user wants a file read.") {
+		t.Errorf("the thinking was not shown live: %q", deltas.String())
+	}
+	if resp.Usage.CompletionTokens < 20 {
+		t.Errorf("usage %+v leaves out the reasoning and the tags", resp.Usage)
+	}
+
+	// Without tools offered, the same text is an answer: tags are the
+	// model's words, not calls nobody asked for.
+	req.Tools = nil
+	resp = mustStream(t, c, req, nil)
+	if len(resp.ToolCalls) != 0 || !strings.HasPrefix(resp.Content, "<tool_call>") {
+		t.Errorf("without tools: calls %+v, content %q", resp.ToolCalls, resp.Content)
+	}
+}
+
+// FuzzTextToolCalls: any content either is left exactly as it was or
+// yields calls with a name and arguments, and a rest that was in it.
+func FuzzTextToolCalls(f *testing.F) {
+	f.Add("<tool_call>{\"name\":\"a\",\"arguments\":{\"x\":1}}</tool_call>")
+	f.Add("x<tool_call>{\"name\":\"a\"}")
+	f.Add("<tool_call></tool_call>")
+	f.Add("<think>a</think>b<tool_call>{\"name\":\"b\",\"arguments\":\"{}\"}</tool_call>c")
+	f.Fuzz(func(t *testing.T, s string) {
+		_ = stripThinking(s)
+		rest, calls, ok := textToolCalls(s)
+		if !ok {
+			if rest != s || calls != nil {
+				t.Fatalf("refused but changed: %q -> %q %v", s, rest, calls)
+			}
+			return
+		}
+		if len(calls) == 0 {
+			t.Fatalf("ok with no calls for %q", s)
+		}
+		for _, c := range calls {
+			if strings.TrimSpace(c.Name) == "" || c.Name != strings.TrimSpace(c.Name) || c.Arguments == "" {
+				t.Fatalf("call %+v from %q", c, s)
+			}
+		}
+		if strings.Contains(rest, toolCallOpen) {
+			t.Fatalf("rest %q still holds a tag", rest)
+		}
+	})
+}
