@@ -21,6 +21,7 @@ func TestGoldenScreen(t *testing.T) {
 		{"wide_160x48", 160, 48},
 		{"wide_100x30", 100, 30},
 		{"stacked_80x30", 80, 30},
+		{"stacked_80x24", 80, 24},
 		{"narrow_60x16", 60, 16},
 		{"too_small_50x12", 50, 12},
 	} {

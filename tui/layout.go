@@ -135,28 +135,78 @@ func computeLayout(w, h int, c chrome) screenLayout {
 		l.transcript = rect{0, bodyTop, w, body}
 		return l
 	}
-	// Stacked, in order of importance; every pane keeps its border and at
-	// least one row.
-	shares := []int{35, 30, 20, 15}
+	heights := stackedHeights(body)
 	areas := []*rect{&l.sessions, &l.broadcasts, &l.plans, &l.delegations}
-	used := 0
-	for i, a := range areas {
-		rows := body * shares[i] / 100
-		if i == len(areas)-1 {
-			rows = body - used
-		}
-		rows = max(rows, 3)
-		if left := body - used - rows; left > 0 && left < 3 {
-			rows += left // too few for another pane's border and a row
-		}
-		if used+rows > body {
-			rows = body - used
-		}
-		if rows < 3 {
-			break // no room for a pane with its border and a row
-		}
-		*a = rect{0, bodyTop + used, w, rows}
-		used += rows
+	y = bodyTop
+	for i, rows := range heights {
+		*areas[i] = rect{0, y, w, rows}
+		y += rows
 	}
 	return l
+}
+
+// The stacked panes, in order of importance: their shares of the body, and
+// the fewest rows each is given when the body has room for all four. The
+// least is a border and enough to use: a few sessions of the tree, one whole
+// broadcast (its header and a line of text), a plan's summary and two tasks,
+// two delegations.
+var (
+	stackedShares  = [...]int{35, 30, 20, 15}
+	stackedMinRows = [...]int{5, 4, 5, 4}
+)
+
+// stackedTightRows is the fewest rows of a stacked pane on a short screen:
+// its border and two rows. Below that a pane says too little to be worth
+// its border, so the least important panes give way instead.
+const stackedTightRows = 4
+
+// stackedHeights splits body rows among the stacked panes, most important
+// first. Each gets its share of the body, then a pane under its minimum
+// takes rows from the tallest one above its own. The heights add up to body
+// exactly; panes left without room are not in the list.
+func stackedHeights(body int) []int {
+	mins := stackedMinRows[:]
+	if sum(mins) > body {
+		mins = []int{stackedTightRows, stackedTightRows, stackedTightRows, stackedTightRows}
+	}
+	n := len(mins)
+	for n > 1 && sum(mins[:n]) > body {
+		n--
+	}
+	mins = mins[:n]
+	total := sum(stackedShares[:n])
+	rows := make([]int, n)
+	used := 0
+	for i := range rows {
+		rows[i] = body * stackedShares[i] / total
+		used += rows[i]
+	}
+	rows[n-1] += body - used // what rounding left
+	if sum(mins) > body {
+		return rows // one pane, however short
+	}
+	for i := range rows {
+		for rows[i] < mins[i] {
+			// The giver is the tallest pane with a row above its minimum
+			// (the less important one of equals); one exists, since the
+			// minimums fit in the body.
+			giver, most := -1, 0
+			for j := range rows {
+				if spare := rows[j] - mins[j]; spare > 0 && rows[j] >= most {
+					giver, most = j, rows[j]
+				}
+			}
+			rows[giver]--
+			rows[i]++
+		}
+	}
+	return rows
+}
+
+func sum(xs []int) int {
+	n := 0
+	for _, x := range xs {
+		n += x
+	}
+	return n
 }

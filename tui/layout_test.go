@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"fmt"
 	"testing"
 )
 
@@ -77,4 +78,104 @@ func TestLayoutSheetKeepsPanesVisible(t *testing.T) {
 	if l.sheet.h == 0 || l.sessions.h+l.plans.h < minBody {
 		t.Fatalf("a tall sheet should be clipped to keep %d rows of panes: sheet %d, panes %d", minBody, l.sheet.h, l.sessions.h+l.plans.h)
 	}
+}
+
+// On small terminals every stacked pane keeps enough rows to use; the shares
+// only divide what is left. Heights add up to the screen in every case.
+func TestLayoutPaneHeights(t *testing.T) {
+	for _, tc := range []struct {
+		w, h int
+		c    chrome
+		// want is each pane's content rows (its height less the border) at
+		// least, in the order Sessions, Broadcasts, Plans, Delegations; 0
+		// where the pane is not shown.
+		want [4]int
+	}{
+		{80, 24, chrome{footerRows: 1}, [4]int{3, 2, 3, 2}},
+		{80, 24, chrome{banner: true, footerRows: 1}, [4]int{3, 2, 3, 2}},
+		{80, 24, chrome{banner: true, statusRows: 1, footerRows: 1}, [4]int{2, 2, 2, 2}},
+		{80, 30, chrome{banner: true, footerRows: 1}, [4]int{3, 2, 3, 2}},
+		{60, 16, chrome{banner: true, footerRows: 1}, [4]int{2, 2, 2, 0}},
+		{100, 30, chrome{banner: true, footerRows: 1}, [4]int{3, 3, 3, 3}},
+		{160, 48, chrome{banner: true, statusRows: 3, footerRows: 1}, [4]int{3, 3, 3, 3}},
+		{40, 12, chrome{footerRows: 1}, [4]int{}},
+		{20, 8, chrome{banner: true, footerRows: 1}, [4]int{}},
+	} {
+		l := computeLayout(tc.w, tc.h, tc.c)
+		panes := [4]rect{l.sessions, l.broadcasts, l.plans, l.delegations}
+		for _, a := range append(panes[:], l.header, l.banner, l.transcript, l.sheet, l.status, l.footer) {
+			if a.x < 0 || a.y < 0 || a.w < 0 || a.h < 0 {
+				t.Fatalf("%dx%d %+v: negative area %+v", tc.w, tc.h, tc.c, a)
+			}
+		}
+		if tc.w < minWidth || tc.h < minHeight {
+			if l.kind != layoutTooSmall || l.header.h+l.sessions.h+l.footer.h != 0 {
+				t.Fatalf("%dx%d: want only the too-small notice, got %+v", tc.w, tc.h, l)
+			}
+			continue
+		}
+		chromeRows := l.header.h + l.banner.h + l.sheet.h + l.status.h + l.footer.h
+		columns := [][]rect{{l.sessions, l.broadcasts, l.plans, l.delegations}}
+		if l.kind == layoutWide {
+			columns = [][]rect{{l.sessions, l.plans}, {l.broadcasts, l.delegations}}
+		}
+		for _, col := range columns {
+			rows := chromeRows
+			for _, a := range col {
+				rows += a.h
+			}
+			if rows != tc.h {
+				t.Errorf("%dx%d %+v: rows add up to %d, want %d: %+v", tc.w, tc.h, tc.c, rows, tc.h, l)
+			}
+		}
+		for i, a := range panes {
+			content := max(a.h-2, 0)
+			if tc.want[i] == 0 && a.h != 0 {
+				t.Errorf("%dx%d %+v: pane %d shown with %d rows, want none", tc.w, tc.h, tc.c, i, a.h)
+			}
+			if content < tc.want[i] {
+				t.Errorf("%dx%d %+v: pane %d has %d content rows, want at least %d", tc.w, tc.h, tc.c, i, content, tc.want[i])
+			}
+		}
+	}
+}
+
+// Over every body the stacked panes can get: they add up to it, the shown
+// ones are the most important, and each keeps its minimum where the body
+// has room for all of them (two rows of content otherwise).
+func TestStackedHeights(t *testing.T) {
+	for body := 1; body <= 60; body++ {
+		rows := stackedHeights(body)
+		if len(rows) == 0 || sum(rows) != body {
+			t.Fatalf("body %d: heights %v do not add up", body, rows)
+		}
+		for i, r := range rows {
+			least := stackedTightRows
+			if body >= sum(stackedMinRows[:]) {
+				least = stackedMinRows[i]
+			}
+			if r < least && len(rows) > 1 {
+				t.Fatalf("body %d: heights %v, pane %d under %d rows", body, rows, i, least)
+			}
+		}
+		if body >= sum(stackedMinRows[:]) && len(rows) != len(stackedMinRows) {
+			t.Fatalf("body %d: only %d panes shown, room for all", body, len(rows))
+		}
+	}
+	// Where the shares already give every pane its minimum, they decide.
+	if got := stackedHeights(40); fmt.Sprint(got) != "[14 12 8 6]" {
+		t.Fatalf("body 40: heights %v, want the plain shares [14 12 8 6]", got)
+	}
+}
+
+// At 80x24 with a question waiting, the stacked panes below the tree still
+// show something to read: a whole broadcast, the plan's summary and two of
+// its tasks, two delegations.
+func TestStackedPanesUsableAt80x24(t *testing.T) {
+	m, _ := demoModel(t, 80, 24)
+	mustContain(t, m,
+		"Handler needs the storage decision", // the latest broadcast's text
+		"✓ 1  Draft the plan", "✓ 2  Research storage engines",
+		"⠋ running   dl-1", "✗ failed    dl-2",
+	)
 }
