@@ -354,10 +354,15 @@ func (p *transcriptPane) sync(s *styles) {
 	}
 }
 
-func (p *transcriptPane) title(st *runState) string {
+// title names the session and says what is outside the pane: a reply
+// streaming below (streamBelow) and older messages above.
+func (p *transcriptPane) title(st *runState, streamBelow bool) string {
 	t := "Transcript · " + st.sessionName(p.sessionID) + " · " + p.sessionID
 	if n := st.sessions[p.sessionID]; n != nil {
 		t += " · " + st.shownStatus(&n.info)
+	}
+	if streamBelow {
+		t += " · ↓ streaming"
 	}
 	switch {
 	case p.loading:
@@ -382,8 +387,6 @@ func (p *transcriptPane) Render(c *renderCtx) []string {
 	case len(p.msgs) == 0 && p.stream == "":
 		body = append(body, s.dim.Render("no messages yet"))
 	}
-	stream := p.streamLines(s, max(rows/2, 2))
-	avail := max(rows-len(body)-len(stream), 0)
 	sel := p.sel()
 
 	gutter := func(i int, lines []string) []string {
@@ -401,8 +404,13 @@ func (p *transcriptPane) Render(c *renderCtx) []string {
 		}
 		return out
 	}
-	var shown []string
+	var shown, stream []string
+	streamBelow := false
 	if p.follow {
+		// The live reply goes under the newest message, and the messages
+		// above it give way.
+		stream = p.streamLines(s, max(rows/2, 2))
+		avail := max(rows-len(body)-len(stream), 0)
 		// Bottom-aligned: walk back from the newest message.
 		var blocks [][]string
 		h := 0
@@ -418,17 +426,27 @@ func (p *transcriptPane) Render(c *renderCtx) []string {
 			shown = shown[len(shown)-avail:]
 		}
 	} else {
-		for i := p.top; i < len(p.msgs) && len(shown) < avail; i++ {
-			shown = append(shown, gutter(i, p.block(s, &p.msgs[i]))...)
+		// Scrolled up, the view hangs from its top message and stays put
+		// while the reply streams. The reply comes after the newest message, so it shows
+		// only in rows left free below it; otherwise the title says so.
+		avail := max(rows-len(body), 0)
+		end := p.top
+		for ; end < len(p.msgs) && len(shown) < avail; end++ {
+			shown = append(shown, gutter(end, p.block(s, &p.msgs[end]))...)
 		}
 		if len(shown) > avail {
 			shown = shown[:avail]
 		}
+		if free := avail - len(shown); end == len(p.msgs) && free > 0 {
+			stream = p.streamLines(s, free)
+			stream = stream[:min(len(stream), free)]
+		}
+		streamBelow = len(stream) == 0 && (p.stream != "" || p.streamTool != "")
 	}
 	body = append(body, shown...)
 	body = append(body, stream...)
 	for i, l := range body {
 		body[i] = ansi.Truncate(l, p.w-2, "…")
 	}
-	return s.box(p.title(c.st), body, p.w, p.h, c.focused)
+	return s.box(p.title(c.st, streamBelow), body, p.w, p.h, c.focused)
 }

@@ -193,6 +193,53 @@ func TestTranscriptLiveMessagesAndDeltas(t *testing.T) {
 	mustNotContain(t, m, "streaming…")
 }
 
+// A person reading back keeps what they read while a reply streams: the
+// reply belongs after the newest message, out of view, and the title says
+// it is arriving. Back at the bottom it is followed as before.
+func TestTranscriptScrolledUpStaysPutWhileStreaming(t *testing.T) {
+	m, ctl := demoModel(t, 80, 24)
+	ctl.SetTranscript("s-res1", tuitest.DemoTranscript())
+	m, _ = press(t, m, "down", "down", "enter", "up", "up", "up")
+	before := strings.Split(plainView(m), "\n")
+
+	m = apply(m, deltaEvent("s-res1", "Confirmed: SQLite in WAL mode, ", false), deltaEvent("s-res1", "one writer at a time.", false))
+	after := strings.Split(plainView(m), "\n")
+	const titleRow = 3 // under the header and the question banner
+	if !strings.Contains(after[titleRow], "Transcript") || !strings.Contains(after[titleRow], "↓ streaming") {
+		t.Fatalf("title row %q should say a reply streams below", after[titleRow])
+	}
+	for i := range before {
+		if i != titleRow && before[i] != after[i] {
+			t.Fatalf("row %d moved while scrolled up:\nbefore %q\nafter  %q", i, before[i], after[i])
+		}
+	}
+	mustNotContain(t, m, "streaming…", "Confirmed: SQLite")
+
+	m, _ = press(t, m, "end")
+	mustContain(t, m, "assistant streaming…", "Confirmed: SQLite in WAL mode, one writer at a time.")
+	mustNotContain(t, m, "↓ streaming")
+}
+
+// Read back with the newest message still in view, the reply shows in the
+// free rows under it, and nothing above moves.
+func TestTranscriptScrolledUpShowsStreamInFreeRows(t *testing.T) {
+	m, ctl := demoModel(t, 80, 40) // the transcript has the full width
+	ctl.SetTranscript("s-res1", tuitest.DemoTranscript())
+	m, _ = press(t, m, "down", "down", "enter", "up")
+	before := strings.Split(plainView(m), "\n")
+
+	m = apply(m, deltaEvent("s-res1", "Confirmed: SQLite", false))
+	after := strings.Split(plainView(m), "\n")
+	mustContain(t, m, "assistant streaming…", "Confirmed: SQLite", "#5 assistant")
+	mustNotContain(t, m, "↓ streaming")
+	for i := range before {
+		blank := strings.Trim(before[i], "┃ ") == ""
+		if !blank && before[i] != after[i] {
+			t.Fatalf("row %d moved while scrolled up:\nbefore %q\nafter  %q", i, before[i], after[i])
+		}
+	}
+}
+
 func TestTranscriptMessagesDuringLoadAreKept(t *testing.T) {
 	m, ctl := demoModel(t, 160, 48)
 	ctl.SetTranscript("s-res1", tuitest.DemoTranscript())
