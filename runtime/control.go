@@ -109,17 +109,17 @@ func (r *Run) ServeControl(ctx context.Context, in io.Reader) {
 	for ctx.Err() == nil {
 		line, tooLong, err := readLine(br)
 		if len(bytes.TrimSpace(line)) > 0 || tooLong {
-			var cerr error
+			var (
+				cerr error
+				cmd  Command
+			)
 			if tooLong {
 				cerr = fmt.Errorf("control line longer than %d bytes: ignored", MaxControlLine)
-			} else {
-				var cmd Command
-				if cmd, cerr = ParseCommand(line); cerr == nil {
-					cerr = cmd.Apply(ctx, r)
-				}
+			} else if cmd, cerr = ParseCommand(line); cerr == nil {
+				cerr = cmd.Apply(ctx, r)
 			}
 			if cerr != nil {
-				r.reportError("control: " + cerr.Error())
+				r.reportError(r.controlSession(cmd), "control: "+cerr.Error())
 			}
 		}
 		if err != nil {
@@ -143,10 +143,39 @@ func readLine(br *bufio.Reader) (line []byte, tooLong bool, err error) {
 	}
 }
 
-// reportError logs an error event for the run.
-func (r *Run) reportError(msg string) {
+// controlSession is the session an error of command c concerns, for its
+// error event: the session c names (a message, a cancel, a broadcast to a
+// subtree), or the asker of the open question c answers or skips; for a bad
+// line, c holds what could be read of it. Otherwise the error concerns the
+// run (a line that is no command, a session the run does not have, a
+// question that is not open, a broadcast to all), and names the root
+// session as the run's own events do. The root exists from the run's start, before any control
+// line is read, so an error event never goes without a session.
+func (r *Run) controlSession(c Command) string {
+	for _, id := range []string{c.SessionID, c.Target} {
+		if id == "" {
+			continue
+		}
+		if s := r.session(id); s != nil {
+			return s.id
+		}
+	}
+	if c.QuestionID != "" {
+		b := r.questions
+		b.mu.Lock()
+		q := b.open[c.QuestionID]
+		b.mu.Unlock()
+		if q != nil && q.asker != nil {
+			return q.asker.id
+		}
+	}
+	return r.rootID()
+}
+
+// reportError logs an error event for the run about session sessionID.
+func (r *Run) reportError(sessionID, msg string) {
 	r.e.store.Do(context.Background(), func(tx *store.Tx) error {
-		_, err := tx.Emit(event.Event{Type: event.Error, RunID: r.id, Error: msg})
+		_, err := tx.Emit(event.Event{Type: event.Error, RunID: r.id, SessionID: sessionID, Error: msg})
 		return err
 	})
 }

@@ -73,7 +73,7 @@ func (e *Engine) Resume(ctx context.Context, runID string) (*Run, error) {
 		}
 		info := r.runInfo()
 		info.Resumed = true
-		_, err := tx.Emit(event.Event{Type: event.RunStarted, RunID: r.id, Run: info})
+		_, err := tx.Emit(event.Event{Type: event.RunStarted, RunID: r.id, SessionID: r.rootID(), Run: info})
 		return err
 	})
 	if err != nil {

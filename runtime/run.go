@@ -215,7 +215,7 @@ func (e *Engine) Start(ctx context.Context, goal string) (*Run, error) {
 			if err := tx.InsertRun(&rec); err != nil {
 				return err
 			}
-			if _, err := tx.Emit(event.Event{Type: event.RunStarted, RunID: id, Run: r.runInfo()}); err != nil {
+			if _, err := tx.Emit(event.Event{Type: event.RunStarted, RunID: id, SessionID: root.id, Run: r.runInfo()}); err != nil {
 				return err
 			}
 			return r.createSessionTx(tx, root)
@@ -331,6 +331,17 @@ func (r *Run) register(s *Session) {
 	}
 }
 
+// rootID is the id of the run's root session, the orchestrator, which the
+// run's own events name as theirs; "" before it is registered.
+func (r *Run) rootID() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.root == nil {
+		return ""
+	}
+	return r.root.id
+}
+
 // session finds a session of this run.
 func (r *Run) session(id string) *Session {
 	r.mu.Lock()
@@ -414,7 +425,7 @@ func (r *Run) maybeFinishTx(tx *store.Tx) error {
 	if err := tx.UpdateRun(&rec); err != nil {
 		return err
 	}
-	if _, err := tx.Emit(event.Event{Type: event.RunFinished, RunID: r.id, Run: info}); err != nil {
+	if _, err := tx.Emit(event.Event{Type: event.RunFinished, RunID: r.id, SessionID: root.id, Run: info}); err != nil {
 		return err
 	}
 	// Close Done only once this operation is committed: the barrier below
@@ -445,7 +456,7 @@ func (r *Run) reopenTx(tx *store.Tx) error {
 	}
 	// Whoever follows the run (the dashboard's header) sees it running
 	// again; it finishes again with another run.finished.
-	_, err := tx.Emit(event.Event{Type: event.RunStarted, RunID: r.id, Run: info})
+	_, err := tx.Emit(event.Event{Type: event.RunStarted, RunID: r.id, SessionID: r.rootID(), Run: info})
 	return err
 }
 
@@ -520,7 +531,7 @@ func (r *Run) recordStopped(why string) {
 		if err := tx.UpdateRun(&rec); err != nil {
 			return err
 		}
-		_, err := tx.Emit(event.Event{Type: event.RunFinished, RunID: r.id, Run: info})
+		_, err := tx.Emit(event.Event{Type: event.RunFinished, RunID: r.id, SessionID: r.rootID(), Run: info})
 		return err
 	})
 	if err != nil {
@@ -572,8 +583,9 @@ func (r *Run) storeFailed(err error) {
 	r.rec.EndedAt = now
 	info := r.runInfo()
 	r.mu.Unlock()
-	r.e.bus.Publish(event.Event{Type: event.Error, Time: now, RunID: r.id, Error: reason},
-		event.Event{Type: event.RunFinished, Time: now, RunID: r.id, Run: info})
+	root := r.rootID()
+	r.e.bus.Publish(event.Event{Type: event.Error, Time: now, RunID: r.id, SessionID: root, Error: reason},
+		event.Event{Type: event.RunFinished, Time: now, RunID: r.id, SessionID: root, Run: info})
 	r.release("the run stopped: the database failed")
 }
 

@@ -35,12 +35,18 @@ const (
 
 // Event is one thing that happened in a run. Exactly one of the pointer
 // fields is set, matching Type (Error events set Error instead).
+//
+// SessionID is the session the event concerns. It is written even when
+// empty, as `--json` promises the key on every line. The run's own events
+// (run.started, run.finished) and errors about the whole run name the root
+// session, the orchestrator; broadcast.sent names the sender, "" for the
+// human.
 type Event struct {
 	Seq       int64     `json:"seq"`
 	Time      time.Time `json:"time"`
 	Type      Type      `json:"type"`
 	RunID     string    `json:"run_id"`
-	SessionID string    `json:"session_id,omitempty"`
+	SessionID string    `json:"session_id"`
 
 	Run        *RunInfo        `json:"run,omitempty"`
 	Session    *SessionInfo    `json:"session,omitempty"`

@@ -35,10 +35,8 @@ func appendEvent(b []byte, e *event.Event) ([]byte, error) {
 	b = jsontext.AppendString(b, string(e.Type))
 	b = append(b, `,"run_id":`...)
 	b = jsontext.AppendString(b, e.RunID)
-	if e.SessionID != "" {
-		b = append(b, `,"session_id":`...)
-		b = jsontext.AppendString(b, e.SessionID)
-	}
+	b = append(b, `,"session_id":`...)
+	b = jsontext.AppendString(b, e.SessionID)
 	if e.Run != nil {
 		b = append(b, `,"run":`...)
 		if b, err = appendRunInfo(b, e.Run); err != nil {

@@ -1,0 +1,147 @@
+package runtime
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/swarmdeck/swarmdeck/runtime/scripted"
+)
+
+// lineWriter hands each complete line written to it to fn, in order.
+type lineWriter struct {
+	mu  sync.Mutex
+	buf []byte
+	fn  func(line []byte)
+}
+
+func (w *lineWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, p...)
+	for {
+		i := bytes.IndexByte(w.buf, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		w.fn(bytes.Clone(w.buf[:i]))
+		w.buf = w.buf[i+1:]
+	}
+}
+
+// Every --json line says which session it concerns (DESIGN.md section 7):
+// the run's own events name the orchestrator, and an error from the
+// control channel names the session its command was about, or the
+// orchestrator when it was about none.
+func TestJSONLinesAllCarrySessionID(t *testing.T) {
+	policy := scripted.PolicyFunc(func(req *scripted.Request) scripted.Reply {
+		if role, _ := recRole(req); role != "orchestrator" {
+			return scripted.Reply{Content: "3 files"}
+		}
+		switch recTurn(req) {
+		case 0:
+			return scripted.Reply{ToolCalls: []scripted.Call{{Name: "sessions_spawn", Args: map[string]any{"task": "count the files", "label": "counter", "wait": true}}}}
+		case 1:
+			return scripted.Reply{ToolCalls: []scripted.Call{{Name: "ask_others", Args: map[string]any{"question": "Ship on Friday?", "timeout": 600}}}}
+		}
+		return scripted.Reply{Content: "shipping on Friday"}
+	})
+	hs := recServer(t, policy)
+	e := recEngine(t, t.TempDir(), hs.URL+"/v1", nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	controlR, controlW := io.Pipe()
+	defer controlW.Close()
+	var (
+		lines               []map[string]any
+		root, child, asked  string
+		childDone, sentOnce bool
+	)
+	out := &lineWriter{fn: func(line []byte) {
+		var ev map[string]any
+		if err := json.Unmarshal(line, &ev); err != nil {
+			t.Errorf("bad --json line %q: %v", line, err)
+			return
+		}
+		lines = append(lines, ev)
+		switch ev["type"] {
+		case "session.created":
+			s := ev["session"].(map[string]any)
+			if s["parent_id"] == nil {
+				root = s["id"].(string)
+			} else {
+				child = s["id"].(string)
+			}
+		case "session.status":
+			if s := ev["session"].(map[string]any); s["id"] == child && s["status"] == StatusCompleted {
+				childDone = true
+			}
+		case "question.opened":
+			asked = ev["question"].(map[string]any)["id"].(string)
+		}
+		if childDone && asked != "" && !sentOnce {
+			sentOnce = true
+			commands := "not json\n" +
+				`{"op":"cancel","session_id":"` + child + `"}` + "\n" +
+				`{"op":"skip","question_id":"q-nope"}` + "\n" +
+				`{"op":"answer","question_id":"` + asked + `","text":"yes"}` + "\n"
+			go io.WriteString(controlW, commands)
+		}
+	}}
+	code, err := e.Headless(ctx, HeadlessOptions{JSON: true, Out: out, Control: controlR},
+		func(ctx context.Context) (*Run, error) { return e.Start(ctx, "decide the launch day") })
+	if ctx.Err() != nil {
+		t.Fatal("the run did not end")
+	}
+	if err != nil || code != ExitOK {
+		t.Fatalf("exit %d: %v", code, err)
+	}
+	if root == "" || child == "" || !sentOnce {
+		t.Fatalf("the run did not go as scripted: root %q, child %q, control sent %v", root, child, sentOnce)
+	}
+
+	wantErrors := map[string]string{
+		"not a JSON command":      root,
+		"has already completed":   child,
+		`no question "q-nope" in`: root,
+	}
+	seen := map[string]int{}
+	for _, ev := range lines {
+		typ, _ := ev["type"].(string)
+		sid, ok := ev["session_id"].(string)
+		if !ok {
+			t.Errorf("%s line has no session_id: %v", typ, ev)
+			continue
+		}
+		seen[typ]++
+		switch typ {
+		case "run.started", "run.finished":
+			if sid != root {
+				t.Errorf("%s names session %q, want the orchestrator %q", typ, sid, root)
+			}
+		case "error":
+			msg, _ := ev["error"].(string)
+			matched := false
+			for part, want := range wantErrors {
+				if strings.Contains(msg, part) {
+					matched = true
+					if sid != want {
+						t.Errorf("error %q names session %q, want %q", msg, sid, want)
+					}
+				}
+			}
+			if !matched {
+				t.Errorf("unexpected error event %q", msg)
+			}
+		}
+	}
+	if seen["run.started"] != 1 || seen["run.finished"] != 1 || seen["error"] != len(wantErrors) {
+		t.Errorf("events seen: %v", seen)
+	}
+}
