@@ -31,7 +31,8 @@ const (
 )
 
 // Handler runs one call. It returns a value encoded as the JSON tool result,
-// or an error that the model receives as {"error": "..."}.
+// or an error that the model receives as {"error": "<tool name>: ..."}; the
+// runtime adds the name, so a message need not begin with it.
 type Handler func(ctx context.Context, c *Call, args json.RawMessage) (any, error)
 
 // Tool is one function a model may call.

@@ -1018,7 +1018,7 @@ func (s *Session) execTool(c llm.ToolCall) (content string, isErr bool, panicked
 		}
 	}
 	if tool == nil {
-		return errorJSON(agents.UnknownTool(c.Name, available).Error()), true, nil
+		return toolErrorJSON(c.Name, agents.UnknownTool(c.Name, available).Error()), true, nil
 	}
 	res, err := tool.Run(s.ctx, &agents.Call{ID: c.ID, Name: c.Name, Host: (*host)(s)}, c.Arguments)
 	if err != nil {
@@ -1031,13 +1031,26 @@ func (s *Session) execTool(c llm.ToolCall) (content string, isErr bool, panicked
 			// The arguments are most likely incomplete because the answer was.
 			msg += " (your answer was cut off at the model's output limit, so this call's arguments may be incomplete: send less in one call, or split the work over several)"
 		}
-		return errorJSON(msg), true, nil
+		return toolErrorJSON(c.Name, msg), true, nil
 	}
 	b, err := plainJSON(res)
 	if err != nil {
-		return errorJSON("could not encode the result: " + err.Error()), true, nil
+		return toolErrorJSON(c.Name, "could not encode the result: "+err.Error()), true, nil
 	}
 	return string(b), false, nil
+}
+
+// toolErrorJSON is the result of a failed call of tool name:
+// {"error":"name: msg"}. The model gets the results of several calls at
+// once, and not every server or chat template keeps the tool_call_id that
+// ties a result to its call: the name says which call failed. A message
+// that already begins with the name keeps it once; a call without a name
+// has none to give.
+func toolErrorJSON(name, msg string) string {
+	if name != "" && !strings.HasPrefix(msg, name+": ") {
+		msg = name + ": " + msg
+	}
+	return errorJSON(msg)
 }
 
 func errorJSON(msg string) string {

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/swarmdeck/swarmdeck/runtime/config"
+	"github.com/swarmdeck/swarmdeck/runtime/event"
 	"github.com/swarmdeck/swarmdeck/runtime/scripted"
 )
 
@@ -231,5 +233,73 @@ func TestCutOffArgumentsSaySo(t *testing.T) {
 	got, _ := result.Load().(string)
 	if !strings.Contains(got, "the JSON is complete") || !strings.Contains(got, "cut off at the model's output limit") {
 		t.Errorf("the model was told %s", got)
+	}
+}
+
+// A failed call's error names its tool first, so that a model (or a
+// person reading the transcript) that made several calls at once knows
+// which one failed without matching tool_call_id; the words after the
+// name are the error's own.
+func TestToolErrorsNameTheirTool(t *testing.T) {
+	policy := scripted.PolicyFunc(func(req *scripted.Request) scripted.Reply {
+		if turnsOf(req) == 0 {
+			return limDo(
+				scripted.Call{Name: "spawn_agent", Args: limArgs{"task": "x"}},
+				scripted.Call{Name: "sessions_spawn", Args: json.RawMessage(`{"task":`)},
+				scripted.Call{Name: "task_output", Args: limArgs{"task_id": "t-nobody"}},
+				scripted.Call{Name: "delegate_task", Args: limArgs{"description": "work elsewhere"}},
+			)
+		}
+		return limSay("done")
+	})
+	e := testEngine(t, nil, policy, func(c *config.Config) { c.Limits.MaxSpawnDepth = 0 })
+	events, code := headless(t, e, "fail four ways", nil)
+	if code != ExitOK {
+		t.Fatalf("exit %d", code)
+	}
+	root := rootOf(exportLatest(t, e))
+	for name, want := range map[string]string{
+		"spawn_agent":    `there is no tool named "spawn_agent"`,
+		"sessions_spawn": "arguments are not valid JSON",
+		"task_output":    `"t-nobody"`,
+		"delegate_task":  "max_spawn_depth is 0",
+	} {
+		res := toolResults(root, name)
+		if len(res) != 1 {
+			t.Errorf("%s: %d results, want 1", name, len(res))
+			continue
+		}
+		msg := toolError(res[0])
+		rest, named := strings.CutPrefix(msg, name+": ")
+		if !named || !strings.Contains(rest, want) || strings.HasPrefix(rest, name+":") {
+			t.Errorf("%s answered %s, want {\"error\":\"%s: ...%s...\"}", name, res[0], name, want)
+		}
+	}
+	failed := 0
+	for _, ev := range events {
+		if ev.Type == event.ToolFinished && ev.Tool.IsError {
+			failed++
+			if !strings.HasPrefix(ev.Tool.Result, `{"error":"`+ev.Tool.Name+": ") {
+				t.Errorf("tool.finished of %s: %s", ev.Tool.Name, ev.Tool.Result)
+			}
+		}
+	}
+	if failed != 4 {
+		t.Errorf("%d tool.finished events with an error, want 4", failed)
+	}
+}
+
+// An error that already begins with its tool's name is not named twice,
+// and a call without a name has nothing to be named by.
+func TestToolErrorPrefix(t *testing.T) {
+	for _, tc := range []struct{ name, msg, want string }{
+		{"read_file", "notes.md does not exist", `{"error":"read_file: notes.md does not exist"}`},
+		{"read_file", "read_file: notes.md does not exist", `{"error":"read_file: notes.md does not exist"}`},
+		{"read_file", "read_files are many", `{"error":"read_file: read_files are many"}`},
+		{"", `there is no tool named ""`, `{"error":"there is no tool named \"\""}`},
+	} {
+		if got := toolErrorJSON(tc.name, tc.msg); got != tc.want {
+			t.Errorf("toolErrorJSON(%q, %q) = %s, want %s", tc.name, tc.msg, got, tc.want)
+		}
 	}
 }
