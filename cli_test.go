@@ -101,7 +101,7 @@ func TestCLIRefusesMistakes(t *testing.T) {
 		{[]string{"--db", fresh, "rnus"}, 2, `unknown command "rnus": did you mean run or runs?`, ""},
 		{[]string{"--db", fresh, "exprot"}, 2, `swarmdeck run "exprot"`, ""},
 		// A database that does not exist is not made by reading it.
-		{[]string{"runs", "--db", fresh}, 0, "", "no runs stored in " + fresh + " yet: start one with `swarmdeck --db " + fresh + ` "your goal"`},
+		{[]string{"runs", "--db", fresh}, 0, "", "no runs stored: there is no database at " + fresh + " yet (check --db, or start a run with `swarmdeck --db " + fresh + ` "your goal"`},
 		// --db naming something that is not a database is bad usage, for
 		// every command.
 		{[]string{"runs", "--db", notDB}, 2, notDB, ""},

@@ -469,7 +469,10 @@ func runsCmd(cf *commonFlags, stdout io.Writer) *cobra.Command {
 			st, closeStore, err := openStore(cf)
 			var nd *noDBError
 			if errors.As(err, &nd) {
-				fmt.Fprintln(stdout, cf.withFlags(fmt.Sprintf("no runs stored in %s yet: start one with `swarmdeck \"your goal\"`", nd.path)))
+				// Nothing to list, which is not a mistake on a new
+				// install; a mistyped --db is told apart from an empty
+				// database by saying that there is none.
+				fmt.Fprintln(stdout, cf.withFlags(fmt.Sprintf("no runs stored: there is no database at %s yet (check --db, or start a run with `swarmdeck \"your goal\"`)", nd.path)))
 				return nil
 			}
 			if err != nil {
@@ -933,14 +936,21 @@ func (e *noDBError) Error() string {
 	return fmt.Sprintf("no database at %s: nothing is stored there yet (check --db, or start a run with `swarmdeck \"your goal\"`)", e.path)
 }
 
-// openStore opens the database named by the configuration, for commands
-// that only read it.
+// openStore opens the database named by the configuration read-only, for
+// commands that only read it: a database the user may only read can be
+// listed and exported. One written by an older swarmdeck is opened for
+// writing instead, which brings its schema up to date.
 func openStore(cf *commonFlags) (*store.Store, func(), error) {
 	db, err := storedDB(cf)
 	if err != nil {
 		return nil, nil, notFound(err)
 	}
-	st, err := store.Open(db, nil)
+	st, err := store.OpenReadOnly(db)
+	if errors.Is(err, store.ErrOldSchema) {
+		if st, err = store.Open(db, nil); err != nil {
+			err = fmt.Errorf("%s was written by an older swarmdeck and must be upgraded before this one can read it, which needs write access to it and its directory: %w", db, err)
+		}
+	}
 	if err != nil {
 		// Not a database, a directory, unreadable: --db names the wrong
 		// thing, as when a run is started on it.

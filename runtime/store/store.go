@@ -59,6 +59,9 @@ type Store struct {
 	conn  *sql.Conn
 	stmts map[string]*sql.Stmt
 
+	// readOnly: opened by OpenReadOnly, with read alone and no writer.
+	readOnly bool
+
 	publish func([]event.Event)
 
 	ops      chan *op
@@ -197,29 +200,13 @@ func (s *Store) migrate(ctx context.Context) error {
 	if err := s.conn.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
 		return fmt.Errorf("read schema version: %w", err)
 	}
-	entries, err := fs.ReadDir(migrations, "migrations")
+	all, err := migrationList()
 	if err != nil {
 		return err
 	}
-	type mig struct {
-		version int
-		name    string
-	}
-	var all []mig
-	for _, e := range entries {
-		n, err := strconv.Atoi(strings.SplitN(e.Name(), "_", 2)[0])
-		if err != nil {
-			return fmt.Errorf("migration %s: bad name", e.Name())
-		}
-		all = append(all, mig{n, e.Name()})
-	}
-	sort.Slice(all, func(i, j int) bool { return all[i].version < all[j].version })
-	latest := 0
-	if len(all) > 0 {
-		latest = all[len(all)-1].version
-	}
+	latest := all[len(all)-1].version
 	if version > latest {
-		return fmt.Errorf("the database has schema version %d but this swarmdeck knows only up to %d: use a newer swarmdeck or another --db", version, latest)
+		return newerSchemaError(version, latest)
 	}
 	if version == latest {
 		return nil
@@ -262,10 +249,43 @@ func (s *Store) migrate(ctx context.Context) error {
 	return nil
 }
 
+type migration struct {
+	version int
+	name    string
+}
+
+// migrationList is the embedded migrations, oldest first.
+func migrationList() ([]migration, error) {
+	entries, err := fs.ReadDir(migrations, "migrations")
+	if err != nil {
+		return nil, err
+	}
+	var all []migration
+	for _, e := range entries {
+		n, err := strconv.Atoi(strings.SplitN(e.Name(), "_", 2)[0])
+		if err != nil {
+			return nil, fmt.Errorf("migration %s: bad name", e.Name())
+		}
+		all = append(all, migration{n, e.Name()})
+	}
+	if len(all) == 0 {
+		return nil, errors.New("no migrations")
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].version < all[j].version })
+	return all, nil
+}
+
+func newerSchemaError(version, latest int) error {
+	return fmt.Errorf("the database has schema version %d but this swarmdeck knows only up to %d: use a newer swarmdeck or another --db", version, latest)
+}
+
 // Do runs fn in the writer and returns once its changes are committed and
 // its events published. fn must be quick and must not block: it runs while
 // every other write waits.
 func (s *Store) Do(ctx context.Context, fn func(*Tx) error) error {
+	if s.readOnly {
+		return ErrReadOnly
+	}
 	o := &op{fn: fn, done: make(chan error, 1)}
 	select {
 	case s.ops <- o:
@@ -286,6 +306,9 @@ func (s *Store) Do(ctx context.Context, fn func(*Tx) error) error {
 // file write) or a reply to a person, which must not get ahead of the
 // commit. Events are published after the commit either way.
 func (s *Store) Apply(ctx context.Context, fn func(*Tx) error) error {
+	if s.readOnly {
+		return ErrReadOnly
+	}
 	ran := make(chan error, 1)
 	o := &op{fn: fn, ran: ran}
 	select {
@@ -299,6 +322,9 @@ func (s *Store) Apply(ctx context.Context, fn func(*Tx) error) error {
 // Go queues fn without waiting for its commit. Errors are reported through
 // the store's poisoned state (Err) only.
 func (s *Store) Go(fn func(*Tx) error) {
+	if s.readOnly {
+		return
+	}
 	o := &op{fn: fn}
 	select {
 	case s.ops <- o:
@@ -721,6 +747,10 @@ func (s *Store) Close() error {
 	s.isClosed = true
 	close(s.closing)
 	s.closeMu.Unlock()
+	if s.readOnly {
+		close(s.closed)
+		return s.read.Close()
+	}
 	<-s.closed
 	for _, st := range s.stmts {
 		st.Close()

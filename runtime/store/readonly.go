@@ -1,0 +1,83 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+)
+
+// ErrReadOnly is returned by Do and Apply on a store opened with
+// OpenReadOnly.
+var ErrReadOnly = errors.New("store: the database was opened read-only")
+
+// ErrOldSchema is returned by OpenReadOnly for a database written by an
+// older swarmdeck: reading it needs its schema upgraded first, which Open
+// does.
+var ErrOldSchema = errors.New("the database was written by an older swarmdeck")
+
+// OpenReadOnly opens an existing database for reading only, for commands
+// that list or print what is stored: it writes nothing, so a database the
+// user may only read (its file, or the directory it is in) can be read,
+// and one that does not exist is not created.
+//
+// SQLite reads a WAL database through its -wal and -shm files and makes
+// them when they are missing, even on a read-only connection, and leaves
+// them behind, owned by whoever read. They exist while some process has the
+// database open (a run going on, whose latest writes may be only in the
+// -wal); then they are used as they are. When the -wal file is missing, no
+// process has the database open and all of it is in the main file, which
+// is then read as it is (SQLite's immutable), making nothing beside it.
+func OpenReadOnly(path string) (*Store, error) {
+	if path == "" {
+		return nil, errors.New("store: no database path")
+	}
+	if strings.Contains(path, ":memory:") || strings.Contains(path, "mode=memory") {
+		return nil, fmt.Errorf("store: an in-memory database (%s) holds nothing to read: give a file", path)
+	}
+	// SQLite's own "unable to open database file" says neither which file
+	// nor why.
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open the database: %w", err)
+	}
+	info, err := f.Stat()
+	f.Close()
+	if err != nil {
+		return nil, fmt.Errorf("open the database: %w", err)
+	}
+	if info.IsDir() {
+		return nil, fmt.Errorf("the database %s is a directory: give the database file", path)
+	}
+	dsn := "file:" + path + "?mode=ro&_pragma=busy_timeout(10000)&_pragma=query_only(1)"
+	if _, err := os.Lstat(path + "-wal"); errors.Is(err, os.ErrNotExist) {
+		dsn = "file:" + path + "?mode=ro&immutable=1&_pragma=query_only(1)"
+	}
+	read, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	read.SetMaxOpenConns(4)
+	var version int
+	if err := read.QueryRowContext(context.Background(), "PRAGMA user_version").Scan(&version); err != nil {
+		read.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	all, err := migrationList()
+	if err != nil {
+		read.Close()
+		return nil, err
+	}
+	switch latest := all[len(all)-1].version; {
+	case version > latest:
+		read.Close()
+		return nil, fmt.Errorf("%s: %w", path, newerSchemaError(version, latest))
+	case version < latest:
+		read.Close()
+		return nil, fmt.Errorf("%s: %w (schema version %d; this swarmdeck reads %d)", path, ErrOldSchema, version, latest)
+	}
+	return &Store{path: path, read: read, readOnly: true,
+		closing: make(chan struct{}), closed: make(chan struct{}), failed: make(chan struct{})}, nil
+}

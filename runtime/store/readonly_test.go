@@ -1,0 +1,146 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func dirNames(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+// A database opened read-only is read without writing anything: not the
+// file, and no -wal or -shm beside it, which SQLite would otherwise make
+// and leave behind, owned by the reader. So a database the user may only
+// read can be read, as the owner left it.
+func TestOpenReadOnlyWritesNothing(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "t.db")
+	w, err := Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Do(ctx, func(tx *Tx) error {
+		return tx.InsertRun(&Run{ID: "r-1", Goal: "g", Status: "completed", CreatedAt: time.Now()})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := dirNames(t, dir)
+
+	r, err := OpenReadOnly(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs, err := r.Runs(ctx, 0)
+	if err != nil || len(runs) != 1 || runs[0].ID != "r-1" {
+		t.Errorf("runs read: %v, %v", runs, err)
+	}
+	if x, err := r.Export(ctx, "r-1"); err != nil || x.Run.Goal != "g" {
+		t.Errorf("export: %v", err)
+	}
+	if err := r.Do(ctx, func(tx *Tx) error { return nil }); !errors.Is(err, ErrReadOnly) {
+		t.Errorf("a write on a read-only store: %v", err)
+	}
+	if got := dirNames(t, dir); !slices.Equal(got, names) {
+		t.Errorf("while open, the directory holds %v; before, %v", got, names)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := dirNames(t, dir); !slices.Equal(got, names) {
+		t.Errorf("after reading, the directory holds %v; before, %v", got, names)
+	}
+	if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
+		t.Error("reading changed the database file")
+	}
+}
+
+// While a process has the database open, what it has written is read too,
+// from its write-ahead log.
+func TestOpenReadOnlySeesALiveWriter(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "t.db")
+	w, err := Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := w.Do(ctx, func(tx *Tx) error {
+		return tx.InsertRun(&Run{ID: "r-live", Goal: "g", Status: "running", CreatedAt: time.Now()})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := OpenReadOnly(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := r.Run(ctx, "r-live"); err != nil {
+		t.Errorf("the live writer's run: %v", err)
+	}
+	if err := w.Do(ctx, func(tx *Tx) error {
+		return tx.InsertRun(&Run{ID: "r-later", Goal: "g", Status: "running", CreatedAt: time.Now()})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Run(ctx, "r-later"); err != nil {
+		t.Errorf("a run written after the read-only open: %v", err)
+	}
+}
+
+// What cannot be read is said by name, and nothing is created.
+func TestOpenReadOnlyRefusals(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "missing.db")
+	if _, err := OpenReadOnly(missing); !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), missing) {
+		t.Errorf("a database that does not exist: %v", err)
+	}
+	if _, err := os.Stat(missing); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("reading %s made it", missing)
+	}
+	if _, err := OpenReadOnly(dir); err == nil || !strings.Contains(err.Error(), dir+" is a directory") {
+		t.Errorf("a directory: %v", err)
+	}
+	// A database of an older schema cannot be read by this swarmdeck's
+	// queries until it is upgraded, which OpenReadOnly does not do.
+	old := filepath.Join(dir, "old.db")
+	db, err := sql.Open("sqlite", old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := migrations.ReadFile("migrations/0001_init.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(string(body) + ";PRAGMA user_version = 1"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if _, err := OpenReadOnly(old); !errors.Is(err, ErrOldSchema) || !strings.Contains(err.Error(), old) {
+		t.Errorf("an older schema: %v", err)
+	}
+}
