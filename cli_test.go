@@ -108,6 +108,9 @@ func TestCLIRefusesMistakes(t *testing.T) {
 		// Flags a mode does not use are refused, not ignored.
 		{[]string{"bench", "--startup", "--agents", "5"}, 2, "--agents has no effect with --startup", ""},
 		{[]string{"bench", "--runs", "3"}, 2, "--runs applies to bench --startup only", ""},
+		// A --db that cannot be used is bad usage for bench as for run.
+		{[]string{"bench", "--agents", "2", "--latency", "0", "--db", dir}, 2, "open the database " + dir, ""},
+		{[]string{"bench", "--agents", "2", "--latency", "0", "--db", notDB}, 2, notDB + ": file is not a database", ""},
 		{[]string{"mock-llm", "--latency", "-1s"}, 2, "a latency cannot be negative", ""},
 		{[]string{"mock-llm", "--scripted-latency", "5s"}, 2, "takes its delay from --latency", ""},
 		{[]string{"mock-llm", "--stream-speed", "-5"}, 2, "--stream-speed -5 is negative", ""},

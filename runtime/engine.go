@@ -142,11 +142,11 @@ func New(opts Options) (*Engine, error) {
 		dbPath = cfg.DBPath()
 	}
 	if err := checkWritable(dbPath); err != nil {
-		return nil, err
+		return nil, &databaseError{err}
 	}
 	st, err := store.Open(dbPath, func(evs []event.Event) { e.bus.Publish(evs...) })
 	if err != nil {
-		return nil, err
+		return nil, &databaseError{err}
 	}
 	e.store = st
 	go e.watchStore()
@@ -417,6 +417,17 @@ func trimTitle(s string, n int) string {
 	r := []rune(s)
 	return string(r[:n-1]) + "…"
 }
+
+// ErrDatabase marks the errors of New that come from the database it was
+// given: one it cannot make, open or write, or that is not a swarmdeck
+// database. Each names the file.
+var ErrDatabase = errors.New("the database cannot be used")
+
+type databaseError struct{ err error }
+
+func (e *databaseError) Error() string        { return e.err.Error() }
+func (e *databaseError) Unwrap() error        { return e.err }
+func (e *databaseError) Is(target error) bool { return target == ErrDatabase }
 
 // checkWritable refuses a database file the engine could open but never
 // write: SQLite opens a read-only file without complaint and fails only at

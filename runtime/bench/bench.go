@@ -67,6 +67,14 @@ type optionError struct{ msg string }
 func (e *optionError) Error() string        { return e.msg }
 func (e *optionError) Is(target error) bool { return target == ErrBadOptions }
 
+// dbError is a database DB names that cannot be used: bad usage, as a bad
+// --db is for `swarmdeck run`. The runtime's error names the file.
+type dbError struct{ err error }
+
+func (e *dbError) Error() string        { return e.err.Error() }
+func (e *dbError) Unwrap() error        { return e.err }
+func (e *dbError) Is(target error) bool { return target == ErrBadOptions }
+
 func (o *Options) check() error {
 	switch {
 	case o.Agents < 1:
@@ -159,6 +167,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	eng, err := runtime.New(runtime.Options{Config: cfg, Resolved: res, Policy: scripted.Bench(), DBPath: db, Logger: log})
 	if err != nil {
+		if o.DB != "" && errors.Is(err, runtime.ErrDatabase) {
+			return nil, &dbError{err}
+		}
 		return nil, fmt.Errorf("start the engine: %w", err)
 	}
 	defer eng.Close()

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -125,6 +126,22 @@ func TestRunRejectsBadOptions(t *testing.T) {
 	}
 	if _, err := Startup(context.Background(), StartupOptions{Runs: 0, Fanout: 50}); !errors.Is(err, ErrBadOptions) {
 		t.Errorf("Startup with no runs: %v", err)
+	}
+}
+
+// A --db that cannot be used is bad usage, named, as for `swarmdeck run`;
+// and the bench does not start.
+func TestRunRejectsABadDB(t *testing.T) {
+	dir := t.TempDir()
+	notDB := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(notDB, []byte(strings.Repeat("not a database\n", 100)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, db := range []string{dir, notDB, filepath.Join(notDB, "x.db")} {
+		_, err := Run(context.Background(), Options{Agents: 2, Fanout: 2, Turns: 1, DB: db})
+		if !errors.Is(err, ErrBadOptions) || !strings.Contains(err.Error(), db) {
+			t.Errorf("--db %s: %v; want a bad-options error naming it", db, err)
+		}
 	}
 }
 
