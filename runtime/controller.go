@@ -203,7 +203,7 @@ func (r *Run) Cancel(ctx context.Context, sessionID string) error {
 		return fmt.Errorf("no session %q in run %s", sessionID, r.id)
 	}
 	if st := s.status(); terminal(st) {
-		return fmt.Errorf("session %s has already %s", sessionID, st)
+		return fmt.Errorf("session %s has already ended (%s): there is nothing to cancel", sessionID, st)
 	}
 	r.cancelTree(s, "cancelled by the human", StatusCancelled, nil)
 	return nil

@@ -229,6 +229,10 @@ func TestCancelStopsASubtreeAndItsCallsInFlight(t *testing.T) {
 			t.Fatalf("the in-flight HTTP call was not cancelled: %+v", e.Scripted().Stats())
 		}
 	}
+	// Cancelling it again says that it has ended, and how.
+	if err := run.Cancel(context.Background(), planner); err == nil || !strings.Contains(err.Error(), "session "+planner+" has already ended (cancelled)") {
+		t.Errorf("a second cancel of the session: %v", err)
+	}
 	x := exportLatest(t, e)
 	if x.Run.Status != "completed" {
 		t.Fatalf("run %s: %s", x.Run.Status, x.Run.Error)
@@ -590,6 +594,36 @@ func TestResumeRefusesARunHeldElsewhere(t *testing.T) {
 		t.Fatalf("resume after the first engine stopped: %v", err)
 	}
 	r2.Interrupt()
+}
+
+// A run that has ended cannot be resumed: the refusal says how it ended
+// and how to see it.
+func TestResumeOfAnEndedRunSaysHowItEnded(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "swarmdeck.db")
+	e := limEngineAt(t, db, nil)
+	run, err := e.Start(context.Background(), "Plan a product launch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := ""
+	for _, s := range run.Snapshot().Sessions {
+		if s.ParentID == "" {
+			root = s.ID
+		}
+	}
+	if err := run.Cancel(context.Background(), root); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-run.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the cancelled run did not end")
+	}
+	_, err = e.Resume(context.Background(), run.ID())
+	want := "run " + run.ID() + " has already ended (cancelled), so there is nothing to resume: open it with `swarmdeck view " + run.ID() + "`"
+	if err == nil || err.Error() != want {
+		t.Errorf("resume of a cancelled run: %v; want %q", err, want)
+	}
 }
 
 // A dashboard opened on a resumed run subscribes after the run.started that

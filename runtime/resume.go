@@ -26,7 +26,7 @@ func (e *Engine) Resume(ctx context.Context, runID string) (*Run, error) {
 	}
 	switch rec.Status {
 	case RunCompleted, RunFailed, RunCancelled:
-		return nil, fmt.Errorf("run %s has already %s: open it with `swarmdeck view %s`", rec.ID, rec.Status, rec.ID)
+		return nil, fmt.Errorf("run %s has already ended (%s), so there is nothing to resume: open it with `swarmdeck view %s`", rec.ID, rec.Status, rec.ID)
 	}
 	e.mu.Lock()
 	_, live := e.runs[rec.ID]
