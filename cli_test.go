@@ -73,6 +73,14 @@ func TestCLIRefusesMistakes(t *testing.T) {
 	if err := os.WriteFile(badPrompts, []byte("prompts_dir: "+badLog+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	badWorkspace := filepath.Join(dir, "badworkspace.yaml")
+	if err := os.WriteFile(badWorkspace, []byte("# the file tools' directory\nprovider: scripted\nworkspace: "+badLog+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	badDB := filepath.Join(dir, "baddb.yaml")
+	if err := os.WriteFile(badDB, []byte("provider: scripted\n\ndb: "+dir+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	badScenario := filepath.Join(dir, "badscenario.yaml")
 	if err := os.WriteFile(badScenario, []byte("providers:\n  scripted:\n    scenario: "+filepath.Join(dir, "none.yaml")+"\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -114,12 +122,18 @@ func TestCLIRefusesMistakes(t *testing.T) {
 		{[]string{"mock-llm", "--latency", "-1s"}, 2, "a latency cannot be negative", ""},
 		{[]string{"mock-llm", "--scripted-latency", "5s"}, 2, "takes its delay from --latency", ""},
 		{[]string{"mock-llm", "--stream-speed", "-5"}, 2, "--stream-speed -5 is negative", ""},
-		// Paths in the configuration that do not work say which key to check.
-		{[]string{"run", "--headless", "--config", badPrompts, "--db", fresh, "a goal"}, 2, "swarmdeck: prompts: read prompts directory: open " + badLog + ": not a directory (check prompts_dir", ""},
-		{[]string{"run", "--headless", "--config", badScenario, "--db", fresh, "a goal"}, 2, "swarmdeck: the scripted provider's scenario file: open " + filepath.Join(dir, "none.yaml") + ": no such file or directory (check scenario", ""},
+		// Paths in the configuration that do not work are named at the
+		// line that sets them, as every error in the file is.
+		{[]string{"run", "--headless", "--config", badPrompts, "--db", fresh, "a goal"}, 2, "swarmdeck: " + badPrompts + ":1: prompts_dir: open " + badLog + ": not a directory", ""},
+		{[]string{"run", "--headless", "--config", badScenario, "--db", fresh, "a goal"}, 2, "swarmdeck: " + badScenario + ":3: providers.scripted.scenario: scenario file: open " + filepath.Join(dir, "none.yaml") + ": no such file or directory", ""},
+		{[]string{"run", "--headless", "--config", badWorkspace, "--db", stored, "a goal"}, 2, "swarmdeck: " + badWorkspace + ":3: workspace: open " + badLog + ": not a directory", ""},
+		{[]string{"run", "--headless", "--config", badDB, "a goal"}, 2, "swarmdeck: " + badDB + ":3: db: open the database " + dir, ""},
+		{[]string{"runs", "--config", badDB}, 2, "swarmdeck: " + badDB + ":3: db: the database " + dir + " is a directory", ""},
+		// A flag has no line: its value is named by the error.
+		{[]string{"run", "--headless", "--config", badWorkspace, "--workspace", notDB, "--db", stored, "a goal"}, 2, "swarmdeck: workspace " + notDB + ": open " + notDB + ": not a directory", ""},
 		{[]string{"run", "--headless", "--config", badRole, "--db", fresh, "a goal"}, 2, badRole + `: agents: role "orchestrator" names prompt "nosuch", which is not a template`, ""},
 		// A log_file that cannot be written is named, not dropped silently.
-		{[]string{"run", "--headless", "--config", badLog, "--db", fresh, "a goal"}, 2, badLog + ": log_file: cannot write the log at " + dir + ": is a directory", ""},
+		{[]string{"run", "--headless", "--config", badLog, "--db", fresh, "a goal"}, 2, badLog + ":1: log_file: cannot write the log at " + dir + ": is a directory", ""},
 		{[]string{"runs", "--db", dir}, 2, dir, ""},
 		{[]string{"export", "--db", notDB}, 2, notDB, ""},
 		{[]string{"export", "--db", fresh}, 2, "no database at " + fresh, ""},

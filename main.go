@@ -268,9 +268,9 @@ func openLog(cfg *config.Config) (*slog.Logger, func(), error) {
 		}
 	}
 	if cfg.LogFile != "" {
-		where := "log_file"
-		if cfg.Path != "" {
-			where = cfg.Path + ": log_file"
+		where, ok := cfg.Where("log_file")
+		if !ok {
+			where = "log_file"
 		}
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
@@ -678,7 +678,7 @@ func viewCmd(cf *commonFlags, stdout io.Writer) *cobra.Command {
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeRunIDs(cf, nil),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if _, err := storedDB(cf); err != nil {
+			if _, _, err := storedDB(cf); err != nil {
 				return notFound(err)
 			}
 			return dashboard(cmd.Context(), cf, "", args[0], true, stdout)
@@ -917,16 +917,25 @@ func completeRunIDs(cf *commonFlags, keep func(*store.Run) bool) cobra.Completio
 // storedDB is the database the configuration names, for commands that
 // read what is stored: one that does not exist yet is an error (noDBError)
 // rather than an empty file made by a mistyped --db.
-func storedDB(cf *commonFlags) (string, error) {
+func storedDB(cf *commonFlags) (string, *config.Config, error) {
 	cfg, err := cf.configFile()
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	db := cfg.DBPath()
 	if _, err := os.Stat(db); errors.Is(err, os.ErrNotExist) {
-		return db, &noDBError{db}
+		return db, cfg, dbSetting(cfg, &noDBError{db})
 	}
-	return db, nil
+	return db, cfg, nil
+}
+
+// dbSetting says at which line of the configuration file db is set, when
+// it is the file that names the database err is about.
+func dbSetting(cfg *config.Config, err error) error {
+	if where, ok := cfg.Where("db"); ok {
+		return fmt.Errorf("%s: %w", where, err)
+	}
+	return err
 }
 
 // noDBError says that the database to read does not exist.
@@ -941,7 +950,7 @@ func (e *noDBError) Error() string {
 // listed and exported. One written by an older swarmdeck is opened for
 // writing instead, which brings its schema up to date.
 func openStore(cf *commonFlags) (*store.Store, func(), error) {
-	db, err := storedDB(cf)
+	db, cfg, err := storedDB(cf)
 	if err != nil {
 		return nil, nil, notFound(err)
 	}
@@ -954,7 +963,7 @@ func openStore(cf *commonFlags) (*store.Store, func(), error) {
 	if err != nil {
 		// Not a database, a directory, unreadable: --db names the wrong
 		// thing, as when a run is started on it.
-		return nil, nil, usageErr(err)
+		return nil, nil, usageErr(dbSetting(cfg, err))
 	}
 	return st, func() { st.Close() }, nil
 }

@@ -123,7 +123,7 @@ func New(opts Options) (*Engine, error) {
 	}
 	lib, err := prompts.New(cfg.PromptsDir, log)
 	if err != nil {
-		return nil, err // says "prompts: ..." itself
+		return nil, promptsDirError(cfg, err)
 	}
 	if err := checkRolePrompts(cfg, lib.RoleNames()); err != nil {
 		return nil, err
@@ -134,19 +134,26 @@ func New(opts Options) (*Engine, error) {
 	policy := opts.Policy
 	if (p.Type == "scripted" || p.Type == "") && policy == nil && p.Scenario != "" {
 		if policy, err = scripted.LoadScenario(p.Scenario); err != nil {
+			if where, ok := cfg.Where("providers." + opts.Resolved.Name + ".scenario"); ok {
+				return nil, fmt.Errorf("%s: %w", where, err)
+			}
 			return nil, fmt.Errorf("the scripted provider's %w (check scenario in the configuration)", err)
 		}
 	}
 	dbPath := opts.DBPath
+	dbError := func(err error) error { return &databaseError{err} }
 	if dbPath == "" {
 		dbPath = cfg.DBPath()
+		if where, ok := cfg.Where("db"); ok {
+			dbError = func(err error) error { return &databaseError{fmt.Errorf("%s: %w", where, err)} }
+		}
 	}
 	if err := checkWritable(dbPath); err != nil {
-		return nil, &databaseError{err}
+		return nil, dbError(err)
 	}
 	st, err := store.Open(dbPath, func(evs []event.Event) { e.bus.Publish(evs...) })
 	if err != nil {
-		return nil, &databaseError{err}
+		return nil, dbError(err)
 	}
 	e.store = st
 	go e.watchStore()
@@ -172,6 +179,17 @@ func New(opts Options) (*Engine, error) {
 		e.llm = opts.Model
 	}
 	return e, nil
+}
+
+// promptsDirError says at which line of the configuration file prompts_dir
+// is set when the directory, or a file in it, cannot be read; the prompts
+// package, which reads it, does not know lines.
+func promptsDirError(cfg *config.Config, err error) error {
+	var pe *fs.PathError
+	if where, ok := cfg.Where("prompts_dir"); ok && errors.As(err, &pe) {
+		return fmt.Errorf("%s: %w", where, pe)
+	}
+	return err
 }
 
 // checkRolePrompts refuses a role whose prompt names no template: the
@@ -228,7 +246,7 @@ func (e *Engine) Reload(cfg *config.Config) error {
 	e.toolSets.Clear()
 	if cfg.PromptsDir != old.PromptsDir {
 		if err := e.prompts.SetDir(cfg.PromptsDir); err != nil {
-			return err
+			return promptsDirError(cfg, err)
 		}
 	}
 	if e.scripted != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -188,6 +189,12 @@ func (e *Engine) Start(ctx context.Context, goal string) (*Run, error) {
 			Scripted: e.isScripted(), Workspace: wsAbs, CreatedAt: e.now()}
 		var err error
 		if r, err = e.newRun(id, goal, rec); err != nil {
+			// The workspace is the configuration's: one the file sets is
+			// named at its line (a flag's is named by the error itself).
+			var pe *fs.PathError
+			if where, ok := e.Config().Where("workspace"); ok && errors.As(err, &pe) {
+				return nil, fmt.Errorf("%s: %w", where, pe)
+			}
 			return nil, err
 		}
 		root = r.newSession(nil, role, "root", "", trimTitle(goal, 80), goal, 0)

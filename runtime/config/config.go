@@ -28,6 +28,9 @@ type Config struct {
 
 	// Path is the file the configuration was loaded from ("" for defaults).
 	Path string `yaml:"-"`
+	// lines maps the key paths the file set to their lines (nil when it
+	// set none), for errors found once a value is used (see Where).
+	lines map[string]int
 }
 
 // Provider is one OpenAI-compatible endpoint, or the built-in scripted model.

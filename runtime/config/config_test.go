@@ -46,7 +46,7 @@ func TestRootConfigIsTheDefaults(t *testing.T) {
 	if cfg.Path != rootConfig {
 		t.Errorf("Path = %q, want %q", cfg.Path, rootConfig)
 	}
-	cfg.Path = ""
+	cfg.Path, cfg.lines = "", nil // where the settings come from, not what they are
 	want := Defaults()
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("config.yaml and Defaults() differ; change both together\nconfig.yaml:\n%s\nDefaults():\n%s", asJSON(t, cfg), asJSON(t, want))
@@ -291,6 +291,7 @@ ui:
 	want.Limits.MaxRetries = 0
 	want.Limits.CallTimeout = Duration(2 * time.Minute)
 	want.UI.Keys = map[string][]string{"quit": {"ctrl+q"}, "help": {"?", "f1"}}
+	cfg.lines = nil // where the settings come from, not what they are
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("got\n%s\nwant\n%s", asJSON(t, cfg), asJSON(t, want))
 	}
@@ -440,5 +441,40 @@ func TestParseBoundsAliasExpansion(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "too much data through aliases") {
 			t.Errorf("%s: Parse = %v", name, err)
 		}
+	}
+}
+
+// Where names the line of a setting the file made, for errors found once
+// the value is used; a flag's value has no line.
+func TestWhereNamesTheLineOfASetting(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, []byte("provider: scripted\n\nworkspace: /w\nproviders:\n  scripted:\n    scenario: /s.yaml\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]string{
+		"workspace":                   path + ":3: workspace",
+		"providers.scripted.scenario": path + ":6: providers.scripted.scenario",
+		"db":                          "", // a default
+	} {
+		if got, ok := cfg.Where(key); got != want || ok != (want != "") {
+			t.Errorf("Where(%q) = %q, %v; want %q", key, got, ok, want)
+		}
+	}
+	flagged := *cfg
+	if err := flagged.Apply(Overrides{Workspace: "/elsewhere"}); err != nil {
+		t.Fatal(err)
+	}
+	if where, ok := flagged.Where("workspace"); ok {
+		t.Errorf("--workspace is said to be set at %s", where)
+	}
+	if _, ok := cfg.Where("workspace"); !ok {
+		t.Error("a flag applied to a copy changed where the original's workspace is set")
+	}
+	if _, ok := Defaults().Where("workspace"); ok {
+		t.Error("a default has a line")
 	}
 }

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"regexp"
 	"strconv"
@@ -86,7 +87,32 @@ func Parse(name string, data []byte) (*Config, error) {
 	if err := cfg.validate(name, d.lines); err != nil {
 		return nil, err
 	}
+	if len(d.lines) > 0 {
+		cfg.lines = d.lines
+	}
 	return cfg, nil
+}
+
+// Where says where the configuration file set key, as "config.yaml:12:
+// workspace", for an error about its value found only once it is used (a
+// directory that cannot be opened, say), so that it reads like the errors
+// of Load. ok is false when the value is not the file's: a default, or a
+// flag's (see Apply).
+func (c *Config) Where(key string) (where string, ok bool) {
+	line, ok := c.lines[key]
+	if !ok || c.Path == "" || line == 0 {
+		return "", false
+	}
+	return c.Path + ":" + strconv.Itoa(line) + ": " + key, true
+}
+
+// forget drops where the file set key, whose value a flag has replaced.
+// The map is copied: Configs may share it.
+func (c *Config) forget(key string) {
+	if _, ok := c.lines[key]; ok {
+		c.lines = maps.Clone(c.lines)
+		delete(c.lines, key)
+	}
 }
 
 // goccy writes positions as "[1:1]"; the rest of our messages say "line N".

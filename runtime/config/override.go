@@ -78,9 +78,11 @@ func (c *Config) Apply(o Overrides) error {
 	}
 	if o.Workspace != "" {
 		c.Workspace = expandHome(o.Workspace)
+		c.forget("workspace")
 	}
 	if o.DB != "" {
 		c.DB = expandHome(o.DB)
+		c.forget("db")
 	}
 	return nil
 }
