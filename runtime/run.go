@@ -47,7 +47,6 @@ type Run struct {
 	dependents  map[string][]*Session
 	effects     map[string][]byte
 	delegations map[string]*delegation
-	delegQueue  []*delegation
 	finished    bool
 	budgetHit   bool
 	feed        []event.BroadcastInfo // the most recent feed items, for snapshots
@@ -607,9 +606,6 @@ func (r *Run) failRun(reason string) {
 	}
 	r.cancelTree(root, reason, StatusFailed, nil)
 }
-
-// limitsf formats a limit error.
-func limitsf(format string, args ...any) string { return fmt.Sprintf(format, args...) }
 
 // overBudget reports whether the run has spent its token budget.
 func (r *Run) overBudget() bool {

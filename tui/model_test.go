@@ -189,7 +189,7 @@ func TestLongPasteIsSentWhole(t *testing.T) {
 	m, _ = press(t, m, "down", "m")
 	long := strings.Repeat("abcdefghi ", 300) + "THE END"
 	m, _ = update(m, tea.PasteMsg{Content: long})
-	m, _ = press(t, m, "enter")
+	press(t, m, "enter")
 	wantCalls(t, ctl, tuitest.Call{Op: "message", SessionID: "s-plan", Text: long})
 }
 

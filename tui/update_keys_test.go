@@ -207,7 +207,7 @@ func TestSkipAllDeclinedFromAnswerDialogKeepsAnswering(t *testing.T) {
 	}
 	mustContain(t, m, "> half an answer")
 	m = typeText(t, m, "!")
-	m, _ = press(t, m, "enter")
+	press(t, m, "enter")
 	if calls := ctl.Calls(); len(calls) != 1 || calls[0].Op != "answer" || calls[0].Text != "half an answer!" {
 		t.Fatalf("calls %+v, want the answer typed before and after the confirmation", calls)
 	}
@@ -235,7 +235,7 @@ func TestCancelConfirmOfTheRootSaysTheRunEnds(t *testing.T) {
 	m, _ = press(t, m, "n", "down", "down", "down", "down", "x") // researcher (r-2)
 	mustContain(t, m, "Cancel researcher (r-2)")
 	mustNotContain(t, m, "the whole run ends")
-	m, _ = press(t, m, "y")
+	press(t, m, "y")
 	wantCalls(t, ctl, tuitest.Call{Op: "cancel", SessionID: "s-res2"})
 }
 
@@ -474,7 +474,7 @@ func TestFilterBroadcasts(t *testing.T) {
 	m, _ = press(t, m, "/")
 	m = typeText(t, m, "(r-2)")
 	mustContain(t, m, "1 match for", "Wrap up the analytics survey")
-	m, _ = press(t, m, "esc")
+	press(t, m, "esc")
 }
 
 // While the filter is edited every printable key is typed into it, so the
@@ -712,7 +712,7 @@ func TestSkipAllWithNoQuestionOpen(t *testing.T) {
 	m, ctl := newTestModel(t, snap, 160, 48)
 	m, _ = press(t, m, "S")
 	mustContain(t, m, "Stop agents asking you anything for the rest of this run?")
-	m, _ = press(t, m, "y")
+	press(t, m, "y")
 	wantCalls(t, ctl, tuitest.Call{Op: "skip_all"})
 }
 

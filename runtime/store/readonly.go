@@ -51,9 +51,9 @@ func OpenReadOnly(path string) (*Store, error) {
 	if info.IsDir() {
 		return nil, fmt.Errorf("the database %s is a directory: give the database file", path)
 	}
-	dsn := "file:" + path + "?mode=ro&_pragma=busy_timeout(10000)&_pragma=query_only(1)"
+	dsn := fileURI(path) + "?mode=ro&_pragma=busy_timeout(10000)&_pragma=query_only(1)"
 	if _, err := os.Lstat(path + "-wal"); errors.Is(err, os.ErrNotExist) {
-		dsn = "file:" + path + "?mode=ro&immutable=1&_pragma=query_only(1)"
+		dsn = fileURI(path) + "?mode=ro&immutable=1&_pragma=query_only(1)"
 	}
 	read, err := sql.Open("sqlite", dsn)
 	if err != nil {

@@ -126,7 +126,7 @@ func Open(path string, publish func([]event.Event)) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("create the database directory: %w", err)
 	}
-	dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=cache_size(-8192)&_pragma=temp_store(MEMORY)&_pragma=wal_autocheckpoint(0)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(OFF)&_txlock=immediate"
+	dsn := fileURI(path) + "?_pragma=busy_timeout(10000)&_pragma=cache_size(-8192)&_pragma=temp_store(MEMORY)&_pragma=wal_autocheckpoint(0)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(OFF)&_txlock=immediate"
 	write, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
@@ -159,14 +159,14 @@ func Open(path string, publish func([]event.Event)) (*Store, error) {
 		write.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	readDSN := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=query_only(1)"
+	readDSN := fileURI(path) + "?_pragma=busy_timeout(10000)&_pragma=query_only(1)"
 	if s.read, err = sql.Open("sqlite", readDSN); err != nil {
 		s.conn.Close()
 		write.Close()
 		return nil, err
 	}
 	s.read.SetMaxOpenConns(4)
-	ckDSN := "file:" + path + "?_pragma=busy_timeout(10000)"
+	ckDSN := fileURI(path) + "?_pragma=busy_timeout(10000)"
 	if s.ckpt, err = sql.Open("sqlite", ckDSN); err != nil {
 		s.conn.Close()
 		write.Close()
@@ -780,3 +780,12 @@ func ParseTime(s string) time.Time {
 	t, _ := time.Parse(time.RFC3339Nano, s)
 	return t
 }
+
+// fileURI is path as the start of an SQLite URI filename. SQLite reads the
+// name after "file:" as a URI path: a '?' or '#' in it would begin the
+// query or the fragment, and a '%' an escape, so each is escaped.
+func fileURI(path string) string {
+	return "file:" + uriPath.Replace(filepath.Clean(path))
+}
+
+var uriPath = strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23")

@@ -1129,3 +1129,33 @@ func TestConcurrentOpenOfANewDatabase(t *testing.T) {
 		}
 	}
 }
+
+// A database path may hold the characters an SQLite URI gives a meaning
+// to: the file is the one named, written and read back.
+func TestPathWithURICharacters(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "a?b#c%20d")
+	path := filepath.Join(dir, "runs?.db")
+	s, err := Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("the database is not at the path it was given: %v", err)
+	}
+	entries, _ := os.ReadDir(filepath.Dir(dir))
+	if len(entries) != 1 {
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		t.Fatalf("files beside the database's directory: %v", names)
+	}
+	r, err := OpenReadOnly(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+}
