@@ -107,9 +107,9 @@ func TestJSONLinesAllCarrySessionID(t *testing.T) {
 	}
 
 	wantErrors := map[string]string{
-		"not a JSON command":      root,
-		"has already completed":   child,
-		`no question "q-nope" in`: root,
+		"not a JSON command":            root,
+		"has already ended (completed)": child,
+		`no question "q-nope" in`:       root,
 	}
 	seen := map[string]int{}
 	for _, ev := range lines {
