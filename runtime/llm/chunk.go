@@ -28,20 +28,27 @@ type toolCallAcc struct {
 
 // accumulator assembles one attempt's deltas into a Response.
 type accumulator struct {
-	onDelta  func(Delta)
-	content  []byte
-	shown    int // bytes of content that went out as deltas
-	calls    []toolCallAcc
-	finish   string
-	model    string
-	usage    Usage
-	hasUsage bool
-	sent     bool // a delta went out during this attempt
-	scratch  []byte
+	onDelta func(Delta)
+	content []byte
+	shown   int // bytes of content that went out as deltas
+	// reasoning is the thinking a server sent apart from the content. It
+	// is only shown, between <think> tags as a model writes it into the
+	// content itself; it is not part of the answer.
+	reasoning      []byte
+	reasoningShown int
+	thinking       bool // <think> went out and </think> did not yet
+	calls          []toolCallAcc
+	finish         string
+	model          string
+	usage          Usage
+	hasUsage       bool
+	sent           bool // a delta went out during this attempt
+	scratch        []byte
 }
 
 func (a *accumulator) reset() {
 	a.content, a.shown = a.content[:0], 0
+	a.reasoning, a.reasoningShown, a.thinking = a.reasoning[:0], 0, false
 	clear(a.calls)
 	a.calls = a.calls[:0]
 	a.finish, a.model = "", ""
@@ -91,11 +98,18 @@ func (a *accumulator) feed(ch *chunk, line []byte) error {
 			continue // we ask for one choice; ignore any other
 		}
 		d := &c.Delta
-		if len(d.Content) == 0 && len(d.ToolCalls) == 0 {
+		if len(d.Content) == 0 && len(d.ToolCalls) == 0 && len(d.Reasoning) == 0 {
 			d = &c.Message
 		}
-		if len(d.Content) > 0 {
+		if hasValue(d.Reasoning) {
+			a.addReasoning(d.Reasoning)
+		}
+		if hasValue(d.Content) {
+			a.endReasoning()
 			a.addContent(d.Content)
+		}
+		if len(d.ToolCalls) > 0 {
+			a.endReasoning()
 		}
 		for j := range d.ToolCalls {
 			a.addToolDelta(&d.ToolCalls[j])
@@ -142,6 +156,35 @@ func (a *accumulator) addContent(r raw) {
 	if end > a.shown {
 		a.emit(Delta{Content: strings.ToValidUTF8(string(a.content[a.shown:end]), "\uFFFD")})
 		a.shown = end
+	}
+}
+
+// addReasoning shows a piece of the thinking a server sent apart from the
+// content, opening a <think> block first if none is open.
+func (a *accumulator) addReasoning(r raw) {
+	if r[0] != '"' {
+		return
+	}
+	a.reasoning = appendUnquotedRaw(a.reasoning, r)
+	end := len(a.reasoning) - incompleteTail(a.reasoning)
+	if end <= a.reasoningShown {
+		return
+	}
+	text := strings.ToValidUTF8(string(a.reasoning[a.reasoningShown:end]), "\uFFFD")
+	a.reasoningShown = end
+	if !a.thinking {
+		a.thinking = true
+		text = thinkOpen + text
+	}
+	a.emit(Delta{Content: text})
+}
+
+// endReasoning closes the <think> block addReasoning opened, once the
+// answer begins.
+func (a *accumulator) endReasoning() {
+	if a.thinking {
+		a.thinking = false
+		a.emit(Delta{Content: thinkClose + "\n\n"})
 	}
 }
 
@@ -239,6 +282,9 @@ func (a *accumulator) addToolDelta(tc *chunkToolCall) {
 // hasText reports whether r is a value other than "".
 func hasText(r raw) bool { return len(r) > 0 && string(r) != `""` }
 
+// hasValue reports whether r is a value other than "" and null.
+func hasValue(r raw) bool { return hasText(r) && string(r) != "null" }
+
 func (a *accumulator) takeUsage(u *chunkUsage) {
 	p, _ := parseInt(u.PromptTokens)
 	c, _ := parseInt(u.CompletionTokens)
@@ -294,7 +340,7 @@ func (a *accumulator) response(req *Request) *Response {
 		resp.ToolCalls = append(resp.ToolCalls, tc)
 	}
 	if !a.hasUsage {
-		resp.Usage = estimateUsage(req, resp)
+		resp.Usage = estimateUsage(req, resp, len(a.reasoning))
 		resp.UsageEstimated = true
 	}
 	// After the estimate: reasoning and tagged calls were output tokens.
@@ -309,7 +355,7 @@ func (a *accumulator) response(req *Request) *Response {
 
 // estimateUsage guesses token counts at about four characters a token, for
 // servers that never report usage, so token budgets still hold.
-func estimateUsage(req *Request, resp *Response) Usage {
+func estimateUsage(req *Request, resp *Response, reasoning int) Usage {
 	n := 0
 	for i := range req.Messages {
 		m := &req.Messages[i]
@@ -325,7 +371,7 @@ func estimateUsage(req *Request, resp *Response) Usage {
 			n += len(t.Name) + len(t.Description) + len(t.Parameters)
 		}
 	}
-	out := len(resp.Content)
+	out := len(resp.Content) + reasoning
 	for _, tc := range resp.ToolCalls {
 		out += len(tc.Name) + len(tc.Arguments)
 	}

@@ -47,7 +47,11 @@ type chunkChoice struct {
 }
 
 type chunkDelta struct {
-	Content   raw             `json:"content"`
+	Content raw `json:"content"`
+	// Reasoning is "reasoning_content" (vLLM, llama.cpp, DeepSeek) or
+	// "reasoning" (Ollama, OpenRouter): thinking the server parsed out of
+	// the content.
+	Reasoning raw             `json:"reasoning_content"`
 	ToolCalls []chunkToolCall `json:"tool_calls"`
 }
 
@@ -191,6 +195,8 @@ func (w *walker) delta(d *chunkDelta) {
 		switch string(w.key()) {
 		case "content":
 			d.Content = w.raw()
+		case "reasoning_content", "reasoning":
+			d.Reasoning = w.raw()
 		case "tool_calls":
 			if !w.open('[') {
 				w.skip()

@@ -257,7 +257,7 @@ func TestToolSetWinsOverTools(t *testing.T) {
 		t.Errorf("body = %s", body)
 	}
 	onlySet := Request{Model: "m", Messages: req.Messages, Tools: []Tool{{Name: "from_set", Description: "d", Parameters: json.RawMessage(`{"type":"object"}`)}}}
-	if got, want := estimateUsage(&req, &Response{}), estimateUsage(&onlySet, &Response{}); got != want {
+	if got, want := estimateUsage(&req, &Response{}, 0), estimateUsage(&onlySet, &Response{}, 0); got != want {
 		t.Errorf("estimate with ToolSet = %+v, with the same Tools = %+v", got, want)
 	}
 }

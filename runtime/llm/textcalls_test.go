@@ -160,3 +160,47 @@ func FuzzTextToolCalls(f *testing.F) {
 		}
 	})
 }
+
+// Thinking a server sends apart from the content, as reasoning_content
+// (vLLM, llama.cpp) or reasoning (Ollama), is shown live between <think>
+// tags, so a person sees the model at work, and is no part of the answer
+// or its calls. A null content beside it does not end the block.
+func TestReasoningFieldsShownNotAnswered(t *testing.T) {
+	for _, field := range []string{"reasoning_content", "reasoning"} {
+		t.Run(field, func(t *testing.T) {
+			fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+				s := startSSE(w)
+				s.data(chunkOf(obj{"role": "assistant", "content": nil, field: "Two and"}, nil))
+				s.data(chunkOf(obj{"content": nil, field: " two."}, nil))
+				if n == 1 {
+					s.data(contentChunk("Four."))
+				} else {
+					s.data(toolChunk(call(0, "c1", "read_file", `{"path":"a"}`)))
+				}
+				s.data(finishChunk("stop"))
+				s.done()
+			})
+			c, _ := newTestClient(fs)
+			var log deltaLog
+			resp := mustStream(t, c, userRequest("2+2?"), log.add)
+			if resp.Content != "Four." {
+				t.Errorf("content = %q", resp.Content)
+			}
+			if got, want := log.String(), "<think>Two and two.</think>\n\nFour."; got != want {
+				t.Errorf("deltas = %q, want %q", got, want)
+			}
+			if resp.Usage.CompletionTokens < 4 {
+				t.Errorf("estimated usage %+v leaves out the reasoning", resp.Usage)
+			}
+
+			log = deltaLog{}
+			resp = mustStream(t, c, userRequest("read a"), log.add)
+			if resp.Content != "" || len(resp.ToolCalls) != 1 {
+				t.Errorf("content %q, calls %+v", resp.Content, resp.ToolCalls)
+			}
+			if got, want := log.String(), "<think>Two and two.</think>\n\n[tool:read_file]"; got != want {
+				t.Errorf("deltas = %q, want %q", got, want)
+			}
+		})
+	}
+}
