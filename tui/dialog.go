@@ -59,11 +59,30 @@ func (m *model) openDialog(d dialog) {
 	// word. The runtime refuses a text over its limit and says how long it
 	// is, which the dialog shows with the text kept for editing.
 	in.CharLimit = 0
-	in.SetWidth(max(m.width-8, 10))
+	in.SetWidth(dialogInputWidth(m.width))
 	in.Focus()
 	d.input = in
 	m.dialog = d
 	m.showHelp = false
+}
+
+// dialogInputWidth is the width of a dialog's text input on a screen w
+// cells wide: the sheet's border and margins, the prompt and the cursor.
+func dialogInputWidth(w int) int { return max(w-8, 10) }
+
+// resizeInput gives a text input a new width and keeps the cursor where it
+// was. The input only recomputes which part of its text is in sight when
+// the cursor leaves it, so the text is set again from an empty one: the
+// part in sight is worked out anew for the new width.
+func resizeInput(in *textinput.Model, w int) {
+	if in.Width() == w {
+		return
+	}
+	v, pos := in.Value(), in.Position()
+	in.SetWidth(w)
+	in.SetValue("")
+	in.SetValue(v)
+	in.SetCursor(pos)
 }
 
 func (m *model) closeDialog() {

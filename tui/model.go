@@ -233,6 +233,14 @@ func (m *model) update(msg tea.Msg) (cmd tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
+		// An open dialog follows the new width: an input sized for the old
+		// one would wrap onto a second line, or leave half the sheet unused.
+		if m.dialog.kind != dialogNone {
+			resizeInput(&m.dialog.input, dialogInputWidth(m.width))
+			if b := m.dialog.back; b != nil {
+				resizeInput(&b.input, dialogInputWidth(m.width))
+			}
+		}
 	case tea.BackgroundColorMsg:
 		if m.opts.Theme == "" || m.opts.Theme == "auto" {
 			m.isDark = msg.IsDark()

@@ -750,3 +750,39 @@ func TestDialogErrorGoesWithTheDialog(t *testing.T) {
 	m, _ = press(t, m, "s", "down")
 	mustContain(t, m, "skip failed: there is no option 7")
 }
+
+// A dialog open while the terminal is resized keeps its input on one line
+// of the new width, with the cursor's end of a long text in sight, and
+// uses the room it gets back when the terminal grows again.
+func TestDialogInputFollowsTheWindowWidth(t *testing.T) {
+	m, _ := demoModel(t, 160, 48)
+	m, _ = press(t, m, "m")
+	m = typeText(t, m, strings.Repeat("word ", 40)+"END")
+	inputLine := func(w int) string {
+		t.Helper()
+		out := plainView(m)
+		checkFrame(t, out, w, strings.Count(out, "\n")+1)
+		lines := strings.Split(out, "\n")
+		for i, l := range lines {
+			if strings.HasPrefix(l, "┃ > ") {
+				if i+1 >= len(lines) || !strings.HasPrefix(lines[i+1], "┗") {
+					t.Fatalf("%d columns: the input runs onto a second line:\n%s", w, out)
+				}
+				return l
+			}
+		}
+		t.Fatalf("%d columns: no input line:\n%s", w, out)
+		return ""
+	}
+	wide := inputLine(160)
+	for _, w := range []int{100, 60, 160} {
+		m, _ = update(m, windowSize(w, 30))
+		l := inputLine(w)
+		if !strings.Contains(l, "END") {
+			t.Fatalf("%d columns: the end of the text, where the cursor is, is out of sight: %q", w, l)
+		}
+		if w == 160 && l != wide {
+			t.Fatalf("back at 160 columns the input is not as wide as before:\n%q\n%q", l, wide)
+		}
+	}
+}
