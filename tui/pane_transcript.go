@@ -26,6 +26,7 @@ type transcriptPane struct {
 	selIdx   int                 // message Index of the selection
 	follow   bool                // selection on the newest message
 	top      int                 // position in msgs of the first message shown (when not following)
+	skip     int                 // lines of the top message scrolled out above the pane (when not following)
 
 	loading, loadingOlder bool
 	err                   string
@@ -106,6 +107,9 @@ func (p *transcriptPane) trim() {
 		delete(p.expanded, m.Index)
 	}
 	p.msgs = append(p.msgs[:0:0], p.msgs[drop:]...)
+	if p.top < drop {
+		p.skip = 0
+	}
 	p.top = max(p.top-drop, 0)
 }
 
@@ -174,22 +178,89 @@ func (p *transcriptPane) sel() int {
 
 // move moves the selection by d messages. It reports true when the person
 // pushes past the oldest message in memory and older ones exist.
-func (p *transcriptPane) move(d int) (wantOlder bool) {
+//
+// The newest message is followed (new ones keep the view at the bottom)
+// once it is in sight whole: one taller than the pane is shown from its
+// first line, to be read down with scroll, and followed when the person
+// moves on past its end.
+func (p *transcriptPane) move(s *styles, d int) (wantOlder bool) {
 	if len(p.msgs) == 0 {
 		return false
 	}
-	i := p.sel()
-	if i+d < 0 && p.firstIndex() > 0 {
+	from := p.sel()
+	if from+d < 0 && p.firstIndex() > 0 {
 		wantOlder = true
 	}
-	i = min(max(i+d, 0), len(p.msgs)-1)
+	i := min(max(from+d, 0), len(p.msgs)-1)
 	p.selIdx = p.msgs[i].Index
-	p.follow = i == len(p.msgs)-1
+	last := len(p.msgs) - 1
+	p.follow = i == last && (from == last || len(p.block(s, &p.msgs[last])) <= p.followRows(s))
 	return wantOlder
 }
 
-func (p *transcriptPane) toTop() bool {
-	return p.move(-len(p.msgs) - 1)
+func (p *transcriptPane) toTop(s *styles) bool {
+	want := p.move(s, -len(p.msgs)-1)
+	p.top, p.skip = 0, 0
+	return want
+}
+
+// scroll moves the view by d lines (negative: up) inside the selected
+// message, as far as it runs out of sight in that direction, and reports
+// whether it did: a message taller than the pane (a long answer, an
+// expanded system prompt or tool result) is read line by line, and the
+// moving keys go on to the next message only once its end is in sight.
+func (p *transcriptPane) scroll(s *styles, d int) bool {
+	if len(p.msgs) == 0 || d == 0 {
+		return false
+	}
+	if p.follow {
+		// Followed, the newest message hangs from the bottom of the pane,
+		// its first lines out of sight if it is taller than the pane. Up
+		// shows them: the same view, now hanging from the message's top.
+		last := len(p.msgs) - 1
+		h, avail := len(p.block(s, &p.msgs[last])), p.followRows(s)
+		if d > 0 || h <= avail {
+			return false
+		}
+		p.follow = false
+		p.selIdx = p.msgs[last].Index
+		p.top, p.skip = last, h-avail
+	}
+	sel := p.sel()
+	if d < 0 {
+		if p.top != sel || p.skip == 0 {
+			return false
+		}
+		p.skip = max(p.skip+d, 0)
+		return true
+	}
+	// Rows from the top of the pane to the selected message's last line
+	// (the blank line after it is not part of it).
+	end := -p.skip - 1
+	for i := p.top; i <= sel; i++ {
+		end += len(p.block(s, &p.msgs[i]))
+	}
+	over := end - p.bodyRows()
+	if over <= 0 {
+		return false
+	}
+	for n := min(d, over); n > 0; {
+		h := len(p.block(s, &p.msgs[p.top]))
+		if p.skip+n < h {
+			p.skip += n
+			break
+		}
+		n -= h - p.skip
+		p.top, p.skip = p.top+1, 0
+	}
+	return true
+}
+
+// followRows is how many rows the messages get while the newest is
+// followed: the live reply under it takes the rest.
+func (p *transcriptPane) followRows(s *styles) int {
+	rows := p.bodyRows()
+	return max(rows-len(p.streamLines(s, max(rows/2, 2))), 0)
 }
 
 func (p *transcriptPane) toBottom() { p.follow = true }
@@ -334,11 +405,12 @@ func (p *transcriptPane) sync(s *styles) {
 		p.selIdx = p.msgs[sel].Index
 		avail := p.bodyRows()
 		if sel < p.top {
-			p.top = sel
+			p.top, p.skip = sel, 0
 		}
-		// Move the top down until the selected message fits.
+		// Move the top down until the selected message fits, or starts
+		// the pane if it is taller.
 		for p.top < sel {
-			h := 0
+			h := -p.skip
 			for i := p.top; i <= sel; i++ {
 				h += len(p.block(s, &p.msgs[i]))
 				if h > avail {
@@ -348,9 +420,11 @@ func (p *transcriptPane) sync(s *styles) {
 			if h <= avail {
 				break
 			}
-			p.top++
+			p.top, p.skip = p.top+1, 0
 		}
 		p.top = min(p.top, len(p.msgs)-1)
+		// A message re-wrapped to a new width may have fewer lines.
+		p.skip = min(p.skip, max(len(p.block(s, &p.msgs[p.top]))-1, 0))
 	}
 }
 
@@ -432,7 +506,11 @@ func (p *transcriptPane) Render(c *renderCtx) []string {
 		avail := max(rows-len(body), 0)
 		end := p.top
 		for ; end < len(p.msgs) && len(shown) < avail; end++ {
-			shown = append(shown, gutter(end, p.block(s, &p.msgs[end]))...)
+			b := gutter(end, p.block(s, &p.msgs[end]))
+			if end == p.top {
+				b = b[min(p.skip, len(b)):]
+			}
+			shown = append(shown, b...)
 		}
 		if len(shown) > avail {
 			shown = shown[:avail]

@@ -537,18 +537,21 @@ func (m *model) sessionKey(k tea.KeyPressMsg) tea.Cmd {
 		t.toBottom()
 		return nil
 	}
+	// Up and down read a message taller than the pane line by line (page
+	// up and down a page at a time), and move between messages otherwise.
+	s := &m.styles
 	want := false
 	switch {
 	case key.Matches(k, keys.Up):
-		want = t.move(-1)
+		want = !t.scroll(s, -1) && t.move(s, -1)
 	case key.Matches(k, keys.Down):
-		want = t.move(1)
+		want = !t.scroll(s, 1) && t.move(s, 1)
 	case key.Matches(k, keys.PageUp):
-		want = t.move(-page(t.bodyRows() / 3))
+		want = !t.scroll(s, -page(t.bodyRows())) && t.move(s, -page(t.bodyRows()/3))
 	case key.Matches(k, keys.PageDown):
-		want = t.move(page(t.bodyRows() / 3))
+		want = !t.scroll(s, page(t.bodyRows())) && t.move(s, page(t.bodyRows()/3))
 	case key.Matches(k, keys.Top):
-		want = t.toTop()
+		want = t.toTop(s)
 	}
 	if want {
 		return m.loadOlderTranscript()

@@ -76,7 +76,17 @@ func (m *model) handleWheel(ms tea.Mouse) tea.Cmd {
 	case m.dialog.kind == dialogNone && m.showHelp && l.sheet.contains(ms.X, ms.Y):
 		m.helpScroll.scroll(d)
 	case l.transcript.contains(ms.X, ms.Y):
-		if m.transcript.move(d) {
+		// A notch is wheelStep of what the keys move: lines inside a
+		// message taller than the pane, messages otherwise.
+		t, step, want := &m.transcript, 1, false
+		if d < 0 {
+			step = -1
+		}
+		for range wheelStep {
+			want = (!t.scroll(&m.styles, step) && t.move(&m.styles, step)) || want
+			t.sync(&m.styles)
+		}
+		if want {
 			return m.loadOlderTranscript()
 		}
 	case l.sessions.contains(ms.X, ms.Y):

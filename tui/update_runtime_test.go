@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -478,4 +479,76 @@ func TestStoppedCountMatchesTheRows(t *testing.T) {
 		t.Fatalf("%d sessions show stopped, the test expects 6", shown)
 	}
 	mustContain(t, m, "Sessions · 11 · 6 stopped")
+}
+
+// A message taller than the pane is read whole: the moving keys scroll it
+// line by line (up from the end where the newest message is followed, down
+// from its start when selected from above) before they go on to the next
+// message, and moving down past the newest one follows it again.
+func TestTranscriptTallMessageIsReadWhole(t *testing.T) {
+	var long []string
+	for i := 1; i <= 80; i++ {
+		long = append(long, fmt.Sprintf("answer line %02d", i))
+	}
+	var prompt []string
+	for i := 1; i <= 60; i++ {
+		prompt = append(prompt, fmt.Sprintf("prompt line %02d", i))
+	}
+	msgs := tuitest.DemoTranscript()
+	msgs[0].Content = strings.Join(prompt, "\n")
+	msgs = append(msgs, event.MessageInfo{ID: 7, Index: 6, Role: "assistant", Source: "agent", Content: strings.Join(long, "\n")})
+
+	m, ctl := demoModel(t, 100, 30)
+	ctl.SetTranscript("s-res1", msgs)
+	m, _ = press(t, m, "down", "down", "enter")
+	mustContain(t, m, "answer line 80")
+	mustNotContain(t, m, "answer line 01")
+
+	seen := func(lines []string, keys ...string) {
+		t.Helper()
+		missing := map[string]bool{}
+		for _, l := range lines {
+			missing[l] = true
+		}
+		for i := 0; i < 200 && len(missing) > 0; i++ {
+			view := plainView(m)
+			for _, l := range lines {
+				if strings.Contains(view, l) {
+					delete(missing, l)
+				}
+			}
+			m, _ = press(t, m, keys...)
+		}
+		for _, l := range lines {
+			if missing[l] {
+				t.Fatalf("%q never came into sight pressing %v:\n%s", l, keys, plainView(m))
+			}
+		}
+	}
+	// Up from the end of the newest message, through all of it.
+	seen(long, "up")
+	mustContain(t, m, "#6 assistant")
+	if m.transcript.sel() != len(m.transcript.msgs)-1 {
+		t.Fatal("reading the newest message up moved the selection off it")
+	}
+	// Down through it again, then on past its end: followed as before.
+	m, _ = press(t, m, "home")
+	m, _ = press(t, m, "enter") // expand the system prompt
+	seen(prompt, "down")
+	seen(long, "down")
+	m, _ = press(t, m, "down")
+	if !m.transcript.follow {
+		t.Fatal("moving down past the end of the newest message does not follow it")
+	}
+	e := ev(event.MessageAppended, "s-res1")
+	e.Message = &event.MessageInfo{ID: 8, Index: 7, Role: "assistant", Content: "a newer reply"}
+	m = apply(m, e)
+	mustContain(t, m, "a newer reply")
+	// Page keys read a tall message a page at a time (the system prompt
+	// is still expanded).
+	m, _ = press(t, m, "home", "pgdown")
+	mustContain(t, m, "prompt line 30")
+	mustNotContain(t, m, "#0 system")
+	m, _ = press(t, m, "pgup")
+	mustContain(t, m, "#0 system", "prompt line 01")
 }
