@@ -55,10 +55,16 @@ func (p *delegationsPane) Render(c *renderCtx) []string {
 	if len(st.delegationOrder) == 0 {
 		body = append(body, " "+s.dim.Render("no delegations yet"))
 	}
+	// The plan task column is as wide as the longest task id, up to the
+	// plans pane's cap: ids such as "checklist" are read whole there too.
+	taskW := 1
+	for _, id := range st.delegationOrder {
+		taskW = max(taskW, min(cellWidth(oneLine(st.delegations[id].PlanTaskID)), 10))
+	}
 	end := min(p.offset+p.bodyRows(), len(st.delegationOrder))
 	for i := p.offset; i < end; i++ {
 		sel := i == p.cursor && c.focused
-		line := cursorMark(sel) + p.row(c, st.delegations[st.delegationOrder[i]])
+		line := cursorMark(sel) + p.row(c, st.delegations[st.delegationOrder[i]], taskW)
 		if sel {
 			line = s.selected.Render(fit(ansi.Strip(line), p.w-2))
 		}
@@ -67,7 +73,7 @@ func (p *delegationsPane) Render(c *renderCtx) []string {
 	return s.box(title, body, p.w, p.h, c.focused)
 }
 
-func (p *delegationsPane) row(c *renderCtx, d *event.DelegationInfo) string {
+func (p *delegationsPane) row(c *renderCtx, d *event.DelegationInfo, taskW int) string {
 	s := c.styles
 	status := d.Status
 	stopped := !c.st.runActive() && (status == "pending" || status == "running")
@@ -101,12 +107,12 @@ func (p *delegationsPane) row(c *renderCtx, d *event.DelegationInfo) string {
 	}
 	task := "—"
 	if d.PlanTaskID != "" {
-		task = d.PlanTaskID
+		task = oneLine(d.PlanTaskID)
 	}
 	line += s.bold.Render(fit(d.ID, 8)) + " " +
 		s.dim.Render("d"+strconv.Itoa(d.Depth)) + " " +
 		padLeft(fmtDuration(el), 6) + " " +
-		s.dim.Render("task ") + fit(task, 4) + " "
+		s.dim.Render("task ") + fit(task, taskW) + " "
 	if wide {
 		sid := d.SessionID
 		if sid == "" {

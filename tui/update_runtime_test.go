@@ -111,13 +111,26 @@ func TestEventDelegationUpdated(t *testing.T) {
 	e := ev(event.DelegationUpdated, "s-dlg1")
 	e.Delegation = &d
 	m = apply(m, e)
-	mustContain(t, m, "Delegations · 4 · 2 active", "○ pending   dl-4     d2     0s task b")
+	mustContain(t, m, "Delegations · 4 · 2 active", "○ pending   dl-4     d2     0s task b —")
 	d.Status, d.SessionID, d.StartedAt = "completed", "s-rev1", t0.Add(-30*time.Second)
 	d.EndedAt = t0
 	e = ev(event.DelegationUpdated, "s-dlg1")
 	e.Delegation = &d
 	m = apply(m, e)
-	mustContain(t, m, "Delegations · 4 · 1 active", "✓ completed dl-4     d2    30s task b    s-rev1")
+	mustContain(t, m, "Delegations · 4 · 1 active", "✓ completed dl-4     d2    30s task b s-rev1")
+}
+
+// A delegation's plan task is named whole, as in the plans pane, and the
+// columns after it line up from row to row.
+func TestDelegationTaskIDIsNotCut(t *testing.T) {
+	m, _ := demoModel(t, 160, 48)
+	d := event.DelegationInfo{ID: "dl-4", ParentSession: "s-root", SessionID: "s-rev1", PlanTaskID: "checklist",
+		Description: "Prepare the launch checklist", Status: "running", Depth: 1, CreatedAt: t0, StartedAt: t0}
+	e := ev(event.DelegationUpdated, "s-root")
+	e.Delegation = &d
+	m = apply(m, e)
+	mustContain(t, m, "task checklist s-rev1   Prepare the lau", "task 4         s-dlg1   Implement the r")
+	mustNotContain(t, m, "task che…")
 }
 
 func TestEventQuestionOpenedAnsweredClosed(t *testing.T) {
