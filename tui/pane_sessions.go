@@ -2,7 +2,9 @@ package tui
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
+	"time"
 
 	"github.com/charmbracelet/x/ansi"
 )
@@ -238,7 +240,7 @@ func (p *sessionsPane) row(c *renderCtx, cols sessionCols, n *sessionNode, selec
 	}
 	retrying := status == "running" && info.Retrying != ""
 	if retrying {
-		desc = "↻ " + info.Retrying
+		desc = "↻ " + retryText(info.Retrying, n.retrySince, c.now)
 	}
 	extra := ""
 	if p.collapsed[info.ID] && n.descendants > 0 {
@@ -309,4 +311,34 @@ func statusGlyph(status string) string {
 		return "◌"
 	}
 	return "·"
+}
+
+// retryWait finds the wait in the runtime's retry notice: "attempt 2 of 5
+// in 1.5s: why".
+var retryWait = regexp.MustCompile(`^(attempt \d+ of \d+) in (\S+?): `)
+
+// retryText is a retry notice with its wait counted down from when it was
+// given (since). The notice says how long the wait was when it began;
+// shown as it is, "in 30s" would stand still for the whole wait. A notice
+// in another form, or of unknown age, is shown as it is.
+func retryText(notice string, since, now time.Time) string {
+	loc := retryWait.FindStringSubmatchIndex(notice)
+	if since.IsZero() || loc == nil {
+		return notice
+	}
+	wait, err := time.ParseDuration(notice[loc[4]:loc[5]])
+	if err != nil {
+		return notice
+	}
+	// As the runtime writes it: tenths near the end, seconds before.
+	left := wait - now.Sub(since)
+	unit := 100 * time.Millisecond
+	if left >= 10*time.Second {
+		unit = time.Second
+	}
+	when := "now" // the wait is over: the attempt is under way
+	if left = left.Round(unit); left > 0 {
+		when = "in " + left.String()
+	}
+	return notice[loc[2]:loc[3]] + " " + when + ": " + notice[loc[1]:]
 }

@@ -32,6 +32,9 @@ type sessionNode struct {
 	toolRunning   bool
 	toolFailed    bool
 	nextIndex     int // one past the highest message index seen
+	// retrySince is when the session said its model call is tried again
+	// (the time of the status that said so), to count the wait down.
+	retrySince time.Time
 }
 
 // anyActive reports whether the session or one below it has not ended:
@@ -147,7 +150,14 @@ func (s *runState) apply(ev event.Event) bool {
 		}
 	case event.SessionCreated, event.SessionStatus:
 		if ev.Session != nil {
+			was := ""
+			if n := s.sessions[ev.Session.ID]; n != nil {
+				was = n.info.Retrying
+			}
 			s.upsertSession(*ev.Session)
+			if n := s.sessions[ev.Session.ID]; n != nil && n.info.Retrying != was {
+				n.retrySince = ev.Time
+			}
 		}
 	case event.MessageAppended:
 		if n := s.sessions[ev.SessionID]; n != nil && ev.Message != nil {

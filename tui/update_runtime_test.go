@@ -392,6 +392,35 @@ func TestSessionRowShowsARetry(t *testing.T) {
 	mustContain(t, m, "orchestrator Build a URL shortener")
 }
 
+// The wait before the next attempt counts down as it passes, from when the
+// session said so, instead of standing at what it was when it began; once
+// it is over, the row says the attempt is under way.
+func TestSessionRowCountsTheRetryWaitDown(t *testing.T) {
+	m, _ := demoModel(t, 160, 48)
+	m = sessionStatus(m, "s-root", func(info *event.SessionInfo) {
+		info.Retrying = "attempt 2 of 5 in 30s: LLM server returned 429 Too Many Requests"
+	})
+	mustContain(t, m, "orchestrator ↻ attempt 2 of 5 in 30s: LLM serv")
+	for _, tc := range []struct {
+		after time.Duration
+		want  string
+	}{
+		{12 * time.Second, "↻ attempt 2 of 5 in 18s: LLM serv"},
+		{27*time.Second + 550*time.Millisecond, "↻ attempt 2 of 5 in 2.5s: LLM serv"},
+		{31 * time.Second, "↻ attempt 2 of 5 now: LLM serv"},
+	} {
+		m.now = func() time.Time { return t0.Add(tc.after) }
+		mustContain(t, m, tc.want)
+	}
+	// The next attempt's notice starts its own wait.
+	e := ev(event.SessionStatus, "s-root")
+	info := m.st.sessions["s-root"].info
+	info.Retrying = "attempt 4 of 5 in 4s: LLM server returned 429 Too Many Requests"
+	e.Session, e.Time = &info, t0.Add(30*time.Second)
+	m = apply(m, e)
+	mustContain(t, m, "↻ attempt 4 of 5 in 3s: LLM serv")
+}
+
 // Why a run stopped, and the command that continues it, is the status line's
 // resting state once the run has ended: a refusal or a note shows for a
 // while, and when it is dismissed or expires the reason comes back.
