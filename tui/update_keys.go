@@ -6,6 +6,7 @@ import (
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+	"github.com/swarmdeck/swarmdeck/runtime/event"
 )
 
 const readOnlyText = "read-only: view only shows a run; steer it from the dashboard that runs it, or resume it once it is stopped"
@@ -410,13 +411,63 @@ func (m *model) dashboardKey(k tea.KeyPressMsg) tea.Cmd {
 				m.openBroadcastSheet(*b)
 			}
 		}
+	case focusPlans:
+		if key.Matches(k, keys.Open) {
+			return m.openPlanTask()
+		}
 	case focusDelegations:
 		if key.Matches(k, keys.Open) {
-			if d := m.delegations.selected(m.st); d != nil && d.SessionID != "" {
-				return m.openSession(d.SessionID)
+			if d := m.delegations.selected(m.st); d != nil {
+				return m.openDelegation(d)
 			}
 		}
 	}
+	if m.focus != focusSessions && key.Matches(k, keys.Collapse) {
+		// The footer offers it wherever the focus is: say where it works.
+		m.setNote(label(keys.Collapse) + " folds a subtree of the Sessions pane (" + label(keys.FocusNext) + " moves there)")
+	}
+	return nil
+}
+
+// openPlanTask opens the session that works on the plan task selected in
+// the Plans pane: the one its delegation started. Any other task is worked
+// on by the plan's own session, or by sub-agents it spawned without naming
+// the task, so there is nothing of its own to open; the note says so.
+func (m *model) openPlanTask() tea.Cmd {
+	p := &m.plans
+	tasks := m.st.plans[p.session].Tasks
+	if p.cursor < 0 || p.cursor >= len(tasks) {
+		return nil
+	}
+	task := tasks[p.cursor]
+	var last *event.DelegationInfo
+	for _, id := range m.st.delegationOrder {
+		if d := m.st.delegations[id]; d.ParentSession == p.session && d.PlanTaskID == task.ID {
+			last = d
+		}
+	}
+	if last == nil {
+		m.setNote("task " + oneLine(task.ID) + " is not delegated: it has no session of its own to open (" +
+			m.st.sessionName(p.session) + "'s plan)")
+		return nil
+	}
+	return m.openDelegation(last)
+}
+
+// openDelegation opens the session a delegation started, or says why there
+// is none.
+func (m *model) openDelegation(d *event.DelegationInfo) tea.Cmd {
+	if d.SessionID != "" && m.st.sessions[d.SessionID] != nil {
+		return m.openSession(d.SessionID)
+	}
+	why := "has no session to open"
+	switch d.Status {
+	case "pending", "running":
+		why = "has not started its session yet"
+	case "failed", "cancelled":
+		why = d.Status + " before it started a session"
+	}
+	m.setNote("delegation " + d.ID + " " + why)
 	return nil
 }
 

@@ -786,3 +786,28 @@ func TestDialogInputFollowsTheWindowWidth(t *testing.T) {
 		}
 	}
 }
+
+// Enter on a plan task opens the session its delegation started; on a task
+// with none, and on a delegation without a session, it says why nothing
+// opens. Space, offered in every pane, says where it works.
+func TestPlanTaskOpensItsDelegatedSession(t *testing.T) {
+	m, _ := demoModel(t, 160, 48)
+	m, _ = press(t, m, "tab", "tab") // Plans, showing the root's plan
+	if m.focus != focusPlans {
+		t.Fatalf("focus %d, want the Plans pane", m.focus)
+	}
+	m, _ = press(t, m, "enter")
+	mustContain(t, m, "· task 1 is not delegated: it has no session of its own to open (orchestrator's plan)")
+	m, _ = press(t, m, "space")
+	mustContain(t, m, "· space folds a subtree of the Sessions pane (tab moves there)")
+	m, _ = press(t, m, "down", "down", "down", "down", "enter") // task 5: its delegation failed
+	mustContain(t, m, "· delegation dl-2 failed before it started a session")
+	m, _ = press(t, m, "up", "enter") // task 4, delegated to dl-1
+	if m.screen != screenSession || m.transcript.sessionID != "s-dlg1" {
+		t.Fatalf("enter on a delegated task opened %q, want the delegation's session s-dlg1", m.transcript.sessionID)
+	}
+	mustContain(t, m, "Transcript · orchestrator (d-1) · s-dlg1")
+
+	m, _ = press(t, m, "esc", "shift+tab", "down", "enter") // Delegations: dl-2
+	mustContain(t, m, "· delegation dl-2 failed before it started a session")
+}
