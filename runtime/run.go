@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -532,8 +533,18 @@ func (r *Run) recordStopped(why string) {
 	r.rec.EndedAt = r.e.now()
 	rec := r.rec
 	info := r.runInfo()
+	sessions := slices.Clone(r.order)
 	r.mu.Unlock()
 	err := r.e.store.Do(context.Background(), func(tx *store.Tx) error {
+		// What a session added to its history since its last write (a new
+		// session's prompt and task until its first answer) goes with its
+		// next write, and a stopped session makes none: it is stored now,
+		// so the stopped run shows it, as a resume would rebuild it.
+		for _, s := range sessions {
+			if err := s.flushTx(tx); err != nil {
+				return err
+			}
+		}
 		if err := tx.UpdateRun(&rec); err != nil {
 			return err
 		}
