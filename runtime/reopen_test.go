@@ -140,3 +140,59 @@ func TestResumeRecordsTheStoppedTime(t *testing.T) {
 		t.Errorf("pause %s to %s; the run stopped at %s and was resumed after %s", p.From, p.To, stopped.EndedAt, before)
 	}
 }
+
+// A run interrupted, resumed, and then killed records its second pause from
+// the last thing the resumed process stored, not from the end the first
+// interrupt stored: that end is over once the run runs again, and a pause
+// from it would count the stretch the resumed process ran (and the first
+// pause once more) as time stood stopped.
+func TestResumeAfterAKillDoesNotReuseAnEarlierEnd(t *testing.T) {
+	release := make(chan struct{})
+	var calls atomic.Int32
+	hs := recServer(t, scripted.PolicyFunc(func(*scripted.Request) scripted.Reply {
+		if calls.Add(1) <= 2 {
+			<-release // the first call is cut short by the interrupt, the second by the kill
+		}
+		return scripted.Reply{Content: "done"}
+	}))
+	t.Cleanup(func() { close(release) })
+	dir := t.TempDir()
+	e1 := recEngine(t, dir, hs.URL+"/v1", nil)
+	run, err := e1.Start(context.Background(), "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	recWaitFor(t, "the first model call", func() bool { return calls.Load() == 1 })
+	run.Interrupt()
+	e1.Close()
+
+	e2 := recEngine(t, dir, hs.URL+"/v1", nil)
+	if _, err := e2.Resume(context.Background(), run.ID()); err != nil {
+		t.Fatal(err)
+	}
+	recWaitFor(t, "the resumed model call", func() bool { return calls.Load() == 2 })
+	resumed, err := e2.Store().Run(context.Background(), run.ID())
+	if err != nil || len(resumed.Pauses) != 1 {
+		t.Fatalf("resumed run: %+v (%v)", resumed, err)
+	}
+	if !resumed.EndedAt.IsZero() {
+		t.Errorf("the running run is stored as ended at %s", resumed.EndedAt)
+	}
+	time.Sleep(30 * time.Millisecond)
+	crashed := crashCopy(t, dir) // a kill -9 of the resumed process
+
+	e3 := recEngine(t, crashed, hs.URL+"/v1", nil)
+	_, code, _ := recRun(t, e3, true, func(ctx context.Context) (*Run, error) { return e3.Resume(ctx, run.ID()) })
+	x, err := e3.Export(context.Background(), run.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code != ExitOK || len(x.Run.Pauses) != 2 {
+		t.Fatalf("run after the second resume: exit %d, pauses %+v", code, x.Run.Pauses)
+	}
+	first, second := x.Run.Pauses[0], x.Run.Pauses[1]
+	if second.From.Before(first.To) {
+		t.Errorf("the second pause (%s to %s) begins before the first one ended (%s to %s)",
+			second.From.Format(time.StampMicro), second.To.Format(time.StampMicro), first.From.Format(time.StampMicro), first.To.Format(time.StampMicro))
+	}
+}

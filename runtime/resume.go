@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/swarmdeck/swarmdeck/agents"
 	"github.com/swarmdeck/swarmdeck/coordination"
@@ -64,7 +65,10 @@ func (e *Engine) Resume(ctx context.Context, runID string) (*Run, error) {
 	r.resumed = true
 	r.rec.Status = RunRunning
 	r.rec.Error = "" // why it stopped, if it said
-	r.rec.EndedAt = rec.EndedAt
+	// It runs again: the end its interrupt stored is over. Kept, it would
+	// be where the pause of a later kill begins, and the export of a
+	// killed run would say it ended.
+	r.rec.EndedAt = time.Time{}
 	r.rec.Provider, r.rec.BaseURL, r.rec.Model, r.rec.Scripted = e.ProviderLabel(), e.BaseURL(), e.Model(), e.isScripted()
 	err = st.Do(ctx, func(tx *store.Tx) error {
 		run := r.rec
