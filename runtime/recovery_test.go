@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -367,5 +369,70 @@ func TestResumeDoesNotAskThePersonAgain(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A question to the person that was still open when the run stopped is
+// announced again when the run is resumed: a --control client of the
+// resumed process has seen no question.opened for it, and without one it
+// cannot learn the question's id, so the question could only time out.
+func TestResumeAnnouncesTheOpenQuestionAgain(t *testing.T) {
+	asked := make(chan struct{})
+	policy := scripted.PolicyFunc(func(req *scripted.Request) scripted.Reply {
+		if role, _ := recRole(req); role == "orchestrator" && recTurn(req) == 0 {
+			<-asked
+			return scripted.Reply{ToolCalls: []scripted.Call{{Name: "ask_others", Args: map[string]any{"question": "Ship on Friday?", "timeout": 600}}}}
+		}
+		return scripted.Reply{Content: "decided"}
+	})
+	hs := recServer(t, policy)
+	dir := t.TempDir()
+	e1 := recEngine(t, dir, hs.URL+"/v1", nil)
+	run, err := e1.Start(context.Background(), "decide the launch day")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run.SetHumanAttached(true) // a --control client is attached
+	close(asked)
+	st := e1.Store()
+	recWaitFor(t, "the question to the person", func() bool {
+		qs, err := st.Questions(context.Background(), run.ID())
+		return err == nil && len(qs) == 1 && qs[0].Status == QuestionOpen
+	})
+	run.Interrupt()
+	<-run.Done()
+	e1.Close()
+
+	e2 := recEngine(t, dir, hs.URL+"/v1", nil)
+	pr, pw := io.Pipe()
+	t.Cleanup(func() { pw.Close() })
+	sub := e2.Bus().Subscribe(256)
+	var announced atomic.Int32
+	go func() {
+		defer sub.Close()
+		for ev := range sub.C {
+			if ev.Type == event.QuestionOpened && ev.Question != nil && ev.Question.AllowHuman {
+				announced.Add(1)
+				io.WriteString(pw, `{"op":"answer","question_id":"`+ev.Question.ID+`","text":"yes, Friday"}`+"\n")
+			}
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	var out bytes.Buffer
+	code, err := e2.Headless(ctx, HeadlessOptions{JSON: true, Out: &out, Control: pr},
+		func(ctx context.Context) (*Run, error) { return e2.Resume(ctx, run.ID()) })
+	if n := announced.Load(); n != 1 {
+		t.Fatalf("the resumed run announced the open question %d times, want once (exit %d: %v)", n, code, err)
+	}
+	if err != nil || code != ExitOK {
+		t.Fatalf("resumed run: exit %d: %v", code, err)
+	}
+	x, err := e2.Export(context.Background(), run.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q := x.Questions[0]; q.Status != QuestionAnswered || q.Responses["human"] != "yes, Friday" {
+		t.Errorf("question after the resume: %s, responses %v", q.Status, q.Responses)
 	}
 }

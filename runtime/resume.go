@@ -77,8 +77,18 @@ func (e *Engine) Resume(ctx context.Context, runID string) (*Run, error) {
 		}
 		info := r.runInfo()
 		info.Resumed = true
-		_, err := tx.Emit(event.Event{Type: event.RunStarted, RunID: r.id, SessionID: r.rootID(), Run: info})
-		return err
+		if _, err := tx.Emit(event.Event{Type: event.RunStarted, RunID: r.id, SessionID: r.rootID(), Run: info}); err != nil {
+			return err
+		}
+		// Questions still waiting for the person are asked again: whoever
+		// follows this process (a --control client) has not seen them, and
+		// cannot answer a question whose id it does not know.
+		for _, q := range r.questions.humanQueue() {
+			if _, err := tx.Emit(event.Event{Type: event.QuestionOpened, RunID: r.id, SessionID: q.FromSession, Question: &q}); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		lock.Release()
