@@ -208,6 +208,9 @@ func (p *progress) print(ev event.Event) {
 	case event.QuestionClosed:
 		q := ev.Question
 		what := strings.ReplaceAll(q.Status, "_", " ")
+		if q.Status == QuestionClosed {
+			what = "the session that asked it ended"
+		}
 		if n := len(q.Responses); n > 0 {
 			what += fmt.Sprintf(", %d answered", n)
 		}

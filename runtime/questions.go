@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -32,8 +33,9 @@ type questionBoard struct {
 	r     *Run
 	mu    sync.Mutex
 	open  map[string]*question
-	queue []string        // ids waiting for the human, oldest first
-	ids   map[string]bool // every question id of the run, open or closed
+	queue []string          // ids waiting for the human, oldest first
+	ids   map[string]bool   // every question id of the run, open or closed
+	ended map[string]string // id -> status, of the questions no longer open
 }
 
 type question struct {
@@ -51,7 +53,15 @@ type question struct {
 }
 
 func newQuestionBoard(r *Run) *questionBoard {
-	return &questionBoard{r: r, open: map[string]*question{}, ids: map[string]bool{}}
+	return &questionBoard{r: r, open: map[string]*question{}, ids: map[string]bool{}, ended: map[string]string{}}
+}
+
+// endedStatus is how a question that is no longer open ended ("" if not
+// known).
+func (b *questionBoard) endedStatus(id string) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.ended[id]
 }
 
 // newIDLocked returns a question id not yet used in the run. b.mu must be
@@ -318,6 +328,7 @@ func (s *Session) awaitAnswers(ctx context.Context, q *question) (*agents.AskRes
 		}()
 	}
 	s.beginBlocking("waiting for answers to " + q.rec.ID)
+	done := false
 	for {
 		b.mu.Lock()
 		absent := false
@@ -328,7 +339,7 @@ func (s *Session) awaitAnswers(ctx context.Context, q *question) (*agents.AskRes
 			b.dequeueLocked(q.rec.ID)
 			absent = true
 		}
-		done := q.complete()
+		done = q.complete()
 		ch := q.changed
 		b.mu.Unlock()
 		if absent {
@@ -346,6 +357,9 @@ func (s *Session) awaitAnswers(ctx context.Context, q *question) (*agents.AskRes
 		}
 		break
 	}
+	// Ended before its answers and not by its deadline: the asker ended
+	// (cancelled, failed) or the run did. Nobody timed out.
+	closed := !done && (ctx.Err() != nil || !errors.Is(qctx.Err(), context.DeadlineExceeded))
 	cancel()
 	wg.Wait()
 	s.endBlocking()
@@ -354,7 +368,7 @@ func (s *Session) awaitAnswers(ctx context.Context, q *question) (*agents.AskRes
 		// the store and a resumed run waits for it again.
 		return nil, errInterrupted
 	}
-	res, err := s.closeQuestion(q)
+	res, err := s.closeQuestion(q, closed)
 	if ctx.Err() != nil {
 		return nil, context.Cause(ctx)
 	}
@@ -362,7 +376,8 @@ func (s *Session) awaitAnswers(ctx context.Context, q *question) (*agents.AskRes
 }
 
 // closeQuestion records the outcome and tells the asker what arrived.
-func (s *Session) closeQuestion(q *question) (*agents.AskResult, error) {
+// closed is a question that ended because its asker or the run did.
+func (s *Session) closeQuestion(q *question, closed bool) (*agents.AskResult, error) {
 	r := s.r
 	b := r.questions
 	b.mu.Lock()
@@ -405,6 +420,10 @@ func (s *Session) closeQuestion(q *question) (*agents.AskResult, error) {
 		}
 	}
 	switch {
+	case closed:
+		res.Status = QuestionClosed
+		res.TimedOut = []string{}
+		res.Note = "the question was closed before every answer arrived: the asking session ended"
 	case missing > 0:
 		res.Status = QuestionTimedOut
 	case q.humanState == "skipped":
@@ -420,6 +439,7 @@ func (s *Session) closeQuestion(q *question) (*agents.AskResult, error) {
 	q.rec.HumanResponded = res.HumanResponded
 	q.rec.ClosedAt = r.e.now()
 	delete(b.open, q.rec.ID)
+	b.ended[q.rec.ID] = res.Status
 	b.dequeueLocked(q.rec.ID)
 	info := b.info(q)
 	rec := q.rec
@@ -593,7 +613,14 @@ func (r *Run) answerHuman(ctx context.Context, id, text string, skip bool) error
 		if !known {
 			return fmt.Errorf("no question %q in run %s", id, r.id)
 		}
-		return fmt.Errorf("question %s is not open (it was answered, skipped or timed out)", id)
+		switch status := b.endedStatus(id); status {
+		case QuestionClosed:
+			return fmt.Errorf("question %s is no longer open: it was closed when the session that asked it ended", id)
+		case "":
+			return fmt.Errorf("question %s is no longer open", id)
+		default:
+			return fmt.Errorf("question %s is no longer open: it was %s", id, strings.ReplaceAll(status, "_", " "))
+		}
 	}
 	if !q.humanWait || q.humanState != "" {
 		b.mu.Unlock()

@@ -506,3 +506,62 @@ func TestAnnounceAndBroadcastMessage(t *testing.T) {
 		t.Errorf("%d announcements stored with both recipients, want 2", n)
 	}
 }
+
+// A question whose asker is cancelled before its answers are in ends
+// "closed": nobody timed out, and an answer sent after it says why it is no
+// longer open instead of claiming it was answered, skipped or timed out.
+func TestQuestionOfACancelledAskerIsClosed(t *testing.T) {
+	p := policyFor(func(c *convo) scripted.Reply {
+		switch {
+		case c.shadow != "":
+			return say("no idea")
+		case c.isRoot() && c.turns == 0:
+			return do(call("sessions_spawn", obj{"task": "Ask the person", "label": "asker", "wait": true}))
+		case c.isRoot():
+			return say("done")
+		case c.turns == 0:
+			return do(call("ask_others", obj{"question": "Ship on Friday?", "timeout": 600}))
+		}
+		return say("asked")
+	})
+	e := testEngine(t, nil, p, nil)
+	pr, pw := io.Pipe()
+	t.Cleanup(func() { pw.Close() })
+	sub := e.Bus().Subscribe(256)
+	go func() {
+		defer sub.Close()
+		qid := ""
+		for ev := range sub.C {
+			switch {
+			case ev.Type == event.QuestionOpened && ev.Question != nil:
+				qid = ev.Question.ID
+				io.WriteString(pw, controlLine(obj{"op": "cancel", "session_id": ev.Question.FromSession})+"\n")
+			case ev.Type == event.QuestionClosed && ev.Question != nil:
+				io.WriteString(pw, controlLine(obj{"op": "answer", "question_id": qid, "text": "yes"})+"\n")
+			}
+		}
+	}()
+	events, code := headless(t, e, "ask through a child", pr)
+	x := exportLatest(t, e)
+	mustComplete(t, x, code)
+	q := exportedQuestion(t, x, "Ship on Friday?")
+	if q.Status != QuestionClosed || len(q.TimedOut) != 0 || q.HumanResponded {
+		t.Errorf("question of the cancelled asker: status %s, timed_out %v, human_responded %v; want closed, none, false", q.Status, q.TimedOut, q.HumanResponded)
+	}
+	var closed *event.QuestionInfo
+	var errs []string
+	for _, ev := range events {
+		switch ev.Type {
+		case event.QuestionClosed:
+			closed = ev.Question
+		case event.Error:
+			errs = append(errs, ev.Error)
+		}
+	}
+	if closed == nil || closed.Status != QuestionClosed {
+		t.Errorf("question.closed event: %+v", closed)
+	}
+	if len(errs) != 1 || !strings.Contains(errs[0], "closed") || strings.Contains(errs[0], "timed out") {
+		t.Errorf("error events for the late answer: %q; want one saying the question was closed", errs)
+	}
+}

@@ -233,6 +233,7 @@ func (r *Run) load(ctx context.Context) error {
 	for _, q := range questions {
 		r.questions.ids[q.ID] = true
 		if q.Status != QuestionOpen {
+			r.questions.ended[q.ID] = q.Status
 			continue
 		}
 		asker := r.sessions[q.FromSession]
