@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -434,5 +435,83 @@ func TestCompletionAndClosedOutput(t *testing.T) {
 	}
 	if code, msg := cli(epipeWriter{}, "export", "--db", db, "r-000001"); code != 0 || msg != "" {
 		t.Errorf("export to a closed pipe: exit %d, %q", code, msg)
+	}
+}
+
+// lockedBuffer is a bytes.Buffer that a command writes while a test reads.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// A headless run says on stderr when an edit of its configuration file is
+// refused, and when one is applied: it has no status line, and the log
+// file alone would leave a mistake unseen while the old settings run on.
+func TestHeadlessHearsOfConfigReloads(t *testing.T) {
+	dir := cliEnv(t)
+	write := func(path, text string) {
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	scenario := filepath.Join(dir, "ask.yaml")
+	write(scenario, "roles:\n  orchestrator:\n    - tool_calls:\n        - name: ask_others\n          args: {question: \"Ship it?\", timeout: 600}\n    - content: shipped\n")
+	path := filepath.Join(dir, "live.yaml")
+	base := "providers:\n  scripted:\n    scenario: " + scenario + "\n    latency: 0s\n"
+	write(path, base)
+	control, answer := io.Pipe()
+	defer answer.Close()
+	var stdout, stderr lockedBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run([]string{"run", "--headless", "--json", "--control", "-", "--config", path, "--db", filepath.Join(dir, "d.db"), "ship"},
+			control, &stdout, &stderr)
+	}()
+	qid := regexp.MustCompile(`"type":"question.opened".*?"question":\{"id":"(q-[0-9a-f]+)"`)
+	// The watcher starts on its own goroutine: write until it has seen a
+	// change (each write differs, as it skips a content it has seen).
+	edits := 0
+	await := func(text, want string) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for !strings.Contains(stderr.String(), want) {
+			if time.Now().After(deadline) {
+				t.Fatalf("stderr does not say %q after writing %q:\n%s", want, text, stderr.String())
+			}
+			edits++
+			write(path, text+"# edit "+strconv.Itoa(edits)+"\n")
+			time.Sleep(300 * time.Millisecond)
+		}
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for qid.FindStringSubmatch(stdout.String()) == nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("no question asked:\n%s\n%s", stdout.String(), stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	await(base+"limits:\n  max_turns_per_session: -4\n", "configuration not reloaded, the running settings stay: "+path+":6:")
+	await(base+"limits:\n  max_turns_per_session: 12\n", "configuration reloaded from "+path)
+	id := qid.FindStringSubmatch(stdout.String())[1]
+	io.WriteString(answer, `{"op":"answer","question_id":"`+id+`","text":"yes"}`+"\n")
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("exit %d: %s", code, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the run did not end after the answer")
 	}
 }

@@ -283,7 +283,8 @@ func openLog(cfg *config.Config) (*slog.Logger, func(), error) {
 
 // newEngine loads the configuration and starts the engine. A live reload
 // of the configuration file is logged, and also sent to notices when it is
-// not nil (the dashboard shows it; a send never blocks).
+// not nil (the dashboard shows it, a headless run prints it on stderr; a
+// send never blocks).
 func newEngine(ctx context.Context, cf *commonFlags, notices chan<- tui.Notice) (*runtime.Engine, func(), error) {
 	cfg, res, err := loadConfig(cf)
 	if err != nil {
@@ -398,12 +399,31 @@ func controlInput(control string, stdin io.Reader) (io.Reader, error) {
 
 func headlessRun(ctx context.Context, cf *commonFlags, asJSON, deltas bool, control io.Reader, stdout, stderr io.Writer,
 	start func(context.Context, *runtime.Engine) (*runtime.Run, error)) error {
-	eng, closeEng, err := newEngine(ctx, cf, nil)
+	notices := make(chan tui.Notice, 4)
+	eng, closeEng, err := newEngine(ctx, cf, notices)
 	if err != nil {
 		return err
 	}
 	defer closeEng()
-	opts := runtime.HeadlessOptions{JSON: asJSON, Deltas: deltas, Out: stdout, Log: stderr, Control: control}
+	// Without a status line, what became of an edit of the configuration
+	// file is told on stderr, in both modes: stdout may be events only.
+	lines := make(chan string, 4)
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			select {
+			case n := <-notices:
+				select {
+				case lines <- "swarmdeck: " + n.Text:
+				default:
+				}
+			case <-stop:
+				return
+			}
+		}
+	}()
+	opts := runtime.HeadlessOptions{JSON: asJSON, Deltas: deltas, Out: stdout, Log: stderr, Control: control, Notices: lines}
 	code, err := eng.Headless(ctx, opts, func(ctx context.Context) (*runtime.Run, error) { return start(ctx, eng) })
 	var ie *runtime.InterruptedError
 	if errors.As(err, &ie) {

@@ -21,6 +21,9 @@ type HeadlessOptions struct {
 	// answer goes to Out, so that a script can capture it alone.
 	Log     io.Writer
 	Control io.Reader // --control -: commands, one per line; nil: none
+	// Notices are lines for people from outside the run (a reload of the
+	// configuration file), printed on Log in either mode.
+	Notices <-chan string
 }
 
 // Exit statuses of a headless run.
@@ -84,6 +87,10 @@ func (e *Engine) Headless(ctx context.Context, opts HeadlessOptions, start func(
 					fmt.Fprintf(opts.Log, "run %s %s: %s\n", ev.Run.ID, ev.Run.Status, orNone(ev.Run.Error))
 				}
 				return ExitFailed, nil
+			}
+		case line := <-opts.Notices:
+			if opts.Log != nil {
+				fmt.Fprintln(opts.Log, line)
 			}
 		case <-ctx.Done():
 			run.Interrupt()
