@@ -515,3 +515,19 @@ func TestHeadlessHearsOfConfigReloads(t *testing.T) {
 		t.Fatal("the run did not end after the answer")
 	}
 }
+
+// `runs` shows the control characters of a goal as escapes, as a headless
+// run's progress does: a goal stored by a script or another user must not
+// drive the terminal that lists it.
+func TestRunsEscapesTerminalControls(t *testing.T) {
+	dir := cliEnv(t)
+	db := filepath.Join(dir, "d.db")
+	storeRuns(t, db, store.Run{ID: "r-000001", Goal: "launch \x1b]0;pwned\x07 plan \x1b[2J", Status: "completed", Provider: "scripted", Scripted: true})
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"runs", "--db", db}, strings.NewReader(""), &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if strings.ContainsAny(stdout.String(), "\x1b\x07") || !strings.Contains(stdout.String(), `launch \x1b]0;pwned\x07 plan \x1b[2J`) {
+		t.Errorf("runs printed %q", stdout.String())
+	}
+}

@@ -124,12 +124,14 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != nil {
-			fmt.Fprintln(stderr, "swarmdeck:", cf.withFlags(ee.err.Error()))
+			// Errors quote goals, model servers and files: their controls
+			// are shown, not obeyed.
+			fmt.Fprintln(stderr, "swarmdeck:", runtime.TerminalText(cf.withFlags(ee.err.Error())))
 		}
 		return ee.code
 	}
 	// Cobra's own errors: unknown flags, wrong argument counts.
-	fmt.Fprintln(stderr, "swarmdeck:", err)
+	fmt.Fprintln(stderr, "swarmdeck:", runtime.TerminalText(err.Error()))
 	return runtime.ExitUsage
 }
 
@@ -523,7 +525,7 @@ func runsCmd(cf *commonFlags, stdout io.Writer) *cobra.Command {
 						r.Usage.TotalTokens = max(r.Usage.TotalTokens, store.SessionsUsage(ss).TotalTokens)
 					}
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", r.ID, status, r.CreatedAt.Local().Format("2006-01-02 15:04"), r.Usage.TotalTokens, clip(r.Goal, 60))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", r.ID, status, r.CreatedAt.Local().Format("2006-01-02 15:04"), r.Usage.TotalTokens, runtime.TerminalText(clip(r.Goal, 60)))
 			}
 			if err := tw.Flush(); err != nil {
 				return err

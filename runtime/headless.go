@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/swarmdeck/swarmdeck/runtime/event"
 )
@@ -46,6 +47,9 @@ func (e *Engine) Headless(ctx context.Context, opts HeadlessOptions, start func(
 	run.SetHumanAttached(opts.Control != nil)
 	if opts.Control != nil {
 		go run.ServeControl(ctx, opts.Control)
+	}
+	if opts.Log != nil {
+		opts.Log = terminalSafe{opts.Log}
 	}
 	enc := json.NewEncoder(opts.Out)
 	enc.SetEscapeHTML(false)
@@ -255,4 +259,49 @@ func oneLine(s string, n int) string {
 		return s[:n] + "…"
 	}
 	return s
+}
+
+// terminalSafe passes text to a terminal with its control characters shown
+// as escapes (\x1b, \u009b), line feeds and tabs excepted: what is printed
+// holds text from the goal, from models and from files, and none of it may
+// move the cursor, clear the screen or set the title or the clipboard.
+type terminalSafe struct{ w io.Writer }
+
+func (t terminalSafe) Write(p []byte) (int, error) {
+	if _, err := t.w.Write(TerminalText(p)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// TerminalText is text with its control characters (C0 but line feed and
+// tab, DEL, C1, and bytes that are not UTF-8) written as Go escapes.
+func TerminalText[T string | []byte](text T) T {
+	b := []byte(text)
+	clean := true
+	for i := 0; i < len(b); i++ {
+		if c := b[i]; c < 0x20 && c != '\n' && c != '\t' || c == 0x7f || c >= 0x80 {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return text
+	}
+	out := make([]byte, 0, len(b)+16)
+	for len(b) > 0 {
+		r, size := utf8.DecodeRune(b)
+		switch {
+		case r == utf8.RuneError && size == 1:
+			out = fmt.Appendf(out, "\\x%02x", b[0])
+		case r < 0x20 && r != '\n' && r != '\t' || r == 0x7f:
+			out = fmt.Appendf(out, "\\x%02x", r)
+		case r >= 0x80 && r < 0xa0:
+			out = fmt.Appendf(out, "\\u%04x", r)
+		default:
+			out = append(out, b[:size]...)
+		}
+		b = b[size:]
+	}
+	return T(out)
 }
