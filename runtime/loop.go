@@ -736,17 +736,27 @@ func (s *Session) uniqueCallIDs(calls []llm.ToolCall) []llm.ToolCall {
 // delegations on, the calls run in order on one lane: a later call may name
 // what an earlier one created (a spawn the label of the one before it,
 // task_output or task_send_message a child just spawned, a broadcast the
-// children). The calls before it run concurrently.
+// children). The calls before it run concurrently. An answer that writes
+// to the workspace has all its workspace calls on that lane, in their
+// order too: a read_file after a write_file of the same file must see what
+// it wrote, and one before it what was there.
 func (s *Session) runTools(calls []llm.ToolCall) {
 	if s.allPure(calls) {
 		s.runPure(calls)
 		return
 	}
+	writes := false
+	for _, c := range calls {
+		if t, ok := s.r.e.tools.Get(c.Name); ok && t.Group == agents.GroupWorkspace && !t.Pure {
+			writes = true
+		}
+	}
 	var wg sync.WaitGroup
 	var lane []llm.ToolCall
 	for _, c := range calls {
 		if t, ok := s.r.e.tools.Get(c.Name); len(lane) > 0 ||
-			ok && (t.Group == agents.GroupSpawn || t.Group == agents.GroupPlanning || t.Group == agents.GroupDelegation) {
+			ok && (t.Group == agents.GroupSpawn || t.Group == agents.GroupPlanning || t.Group == agents.GroupDelegation) ||
+			ok && writes && t.Group == agents.GroupWorkspace {
 			lane = append(lane, c)
 			continue
 		}

@@ -166,6 +166,41 @@ func TestCallsAfterASpawnSeeTheChild(t *testing.T) {
 	}
 }
 
+// Workspace calls of an answer that writes run in their order: a read
+// after a write of the same file sees what was written, a read before it
+// what was there, and a second edit the first one's result. Run
+// concurrently, they raced; repeated so that a race would show.
+func TestWorkspaceCallsOfAnAnswerRunInOrder(t *testing.T) {
+	for i := range 5 {
+		policy := scripted.PolicyFunc(func(req *scripted.Request) scripted.Reply {
+			if turnsOf(req) == 0 {
+				return limDo(
+					scripted.Call{Name: "read_file", Args: limArgs{"path": "README.md"}},
+					scripted.Call{Name: "write_file", Args: limArgs{"path": "new.txt", "content": "one"}},
+					scripted.Call{Name: "task_broadcast", Args: limArgs{"message": "wrote new.txt", "category": "context"}},
+					scripted.Call{Name: "edit_file", Args: limArgs{"path": "new.txt", "old_string": "one", "new_string": "one two"}},
+					scripted.Call{Name: "read_file", Args: limArgs{"path": "new.txt"}},
+				)
+			}
+			return limSay("done")
+		})
+		e := testEngine(t, nil, policy, func(c *config.Config) {
+			for i := range c.Agents {
+				if c.Agents[i].Role == "orchestrator" {
+					c.Agents[i].CanWrite = true
+				}
+			}
+		})
+		if _, code := headless(t, e, "write and read", nil); code != ExitOK {
+			t.Fatalf("run %d: exit %d", i, code)
+		}
+		reads := toolResults(rootOf(exportLatest(t, e)), "read_file")
+		if len(reads) != 2 || !strings.Contains(reads[0], "Demo project") || !strings.Contains(reads[1], "one two") {
+			t.Fatalf("run %d: read_file answered %q, want README.md and then new.txt as edited", i, reads)
+		}
+	}
+}
+
 // Arguments over the tools' limit are refused, and are not sent back with
 // every later request of the session: the history carries {} in their
 // place (the store keeps what the model wrote).
