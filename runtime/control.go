@@ -32,7 +32,9 @@ type Command struct {
 // ParseCommand reads one control line, with errors that say how to fix it.
 func ParseCommand(line []byte) (Command, error) {
 	var c Command
-	line = bytes.TrimSpace(line)
+	// A byte order mark, which some Windows tools put before the first
+	// line of what they write, is no part of the command.
+	line = bytes.TrimSpace(bytes.TrimPrefix(bytes.TrimSpace(line), []byte("\uFEFF")))
 	if len(line) > MaxControlLine {
 		return c, fmt.Errorf("control line is %d bytes; the limit is %d", len(line), MaxControlLine)
 	}

@@ -23,6 +23,7 @@ func TestParseCommand(t *testing.T) {
 		{`{"op":"message","session_id":"s-1","text":"hi","no_reply":true}`, "message", ""},
 		{`{"op":"cancel","session_id":"s-1"}`, "cancel", ""},
 		{`  {"op":"skip_all"}  `, "skip_all", ""},
+		{"\uFEFF{\"op\":\"skip_all\"}", "skip_all", ""}, // a byte order mark from a Windows tool
 		{`{"op":"answer","question_id":"q-1"}`, "", `op "answer" needs "text"`},
 		{`{"op":"message","text":"x"}`, "", `needs "session_id"`},
 		{`{"op":"dance"}`, "", `unknown op "dance"`},
