@@ -44,6 +44,7 @@ type dialog struct {
 	noReply  bool
 
 	questionID string
+	restored   bool // the input holds a draft kept from before
 	confirm    confirmKind
 	// back is the dialog a confirmation was asked from (skip all, from the
 	// answer dialog): "no" returns to it with what was typed.
@@ -61,6 +62,11 @@ func (m *model) openDialog(d dialog) {
 	in.CharLimit = 0
 	in.SetWidth(dialogInputWidth(m.width))
 	in.Focus()
+	if v, ok := m.drafts[draftKey(&d)]; ok {
+		in.SetValue(v)
+		in.CursorEnd()
+		d.restored = true
+	}
 	d.input = in
 	m.dialog = d
 	m.showHelp = false
@@ -83,6 +89,38 @@ func resizeInput(in *textinput.Model, w int) {
 	in.SetValue("")
 	in.SetValue(v)
 	in.SetCursor(pos)
+}
+
+// draftKey names the dialog a draft belongs to: the broadcast, the
+// message to one session, the answer to one question; "" for a dialog
+// without text.
+func draftKey(d *dialog) string {
+	switch d.kind {
+	case dialogBroadcast:
+		return "broadcast"
+	case dialogMessage:
+		return "message " + d.target
+	case dialogAnswer:
+		return "answer " + d.questionID
+	}
+	return ""
+}
+
+// keepDraft keeps what the open dialog holds, for the next time the same
+// dialog opens: esc on a long answer must not lose it.
+func (m *model) keepDraft() {
+	k := draftKey(&m.dialog)
+	if k == "" {
+		return
+	}
+	if v := m.dialog.input.Value(); strings.TrimSpace(v) != "" {
+		if m.drafts == nil {
+			m.drafts = map[string]string{}
+		}
+		m.drafts[k] = v
+	} else {
+		delete(m.drafts, k)
+	}
 }
 
 func (m *model) closeDialog() {
@@ -115,6 +153,9 @@ func (m *model) sheetLines(w int) []string {
 	// The keys of a dialog are in the footer; the sheet only says what is
 	// happening.
 	footer := func() {
+		if d.restored {
+			body = append(body, s.dim.Render("what you typed before · ctrl+u clears it"))
+		}
 		if d.err != "" {
 			body = append(body, s.errText.Render("✗ "+oneLine(d.err)))
 		}

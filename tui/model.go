@@ -114,7 +114,10 @@ type model struct {
 	delegations delegationsPane
 	transcript  transcriptPane
 
-	dialog     dialog
+	dialog dialog
+	// drafts keeps what was typed into a dialog closed with esc, by the
+	// dialog it was typed into (draftKey), until it is sent.
+	drafts     map[string]string
 	showHelp   bool
 	helpScroll sheetScroll
 	detail     broadcastSheet

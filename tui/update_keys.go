@@ -199,6 +199,7 @@ func (m *model) dialogKey(k tea.KeyPressMsg) tea.Cmd {
 		return nil
 	}
 	if key.Matches(k, keys.Back) {
+		m.keepDraft()
 		m.closeDialog()
 		return nil
 	}
@@ -280,8 +281,10 @@ func (m *model) dialogKey(k tea.KeyPressMsg) tea.Cmd {
 		}
 	}
 	var cmd tea.Cmd
+	before := d.input.Value()
 	d.input, cmd = d.input.Update(k)
 	d.err = ""
+	d.restored = d.restored && d.input.Value() == before
 	return cmd
 }
 

@@ -811,3 +811,38 @@ func TestPlanTaskOpensItsDelegatedSession(t *testing.T) {
 	m, _ = press(t, m, "esc", "shift+tab", "down", "enter") // Delegations: dl-2
 	mustContain(t, m, "· delegation dl-2 failed before it started a session")
 }
+
+// Esc closes a dialog but keeps what was typed: the same dialog opened
+// again holds it, says so, and loses it only once it is sent. A long
+// answer is not lost to a key pressed by mistake.
+func TestEscKeepsWhatWasTyped(t *testing.T) {
+	m, ctl := demoModel(t, 160, 48)
+	m, _ = press(t, m, "a")
+	m = typeText(t, m, "SQLite, with a Postgres path")
+	m, _ = press(t, m, "esc")
+	if m.dialog.kind != dialogNone {
+		t.Fatal("esc did not close the answer dialog")
+	}
+	// Another dialog has its own text.
+	m, _ = press(t, m, "b")
+	mustNotContain(t, m, "SQLite, with a Postgres path", "what you typed before")
+	m, _ = press(t, m, "esc", "a")
+	mustContain(t, m, "> SQLite, with a Postgres path", "what you typed before · ctrl+u clears it")
+	m = typeText(t, m, " open")
+	mustNotContain(t, m, "what you typed before")
+	m, _ = press(t, m, "enter")
+	wantCalls(t, ctl, tuitest.Call{Op: "answer", QuestionID: "q-1", Text: "SQLite, with a Postgres path open"})
+
+	// Sent, the draft is gone: a message typed, kept, sent, then opened
+	// again starts empty.
+	m, _ = press(t, m, "m")
+	m = typeText(t, m, "check the docs")
+	m, _ = press(t, m, "esc", "m")
+	mustContain(t, m, "> check the docs")
+	m, _ = press(t, m, "enter", "m")
+	mustNotContain(t, m, "> check the docs", "what you typed before")
+	// Emptied and closed, nothing is kept either.
+	m = typeText(t, m, "x")
+	m, _ = press(t, m, "backspace", "esc", "m")
+	mustNotContain(t, m, "what you typed before")
+}

@@ -37,6 +37,7 @@ func (m *model) handleResult(msg tea.Msg) tea.Cmd {
 			return nil
 		}
 		if waiting {
+			delete(m.drafts, draftKey(d))
 			m.closeDialog()
 		}
 		switch msg.kind {
