@@ -70,6 +70,11 @@ func (m *model) openDialog(d dialog) {
 	d.input = in
 	m.dialog = d
 	m.showHelp = false
+	if m.status.err || m.status.note {
+		// A refusal or a note was about what came before the dialog; an
+		// outcome (a skip that went through) still stands.
+		m.status = statusLine{}
+	}
 }
 
 // dialogInputWidth is the width of a dialog's text input on a screen w

@@ -198,6 +198,11 @@ func (m *model) dialogKey(k tea.KeyPressMsg) tea.Cmd {
 		}
 		return nil
 	}
+	if m.status.ofDialog {
+		// The status line repeats the dialog's error; whatever the person
+		// does next, it is no longer the news.
+		m.status = statusLine{}
+	}
 	if key.Matches(k, keys.Back) {
 		m.keepDraft()
 		m.closeDialog()

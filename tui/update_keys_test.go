@@ -749,6 +749,21 @@ func TestDialogErrorGoesWithTheDialog(t *testing.T) {
 	// An error with no dialog behind it stays until it is dismissed.
 	m, _ = press(t, m, "s", "down")
 	mustContain(t, m, "skip failed: there is no option 7")
+	// ... or until a dialog opens: it was about what came before.
+	m, _ = press(t, m, "b")
+	mustNotContain(t, m, "skip failed")
+	m, _ = press(t, m, "esc")
+
+	// Once the person edits the refused answer, the status line stops
+	// repeating the old refusal; the dialog says what is wrong now.
+	m, _ = press(t, m, "a") // the 7 typed before is kept
+	mustContain(t, m, "> 7")
+	m, _ = press(t, m, "enter")
+	mustContain(t, m, "answer failed: there is no option 7")
+	ctl.SetError(nil)
+	m, _ = press(t, m, "backspace", "enter")
+	mustContain(t, m, "type an answer, or ctrl+s to skip")
+	mustNotContain(t, m, "there is no option 7")
 }
 
 // A dialog open while the terminal is resized keeps its input on one line
