@@ -450,7 +450,7 @@ func (m *model) render() string {
 		return m.renderGoal()
 	}
 	l, sheet := m.layout()
-	c := &renderCtx{st: m.st, styles: &m.styles, keys: &m.keys, now: m.now(), loc: m.loc, frame: m.frame}
+	c := &renderCtx{st: m.st, styles: &m.styles, keys: &m.keys, now: m.now(), loc: m.loc, frame: m.frame, readOnly: m.readOnly}
 	on := func(f focus) *renderCtx {
 		cc := *c
 		cc.focused = m.screen == screenDashboard && m.focus == f && m.dialog.kind == dialogNone

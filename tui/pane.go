@@ -16,6 +16,8 @@ type renderCtx struct {
 	loc     *time.Location
 	frame   int // spinner frame
 	focused bool
+	// readOnly: a stored run shown by view, where nobody can answer.
+	readOnly bool
 }
 
 // spinnerFrames animate running sessions. The frame index comes from the

@@ -142,7 +142,7 @@ func (p *sessionsPane) rowAt(y int) (int, bool) {
 	return i, i < len(p.rows)
 }
 
-func (p *sessionsPane) title(st *runState) string {
+func (p *sessionsPane) title(st *runState, readOnly bool) string {
 	t := "Sessions · " + fmtCount(len(st.sessions))
 	switch {
 	case !st.runActive() && st.unfinished > 0:
@@ -152,7 +152,10 @@ func (p *sessionsPane) title(st *runState) string {
 	case st.runActive() && st.running > 0:
 		t += " · " + fmtCount(st.running) + " running"
 	}
-	if n := len(st.asking); n > 0 {
+	if n := len(st.asking); n > 0 && readOnly {
+		// Whoever views a stored run cannot answer: the person running it can.
+		t += " · " + plural(n, "asks the person", "ask the person")
+	} else if n > 0 {
 		t += " · " + plural(n, "asks you", "ask you")
 	}
 	return t
@@ -173,7 +176,7 @@ func (p *sessionsPane) Render(c *renderCtx) []string {
 	for i := p.offset; i < end; i++ {
 		body = append(body, p.row(c, cols, p.rows[i], i == p.cursor))
 	}
-	return c.styles.box(p.title(c.st), body, p.w, p.h, c.focused)
+	return c.styles.box(p.title(c.st, c.readOnly), body, p.w, p.h, c.focused)
 }
 
 // sessionCols is the width of each column of a session row; narrow panes

@@ -151,6 +151,10 @@ func (m *model) startAction(k tea.KeyPressMsg) tea.Cmd {
 		}
 		return m.skipCmd(m.st.questions[0].ID)
 	case key.Matches(k, keys.SkipAll):
+		if st := m.st.run.Status; st != "" && st != "running" && len(m.st.questions) == 0 {
+			m.setNote("the run has " + st + ": no question can come any more")
+			return nil
+		}
 		// With no question open it still stops the run asking (the README's
 		// "skip every question of the run"), after the same confirmation.
 		m.openDialog(dialog{kind: dialogConfirm, confirm: confirmSkipAll})

@@ -861,3 +861,29 @@ func TestEscKeepsWhatWasTyped(t *testing.T) {
 	m, _ = press(t, m, "backspace", "esc", "m")
 	mustNotContain(t, m, "what you typed before")
 }
+
+// Who is asked is said as it is: a stored run in view, where nobody can
+// answer, has sessions that ask the person running it, not "you"; and S on
+// a run that has ended, with no question left, says none can come instead
+// of asking to stop them.
+func TestAskingSaysWhoCanAnswer(t *testing.T) {
+	snap := tuitest.Demo(t0)
+	m := viewModel(t, snap, true)
+	mustContain(t, m, "ask the person")
+	mustNotContain(t, m, "ask you")
+	m = viewModel(t, snap, false)
+	mustContain(t, m, "ask you")
+
+	m, ctl := demoModel(t, 160, 48)
+	m, _ = press(t, m, "s", "s") // both questions
+	m = apply(m, runFinished("completed", ""))
+	m, _ = press(t, m, "S")
+	if m.dialog.kind != dialogNone {
+		t.Fatal("S asked to stop questions on a run that has completed")
+	}
+	mustContain(t, m, "the run has completed: no question can come any more")
+	wantCalls(t, ctl,
+		tuitest.Call{Op: "skip", QuestionID: "q-1"},
+		tuitest.Call{Op: "skip", QuestionID: "q-2"},
+	)
+}
