@@ -255,28 +255,37 @@ func TestResumeFinishesCutShortToolsBeforeTheInbox(t *testing.T) {
 	}
 }
 
-// A question that waits for a person, cut short by a crash, is restored on
-// resume. A headless resume without --control has nobody to answer it: it
-// must not wait out the question's whole timeout (ten minutes here) for an
-// answer that cannot come.
-func TestHeadlessResumeDoesNotWaitForAnAbsentHuman(t *testing.T) {
+// askingRun starts a run whose orchestrator asks the person "Ship on
+// Friday?" (timeout 600 s) on its first turn, with a person attached (the
+// dashboard or a --control client), and answers final on its next turn.
+func askingRun(t *testing.T, final string) (hs *httptest.Server, dir string, e *Engine, run *Run) {
+	t.Helper()
 	asked := make(chan struct{})
 	policy := scripted.PolicyFunc(func(req *scripted.Request) scripted.Reply {
 		if role, _ := recRole(req); role == "orchestrator" && recTurn(req) == 0 {
 			<-asked
 			return scripted.Reply{ToolCalls: []scripted.Call{{Name: "ask_others", Args: map[string]any{"question": "Ship on Friday?", "timeout": 600}}}}
 		}
-		return scripted.Reply{Content: "decided without an answer"}
+		return scripted.Reply{Content: final}
 	})
-	hs := recServer(t, policy)
-	dir := t.TempDir()
-	e1 := recEngine(t, dir, hs.URL+"/v1", nil)
-	run, err := e1.Start(context.Background(), "decide the launch day")
+	hs = recServer(t, policy)
+	dir = t.TempDir()
+	e = recEngine(t, dir, hs.URL+"/v1", nil)
+	run, err := e.Start(context.Background(), "decide the launch day")
 	if err != nil {
 		t.Fatal(err)
 	}
-	run.SetHumanAttached(true) // as the dashboard does
+	run.SetHumanAttached(true)
 	close(asked)
+	return hs, dir, e, run
+}
+
+// A question that waits for a person, cut short by a crash, is restored on
+// resume. A headless resume without --control has nobody to answer it: it
+// must not wait out the question's whole timeout (ten minutes here) for an
+// answer that cannot come.
+func TestHeadlessResumeDoesNotWaitForAnAbsentHuman(t *testing.T) {
+	hs, dir, e1, run := askingRun(t, "decided without an answer")
 	st := e1.Store()
 	recWaitFor(t, "the root waiting for the person's answer", func() bool {
 		qs, err := st.Questions(context.Background(), run.ID())
@@ -377,23 +386,7 @@ func TestResumeDoesNotAskThePersonAgain(t *testing.T) {
 // resumed process has seen no question.opened for it, and without one it
 // cannot learn the question's id, so the question could only time out.
 func TestResumeAnnouncesTheOpenQuestionAgain(t *testing.T) {
-	asked := make(chan struct{})
-	policy := scripted.PolicyFunc(func(req *scripted.Request) scripted.Reply {
-		if role, _ := recRole(req); role == "orchestrator" && recTurn(req) == 0 {
-			<-asked
-			return scripted.Reply{ToolCalls: []scripted.Call{{Name: "ask_others", Args: map[string]any{"question": "Ship on Friday?", "timeout": 600}}}}
-		}
-		return scripted.Reply{Content: "decided"}
-	})
-	hs := recServer(t, policy)
-	dir := t.TempDir()
-	e1 := recEngine(t, dir, hs.URL+"/v1", nil)
-	run, err := e1.Start(context.Background(), "decide the launch day")
-	if err != nil {
-		t.Fatal(err)
-	}
-	run.SetHumanAttached(true) // a --control client is attached
-	close(asked)
+	hs, dir, e1, run := askingRun(t, "decided")
 	st := e1.Store()
 	recWaitFor(t, "the question to the person", func() bool {
 		qs, err := st.Questions(context.Background(), run.ID())

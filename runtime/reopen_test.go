@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -95,14 +96,17 @@ func TestRunRecordsItsServer(t *testing.T) {
 	}
 }
 
-// A resumed run records how long it stood stopped, from the end its
-// interrupt stored to the resume, so that its elapsed time leaves that out.
-func TestResumeRecordsTheStoppedTime(t *testing.T) {
+// interruptedAtFirstCall starts a run on a model whose first `held` calls
+// stay out until the test ends, and interrupts it while its first call is
+// out. It returns the model, the run's directory, the stopped run and the
+// count of calls the model has had.
+func interruptedAtFirstCall(t *testing.T, held int32) (*httptest.Server, string, *Run, *atomic.Int32) {
+	t.Helper()
 	release := make(chan struct{})
-	var calls atomic.Int32
+	calls := new(atomic.Int32)
 	hs := recServer(t, scripted.PolicyFunc(func(*scripted.Request) scripted.Reply {
-		if calls.Add(1) == 1 {
-			<-release // the first call is still out when the run is interrupted
+		if calls.Add(1) <= held {
+			<-release
 		}
 		return scripted.Reply{Content: "done"}
 	}))
@@ -116,6 +120,13 @@ func TestResumeRecordsTheStoppedTime(t *testing.T) {
 	recWaitFor(t, "the first model call", func() bool { return calls.Load() == 1 })
 	run.Interrupt()
 	e1.Close()
+	return hs, dir, run, calls
+}
+
+// A resumed run records how long it stood stopped, from the end its
+// interrupt stored to the resume, so that its elapsed time leaves that out.
+func TestResumeRecordsTheStoppedTime(t *testing.T) {
+	hs, dir, run, _ := interruptedAtFirstCall(t, 1)
 	e2 := recEngine(t, dir, hs.URL+"/v1", nil)
 	stopped, err := e2.Store().Run(context.Background(), run.ID())
 	if err != nil || stopped.Status != RunInterrupted || stopped.EndedAt.IsZero() || len(stopped.Pauses) != 0 {
@@ -147,24 +158,8 @@ func TestResumeRecordsTheStoppedTime(t *testing.T) {
 // from it would count the stretch the resumed process ran (and the first
 // pause once more) as time stood stopped.
 func TestResumeAfterAKillDoesNotReuseAnEarlierEnd(t *testing.T) {
-	release := make(chan struct{})
-	var calls atomic.Int32
-	hs := recServer(t, scripted.PolicyFunc(func(*scripted.Request) scripted.Reply {
-		if calls.Add(1) <= 2 {
-			<-release // the first call is cut short by the interrupt, the second by the kill
-		}
-		return scripted.Reply{Content: "done"}
-	}))
-	t.Cleanup(func() { close(release) })
-	dir := t.TempDir()
-	e1 := recEngine(t, dir, hs.URL+"/v1", nil)
-	run, err := e1.Start(context.Background(), "g")
-	if err != nil {
-		t.Fatal(err)
-	}
-	recWaitFor(t, "the first model call", func() bool { return calls.Load() == 1 })
-	run.Interrupt()
-	e1.Close()
+	// The first call is cut short by the interrupt, the second by the kill.
+	hs, dir, run, calls := interruptedAtFirstCall(t, 2)
 
 	e2 := recEngine(t, dir, hs.URL+"/v1", nil)
 	if _, err := e2.Resume(context.Background(), run.ID()); err != nil {
