@@ -2,12 +2,15 @@ package llm
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // streamError is an error event inside a stream.
@@ -16,6 +19,18 @@ type streamError struct{ errorFields }
 func (e *streamError) Error() string { return "error event in stream: " + e.Message }
 
 var errTruncated = errors.New("stream ended without a finish reason")
+
+// badAnswer is an answer that cannot be taken whatever the attempt: it is
+// not a chat completion stream, or it outgrew what a call may hold.
+type badAnswer struct{ reason string }
+
+func (e *badAnswer) Error() string { return e.reason }
+
+// maxAnswer bounds what one call accumulates (content, reasoning, tool
+// names and arguments): far beyond any model's output limit, it stops a
+// server that streams without end from filling the memory before
+// CallTimeout, which may be long or off, ends the call.
+const maxAnswer = 32 << 20
 
 // toolCallAcc is one tool call being assembled from deltas.
 type toolCallAcc struct {
@@ -43,6 +58,8 @@ type accumulator struct {
 	usage          Usage
 	hasUsage       bool
 	sent           bool // a delta went out during this attempt
+	held           int  // bytes of content, reasoning and calls, against limit
+	limit          int  // bound of held; 0 means maxAnswer (tests set less)
 	scratch        []byte
 }
 
@@ -53,6 +70,7 @@ func (a *accumulator) reset() {
 	a.calls = a.calls[:0]
 	a.finish, a.model = "", ""
 	a.usage, a.hasUsage, a.sent = Usage{}, false, false
+	a.held = 0
 }
 
 func (a *accumulator) emit(d Delta) {
@@ -120,6 +138,9 @@ func (a *accumulator) feed(ch *chunk, line []byte) error {
 			}
 		}
 	}
+	if limit := cmp.Or(a.limit, maxAnswer); a.held > limit {
+		return &badAnswer{fmt.Sprintf("the answer grew past %d MiB without ending", limit>>20)}
+	}
 	return nil
 }
 
@@ -127,6 +148,8 @@ func (a *accumulator) feed(ch *chunk, line []byte) error {
 // until the answer is complete: some servers cut a stream between the
 // bytes of one character, and each half alone is invalid UTF-8.
 func (a *accumulator) addContent(r raw) {
+	before := len(a.content)
+	defer func() { a.held += len(a.content) - before }()
 	switch r[0] {
 	case '"':
 		a.content = appendUnquotedRaw(a.content, r)
@@ -165,7 +188,9 @@ func (a *accumulator) addReasoning(r raw) {
 	if r[0] != '"' {
 		return
 	}
+	before := len(a.reasoning)
 	a.reasoning = appendUnquotedRaw(a.reasoning, r)
+	a.held += len(a.reasoning) - before
 	end := len(a.reasoning) - incompleteTail(a.reasoning)
 	if end <= a.reasoningShown {
 		return
@@ -244,7 +269,9 @@ func (a *accumulator) addToolDelta(tc *chunkToolCall) {
 		}
 		a.calls = append(a.calls, toolCallAcc{index: index})
 		c = &a.calls[len(a.calls)-1]
+		a.held += int(unsafe.Sizeof(*c))
 	}
+	before := len(c.id) + len(c.name) + len(c.args)
 	if c.id == "" && len(id) > 0 {
 		c.id = string(id)
 	}
@@ -277,6 +304,7 @@ func (a *accumulator) addToolDelta(tc *chunkToolCall) {
 			c.args = append(c.args, args...)
 		}
 	}
+	a.held += len(c.id) + len(c.name) + len(c.args) - before
 }
 
 // hasText reports whether r is a value other than "".

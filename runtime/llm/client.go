@@ -59,6 +59,8 @@ type Client struct {
 	// (a plain http:// server, no proxy): Preconnect opens connections there.
 	direct     *directTransport
 	directAddr string
+
+	maxAnswer int // bound of one call's answer, 0 for maxAnswer; tests lower it
 }
 
 // New returns a Client for cfg.
@@ -132,7 +134,7 @@ func (c *Client) Stream(ctx context.Context, req Request, onDelta func(Delta)) (
 			body.release()
 		}
 	}()
-	acc := &accumulator{onDelta: onDelta}
+	acc := &accumulator{onDelta: onDelta, limit: c.maxAnswer}
 	retries := 0
 	fellBack := false
 	for attempt := 1; ; attempt++ {
@@ -294,6 +296,10 @@ func (c *Client) failure(ctx, actx context.Context, info *respInfo, err error, s
 		kind, retry := classify(0, se.Code, se.Type, se.Message)
 		return &Error{Kind: kind, Retryable: retry, Code: se.Code, Type: se.Type,
 			Message: c.clean(se.Message), Err: err}
+	}
+	var bad *badAnswer
+	if errors.As(err, &bad) {
+		return &Error{Kind: BadResponse, Err: err, Message: bad.reason}
 	}
 	switch cause := context.Cause(actx); {
 	case errors.Is(cause, errIdleStall):

@@ -28,6 +28,7 @@ const (
 	IdleTimeout                   // the stream went silent for IdleTimeout
 	Timeout                       // an attempt exceeded CallTimeout, or 408
 	Canceled                      // the caller's context ended
+	BadResponse                   // an answer that cannot be read as a chat completion stream, or one too large to hold
 )
 
 var kindNames = [...]string{
@@ -43,6 +44,7 @@ var kindNames = [...]string{
 	IdleTimeout:   "idle_timeout",
 	Timeout:       "timeout",
 	Canceled:      "canceled",
+	BadResponse:   "bad_response",
 }
 
 func (k Kind) String() string {
@@ -117,6 +119,8 @@ func kindSummary(k Kind) string {
 		return "LLM call canceled"
 	case BadRequest:
 		return "LLM request rejected"
+	case BadResponse:
+		return "LLM server sent an unusable answer"
 	default:
 		return "LLM server reported an error"
 	}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -697,5 +698,54 @@ func TestCanceledWhileAnswerArrives(t *testing.T) {
 	}
 	if e := asError(t, err); e.Kind != Canceled || !strings.Contains(e.Error(), "cancelled by orchestrator") {
 		t.Fatalf("error %v, want the cancellation with its cause", err)
+	}
+}
+
+// endless sends piece after piece until the client leaves, and reports
+// whether it did leave before limit bytes went out.
+func endless(w http.ResponseWriter, r *http.Request, head, piece string, limit int, left *atomic.Bool) {
+	s := startSSE(w)
+	s.raw(head)
+	for sent := len(head); sent < limit; sent += len(piece) {
+		if _, err := w.Write([]byte(piece)); err != nil || r.Context().Err() != nil {
+			left.Store(true)
+			return
+		}
+	}
+	w.(http.Flusher).Flush()
+}
+
+// A server that sends without end, on one line or as a stream of deltas,
+// is stopped at a bound, not followed until the memory runs out, and the
+// error says what it did. Retrying would only do it again.
+func TestEndlessAnswerStoppedAtABound(t *testing.T) {
+	for _, tc := range []struct {
+		name, head, piece, want string
+	}{
+		{"a line without end", `data: {"choices":[{"index":0,"delta":{"content":"`, strings.Repeat("a", 64<<10),
+			"LLM server sent an unusable answer: a line of more than 32 MiB with no line break"},
+		{"deltas without end", "", "data: " + `{"choices":[{"index":0,"delta":{"content":"` + strings.Repeat("a", 64<<10) + `"}}]}` + "\n\n",
+			"LLM server sent an unusable answer: the answer grew past 1 MiB without ending"},
+		{"arguments without end", "", "data: " + `{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","function":{"arguments":"` + strings.Repeat("a", 64<<10) + `"}}]}}]}` + "\n\n",
+			"LLM server sent an unusable answer: the answer grew past 1 MiB without ending"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var left atomic.Bool
+			fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+				endless(w, r, tc.head, tc.piece, 256<<20, &left)
+			})
+			c, _ := newTestClient(fs)
+			c.maxAnswer = 1 << 20 // 32 MiB takes seconds under -race
+			_, err := c.Stream(context.Background(), userRequest("x"), nil)
+			e := asError(t, err)
+			if e.Kind != BadResponse || e.Retryable || fs.requests.Load() != 1 || e.Error() != tc.want {
+				t.Errorf("error = %+v, requests = %d\n got %q\nwant %q", e, fs.requests.Load(), e.Error(), tc.want)
+			}
+			fs.CloseClientConnections()
+			fs.Close()
+			if !left.Load() {
+				t.Error("the client read all 256 MiB")
+			}
+		})
 	}
 }

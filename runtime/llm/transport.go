@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"mime"
 	"net"
@@ -203,6 +204,12 @@ func (d *doer) Do(req *http.Request) (*http.Response, error) {
 // one event.
 const maxWholeAnswer = 32 << 20
 
+// maxLine bounds one line of a stream. go-openai reads a line whole before
+// it hands it on, so a server that never ends one would fill the memory;
+// the longest line a server has reason to send is a whole answer as one
+// event (see wholeAnswerAsEvent).
+const maxLine = maxWholeAnswer + 1<<10
+
 func isJSON(contentType string) bool {
 	mt, _, err := mime.ParseMediaType(contentType)
 	return err == nil && mt == "application/json"
@@ -283,6 +290,7 @@ type sseFilter struct {
 	scratch  []byte // holds a rewritten error line
 	last     []byte // holds a last line that lacked its newline
 	midLine  bool   // pending part is the middle of a long line
+	lineLen  int    // bytes of the current line read so far
 	dropping bool   // the rest of the current long line is dropped
 	err      error
 	done     *bool // set when "data: [DONE]" goes by; may be nil
@@ -304,6 +312,13 @@ func (f *sseFilter) Read(p []byte) (int, error) {
 		}
 		line, err := f.br.ReadSlice('\n')
 		full := err == bufio.ErrBufferFull
+		if !f.midLine {
+			f.lineLen = 0
+		}
+		if f.lineLen += len(line); full && f.lineLen > maxLine {
+			f.err = &badAnswer{fmt.Sprintf("a line of more than %d MiB with no line break", maxLine>>20)}
+			return 0, f.err
+		}
 		if err != nil && !full {
 			f.err = err
 			if len(line) > 0 {
