@@ -525,6 +525,8 @@ func TestRunReportsFatalServerFaults(t *testing.T) {
 			[]string{"exceeds the available context size", "longer than the model's context window"}},
 		{"401 bad key", fltStatus(401, nil, `{"error":{"message":"Incorrect API key provided: sk-test. You can find your API key at https://platform.openai.com/account/api-keys.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`),
 			[]string{"401", "Incorrect API key provided", "check the API key"}},
+		{"a login page with status 200", fltStatus(200, nil, `<html><head><title>Guest Wi-Fi</title></head><body><h1>Sign in to continue</h1></body></html>`),
+			[]string{"200 OK with text/html, not an event stream", "Guest Wi-Fi Sign in to continue", "check that the base URL"}},
 	} {
 		has := func(s string) bool {
 			for _, r := range tc.reason {

@@ -22,7 +22,7 @@ var errTruncated = errors.New("stream ended without a finish reason")
 
 // badAnswer is an answer that cannot be taken whatever the attempt: it is
 // not a chat completion stream, or it outgrew what a call may hold.
-type badAnswer struct{ reason string }
+type badAnswer struct{ reason, hint string }
 
 func (e *badAnswer) Error() string { return e.reason }
 
@@ -58,6 +58,7 @@ type accumulator struct {
 	usage          Usage
 	hasUsage       bool
 	sent           bool // a delta went out during this attempt
+	choices        bool // a chunk had a choice
 	held           int  // bytes of content, reasoning and calls, against limit
 	limit          int  // bound of held; 0 means maxAnswer (tests set less)
 	scratch        []byte
@@ -70,7 +71,7 @@ func (a *accumulator) reset() {
 	a.calls = a.calls[:0]
 	a.finish, a.model = "", ""
 	a.usage, a.hasUsage, a.sent = Usage{}, false, false
-	a.held = 0
+	a.choices, a.held = false, 0
 }
 
 func (a *accumulator) emit(d Delta) {
@@ -110,6 +111,7 @@ func (a *accumulator) feed(ch *chunk, line []byte) error {
 	if ch.XGroq != nil && ch.XGroq.Usage != nil {
 		a.takeUsage(ch.XGroq.Usage)
 	}
+	a.choices = a.choices || len(ch.Choices) > 0
 	for i := range ch.Choices {
 		c := &ch.Choices[i]
 		if n, ok := parseInt(c.Index); ok && n != 0 {
@@ -139,7 +141,7 @@ func (a *accumulator) feed(ch *chunk, line []byte) error {
 		}
 	}
 	if limit := cmp.Or(a.limit, maxAnswer); a.held > limit {
-		return &badAnswer{fmt.Sprintf("the answer grew past %d MiB without ending", limit>>20)}
+		return &badAnswer{reason: fmt.Sprintf("the answer grew past %d MiB without ending", limit>>20)}
 	}
 	return nil
 }

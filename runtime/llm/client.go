@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,9 +9,11 @@ import (
 	"log/slog"
 	"maps"
 	"math"
+	"mime"
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -259,7 +262,7 @@ func (c *Client) attempt(ctx context.Context, oreq openai.ChatCompletionRequest,
 		}
 	}
 	if failure == nil && acc.finish == "" {
-		failure = errTruncated
+		failure = unfinished(info, acc)
 	}
 	if failure != nil {
 		if watchdog != nil {
@@ -299,7 +302,7 @@ func (c *Client) failure(ctx, actx context.Context, info *respInfo, err error, s
 	}
 	var bad *badAnswer
 	if errors.As(err, &bad) {
-		return &Error{Kind: BadResponse, Err: err, Message: bad.reason}
+		return &Error{Kind: BadResponse, Err: err, Message: c.clean(bad.reason), hint: bad.hint}
 	}
 	switch cause := context.Cause(actx); {
 	case errors.Is(cause, errIdleStall):
@@ -322,10 +325,13 @@ func (c *Client) failure(ctx, actx context.Context, info *respInfo, err error, s
 	}
 	if errors.Is(err, errTruncated) {
 		e := &Error{Kind: Truncated, Retryable: true, Err: err}
-		if info.done {
+		switch {
+		case info.done:
 			// Not a connection cut short: this server ends its answers
 			// without saying why, and every attempt will do the same.
 			e.Message = "the server sent [DONE] without a finish_reason in any chunk"
+		case !info.data:
+			e.Message = "the server answered " + statusLine(info.okStatus) + " and sent no data"
 		}
 		return e
 	}
@@ -339,6 +345,42 @@ func (c *Client) failure(ctx, actx context.Context, info *respInfo, err error, s
 			Message: "connection lost mid-stream: " + c.clean(err.Error())}
 	}
 	return &Error{Kind: Network, Retryable: true, Err: err, Message: c.clean(err.Error())}
+}
+
+// unfinished says why a response read to its end brought no finished
+// answer: mostly a stream cut short, but a server may have answered with
+// something else than a chat completion, a login page or another API's
+// reply, which another attempt would only get again.
+func unfinished(info *respInfo, acc *accumulator) error {
+	const hint = "check that the base URL is the server's OpenAI-compatible API, like http://localhost:11434/v1"
+	switch {
+	case !info.data && len(bytes.TrimSpace(info.head)) > 0:
+		return &badAnswer{hint: hint, reason: fmt.Sprintf("the server answered %s with %s, not an event stream: %s",
+			statusLine(info.okStatus), mediaType(info.contentType), readableBody(info.head))}
+	case info.whole && !acc.choices:
+		return &badAnswer{hint: hint, reason: fmt.Sprintf("the server answered %s with JSON that holds no chat completion: %s",
+			statusLine(info.okStatus), oneLine(string(info.head), 300))}
+	}
+	return errTruncated
+}
+
+// statusLine is an HTTP status as a person reads it: "200 OK".
+func statusLine(status int) string {
+	if t := http.StatusText(status); t != "" {
+		return fmt.Sprintf("%d %s", status, t)
+	}
+	return strconv.Itoa(status)
+}
+
+// mediaType names a Content-Type for a message.
+func mediaType(contentType string) string {
+	if contentType == "" {
+		return "no Content-Type"
+	}
+	if mt, _, err := mime.ParseMediaType(contentType); err == nil {
+		return mt
+	}
+	return strconv.Quote(contentType)
 }
 
 func (c *Client) httpError(info *respInfo, err error) *Error {

@@ -704,7 +704,10 @@ func TestCanceledWhileAnswerArrives(t *testing.T) {
 // endless sends piece after piece until the client leaves, and reports
 // whether it did leave before limit bytes went out.
 func endless(w http.ResponseWriter, r *http.Request, head, piece string, limit int, left *atomic.Bool) {
-	s := startSSE(w)
+	if w.Header().Get("Content-Type") == "" {
+		w.Header().Set("Content-Type", "text/event-stream")
+	}
+	s := sse{w}
 	s.raw(head)
 	for sent := len(head); sent < limit; sent += len(piece) {
 		if _, err := w.Write([]byte(piece)); err != nil || r.Context().Err() != nil {
@@ -748,4 +751,72 @@ func TestEndlessAnswerStoppedAtABound(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A success status whose body is no chat completion stream (a Wi-Fi login
+// page, a web app at the wrong base URL, another API's reply) is reported
+// with what came, and not retried: every attempt would get the same. A
+// body that never ends is not read to its end.
+func TestSuccessThatIsNoStream(t *testing.T) {
+	const hint = "(check that the base URL is the server's OpenAI-compatible API, like http://localhost:11434/v1)"
+	for _, tc := range []struct {
+		name        string
+		contentType string
+		body        string
+		want        string
+	}{
+		{"login page", "text/html; charset=utf-8",
+			"<!DOCTYPE html>\n<html><head><title>Guest Wi-Fi</title><style>p{x:1}</style></head>\n<body><h1>Sign in to continue</h1></body></html>\n",
+			"the server answered 200 OK with text/html, not an event stream: Guest Wi-Fi Sign in to continue"},
+		{"plain text", "text/plain", "Welcome to nginx!",
+			"the server answered 200 OK with text/plain, not an event stream: Welcome to nginx!"},
+		{"another API's lines", "application/x-ndjson", `{"model":"m","message":{"content":"hi"},"done":false}` + "\n",
+			`the server answered 200 OK with application/x-ndjson, not an event stream: {"model":"m","message":{"content":"hi"},"done":false}`},
+		{"JSON that is no completion", "application/json", `{"status": "ok"}`,
+			`the server answered 200 OK with JSON that holds no chat completion: {"status":"ok"}`},
+		{"a page without end", "text/html", "",
+			"the server answered 200 OK with text/html, not an event stream: lorem ipsum lorem ipsum"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var left atomic.Bool
+			fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", tc.contentType)
+				if tc.body == "" {
+					endless(w, r, "<html><body>\n", strings.Repeat("<p>lorem ipsum</p>\n", 4<<10), 256<<20, &left)
+					return
+				}
+				_, _ = io.WriteString(w, tc.body)
+			})
+			c, _ := newTestClient(fs)
+			_, err := c.Stream(context.Background(), userRequest("x"), nil)
+			e := asError(t, err)
+			msg := e.Error()
+			if e.Kind != BadResponse || e.Retryable || fs.requests.Load() != 1 ||
+				!strings.HasPrefix(msg, "LLM server sent an unusable answer: "+tc.want) || !strings.HasSuffix(msg, hint) {
+				t.Errorf("error = %+v, requests = %d\n%s", e, fs.requests.Load(), msg)
+			}
+			if tc.body == "" {
+				fs.CloseClientConnections()
+				fs.Close()
+				if !left.Load() {
+					t.Error("the client read all 256 MiB")
+				}
+			}
+		})
+	}
+	// Nothing at all may be a connection cut short: it is retried, and
+	// said.
+	t.Run("empty", func(t *testing.T) {
+		fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+			s := startSSE(w)
+			s.raw(": keep-alive\n\n")
+		})
+		c, _ := newTestClient(fs, func(c *Config) { c.MaxRetries = 1 })
+		_, err := c.Stream(context.Background(), userRequest("x"), nil)
+		e := asError(t, err)
+		if e.Kind != Truncated || !e.Retryable || fs.requests.Load() != 2 ||
+			e.Error() != "LLM stream ended before the answer was complete after 2 attempts: the server answered 200 OK and sent no data" {
+			t.Errorf("error = %+v\n%s", e, e.Error())
+		}
+	})
 }

@@ -138,6 +138,14 @@ type respInfo struct {
 	header http.Header
 	body   []byte
 
+	// What a success response was, to say what came when it was no
+	// stream of chunks.
+	okStatus    int
+	contentType string
+	whole       bool   // a plain JSON body, replayed as one event
+	data        bool   // a data line went by
+	head        []byte // the start of the body up to its first data line, without comments and fields; or of a whole answer
+
 	reqBody *preparedBody
 	tail    string // the end of reqBody for this attempt
 }
@@ -177,12 +185,14 @@ func (d *doer) Do(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		whole := false
 		if isJSON(resp.Header.Get("Content-Type")) {
-			resp.Body = wholeAnswerAsEvent(resp.Body)
+			resp.Body, whole = wholeAnswerAsEvent(resp.Body)
 		}
 		f := newSSEFilter(resp.Body)
 		if info != nil {
-			f.done = &info.done
+			info.okStatus, info.contentType, info.whole = resp.StatusCode, resp.Header.Get("Content-Type"), whole
+			f.info = info
 		}
 		resp.Body = f
 		return resp, nil
@@ -220,8 +230,8 @@ func isJSON(contentType string) bool {
 // chat.completion object, often pretty-printed) into the single data line
 // of a stream, which the chunk decoder reads like any other: it takes
 // "message" where "delta" is expected. A body that is not one JSON value is
-// passed on as it came.
-func wholeAnswerAsEvent(body io.ReadCloser) io.ReadCloser {
+// passed on as it came; ok tells which was done.
+func wholeAnswerAsEvent(body io.ReadCloser) (_ io.ReadCloser, ok bool) {
 	b, err := io.ReadAll(io.LimitReader(body, maxWholeAnswer+1))
 	if err != nil || len(b) > maxWholeAnswer {
 		// A broken or runaway body: hand on what came, then the rest or
@@ -233,16 +243,16 @@ func wholeAnswerAsEvent(body io.ReadCloser) io.ReadCloser {
 		return struct {
 			io.Reader
 			io.Closer
-		}{io.MultiReader(bytes.NewReader(b), rest), body}
+		}{io.MultiReader(bytes.NewReader(b), rest), body}, false
 	}
 	body.Close()
 	var event bytes.Buffer
 	event.WriteString("data: ")
 	if json.Compact(&event, b) != nil {
-		return io.NopCloser(bytes.NewReader(b))
+		return io.NopCloser(bytes.NewReader(b)), false
 	}
 	event.WriteString("\n\n")
-	return io.NopCloser(&event)
+	return io.NopCloser(&event), true
 }
 
 // errReader fails every read with err.
@@ -276,6 +286,10 @@ var sseReaderPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 
 //     are dropped. go-openai would count them toward EmptyMessagesLimit and
 //     pile them into its error buffer, where one keep-alive before an error
 //     event makes the error unreadable.
+//   - Other lines, which go-openai keeps to read as a JSON error body at
+//     the end, are dropped once they pass maxErrorBody, and a body made
+//     of nothing else ends there: an HTML page or any other body without
+//     end is neither kept whole nor read to its end.
 //   - An error event (data: {"error": ...}) gets a space after its brace so
 //     go-openai hands it to us as an ordinary data line. Our chunk decoder
 //     reads every error shape (object, plain string, vLLM's top-level form)
@@ -292,8 +306,9 @@ type sseFilter struct {
 	midLine  bool   // pending part is the middle of a long line
 	lineLen  int    // bytes of the current line read so far
 	dropping bool   // the rest of the current long line is dropped
+	other    int    // bytes of lines handed on that were neither data, comments nor fields
 	err      error
-	done     *bool // set when "data: [DONE]" goes by; may be nil
+	info     *respInfo // told of data lines, [DONE] and what else came; may be nil
 }
 
 func newSSEFilter(body io.ReadCloser) *sseFilter {
@@ -316,7 +331,7 @@ func (f *sseFilter) Read(p []byte) (int, error) {
 			f.lineLen = 0
 		}
 		if f.lineLen += len(line); full && f.lineLen > maxLine {
-			f.err = &badAnswer{fmt.Sprintf("a line of more than %d MiB with no line break", maxLine>>20)}
+			f.err = &badAnswer{reason: fmt.Sprintf("a line of more than %d MiB with no line break", maxLine>>20)}
 			return 0, f.err
 		}
 		if err != nil && !full {
@@ -330,6 +345,11 @@ func (f *sseFilter) Read(p []byte) (int, error) {
 		}
 		f.pending = f.filterLine(line)
 		f.midLine = full
+		if f.other > maxErrorBody && f.info != nil && !f.info.data && f.err == nil {
+			// Enough of a body that is no event stream to say what it
+			// is: the rest, however long, is not read.
+			f.pending, f.err = nil, io.EOF
+		}
 	}
 	n := copy(p, f.pending)
 	f.pending = f.pending[n:]
@@ -358,15 +378,42 @@ func (f *sseFilter) filterLine(line []byte) []byte {
 	}
 	if rest, ok := bytes.CutPrefix(s, []byte("data:")); ok {
 		rest = trimLeftSpace(rest)
-		if f.done != nil && bytes.Equal(bytes.TrimSpace(rest), []byte("[DONE]")) {
-			*f.done = true
+		if f.info != nil {
+			if f.info.whole {
+				f.keepHead(rest)
+			}
+			f.info.data = true
+			if bytes.Equal(bytes.TrimSpace(rest), []byte("[DONE]")) {
+				f.info.done = true
+			}
 		}
 		if bytes.HasPrefix(rest, []byte(`{"error":`)) {
 			f.scratch = append(append(f.scratch[:0], "data: { "...), rest[1:]...)
 			return f.scratch
 		}
+		return line
 	}
+	if len(bytes.TrimSpace(s)) == 0 {
+		return line
+	}
+	if f.other > maxErrorBody {
+		f.dropping = line[len(line)-1] != '\n'
+		return nil
+	}
+	f.other += len(line)
+	f.keepHead(line)
 	return line
+}
+
+// maxHead bounds the start of a body kept to say what it was.
+const maxHead = 1 << 10
+
+// keepHead keeps the start of b, while no data line has gone by, to say
+// what the body was if it turns out to be no stream of chunks.
+func (f *sseFilter) keepHead(b []byte) {
+	if i := f.info; i != nil && !i.data && len(i.head) < maxHead {
+		i.head = append(i.head, b[:min(len(b), maxHead-len(i.head))]...)
+	}
 }
 
 func trimLeftSpace(b []byte) []byte {
