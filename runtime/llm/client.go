@@ -76,7 +76,9 @@ func New(cfg Config) *Client {
 	if hc == nil {
 		hc = newHTTPClient()
 	}
-	d := &doer{hc: hc}
+	calls := *hc // the caller's client stays as it was
+	calls.CheckRedirect = keepMethod(hc.CheckRedirect)
+	d := &doer{hc: &calls}
 	for _, k := range slices.Sorted(maps.Keys(cfg.Headers)) {
 		d.headers = append(d.headers, headerKV{k, cfg.Headers[k]})
 	}
@@ -101,6 +103,26 @@ func New(cfg Config) *Client {
 		}
 	}
 	return c
+}
+
+// keepMethod refuses to follow a redirect that would turn the POST into a
+// GET (301, 302 and 303 do): the request body would be lost, and what the
+// server answers the GET (a 404, a 405, a page) would not say that the API
+// has moved. The redirect is answered instead, with where it points. next
+// is the client's own policy, nil for net/http's.
+func keepMethod(next func(*http.Request, []*http.Request) error) func(*http.Request, []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		if req.Method != via[0].Method {
+			return http.ErrUseLastResponse
+		}
+		if next != nil {
+			return next(req, via)
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}
 }
 
 // Preconnect opens connections to the server in the background, up to n
@@ -392,6 +414,13 @@ func (c *Client) httpError(info *respInfo, err error) *Error {
 	kind, retry := classify(info.status, f.Code, f.Type, msg)
 	e := &Error{Kind: kind, Retryable: retry, Status: info.status, Code: f.Code, Type: f.Type,
 		Message: c.clean(msg), Err: err}
+	if info.location != "" {
+		e.Message = c.clean("redirected to " + redactURL(info.location))
+		e.hint = "the API has moved: a POST does not follow this redirect; check the base URL"
+		if base, ok := strings.CutSuffix(info.location, "/chat/completions"); ok {
+			e.hint = "the API has moved: set the base URL to " + c.clean(redactURL(base))
+		}
+	}
 	if d, ok := retryAfter(info.header, time.Now()); ok {
 		e.RetryAfter = d
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -819,4 +820,26 @@ func TestSuccessThatIsNoStream(t *testing.T) {
 			t.Errorf("error = %+v\n%s", e, e.Error())
 		}
 	})
+}
+
+// A redirect that would turn the POST into a GET (301, 302, 303) is not
+// followed: the GET would lose the request and get a 404, a 405 or a page
+// that says nothing of the move. The error says where the API went.
+func TestRedirectThatDropsTheBodyIsReported(t *testing.T) {
+	for _, status := range []int{http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther} {
+		t.Run(http.StatusText(status), func(t *testing.T) {
+			fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Location", "http://"+r.Host+"/moved/v1/chat/completions")
+				w.WriteHeader(status)
+			})
+			c, _ := newTestClient(fs)
+			_, err := c.Stream(context.Background(), userRequest("x"), nil)
+			e := asError(t, err)
+			want := fmt.Sprintf("LLM server returned %d %s: redirected to %s/moved/v1/chat/completions (the API has moved: set the base URL to %s/moved/v1)",
+				status, http.StatusText(status), fs.URL, fs.URL)
+			if e.Retryable || e.Status != status || e.Error() != want || fs.requests.Load() != 1 {
+				t.Errorf("error = %+v, requests = %d\n got %s\nwant %s", e, fs.requests.Load(), e.Error(), want)
+			}
+		})
+	}
 }

@@ -132,11 +132,12 @@ var copyBufPool = sync.Pool{New: func() any {
 // it is given, which is only chatParams's stand-in, and the doer replaces
 // that with the attempt's prepared body.
 type respInfo struct {
-	sent   bool // the request reached the HTTP client
-	done   bool // the stream's "data: [DONE]" arrived
-	status int  // non-2xx status, 0 when the response was a success
-	header http.Header
-	body   []byte
+	sent     bool // the request reached the HTTP client
+	done     bool // the stream's "data: [DONE]" arrived
+	status   int  // non-2xx status, 0 when the response was a success
+	header   http.Header
+	body     []byte
+	location string // where a redirect that was not followed points
 
 	// What a success response was, to say what came when it was no
 	// stream of chunks.
@@ -206,6 +207,9 @@ func (d *doer) Do(req *http.Request) (*http.Response, error) {
 		info.status = resp.StatusCode
 		info.header = resp.Header
 		info.body = body
+		if loc, err := resp.Location(); err == nil && resp.StatusCode >= 300 && resp.StatusCode < 400 {
+			info.location = loc.String()
+		}
 	}
 	return resp, nil
 }
