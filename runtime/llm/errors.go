@@ -3,6 +3,7 @@ package llm
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"html"
 	"net/http"
 	"strconv"
@@ -302,8 +303,12 @@ func jsonText(raw json.RawMessage) string {
 }
 
 // readableBody turns a non-JSON error body (often an HTML page from a proxy)
-// into a short line of text.
+// into a short line of text. A body that is not text (compressed, binary)
+// is only counted: its bytes would garble the message.
 func readableBody(body []byte) string {
+	if text := body[:len(body)-incompleteTail(body)]; !utf8.Valid(text) || bytes.IndexByte(text, 0) >= 0 {
+		return fmt.Sprintf("%d bytes that are not text", len(body))
+	}
 	s := string(bytes.TrimSpace(body))
 	if looksLikeHTML(s) {
 		s = stripTags(s)

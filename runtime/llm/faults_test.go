@@ -2,7 +2,9 @@ package llm
 
 import (
 	"bufio"
+	"compress/gzip"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -842,4 +844,101 @@ func TestRedirectThatDropsTheBodyIsReported(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A server or proxy that compresses its answer unasked: gzip is read,
+// streamed as it comes, success or error; what cannot be read is said.
+func TestCompressedAnswers(t *testing.T) {
+	gzipped := func(w http.ResponseWriter, status int, contentType string, body string) {
+		w.Header().Set("Content-Type", contentType)
+		w.Header().Set("Content-Encoding", "gzip")
+		w.WriteHeader(status)
+		zw := gzip.NewWriter(w)
+		_, _ = io.WriteString(zw, body)
+		_ = zw.Close()
+	}
+	event := func(v any) string {
+		b, _ := json.Marshal(v)
+		return "data: " + string(b) + "\n\n"
+	}
+	t.Run("stream", func(t *testing.T) {
+		shown := make(chan struct{})
+		var waited atomic.Bool
+		fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.Header().Set("Content-Encoding", "gzip")
+			zw := gzip.NewWriter(w)
+			send := func(text string) {
+				_, _ = io.WriteString(zw, text)
+				_ = zw.Flush()
+				w.(http.Flusher).Flush()
+			}
+			send(event(contentChunk("Hello, ")))
+			select {
+			case <-shown:
+			case <-time.After(5 * time.Second):
+				waited.Store(true)
+			}
+			send(event(contentChunk("world")) + event(finishChunk("stop")) + "data: [DONE]\n\n")
+			_ = zw.Close()
+		})
+		c, _ := newTestClient(fs)
+		var once sync.Once
+		resp := mustStream(t, c, userRequest("x"), func(d Delta) {
+			if d.Content == "Hello, " {
+				once.Do(func() { close(shown) })
+			}
+		})
+		if resp.Content != "Hello, world" || resp.Attempts != 1 || waited.Load() {
+			t.Errorf("resp = %+v; the first delta waited for the rest: %v", resp, waited.Load())
+		}
+	})
+	t.Run("whole answer", func(t *testing.T) {
+		fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+			gzipped(w, 200, "application/json", `{"choices":[{"index":0,"message":{"role":"assistant","content":"whole"},"finish_reason":"stop"}]}`)
+		})
+		c, _ := newTestClient(fs)
+		if resp := mustStream(t, c, userRequest("x"), nil); resp.Content != "whole" {
+			t.Errorf("resp = %+v", resp)
+		}
+	})
+	t.Run("error", func(t *testing.T) {
+		fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+			gzipped(w, 400, "application/json", `{"error":{"message":"messages: unknown role","type":"invalid_request_error"}}`)
+		})
+		c, _ := newTestClient(fs)
+		_, err := c.Stream(context.Background(), userRequest("x"), nil)
+		if e := asError(t, err); e.Error() != "LLM server returned 400 Bad Request: messages: unknown role" {
+			t.Errorf("error = %q", e.Error())
+		}
+	})
+	for _, tc := range []struct{ name, encoding, body, want string }{
+		{"not gzip after all", "gzip", "data: [DONE]\n\n", "LLM server sent an unusable answer: the server's gzip-encoded answer is corrupt: gzip: invalid header"},
+		{"another encoding", "br", "\x1b\x00\xf8\xa5", `LLM server sent an unusable answer: the server sent its answer compressed as "br", which swarmdeck neither asked for nor reads`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				w.Header().Set("Content-Encoding", tc.encoding)
+				_, _ = io.WriteString(w, tc.body)
+			})
+			c, _ := newTestClient(fs)
+			_, err := c.Stream(context.Background(), userRequest("x"), nil)
+			if e := asError(t, err); e.Retryable || e.Error() != tc.want || fs.requests.Load() != 1 {
+				t.Errorf("error = %+v, requests = %d\n got %s\nwant %s", e, fs.requests.Load(), e.Error(), tc.want)
+			}
+		})
+	} // An error body it cannot read is not shown as garbage.
+	t.Run("an error in another encoding", func(t *testing.T) {
+		fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Encoding", "br")
+			w.WriteHeader(http.StatusBadGateway)
+			_, _ = io.WriteString(w, "\x1b\x00\xf8\xa5")
+		})
+		c, _ := newTestClient(fs, func(c *Config) { c.MaxRetries = 0 })
+		_, err := c.Stream(context.Background(), userRequest("x"), nil)
+		if e := asError(t, err); e.Error() != "LLM server returned 502 Bad Gateway: 4 bytes that are not text" {
+			t.Errorf("error = %q", e.Error())
+		}
+	})
 }

@@ -3,8 +3,11 @@ package llm
 import (
 	"bufio"
 	"bytes"
+	"compress/flate"
+	"compress/gzip"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -185,7 +188,21 @@ func (d *doer) Do(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+	ok := resp.StatusCode >= 200 && resp.StatusCode < 300
+	switch enc := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding"))); enc {
+	case "", "identity":
+	case "gzip", "x-gzip":
+		// Compression is not asked for (a stream's chunks are small, and
+		// a server buffering its gzip output holds the stream back), but
+		// some servers and proxies compress all the same.
+		resp.Body = &gzipBody{body: resp.Body}
+	default:
+		if ok {
+			resp.Body.Close()
+			return nil, &badAnswer{reason: fmt.Sprintf("the server sent its answer compressed as %q, which swarmdeck neither asked for nor reads", enc)}
+		}
+	}
+	if ok {
 		whole := false
 		if isJSON(resp.Header.Get("Content-Type")) {
 			resp.Body, whole = wholeAnswerAsEvent(resp.Body)
@@ -213,6 +230,40 @@ func (d *doer) Do(req *http.Request) (*http.Response, error) {
 	}
 	return resp, nil
 }
+
+// gzipBody decompresses a body that came gzipped. The gzip header is read
+// with the first Read, not while the response head is handled. A body that
+// is not gzip after all fails as an unusable answer, not as a connection
+// lost.
+type gzipBody struct {
+	body io.ReadCloser
+	zr   *gzip.Reader
+	err  error
+}
+
+func (b *gzipBody) Read(p []byte) (int, error) {
+	if b.err != nil {
+		return 0, b.err
+	}
+	var n int
+	var err error
+	if b.zr == nil {
+		b.zr, err = gzip.NewReader(b.body)
+	}
+	if err == nil {
+		n, err = b.zr.Read(p)
+	}
+	var corrupt flate.CorruptInputError
+	if errors.Is(err, gzip.ErrHeader) || errors.Is(err, gzip.ErrChecksum) || errors.As(err, &corrupt) {
+		err = &badAnswer{reason: "the server's gzip-encoded answer is corrupt: " + err.Error()}
+	}
+	if err != nil {
+		b.err = err
+	}
+	return n, err
+}
+
+func (b *gzipBody) Close() error { return b.body.Close() }
 
 // maxWholeAnswer bounds a JSON answer read into memory to be replayed as
 // one event.
