@@ -275,6 +275,16 @@ func fltErrorEventOf(payload string) fltFault {
 	}
 }
 
+// fltContentFiltered sends the first event, then ends the answer with
+// finish_reason "content_filter", as Azure OpenAI does when its filter
+// stops a model mid-answer.
+func fltContentFiltered(t *testing.T, w http.ResponseWriter, r *http.Request, rec []byte) {
+	f := fltStreamHead(w)
+	io.WriteString(w, fltEvents(rec)[0]+"\n\n")
+	io.WriteString(w, `data: {"choices":[{"index":0,"delta":{},"finish_reason":"content_filter"}]}`+"\n\ndata: [DONE]\n\n")
+	f.Flush()
+}
+
 // fltArgsAsObject sends the reply with each tool call's arguments as a
 // JSON object instead of a string holding one, as some servers do.
 func fltArgsAsObject(t *testing.T, w http.ResponseWriter, r *http.Request, rec []byte) {
@@ -527,6 +537,8 @@ func TestRunReportsFatalServerFaults(t *testing.T) {
 			[]string{"401", "Incorrect API key provided", "check the API key"}},
 		{"a login page with status 200", fltStatus(200, nil, `<html><head><title>Guest Wi-Fi</title></head><body><h1>Sign in to continue</h1></body></html>`),
 			[]string{"200 OK with text/html, not an event stream", "Guest Wi-Fi Sign in to continue", "check that the base URL"}},
+		{"an answer stopped by the content filter", fltContentFiltered,
+			[]string{`content filter stopped the answer (finish_reason "content_filter")`}},
 	} {
 		has := func(s string) bool {
 			for _, r := range tc.reason {

@@ -283,8 +283,15 @@ func (c *Client) attempt(ctx context.Context, oreq openai.ChatCompletionRequest,
 			break
 		}
 	}
-	if failure == nil && acc.finish == "" {
+	switch {
+	case failure != nil:
+	case acc.finish == "":
 		failure = unfinished(info, acc)
+	case acc.finish == "content_filter":
+		// What came is cut where the filter stopped it, or is what the
+		// filter let through: taken as an answer, it would stand as a
+		// session's result with nobody told why it is short.
+		failure = &badAnswer{reason: `the server's content filter stopped the answer (finish_reason "content_filter")`}
 	}
 	if failure != nil {
 		if watchdog != nil {

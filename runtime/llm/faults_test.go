@@ -942,3 +942,21 @@ func TestCompressedAnswers(t *testing.T) {
 		}
 	})
 }
+
+// An answer the server's content filter stopped is no answer: it fails,
+// saying so, and is not asked again.
+func TestContentFilterStopsTheCall(t *testing.T) {
+	fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		s := startSSE(w)
+		s.data(contentChunk("Here is how to"))
+		s.data(finishChunk("content_filter"))
+		s.done()
+	})
+	c, _ := newTestClient(fs)
+	_, err := c.Stream(context.Background(), userRequest("x"), nil)
+	e := asError(t, err)
+	const want = `LLM server sent an unusable answer: the server's content filter stopped the answer (finish_reason "content_filter")`
+	if e.Kind != BadResponse || e.Retryable || fs.requests.Load() != 1 || e.Error() != want {
+		t.Errorf("error = %+v, requests = %d\n got %s\nwant %s", e, fs.requests.Load(), e.Error(), want)
+	}
+}
