@@ -93,6 +93,11 @@ func (a *accumulator) withdraw() {
 // feed decodes one data line into ch and adds it to the call.
 func (a *accumulator) feed(ch *chunk, line []byte) error {
 	if !parseChunk(line, ch) {
+		if t := bytes.TrimSpace(line); len(t) > 0 && t[0] == '{' {
+			// A chunk that is cut or broken: skipped, its part of the
+			// answer would be lost without a word.
+			return &badAnswer{reason: "the server sent a chunk that is not valid JSON: " + oneLine(string(t), 200)}
+		}
 		return nil // not JSON (a stray "data: ping"): skip it
 	}
 	if (len(ch.Error) > 0 && string(ch.Error) != `""` && string(ch.Error) != "{}") || string(a.text(ch.Object)) == "error" {

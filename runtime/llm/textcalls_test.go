@@ -204,3 +204,24 @@ func TestReasoningFieldsShownNotAnswered(t *testing.T) {
 		})
 	}
 }
+
+// A chunk cut or broken in the middle of its JSON fails the call, naming
+// it: skipped, as a stray non-JSON line is, its part of the answer was lost
+// and the rest taken as the whole answer.
+func TestBrokenChunkFailsTheCall(t *testing.T) {
+	fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		s := startSSE(w)
+		s.raw(": keep-alive\n\ndata: ping\n\n") // not JSON at all: skipped
+		s.data(contentChunk("Hello, "))
+		s.raw(`data: {"choices":[{"index":0,"delta":{"content":"wor` + "\n\n")
+		s.data(contentChunk("ld"))
+		s.data(finishChunk("stop"))
+		s.done()
+	})
+	c, _ := newTestClient(fs)
+	_, err := c.Stream(t.Context(), userRequest("hi"), nil)
+	e := asError(t, err)
+	if e.Retryable || !strings.Contains(e.Error(), `not valid JSON: {"choices":[{"index":0,"delta":{"content":"wor`) {
+		t.Fatalf("error = %v (retryable %v)", e, e.Retryable)
+	}
+}
