@@ -428,6 +428,15 @@ func (c *Client) httpError(info *respInfo, err error) *Error {
 			e.hint = "the API has moved: set the base URL to " + c.clean(redactURL(base))
 		}
 	}
+	if info.status == http.StatusNotFound && !ok && info.location == "" {
+		// Not an API's "no such model" but a page that is not there: the
+		// base URL names no chat completions endpoint.
+		at := strings.TrimSuffix(redactURL(c.cfg.BaseURL), "/") + "/chat/completions"
+		e.hint = "nothing answers at " + c.clean(at) + ": check the base URL"
+		if !strings.Contains(c.cfg.BaseURL, "/v1") {
+			e.hint += " (OpenAI-compatible servers serve under /v1, as in http://localhost:11434/v1)"
+		}
+	}
 	if d, ok := retryAfter(info.header, time.Now()); ok {
 		e.RetryAfter = d
 	}

@@ -2,6 +2,7 @@ package llm
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -223,5 +224,30 @@ func TestBrokenChunkFailsTheCall(t *testing.T) {
 	e := asError(t, err)
 	if e.Retryable || !strings.Contains(e.Error(), `not valid JSON: {"choices":[{"index":0,"delta":{"content":"wor`) {
 		t.Fatalf("error = %v (retryable %v)", e, e.Retryable)
+	}
+}
+
+// A base URL that names no chat completions endpoint gets a plain 404 page,
+// not an API's "no such model": the error says where nothing answered, and
+// that the path usually ends in /v1. An API's own 404 keeps its hint.
+func TestNotFoundPageNamesTheURL(t *testing.T) {
+	fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) { simpleAnswer(w) })
+	c, _ := newTestClient(fs, func(c *Config) { c.BaseURL = fs.URL })
+	_, err := c.Stream(t.Context(), userRequest("hi"), nil)
+	e := asError(t, err)
+	want := "nothing answers at " + fs.URL + "/chat/completions: check the base URL (OpenAI-compatible servers serve under /v1"
+	if e.Kind != NotFound || !strings.Contains(e.Error(), want) {
+		t.Fatalf("error = %v, want it to hold %q", e, want)
+	}
+
+	api := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		io.WriteString(w, `{"error":{"message":"The model gpt-9 does not exist","type":"invalid_request_error","code":"model_not_found"}}`)
+	})
+	c, _ = newTestClient(api)
+	_, err = c.Stream(t.Context(), userRequest("hi"), nil)
+	if e := asError(t, err); strings.Contains(e.Error(), "nothing answers") || !strings.Contains(e.Error(), "check the base URL and the model name") {
+		t.Fatalf("an API's 404 lost its hint: %v", e)
 	}
 }
