@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/swarmdeck/swarmdeck/agents"
 	"github.com/swarmdeck/swarmdeck/runtime/config"
@@ -511,6 +512,10 @@ func TestAnnounceAndBroadcastMessage(t *testing.T) {
 // "closed": nobody timed out, and an answer sent after it says why it is no
 // longer open instead of claiming it was answered, skipped or timed out.
 func TestQuestionOfACancelledAskerIsClosed(t *testing.T) {
+	// The root ends the run only once the late answer has been refused:
+	// ended sooner, the run would no longer read the control line.
+	refused := make(chan struct{})
+	refuse := sync.OnceFunc(func() { close(refused) })
 	p := policyFor(func(c *convo) scripted.Reply {
 		switch {
 		case c.shadow != "":
@@ -518,6 +523,10 @@ func TestQuestionOfACancelledAskerIsClosed(t *testing.T) {
 		case c.isRoot() && c.turns == 0:
 			return do(call("sessions_spawn", obj{"task": "Ask the person", "label": "asker", "wait": true}))
 		case c.isRoot():
+			select {
+			case <-refused:
+			case <-time.After(10 * time.Second):
+			}
 			return say("done")
 		case c.turns == 0:
 			return do(call("ask_others", obj{"question": "Ship on Friday?", "timeout": 600}))
@@ -538,6 +547,8 @@ func TestQuestionOfACancelledAskerIsClosed(t *testing.T) {
 				io.WriteString(pw, controlLine(obj{"op": "cancel", "session_id": ev.Question.FromSession})+"\n")
 			case ev.Type == event.QuestionClosed && ev.Question != nil:
 				io.WriteString(pw, controlLine(obj{"op": "answer", "question_id": qid, "text": "yes"})+"\n")
+			case ev.Type == event.Error:
+				refuse()
 			}
 		}
 	}()
