@@ -285,6 +285,13 @@ func (c *Client) attempt(ctx context.Context, oreq openai.ChatCompletionRequest,
 	}
 	switch {
 	case failure != nil:
+	case acc.finish == "" && info.whole && acc.choices:
+		// A whole JSON answer was read to its end: it is complete even
+		// when the server left its finish_reason null.
+		acc.finish = "stop"
+		if len(acc.calls) > 0 {
+			acc.finish = "tool_calls"
+		}
 	case acc.finish == "":
 		failure = unfinished(info, acc)
 	case acc.finish == "content_filter":

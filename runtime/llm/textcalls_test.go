@@ -251,3 +251,18 @@ func TestNotFoundPageNamesTheURL(t *testing.T) {
 		t.Fatalf("an API's 404 lost its hint: %v", e)
 	}
 }
+
+// A whole JSON answer to a streaming request is complete once read, even
+// when the server leaves its finish_reason null: it is taken, not retried
+// as a stream cut short.
+func TestWholeAnswerWithoutFinishReason(t *testing.T) {
+	fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":null}]}`)
+	})
+	c, _ := newTestClient(fs)
+	resp := mustStream(t, c, userRequest("x"), nil)
+	if resp.Content != "hi" || resp.FinishReason != "stop" || resp.Attempts != 1 {
+		t.Fatalf("content %q, finish %q, attempts %d", resp.Content, resp.FinishReason, resp.Attempts)
+	}
+}
