@@ -167,7 +167,7 @@ var askOthers = &Tool{
 	Group: GroupQuestions,
 	Description: "Ask the other agents (and, unless allow_human_response is false, the human) a question and wait for the answers. " +
 		"Others answer without being interrupted. Offer structured options ([{id, label}]) when there are clear choices. " +
-		"Returns what arrived within timeout seconds; timed_out lists who did not answer. Use sparingly: prefer view_agent_tasks or announce.",
+		"Returns what arrived within timeout seconds; timed_out lists who did not answer. The person's chosen options come back as \"id: label\" (\"a, c: Now; Later\" for several). Use sparingly: prefer view_agent_tasks or announce.",
 	Blocking: true,
 	Schema: mustSchema(`{"type":"object","additionalProperties":false,
 	  "properties":{

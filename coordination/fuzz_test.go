@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"hash/fnv"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -361,8 +362,13 @@ func FuzzParseAnswer(f *testing.F) {
 			}
 			last = i
 		}
-		if len(ans.Selected) == 1 && ans.Text != options[last].Label {
-			t.Fatalf("single selection text %q, want the label %q", ans.Text, options[last].Label)
+		// The answer's text reads back as the same selection.
+		again, err := ParseAnswer(ans.Text, options, multi)
+		if err != nil || !slices.Equal(again.Selected, ans.Selected) || again.Text != ans.Text {
+			t.Fatalf("answer %q read back as %+v, %v", ans.Text, again, err)
+		}
+		if len(ans.Selected) == 1 && ans.Text != options[last].ID+": "+options[last].Label {
+			t.Fatalf("single selection text %q, want %q", ans.Text, options[last].ID+": "+options[last].Label)
 		}
 	})
 }

@@ -100,9 +100,12 @@ func parseOption(raw json.RawMessage, i int) (Option, error) {
 
 // Answer is a parsed answer to an ask_others question.
 type Answer struct {
-	// Text is what the asker receives: the free text, the label of the one
-	// selected option ("Next week"), or for several selections their ids and
-	// labels ("a, c: Next week; In a month").
+	// Text is what the asker receives, is stored and exported, and is
+	// remembered: the free text, or for a selection, one choice or several,
+	// the same form "ids: labels" ("b: Next week", "a, c: Now; In a month").
+	// One form whatever the question type, and the one shadow responders are
+	// asked to start with, so that the asker reads every answer alike;
+	// ParseAnswer reads it back, so a remembered selection can be sent again.
 	Text string `json:"text"`
 	// Selected holds the ids of the selected options, in option order.
 	Selected []string `json:"selected,omitempty"`
@@ -122,6 +125,12 @@ func ParseAnswer(text string, options []Option, multi bool) (Answer, error) {
 	}
 	if len(options) == 0 {
 		return Answer{Text: text}, nil
+	}
+	if picked, ok := parseSelectionText(text, options); ok {
+		if len(picked) > 1 && !multi {
+			return Answer{}, fmt.Errorf("this question takes one choice, but the answer picks %d (%s) — answer with a single option number or id", len(picked), strings.Join(optionIDs(options, picked), ", "))
+		}
+		return selectionAnswer(options, picked), nil
 	}
 	splits := [][]string{
 		{text},
@@ -205,6 +214,35 @@ func findOption(p string, options []Option) int {
 	return -1
 }
 
+// parseSelectionText reads an answer in the form Answer.Text gives a
+// selection, "a, c: Now; In a month": every id must be an option's and the
+// labels after the colon must be those options' labels, in the same order.
+func parseSelectionText(text string, options []Option) ([]int, bool) {
+	idsPart, labelsPart, ok := strings.Cut(text, ": ")
+	if !ok {
+		return nil, false
+	}
+	var picked, order []int
+	var labels []string
+	for _, id := range strings.Split(idsPart, ",") {
+		id = strings.TrimSpace(id)
+		i := slices.IndexFunc(options, func(o Option) bool { return strings.EqualFold(o.ID, id) })
+		if i < 0 {
+			return nil, false
+		}
+		order = append(order, i)
+		labels = append(labels, options[i].Label)
+		if !slices.Contains(picked, i) {
+			picked = append(picked, i)
+		}
+	}
+	if !strings.EqualFold(strings.Join(strings.Fields(labelsPart), " "), strings.Join(strings.Fields(strings.Join(labels, "; ")), " ")) {
+		return nil, false
+	}
+	slices.Sort(picked)
+	return picked, len(order) > 0
+}
+
 func optionIDs(options []Option, picked []int) []string {
 	ids := make([]string, len(picked))
 	for j, i := range picked {
@@ -215,9 +253,6 @@ func optionIDs(options []Option, picked []int) []string {
 
 func selectionAnswer(options []Option, picked []int) Answer {
 	ids := optionIDs(options, picked)
-	if len(picked) == 1 {
-		return Answer{Text: options[picked[0]].Label, Selected: ids}
-	}
 	labels := make([]string, len(picked))
 	for j, i := range picked {
 		labels[j] = options[i].Label

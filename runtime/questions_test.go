@@ -257,10 +257,10 @@ func TestAskOthersHumanThroughControl(t *testing.T) {
 		timedOut      string
 	}
 	for i, w := range []want{
-		{"answered", "Next month", ""},
+		{"answered", "b: Next month", ""},
 		{"answered", "Call it Swarmy", ""},
 		{"skipped", "", ""},
-		{"answered", "Next week", ""},
+		{"answered", "a: Next week", ""},
 		{"timed_out", "", "human"},
 		{"skipped", "", ""},
 		{"skipped", "", ""},
@@ -287,7 +287,7 @@ func TestAskOthersHumanThroughControl(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if remembered["When should we launch?"] != "" || remembered["  when should we LAUNCH "] != "Next month" {
+	if remembered["When should we launch?"] != "" || remembered["  when should we LAUNCH "] != "b: Next month" {
 		t.Errorf("remembered answers offered: %q", remembered)
 	}
 	for _, ev := range events {

@@ -88,7 +88,7 @@ func TestDashboardOnScriptedModel(t *testing.T) {
 	if x.Run.Status != "completed" {
 		t.Fatalf("run %s: %s", x.Run.Status, x.Run.Error)
 	}
-	if len(x.Questions) == 0 || x.Questions[0].Responses["human"] != "Next month" || !x.Questions[0].HumanResponded {
+	if len(x.Questions) == 0 || x.Questions[0].Responses["human"] != "b: Next month" || !x.Questions[0].HumanResponded {
 		t.Errorf("the human's answer was not recorded: %+v", x.Questions)
 	}
 	if !humanBroadcast(t, eng, run.ID()) {
@@ -97,7 +97,7 @@ func TestDashboardOnScriptedModel(t *testing.T) {
 	root := x.Sessions[0]
 	got := false
 	for _, m := range root.Messages {
-		if m.Role == "tool" && bytes.Contains([]byte(m.Content), []byte(`"human":"Next month"`)) {
+		if m.Role == "tool" && bytes.Contains([]byte(m.Content), []byte(`"human":"b: Next month"`)) {
 			got = true
 		}
 	}
