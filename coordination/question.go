@@ -243,6 +243,52 @@ func parseSelectionText(text string, options []Option) ([]int, bool) {
 	return picked, len(order) > 0
 }
 
+// looksLikeSelection reports whether text has the form Answer.Text gives a
+// selection ("ids: labels", as many labels as ids), whichever options it
+// was made from.
+func looksLikeSelection(text string) bool {
+	idsPart, labelsPart, ok := strings.Cut(strings.TrimSpace(text), ": ")
+	if !ok {
+		return false
+	}
+	ids := strings.Split(idsPart, ",")
+	for _, id := range ids {
+		id = strings.TrimSpace(id)
+		if id == "" || strings.ContainsFunc(id, func(r rune) bool { return unicode.IsSpace(r) || r == ';' }) {
+			return false
+		}
+	}
+	return len(strings.Split(labelsPart, ";")) == len(ids)
+}
+
+// FitRemembered decides whether a person's earlier answer to a question
+// with the same text may be offered for this one, and returns it as it
+// would be sent here. A selection is offered only when every chosen option
+// is one of this question's (same id, same label) and a single-choice
+// question gets one; a selection is not offered to a question without
+// options, where its ids mean nothing. Free text is offered when this
+// question would accept it.
+func FitRemembered(text string, options []Option, multi bool) (string, bool) {
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return "", false
+	}
+	if len(options) == 0 {
+		if looksLikeSelection(text) {
+			return "", false
+		}
+		return text, true
+	}
+	ans, err := ParseAnswer(text, options, multi)
+	if err != nil {
+		return "", false
+	}
+	if len(ans.Selected) == 0 && looksLikeSelection(text) {
+		return "", false
+	}
+	return ans.Text, true
+}
+
 func optionIDs(options []Option, picked []int) []string {
 	ids := make([]string, len(picked))
 	for j, i := range picked {

@@ -113,6 +113,39 @@ func TestParseAnswer(t *testing.T) {
 	}
 }
 
+func TestFitRemembered(t *testing.T) {
+	sources := []Option{{"hn", "Hacker News"}, {"rd", "Reddit"}, {"nl", "Newsletters"}}
+	two := []Option{{"hn", "Hacker News"}, {"rd", "Reddit"}}
+	tests := []struct {
+		name       string
+		remembered string
+		opts       []Option
+		multi      bool
+		want       string // "" when not offered
+	}{
+		{name: "several where one option is missing", remembered: "hn, nl: Hacker News; Newsletters", opts: two, want: ""},
+		{name: "several to a single choice", remembered: "hn, rd: Hacker News; Reddit", opts: two, want: ""},
+		{name: "several to the same multiple choice", remembered: "hn, nl: Hacker News; Newsletters", opts: sources, multi: true, want: "hn, nl: Hacker News; Newsletters"},
+		{name: "several, all still offered", remembered: "hn, rd: Hacker News; Reddit", opts: sources, multi: true, want: "hn, rd: Hacker News; Reddit"},
+		{name: "one to a single choice that has it", remembered: "rd: Reddit", opts: two, want: "rd: Reddit"},
+		{name: "one whose option is gone", remembered: "nl: Newsletters", opts: two, want: ""},
+		{name: "same id, another label", remembered: "1: Yes", opts: []Option{{"1", "No"}, {"2", "Yes"}}, want: ""},
+		{name: "a selection to a question without options", remembered: "rd: Reddit", want: ""},
+		{name: "free text to a question without options", remembered: "use Postgres", want: "use Postgres"},
+		{name: "free text to a question with options", remembered: "whichever is cheaper", opts: two, want: "whichever is cheaper"},
+		{name: "a bare label, as answers once were", remembered: "Reddit", opts: two, want: "rd: Reddit"},
+		{name: "empty", remembered: "  ", opts: two, want: ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := FitRemembered(tt.remembered, tt.opts, tt.multi)
+			if ok != (tt.want != "") || got != tt.want {
+				t.Errorf("FitRemembered(%q) = %q, %v; want %q", tt.remembered, got, ok, tt.want)
+			}
+		})
+	}
+}
+
 func TestNormalizeQuestion(t *testing.T) {
 	tests := []struct{ in, want string }{
 		{"Which DB should we use?", "which db should we use"},

@@ -243,8 +243,12 @@ func (h *host) Ask(ctx context.Context, c *agents.Call, req agents.AskRequest) (
 			if skipAll {
 				q.humanState = "skipped"
 			}
+			// Offered only when it fits: the same text may have been asked
+			// before with other options, or as another type of question.
 			if a, ok := r.e.store.RememberedAnswer(context.Background(), coordination.NormalizeQuestion(req.Question)); ok {
-				q.remembered = a
+				if fit, ok := coordination.FitRemembered(a, req.Options, req.MultiSelect); ok {
+					q.remembered = fit
+				}
 			}
 		}
 		if err := tx.UpsertQuestion(&q.rec); err != nil {

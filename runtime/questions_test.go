@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -289,6 +290,51 @@ func TestAskOthersHumanThroughControl(t *testing.T) {
 	defer mu.Unlock()
 	if remembered["When should we launch?"] != "" || remembered["  when should we LAUNCH "] != "b: Next month" {
 		t.Errorf("remembered answers offered: %q", remembered)
+	}
+	for _, ev := range events {
+		if ev.Type == event.Error {
+			t.Errorf("control error: %s", ev.Error)
+		}
+	}
+}
+
+// A remembered answer is offered only to a question it fits: the person's
+// two choices of a multiple-choice question are not offered when the same
+// text comes back as a single choice without one of those options, and are
+// offered when it comes back with the same options.
+func TestAskOthersOffersARememberedAnswerOnlyWhereItFits(t *testing.T) {
+	three := []obj{{"id": "hn", "label": "Hacker News"}, {"id": "rd", "label": "Reddit"}, {"id": "nl", "label": "Newsletters"}}
+	two := []obj{{"id": "hn", "label": "Hacker News"}, {"id": "rd", "label": "Reddit"}}
+	asks := []obj{
+		{"question": "Where should we announce it?", "options": three, "multi_select": true},
+		{"question": "Where should we announce it?", "options": two},
+		{"question": "Where should we announce it?", "options": three, "multi_select": true},
+	}
+	p := policyFor(func(c *convo) scripted.Reply {
+		if c.turns < len(asks) {
+			return do(call("ask_others", asks[c.turns]))
+		}
+		return say("asked everything")
+	})
+	e := testEngine(t, nil, p, nil)
+	var mu sync.Mutex
+	var offered []string
+	events, code := controlled(t, e, func(q *event.QuestionInfo) string {
+		mu.Lock()
+		offered = append(offered, q.Remembered)
+		n := len(offered)
+		mu.Unlock()
+		if n == 2 {
+			return controlLine(obj{"op": "skip", "question_id": q.ID})
+		}
+		return controlLine(obj{"op": "answer", "question_id": q.ID, "text": "1,3"})
+	})
+	mustComplete(t, exportLatest(t, e), code)
+	mu.Lock()
+	defer mu.Unlock()
+	want := []string{"", "", "hn, nl: Hacker News; Newsletters"}
+	if !slices.Equal(offered, want) {
+		t.Errorf("remembered answers offered: %q, want %q", offered, want)
 	}
 	for _, ev := range events {
 		if ev.Type == event.Error {
