@@ -200,13 +200,18 @@ func findOption(p string, options []Option) int {
 			return i
 		}
 	}
-	if n, err := strconv.Atoi(p); err == nil && n >= 1 && n <= len(options) {
+	n, err := strconv.Atoi(p)
+	if err == nil && n >= 1 && n <= len(options) {
 		return n - 1
 	}
 	for i, o := range options {
 		if strings.EqualFold(o.ID, p) || strings.EqualFold(o.Label, p) {
 			return i
 		}
+	}
+	if err == nil {
+		// A number with no option: "-1" is not option 1 with a dash.
+		return -1
 	}
 	if t := strings.TrimFunc(p, unicode.IsPunct); t != p {
 		return findOption(t, options)
