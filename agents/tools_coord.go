@@ -175,7 +175,7 @@ var askOthers = &Tool{
 	    "allow_human_response":{"type":"boolean"},
 	    "specific_agents":{"type":"array","items":{"type":"string"},"description":"Task ids, labels or roles to ask (default all)"},
 	    "timeout":{"type":"number","minimum":1,"maximum":3600,"description":"Seconds to wait"},
-	    "options":{"type":"array","maxItems":10,"items":{"anyOf":[{"type":"string"},{"type":"object","properties":{"id":{"type":"string"},"label":{"type":"string"}},"required":["label"]}]}},
+	    "options":{"type":"array","maxItems":10,"items":{"anyOf":[{"type":"string","maxLength":200},{"type":"object","properties":{"id":{"type":"string","maxLength":32},"label":{"type":"string","maxLength":200}},"required":["label"]}]}},
 	    "multi_select":{"type":"boolean"}
 	  },"required":["question"]}`),
 	Handler: func(ctx context.Context, c *Call, args json.RawMessage) (any, error) {

@@ -10,10 +10,19 @@ import (
 	"strings"
 	"sync"
 	"unicode"
+	"unicode/utf8"
 )
 
 // MaxOptions is the most options one ask_others question may offer.
 const MaxOptions = 10
+
+// MaxOptionLabel and MaxOptionID bound an option: its label is shown in a
+// row of the dashboard and in every responder's prompt, and its id is typed
+// by the person.
+const (
+	MaxOptionLabel = 200
+	MaxOptionID    = 32
+)
 
 // Option is one structured answer offered by ask_others.
 type Option struct {
@@ -91,6 +100,12 @@ func parseOption(raw json.RawMessage, i int) (Option, error) {
 	o.Label = strings.TrimSpace(o.Label)
 	if o.Label == "" {
 		return Option{}, errors.New("label is empty; say what the choice is")
+	}
+	if n := utf8.RuneCountInString(o.Label); n > MaxOptionLabel {
+		return Option{}, fmt.Errorf("label is %d characters; the limit is %d: keep the choice short and put details in the question", n, MaxOptionLabel)
+	}
+	if n := utf8.RuneCountInString(o.ID); n > MaxOptionID {
+		return Option{}, fmt.Errorf("id is %d characters; the limit is %d: use a short id like \"a\"", n, MaxOptionID)
 	}
 	if o.ID == "" || strings.ContainsFunc(o.ID, func(r rune) bool { return unicode.IsSpace(r) || r == ',' || r == ';' }) {
 		return Option{}, fmt.Errorf("id %q is not valid; use a short id without spaces, commas or semicolons, like \"a\"", o.ID)

@@ -32,6 +32,9 @@ func TestParseOptions(t *testing.T) {
 		{name: "not an array", in: `{"a":"b"}`, wantErr: "options must be a JSON array"},
 		{name: "bad item", in: `[true]`, wantErr: "options[0]: expected a label (string) or an object"},
 		{name: "bad label type", in: `[{"label":3}]`, wantErr: "options[0]: label must be a string, got 3"},
+		{name: "label at the limit", in: `["` + strings.Repeat("é", MaxOptionLabel) + `"]`, want: []Option{{"1", strings.Repeat("é", MaxOptionLabel)}}},
+		{name: "label over the limit", in: `["` + strings.Repeat("x", MaxOptionLabel+1) + `"]`, wantErr: "options[0]: label is 201 characters; the limit is 200"},
+		{name: "id over the limit", in: `[{"id":"` + strings.Repeat("i", MaxOptionID+1) + `","label":"X"}]`, wantErr: "options[0]: id is 33 characters; the limit is 32"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
