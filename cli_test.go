@@ -107,6 +107,9 @@ func TestCLIRefusesMistakes(t *testing.T) {
 		// No terminal: refused before the run is stored.
 		{[]string{"run", "--db", fresh, "a goal"}, 2, "the dashboard needs a terminal", ""},
 		{[]string{"--db", fresh, "a goal"}, 2, "run --headless GOAL", ""},
+		// A wrong count of arguments names the command and its usage.
+		{[]string{"resume", "--db", fresh}, 2, "resume: accepts 1 arg(s), received 0 (usage: swarmdeck resume [--headless] RUN_ID)", ""},
+		{[]string{"run", "--headless", "--db", fresh}, 2, "(usage: swarmdeck run [--headless] [--json] [--control -] GOAL)", ""},
 		{[]string{"--db", fresh, "rnus"}, 2, `unknown command "rnus": did you mean run or runs?`, ""},
 		{[]string{"--db", fresh, "exprot"}, 2, `swarmdeck run "exprot"`, ""},
 		// A database that does not exist is not made by reading it.

@@ -174,6 +174,9 @@ Without an API key it uses the scripted model, so "swarmdeck" works offline.`,
 	root.AddCommand(runCmd(&cf, stdin, stdout, stderr), runsCmd(&cf, stdout), exportCmd(&cf, stdout),
 		resumeCmd(&cf, stdin, stdout, stderr), viewCmd(&cf, stdout), mockCmd(&cf, stdout, stderr),
 		benchCmd(&cf, stdout, stderr))
+	for _, c := range root.Commands() {
+		c.Args = argsWithUsage(c.Args)
+	}
 	// cobra's completion command shows its help, with status 0, for a shell
 	// it does not know: `completion tcsh > file` filled the file with help.
 	root.InitDefaultCompletionCmd()
@@ -187,6 +190,21 @@ Without an API key it uses the scripted model, so "swarmdeck" works offline.`,
 		}
 	}
 	return root, &cf
+}
+
+// argsWithUsage names the command and its usage line when its arguments
+// are wrong: cobra's own "accepts 1 arg(s), received 0" said neither which
+// command nor what it wanted.
+func argsWithUsage(check cobra.PositionalArgs) cobra.PositionalArgs {
+	if check == nil {
+		return nil
+	}
+	return func(cmd *cobra.Command, args []string) error {
+		if err := check(cmd, args); err != nil {
+			return fmt.Errorf("%s: %w (usage: %s %s)", cmd.Name(), err, cmd.Root().Name(), cmd.Use)
+		}
+		return nil
+	}
 }
 
 // withFlags gives the commands an error suggests (`swarmdeck view RUN_ID`,
