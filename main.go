@@ -1031,6 +1031,10 @@ var checkTerminal = tui.CheckTerminal
 func dashboard(ctx context.Context, cf *commonFlags, goal, runID string, readOnly bool, stdout io.Writer) error {
 	// Before a run is started or resumed that nobody could watch.
 	if err := checkTerminal(); err != nil {
+		if readOnly && errors.Is(err, tui.ErrNoTerminal) {
+			// Headless runs are no help to someone who wants to read a run.
+			err = fmt.Errorf("the dashboard needs a terminal, and there is none here: to read run %s without one, use `swarmdeck export %s`", runID, runID)
+		}
 		return usageErr(err)
 	}
 	notices := make(chan tui.Notice, 4)
