@@ -535,3 +535,28 @@ func TestRunsEscapesTerminalControls(t *testing.T) {
 		t.Errorf("runs printed %q", stdout.String())
 	}
 }
+
+// Every flag the README documents is in the help of its command.
+func TestHelpListsDocumentedFlags(t *testing.T) {
+	cliEnv(t)
+	for _, tc := range []struct {
+		args  []string
+		flags []string
+	}{
+		{[]string{"--help"}, []string{"--config", "--db", "--provider", "--base-url", "--model", "--workspace", "--scripted-latency"}},
+		{[]string{"run", "--help"}, []string{"--headless", "--json", "--json-deltas", "--control"}},
+		{[]string{"resume", "--help"}, []string{"--headless", "--json", "--json-deltas", "--control"}},
+		{[]string{"bench", "--help"}, []string{"--agents", "--latency", "--fanout", "--turns", "--floor", "--startup", "--cpuprofile", "--memprofile"}},
+		{[]string{"mock-llm", "--help"}, []string{"--addr"}},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run(tc.args, strings.NewReader(""), &stdout, &stderr); code != 0 {
+			t.Fatalf("swarmdeck %s: exit %d, stderr %q", strings.Join(tc.args, " "), code, stderr.String())
+		}
+		for _, f := range tc.flags {
+			if !strings.Contains(stdout.String(), f+" ") {
+				t.Errorf("swarmdeck %s does not list %s", strings.Join(tc.args, " "), f)
+			}
+		}
+	}
+}

@@ -906,8 +906,6 @@ Targets on a 2-core machine:
 	f.IntVar(&so.Runs, "runs", so.Runs, "with --startup: runs of each measurement")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a pprof CPU profile of the run to `FILE`")
 	f.StringVar(&memProfile, "memprofile", "", "write a pprof allocation profile of the run to `FILE`")
-	f.MarkHidden("cpuprofile")
-	f.MarkHidden("memprofile")
 	return cmd
 }
 
