@@ -634,7 +634,7 @@ func resumeCmd(cf *commonFlags, stdin io.Reader, stdout, stderr io.Writer) *cobr
 	cmd.Flags().BoolVar(&headless, "headless", false, "continue without the dashboard")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON event per line on stdout")
 	cmd.Flags().BoolVar(&deltas, "json-deltas", false, "with --json: include streamed token deltas")
-	cmd.Flags().StringVar(&control, "control", "", `read control commands from "-" (stdin)`)
+	cmd.Flags().StringVar(&control, "control", "", `read control commands from "-" (stdin), one JSON object per line`)
 	return cmd
 }
 
