@@ -14,9 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/swarmdeck/swarmdeck/coordination"
 	"github.com/swarmdeck/swarmdeck/runtime/config"
 	"github.com/swarmdeck/swarmdeck/runtime/event"
 	"github.com/swarmdeck/swarmdeck/runtime/scripted"
+	"github.com/swarmdeck/swarmdeck/runtime/store"
 )
 
 // Tests of what a stopped run finds when it is resumed. The crash test in
@@ -392,6 +394,13 @@ func TestResumeAnnouncesTheOpenQuestionAgain(t *testing.T) {
 		qs, err := st.Questions(context.Background(), run.ID())
 		return err == nil && len(qs) == 1 && qs[0].Status == QuestionOpen
 	})
+	// The person answered the same question in another run meanwhile: the
+	// resumed question offers that answer, as a new one would.
+	if err := st.Do(context.Background(), func(tx *store.Tx) error {
+		return tx.RememberAnswer(coordination.NormalizeQuestion("Ship on Friday?"), "not before Monday")
+	}); err != nil {
+		t.Fatal(err)
+	}
 	run.Interrupt()
 	<-run.Done()
 	e1.Close()
@@ -405,6 +414,9 @@ func TestResumeAnnouncesTheOpenQuestionAgain(t *testing.T) {
 		defer sub.Close()
 		for ev := range sub.C {
 			if ev.Type == event.QuestionOpened && ev.Question != nil && ev.Question.AllowHuman {
+				if ev.Question.Remembered != "not before Monday" {
+					t.Errorf("the resumed question offers %q as the remembered answer", ev.Question.Remembered)
+				}
 				announced.Add(1)
 				io.WriteString(pw, `{"op":"answer","question_id":"`+ev.Question.ID+`","text":"yes, Friday"}`+"\n")
 			}

@@ -264,6 +264,13 @@ func (r *Run) load(ctx context.Context) error {
 				// says so; assume yes and let the deadline decide.
 				r.questions.queue = append(r.questions.queue, q.ID)
 				asker.waitingHuman++
+				// The person's earlier answer is offered again, as when
+				// the question was first asked.
+				if a, ok := r.e.store.RememberedAnswer(ctx, coordination.NormalizeQuestion(q.Question)); ok {
+					if fit, ok := coordination.FitRemembered(a, qq.options, q.MultiSelect); ok {
+						qq.remembered = fit
+					}
+				}
 			}
 		}
 		// The deadline restarts: the time the run was stopped does not count.
