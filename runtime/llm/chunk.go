@@ -156,7 +156,6 @@ func (a *accumulator) feed(ch *chunk, line []byte) error {
 // bytes of one character, and each half alone is invalid UTF-8.
 func (a *accumulator) addContent(r raw) {
 	before := len(a.content)
-	defer func() { a.held += len(a.content) - before }()
 	switch r[0] {
 	case '"':
 		a.content = appendUnquotedRaw(a.content, r)
@@ -181,12 +180,23 @@ func (a *accumulator) addContent(r raw) {
 	default:
 		return
 	}
-	// A character whose last bytes are still to come waits for them.
-	end := len(a.content) - incompleteTail(a.content)
-	if end > a.shown {
-		a.emit(Delta{Content: strings.ToValidUTF8(string(a.content[a.shown:end]), "\uFFFD")})
-		a.shown = end
+	a.held += len(a.content) - before
+	if text, ok := unshown(a.content, &a.shown); ok {
+		a.emit(Delta{Content: text})
 	}
+}
+
+// unshown is the text of buf after what *shown says went out, up to its
+// last whole character, and moves *shown past it; ok is false when there
+// is none. A character whose last bytes are still to come waits for them.
+func unshown(buf []byte, shown *int) (text string, ok bool) {
+	end := len(buf) - incompleteTail(buf)
+	if end <= *shown {
+		return "", false
+	}
+	text = strings.ToValidUTF8(string(buf[*shown:end]), "\uFFFD")
+	*shown = end
+	return text, true
 }
 
 // addReasoning shows a piece of the thinking a server sent apart from the
@@ -198,12 +208,10 @@ func (a *accumulator) addReasoning(r raw) {
 	before := len(a.reasoning)
 	a.reasoning = appendUnquotedRaw(a.reasoning, r)
 	a.held += len(a.reasoning) - before
-	end := len(a.reasoning) - incompleteTail(a.reasoning)
-	if end <= a.reasoningShown {
+	text, ok := unshown(a.reasoning, &a.reasoningShown)
+	if !ok {
 		return
 	}
-	text := strings.ToValidUTF8(string(a.reasoning[a.reasoningShown:end]), "\uFFFD")
-	a.reasoningShown = end
 	if !a.thinking {
 		a.thinking = true
 		text = thinkOpen + text
