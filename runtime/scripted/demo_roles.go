@@ -182,7 +182,11 @@ func workspaceLine(s *session) string {
 				}
 			}
 			p := "the workspace has " + plural(len(entries), "entry", "entries")
-			if len(names) > 0 {
+			switch {
+			case len(names) == 0:
+			case len(names) < len(entries):
+				p += " (" + strings.Join(names, ", ") + ", …)"
+			default:
 				p += " (" + strings.Join(names, ", ") + ")"
 			}
 			parts = append(parts, p)

@@ -542,17 +542,23 @@ func TestDemoSubOrchestratorSpawnFails(t *testing.T) {
 }
 
 func TestDemoExplorer(t *testing.T) {
-	sys := sysPrompt("explorer", "s-x", "assets", "[Shared Context]:", `- projectGoal: "`+goal+`"`, `- audience: "early adopters"`)
-	c := newConvo(t, sys, "Scan the workspace for launch assets")
-	rep := c.turn()
-	wantCalls(t, rep, "get_shared_context", "list_files", "search_files")
-	c.answer(map[string]string{"get_shared_context": `{"shared_context":{"projectGoal":"` + goal + `","audience":"early adopters","focus":"launch assets"}}`,
-		"list_files": listRes, "search_files": `{"matches":[]}`})
-	rep = c.turn()
-	wantFinal(t, rep)
-	for _, want := range []string{"audience=early adopters", "focus=launch assets", "projectGoal=" + goal, "2 entries"} {
-		if !strings.Contains(rep.Content, want) {
-			t.Errorf("report lacks %q:\n%s", want, rep.Content)
+	six := `{"path":".","entries":[{"name":"a"},{"name":"b"},{"name":"c"},{"name":"d"},{"name":"e"},{"name":"f"}]}`
+	for _, tc := range []struct{ listing, want string }{
+		{listRes, "2 entries (README.md, docs);"},
+		{six, "6 entries (a, b, c, d, …)"}, // only the first names, and it says so
+	} {
+		sys := sysPrompt("explorer", "s-x", "assets", "[Shared Context]:", `- projectGoal: "`+goal+`"`, `- audience: "early adopters"`)
+		c := newConvo(t, sys, "Scan the workspace for launch assets")
+		rep := c.turn()
+		wantCalls(t, rep, "get_shared_context", "list_files", "search_files")
+		c.answer(map[string]string{"get_shared_context": `{"shared_context":{"projectGoal":"` + goal + `","audience":"early adopters","focus":"launch assets"}}`,
+			"list_files": tc.listing, "search_files": `{"matches":[]}`})
+		rep = c.turn()
+		wantFinal(t, rep)
+		for _, want := range []string{"audience=early adopters", "focus=launch assets", "projectGoal=" + goal, tc.want} {
+			if !strings.Contains(rep.Content, want) {
+				t.Errorf("report lacks %q:\n%s", want, rep.Content)
+			}
 		}
 	}
 }
