@@ -33,9 +33,10 @@ type Option struct {
 // ParseOptions parses ask_others' options argument: a JSON array of
 // {id, label} objects or of plain strings (which get the ids "1", "2", ...
 // by position; so does an object without an id). Absent (empty or null)
-// means no options. Ids must be unique ignoring case (answers match them
-// ignoring case) and contain no spaces, commas or semicolons, since answers
-// list them separated by those.
+// means no options. Ids and labels must be unique ignoring case (answers
+// match both ignoring case, so of two that differ only in case the second
+// could not be chosen), and ids contain no spaces, commas or semicolons,
+// since answers list them separated by those.
 func ParseOptions(raw json.RawMessage) ([]Option, error) {
 	if isNull(raw) {
 		return nil, nil
@@ -55,6 +56,9 @@ func ParseOptions(raw json.RawMessage) ([]Option, error) {
 		}
 		if j := slices.IndexFunc(opts, func(p Option) bool { return strings.EqualFold(p.ID, o.ID) }); j >= 0 {
 			return nil, fmt.Errorf("options[%d]: id %q is already used by options[%d]; ids must be unique", i, o.ID, j)
+		}
+		if j := slices.IndexFunc(opts, func(p Option) bool { return sameLabel(p.Label, o.Label) }); j >= 0 {
+			return nil, fmt.Errorf("options[%d]: label %q clashes with options[%d]'s label %q; labels must differ in more than case and spacing, since answers match them ignoring both", i, o.Label, j, opts[j].Label)
 		}
 		opts = append(opts, o)
 	}
@@ -111,6 +115,12 @@ func parseOption(raw json.RawMessage, i int) (Option, error) {
 		return Option{}, fmt.Errorf("id %q is not valid; use a short id without spaces, commas or semicolons, like \"a\"", o.ID)
 	}
 	return o, nil
+}
+
+// sameLabel reports whether two labels are one for an answer, which
+// matches them ignoring case and runs of spaces.
+func sameLabel(a, b string) bool {
+	return strings.EqualFold(strings.Join(strings.Fields(a), " "), strings.Join(strings.Fields(b), " "))
 }
 
 // Answer is a parsed answer to an ask_others question.
