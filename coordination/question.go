@@ -140,9 +140,10 @@ type Answer struct {
 // responder) to a question with options. An option is selected by its
 // 1-based number, its id or its whole label (case-insensitive); several
 // are selected with "1,3", "1 3" or "a; c", which is an error unless
-// multi is set. A number with no option ("7" of 3) is an error too. Any
-// other text is a free-text answer, as is every answer to a question
-// without options.
+// multi is set. A number with no option ("7" of 3) is an error too, as is
+// the form Answer.Text gives a selection with ids and labels of different
+// options ("b: Now" where Now is a's label). Any other text is a free-text
+// answer, as is every answer to a question without options.
 func ParseAnswer(text string, options []Option, multi bool) (Answer, error) {
 	text = strings.TrimSpace(text)
 	if text == "" {
@@ -156,6 +157,11 @@ func ParseAnswer(text string, options []Option, multi bool) (Answer, error) {
 			return Answer{}, fmt.Errorf("this question takes one choice, but the answer picks %d (%s) — answer with a single option number or id", len(picked), strings.Join(optionIDs(options, picked), ", "))
 		}
 		return selectionAnswer(options, picked), nil
+	}
+	if findOption(text, options) < 0 {
+		if err := mixedSelection(text, options); err != nil {
+			return Answer{}, err
+		}
 	}
 	splits := [][]string{
 		{text},
@@ -271,6 +277,80 @@ func parseSelectionText(text string, options []Option) ([]int, bool) {
 	}
 	slices.Sort(picked)
 	return picked, len(order) > 0
+}
+
+// mixedSelection explains an answer in the form "ids: labels" whose ids
+// and labels are all this question's but name different options, such as
+// "b: Now" where Now is a's label. Neither half can be taken over the
+// other, and read word by word it would pick both options, so the person
+// is asked to say which. Nil when the answer is not such a mix.
+func mixedSelection(text string, options []Option) error {
+	idsPart, labelsPart, ok := strings.Cut(text, ": ")
+	if !ok {
+		return nil
+	}
+	var byID []int
+	for _, id := range strings.Split(idsPart, ",") {
+		id = strings.TrimSpace(id)
+		i := slices.IndexFunc(options, func(o Option) bool { return strings.EqualFold(o.ID, id) })
+		if i < 0 || len(byID) == MaxOptions {
+			return nil
+		}
+		byID = append(byID, i)
+	}
+	byLabel, ok := readLabels(labelPieces(labelsPart), len(byID), options, map[[2]int]bool{})
+	if !ok {
+		return nil
+	}
+	var clashes []string
+	for j, i := range byID {
+		if k := byLabel[j]; k != i {
+			clashes = append(clashes, fmt.Sprintf("%s is %q but %q is %s", options[i].ID, options[i].Label, options[k].Label, options[k].ID))
+		}
+	}
+	if len(clashes) == 0 {
+		return nil
+	}
+	what := "the id and the label name different options"
+	if len(byID) > 1 {
+		what = "the ids and the labels name different options"
+	}
+	return fmt.Errorf("%s: %s — answer with the ids alone or the labels alone", what, strings.Join(clashes, ", "))
+}
+
+// labelPieces splits labels joined by "; " into their semicolon-separated
+// pieces, as an answer matches them: case and runs of spaces ignored.
+func labelPieces(s string) []string {
+	pieces := strings.Split(s, ";")
+	for i, p := range pieces {
+		pieces[i] = strings.ToLower(strings.Join(strings.Fields(p), " "))
+	}
+	return pieces
+}
+
+// readLabels reads pieces as exactly n option labels in a row and returns
+// their options. A label may itself hold a semicolon, so more than one
+// reading can start at a piece; failed (piece, labels left) pairs are kept
+// so that no reading is tried twice.
+func readLabels(pieces []string, n int, options []Option, failed map[[2]int]bool) ([]int, bool) {
+	if n == 0 || len(pieces) == 0 {
+		return nil, n == 0 && len(pieces) == 0
+	}
+	key := [2]int{len(pieces), n}
+	if failed[key] {
+		return nil, false
+	}
+	for i, o := range options {
+		l := labelPieces(o.Label)
+		if len(l) > len(pieces) || !slices.Equal(l, pieces[:len(l)]) {
+			continue
+		}
+		if rest, ok := readLabels(pieces[len(l):], n-1, options, failed); ok {
+			return append([]int{i}, rest...), true
+		}
+	}
+	failed[key] = true
+	return nil, false
 }
 
 // looksLikeSelection reports whether text has the form Answer.Text gives a

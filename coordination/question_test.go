@@ -102,6 +102,13 @@ func TestParseAnswer(t *testing.T) {
 		{name: "own form, any case", text: "A, C: now; in a month", opts: when, multi: true, wantText: "a, c: Now; In a month", wantSel: "a,c"},
 		{name: "own form of several when single", text: "a, c: Now; In a month", opts: when, wantErr: "this question takes one choice"},
 		{name: "own form, labels not these", text: "b: Next year", opts: when, wantText: "b: Next year"},
+		{name: "id of one option, label of another", text: "b: Now", opts: when, wantErr: `the id and the label name different options: b is "Next week" but "Now" is a — answer with the ids alone or the labels alone`},
+		{name: "id and label mixed, multiple choice", text: "b: Now", opts: when, multi: true, wantErr: `the id and the label name different options: b is "Next week" but "Now" is a`},
+		{name: "ids and labels mixed in a list", text: "a, b: Now; In a month", opts: when, multi: true, wantErr: `the ids and the labels name different options: b is "Next week" but "In a month" is c — answer with`},
+		{name: "ids and labels in another order", text: "a, b: Next week; Now", opts: when, multi: true, wantErr: `a is "Now" but "Next week" is b, b is "Next week" but "Now" is a`},
+		{name: "number id, another's label", text: "2: Yes", opts: []Option{{"1", "Yes"}, {"2", "No"}}, wantErr: `2 is "No" but "Yes" is 1`},
+		{name: "mixed, labels with semicolons", text: "y: A; B", opts: []Option{{"x", "A; B"}, {"y", "C"}}, wantErr: `y is "C" but "A; B" is x`},
+		{name: "a whole label that looks mixed", text: "b: Now", opts: []Option{{"a", "Now"}, {"b", "Later"}, {"c", "b: Now"}}, wantText: "c: b: Now", wantSel: "c"},
 		{name: "label with a semicolon", text: "x, y: A; B; C", opts: []Option{{"x", "A; B"}, {"y", "C"}}, multi: true, wantText: "x, y: A; B; C", wantSel: "x,y"},
 	}
 	for _, tt := range tests {
@@ -144,6 +151,7 @@ func TestFitRemembered(t *testing.T) {
 		{name: "free text to a question without options", remembered: "use Postgres", want: "use Postgres"},
 		{name: "free text to a question with options", remembered: "whichever is cheaper", opts: two, want: "whichever is cheaper"},
 		{name: "a bare label, as answers once were", remembered: "Reddit", opts: two, want: "rd: Reddit"},
+		{name: "an id and a label that are two options here", remembered: "hn: Reddit", opts: sources, multi: true, want: ""},
 		{name: "empty", remembered: "  ", opts: two, want: ""},
 	}
 	for _, tt := range tests {
