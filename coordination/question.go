@@ -140,9 +140,10 @@ type Answer struct {
 // responder) to a question with options. An option is selected by its
 // 1-based number, its id or its whole label (case-insensitive); several
 // are selected with "1,3", "1 3" or "a; c", which is an error unless
-// multi is set. A number with no option ("7" of 3) is an error too, as is
+// multi is set. A number with no option ("7" of 3) is an error too, as are
 // the form Answer.Text gives a selection with ids and labels of different
-// options ("b: Now" where Now is a's label). Any other text is a free-text
+// options ("b: Now" where Now is a's label) and a list of options with one
+// that is none ("b, x"; see unknownInList). Any other text is a free-text
 // answer, as is every answer to a question without options.
 func ParseAnswer(text string, options []Option, multi bool) (Answer, error) {
 	text = strings.TrimSpace(text)
@@ -195,7 +196,53 @@ func ParseAnswer(text string, options []Option, multi bool) (Answer, error) {
 			}
 		}
 	}
+	if unknown := unknownInList(text, options); len(unknown) > 0 {
+		ids := make([]string, len(options))
+		for i, o := range options {
+			ids[i] = o.ID
+		}
+		return Answer{}, fmt.Errorf("there is no option %s; the ids are %s — correct the list, or write a sentence to answer in your own words", strings.Join(unknown, " or "), strings.Join(ids, ", "))
+	}
 	return Answer{Text: text}, nil
+}
+
+// unknownInList returns the parts of an answer that is a list of options
+// with a mistyped one ("b, x"), quoted; nil for any other answer. Every
+// question with options also takes free text, which may hold commas, so
+// the answer counts as such a list only when, split at its commas and
+// semicolons, at least one part is an option and every other part is one
+// word no longer than the longest id: what a mistyped id looks like.
+// "a, but only if it is cheap" and "Redis, or else Postgres" stay free text.
+func unknownInList(text string, options []Option) []string {
+	parts := strings.FieldsFunc(text, func(r rune) bool { return r == ',' || r == ';' })
+	if len(parts) < 2 {
+		return nil
+	}
+	longest := 0
+	for _, o := range options {
+		longest = max(longest, utf8.RuneCountInString(o.ID))
+	}
+	known := false
+	var unknown []string
+	for _, p := range parts {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			continue
+		}
+		if findOption(p, options) >= 0 {
+			known = true
+			continue
+		}
+		w := strings.TrimFunc(p, unicode.IsPunct)
+		if w == "" || utf8.RuneCountInString(w) > longest || strings.ContainsFunc(w, unicode.IsSpace) {
+			return nil
+		}
+		unknown = append(unknown, strconv.Quote(p))
+	}
+	if !known {
+		return nil
+	}
+	return unknown
 }
 
 // selectOptions resolves every part to an option index; ok is false when

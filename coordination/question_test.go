@@ -62,6 +62,7 @@ func TestParseOptions(t *testing.T) {
 func TestParseAnswer(t *testing.T) {
 	when := []Option{{"a", "Now"}, {"b", "Next week"}, {"c", "In a month"}}
 	numbered := []Option{{"1", "2024"}, {"2", "2025"}}
+	stores := []Option{{"pg", "PostgreSQL"}, {"sqlite", "SQLite"}, {"redis", "Redis"}}
 	tests := []struct {
 		name     string
 		text     string
@@ -92,6 +93,17 @@ func TestParseAnswer(t *testing.T) {
 		{name: "zero", text: "0", opts: when, wantErr: "there is no option 0; choose 1-3"},
 		{name: "negative in a list", text: "2, -3", opts: when, multi: true, wantErr: "there is no option -3"},
 		{name: "out of range in a list", text: "1, 9", opts: when, multi: true, wantErr: "there is no option 9"},
+		{name: "mistyped id in a list", text: "b, x", opts: when, multi: true, wantErr: `there is no option "x"; the ids are a, b, c — correct the list, or write a sentence`},
+		{name: "mistyped id in a list, single choice", text: "b, x", opts: when, wantErr: `there is no option "x"; the ids are a, b, c`},
+		{name: "mistyped ids with semicolons", text: "x; a; y)", opts: when, multi: true, wantErr: `there is no option "x" or "y)"`},
+		{name: "number and mistyped id", text: "2, z", opts: when, multi: true, wantErr: `there is no option "z"`},
+		{name: "label and mistyped id", text: "Next week, d", opts: when, multi: true, wantErr: `there is no option "d"`},
+		{name: "mistyped long id", text: "pg, redsi", opts: stores, multi: true, wantErr: `there is no option "redsi"; the ids are pg, sqlite, redis`},
+		{name: "list with a word longer than any id", text: "a, but", opts: when, wantText: "a, but"},
+		{name: "list with a phrase", text: "a, but only if it is cheap", opts: when, multi: true, wantText: "a, but only if it is cheap"},
+		{name: "list with a phrase, long ids", text: "Redis, or else Postgres", opts: stores, wantText: "Redis, or else Postgres"},
+		{name: "list of no option", text: "x, y", opts: when, multi: true, wantText: "x, y"},
+		{name: "words without commas", text: "b or c", opts: when, multi: true, wantText: "b or c"},
 		{name: "free text despite options", text: "not before Friday", opts: when, wantText: "not before Friday"},
 		{name: "free text with a number", text: "2 weeks", opts: when, wantText: "2 weeks"},
 		{name: "label that is a number", text: "2025", opts: numbered, wantText: "2: 2025", wantSel: "2"},
@@ -152,6 +164,7 @@ func TestFitRemembered(t *testing.T) {
 		{name: "free text to a question with options", remembered: "whichever is cheaper", opts: two, want: "whichever is cheaper"},
 		{name: "a bare label, as answers once were", remembered: "Reddit", opts: two, want: "rd: Reddit"},
 		{name: "an id and a label that are two options here", remembered: "hn: Reddit", opts: sources, multi: true, want: ""},
+		{name: "a list with an option that is none here", remembered: "hn, xx", opts: two, multi: true, want: ""},
 		{name: "empty", remembered: "  ", opts: two, want: ""},
 	}
 	for _, tt := range tests {

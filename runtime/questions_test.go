@@ -622,3 +622,56 @@ func TestQuestionOfACancelledAskerIsClosed(t *testing.T) {
 		t.Errorf("error events for the late answer: %q; want one saying the question was closed", errs)
 	}
 }
+
+// Through --control, an answer whose id and label are different options
+// and a list of options with a mistyped id are refused with error events
+// that name them, and the question stays open for the corrected answer.
+// Options whose labels differ only in case are refused to the asking
+// agent, naming both, before anyone is asked.
+func TestAskOthersRefusesUnclearAnswersAndOptions(t *testing.T) {
+	asks := []obj{
+		{"question": "When?", "options": []obj{{"id": "a", "label": "Now"}, {"id": "b", "label": "now"}}},
+		{"question": "When?", "options": []obj{{"id": "a", "label": "Now"}, {"id": "b", "label": "Next week"}, {"id": "c", "label": "In a month"}}},
+	}
+	p := policyFor(func(c *convo) scripted.Reply {
+		if c.turns < len(asks) {
+			return do(call("ask_others", asks[c.turns]))
+		}
+		return say("asked everything")
+	})
+	e := testEngine(t, nil, p, nil)
+	events, code := controlled(t, e, func(q *event.QuestionInfo) string {
+		return strings.Join([]string{
+			controlLine(obj{"op": "answer", "question_id": q.ID, "text": "b: Now"}),
+			controlLine(obj{"op": "answer", "question_id": q.ID, "text": "b, x"}),
+			controlLine(obj{"op": "answer", "question_id": q.ID, "text": "b"}),
+		}, "\n")
+	})
+	x := exportLatest(t, e)
+	mustComplete(t, x, code)
+	results := callResults(rootOf(x), "ask_others")
+	if len(results) != 2 {
+		t.Fatalf("%d ask_others results", len(results))
+	}
+	if !strings.Contains(results[0], `options[1]: label \"now\" clashes with options[0]'s label \"Now\"`) {
+		t.Errorf("options differing only in case returned %s", results[0])
+	}
+	if r := askResult(t, results[1]); r.Status != "answered" || r.Responses["human"] != "b: Next week" {
+		t.Errorf("the question returned %s; want the corrected answer b", results[1])
+	}
+	var errs []string
+	for _, ev := range events {
+		if ev.Type == event.Error {
+			errs = append(errs, ev.Error)
+		}
+	}
+	want := []string{`the id and the label name different options: b is "Next week" but "Now" is a`, `there is no option "x"; the ids are a, b, c`}
+	if len(errs) != len(want) {
+		t.Fatalf("control errors %q, want %d", errs, len(want))
+	}
+	for i, w := range want {
+		if !strings.Contains(errs[i], w) {
+			t.Errorf("control error %q, want it to contain %q", errs[i], w)
+		}
+	}
+}
