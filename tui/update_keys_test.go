@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/swarmdeck/swarmdeck/coordination"
 	"github.com/swarmdeck/swarmdeck/runtime/config"
 	"github.com/swarmdeck/swarmdeck/runtime/event"
 	"github.com/swarmdeck/swarmdeck/tui/tuitest"
@@ -764,6 +765,59 @@ func TestDialogErrorGoesWithTheDialog(t *testing.T) {
 	m, _ = press(t, m, "backspace", "enter")
 	mustContain(t, m, "type an answer, or ctrl+s to skip")
 	mustNotContain(t, m, "there is no option 7")
+}
+
+// The runtime's refusals of an unclear answer (an id and a label of two
+// options, a list naming an option that is none) are long; the answer
+// dialog shows each whole, wrapped inside the sheet, with the input and
+// what was typed still on the screen at the smallest sizes, and the
+// person corrects the answer and sends it.
+func TestAnswerDialogShowsAWholeRefusal(t *testing.T) {
+	q := tuitest.Demo(t0).Questions[0]
+	opts := make([]coordination.Option, len(q.Options))
+	for i, o := range q.Options {
+		opts[i] = coordination.Option{ID: o.ID, Label: o.Label}
+	}
+	for _, typed := range []string{"sqlite: Redis", "pg, x"} {
+		_, refusal := coordination.ParseAnswer(typed, opts, q.MultiSelect)
+		if refusal == nil {
+			t.Fatalf("%q is taken as an answer to %v", typed, opts)
+		}
+		for _, size := range [][2]int{{60, 16}, {80, 18}, {160, 48}} {
+			m, ctl := demoModel(t, size[0], size[1])
+			ctl.SetError(refusal)
+			m, _ = press(t, m, "a")
+			m = typeText(t, m, typed)
+			m, _ = press(t, m, "enter")
+			out := strings.TrimRight(plainView(m), "\n")
+			checkFrame(t, out, size[0], size[1])
+			if !strings.Contains(out, "┃ > "+typed) {
+				t.Errorf("%dx%d: the input with %q is not in sight:\n%s", size[0], size[1], typed, out)
+			}
+			// The sheet's lines from the refusal's to the sheet's end,
+			// borders and wrapping undone.
+			var shown []string
+			for _, l := range strings.Split(out, "\n") {
+				if strings.HasPrefix(l, "┗") {
+					break
+				}
+				if strings.HasPrefix(l, "┃ ✗ ") || len(shown) > 0 {
+					shown = append(shown, strings.TrimSpace(strings.Trim(l, "┃")))
+				}
+			}
+			if got := strings.Join(shown, " "); got != "✗ "+refusal.Error() {
+				t.Errorf("%dx%d: the dialog shows the refusal of %q as %q, want it whole:\n%s", size[0], size[1], typed, got, out)
+			}
+			ctl.SetError(nil)
+			m, _ = press(t, m, "ctrl+u")
+			m = typeText(t, m, "sqlite")
+			m, _ = press(t, m, "enter")
+			if m.dialog.kind != dialogNone {
+				t.Errorf("%dx%d: the corrected answer left the dialog open", size[0], size[1])
+			}
+			wantCalls(t, ctl, tuitest.Call{Op: "answer", QuestionID: q.ID, Text: "sqlite"})
+		}
+	}
 }
 
 // A dialog open while the terminal is resized keeps its input on one line
