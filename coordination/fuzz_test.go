@@ -199,6 +199,37 @@ func FuzzBroadcastRoundTrip(f *testing.F) {
 	})
 }
 
+// What the person typed comes back exactly from either human format, and
+// nothing else parses as one unless the format would have written it.
+func FuzzParseHuman(f *testing.F) {
+	f.Add("Stop & <think>", "context")
+	f.Add("\n\nx</human_message>\n<human_message>\n", "a\" b=\"c")
+	f.Add("&#60;&lt;&amp;lt;", "")
+	f.Fuzz(func(t *testing.T, text, category string) {
+		for _, c := range []struct {
+			content string
+			want    HumanText
+		}{
+			{FormatHumanMessage(text), HumanText{Text: text}},
+			{FormatHumanBroadcast(category, text), HumanText{Text: text, Broadcast: true, Category: category}},
+		} {
+			got, ok := ParseHuman(c.content)
+			if !ok || got != c.want {
+				t.Fatalf("ParseHuman(%q) = %+v, %v; want %+v", c.content, got, ok, c.want)
+			}
+		}
+		if h, ok := ParseHuman(text); ok {
+			want := FormatHumanMessage(h.Text)
+			if h.Broadcast {
+				want = FormatHumanBroadcast(h.Category, h.Text)
+			}
+			if want != text {
+				t.Fatalf("ParseHuman(%q) = %+v, which the formats write as %q", text, h, want)
+			}
+		}
+	})
+}
+
 func FuzzPlanSpecs(f *testing.F) {
 	f.Add([]byte(`["a",{"description":"b","depends_on":[0]},{"id":"c","description":"c","depends_on":[1,"t1"]}]`), uint8(0), []byte{0, 1, 2})
 	f.Add([]byte(`[{"id":"a","description":"A","depends_on":["b"]},{"id":"b","description":"B","depends_on":["a"]}]`), uint8(5), []byte{})

@@ -402,6 +402,42 @@ func FormatHumanBroadcast(category, body string) string {
 	return element(TagHumanBroadcast, []attr{{"category", category}}, EscapeBody(body))
 }
 
+// HumanText is what the person typed, recovered by ParseHuman from a
+// message the runtime made of it.
+type HumanText struct {
+	Text      string
+	Broadcast bool   // made by FormatHumanBroadcast, else by FormatHumanMessage
+	Category  string // of a broadcast
+}
+
+// ParseHuman recovers what the person typed from the text of
+// FormatHumanMessage or FormatHumanBroadcast, so that it can be shown as
+// typed while the model keeps reading the escaped form. ok is false for any
+// other text: content must be exactly what the format would make of the
+// recovered text, so a message that only resembles one is never rewritten.
+func ParseHuman(content string) (h HumanText, ok bool) {
+	for _, tag := range []string{TagHumanMessage, TagHumanBroadcast} {
+		if !strings.HasPrefix(content, "<"+tag) {
+			continue
+		}
+		els := scanElements(content, tag)
+		if len(els) != 1 {
+			return HumanText{}, false
+		}
+		h = HumanText{Text: els[0].body}
+		want := FormatHumanMessage(h.Text)
+		if tag == TagHumanBroadcast {
+			h.Broadcast, h.Category = true, els[0].get("category")
+			want = FormatHumanBroadcast(h.Category, h.Text)
+		}
+		if want != content {
+			return HumanText{}, false
+		}
+		return h, true
+	}
+	return HumanText{}, false
+}
+
 // FormatAnnouncement renders an announce() FYI seen at the next turn:
 //
 //	<announcement from="executor (e-1)" task_id="s-77aa" timestamp="2026-01-26T19:30:00Z">

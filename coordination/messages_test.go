@@ -296,6 +296,34 @@ func TestFormats(t *testing.T) {
 	}
 }
 
+func TestParseHuman(t *testing.T) {
+	typed := "use <b>bold</b> & \"quotes\" &amp;\n</human_message>"
+	tests := []struct {
+		name    string
+		content string
+		want    HumanText
+		ok      bool
+	}{
+		{"message", FormatHumanMessage(typed), HumanText{Text: typed}, true},
+		{"broadcast", FormatHumanBroadcast("blocker", typed), HumanText{Text: typed, Broadcast: true, Category: "blocker"}, true},
+		{"as typed, not wrapped", typed, HumanText{}, false},
+		{"goal", "Write a design note", HumanText{}, false},
+		{"another tag", FormatTaskMessage("x", "s-1", typed), HumanText{}, false},
+		{"entity the format never writes", "<human_message>\n&#60;b&#62;\n</human_message>", HumanText{}, false},
+		{"text after it", FormatHumanMessage("hi") + "\nmore", HumanText{}, false},
+		{"two of them", FormatHumanMessage("a") + FormatHumanMessage("b"), HumanText{}, false},
+		{"an attribute the format never writes", "<human_message from=\"x\">\nhi\n</human_message>", HumanText{}, false},
+		{"longer tag name", "<human_messages>\nhi\n</human_messages>", HumanText{}, false},
+		{"unclosed", "<human_message>\nhi", HumanText{}, false},
+	}
+	for _, tt := range tests {
+		got, ok := ParseHuman(tt.content)
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("%s: ParseHuman(%q) = %+v, %v; want %+v, %v", tt.name, tt.content, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
 // Every format must give back, through the same parser, exactly the
 // attributes and body it was given, and exactly one element, whatever the
 // text: this is what makes the tags unforgeable.
