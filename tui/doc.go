@@ -5,7 +5,8 @@
 // person, and turns the person's keys into calls on event.Controller. It
 // depends on the runtime only through package runtime/event, so it can be
 // driven by the real runtime, a stored run opened read-only, or the fake in
-// tui/tuitest.
+// tui/tuitest; from package coordination it takes only the pure reading of
+// the messages the runtime makes of what the person sends.
 //
 // Layout of the package, following STYLE.md:
 //   - model.go: Options, the Model, Init, the Update dispatch, View;

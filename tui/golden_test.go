@@ -6,6 +6,8 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/exp/golden"
+	"github.com/swarmdeck/swarmdeck/coordination"
+	"github.com/swarmdeck/swarmdeck/runtime/event"
 	"github.com/swarmdeck/swarmdeck/tui/tuitest"
 )
 
@@ -118,6 +120,38 @@ func TestGoldenGoalPrompt(t *testing.T) {
 			golden.RequireEqual(t, out)
 		})
 	}
+}
+
+// TestGoldenHumanTranscript is a session view holding what the person sent:
+// a message and a broadcast, stored as the model reads them (escaped and
+// wrapped in their tags), are shown as typed and marked as the person's;
+// the goal, stored as typed, is shown as it is.
+func TestGoldenHumanTranscript(t *testing.T) {
+	typed := `keep <b>tags</b> & "quotes" as typed: a &amp; b`
+	m, ctl := demoModel(t, 100, 30)
+	ctl.SetTranscript("s-res1", []event.MessageInfo{
+		{ID: 1, Index: 0, Role: "system", Source: "system", Content: "You are researcher (r-1)."},
+		{ID: 2, Index: 1, Role: "user", Source: "human", Content: "Compare <engines> &amp; costs"},
+		{ID: 3, Index: 2, Role: "user", Source: "human", Content: coordination.FormatHumanMessage(typed + "\nsecond line \x1b]0;pwned\x07title")},
+		{ID: 4, Index: 3, Role: "user", Source: "human", Synthetic: true, NoReply: true,
+			Content: coordination.FormatHumanBroadcast("blocker", "Do not store <raw> IP addresses & logs.")},
+	})
+	m, _ = press(t, m, "down", "down", "enter")
+	live := ev(event.MessageAppended, "s-res1")
+	live.Message = &event.MessageInfo{ID: 5, Index: 4, Role: "user", Source: "human", Synthetic: true, NoReply: true,
+		Content: coordination.FormatHumanMessage("</human_message> is what I typed")}
+	m = apply(m, live)
+
+	raw := m.View().Content
+	if strings.Contains(raw, "pwned") || strings.Contains(raw, "\x1b]0;") || strings.Contains(raw, "\x07") {
+		t.Fatal("a control sequence in the person's text reached the terminal")
+	}
+	mustContain(t, m, typed, "#2 user · human message", "#3 user · human broadcast · blocker", "</human_message> is what I typed",
+		"Compare <engines> &amp; costs")
+	mustNotContain(t, m, "<human_message>", "<human_broadcast", "&lt;")
+	out := plainView(m)
+	checkFrame(t, out, 100, 30)
+	golden.RequireEqual(t, out)
 }
 
 // TestGoldenPanes renders each pane alone at a fixed size, focused.

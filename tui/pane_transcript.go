@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/charmbracelet/x/ansi"
+	"github.com/swarmdeck/swarmdeck/coordination"
 	"github.com/swarmdeck/swarmdeck/runtime/event"
 )
 
@@ -298,8 +299,20 @@ func (p *transcriptPane) renderMessage(s *styles, m *event.MessageInfo) []string
 		role = "message"
 	}
 	head := s.dim.Render("#"+strconv.Itoa(m.Index)+" ") + roleStyle(s, role).Render(role)
+	content := m.Content
 	if m.Source == "human" {
-		head += s.dim.Render(" · ") + s.human.Render("human")
+		// The model reads what the person sent escaped and wrapped in a
+		// tag; the person sees it as they typed it.
+		switch h, ok := coordination.ParseHuman(m.Content); {
+		case !ok:
+			head += s.dim.Render(" · ") + s.human.Render("human")
+		case h.Broadcast:
+			head += s.dim.Render(" · ") + s.human.Render("human broadcast") + s.dim.Render(" · "+oneLine(h.Category))
+			content = h.Text
+		default:
+			head += s.dim.Render(" · ") + s.human.Render("human message")
+			content = h.Text
+		}
 	}
 	if m.Synthetic {
 		head += s.dim.Render(" · ") + s.injected.Render("injected")
@@ -318,7 +331,7 @@ func (p *transcriptPane) renderMessage(s *styles, m *event.MessageInfo) []string
 		head += s.dim.Render(" · " + fmtTokens(m.Usage.TotalTokens) + " tok")
 	}
 	lines := []string{head}
-	content := clean(m.Content)
+	content = clean(content)
 
 	collapsible := m.Role == "system" || m.Index == 0 || m.Role == "tool"
 	switch {
