@@ -81,6 +81,18 @@ func (m *model) openDialog(d dialog) {
 // cells wide: the sheet's border and margins, the prompt and the cursor.
 func dialogInputWidth(w int) int { return max(w-8, 10) }
 
+// inputView is a text input as drawn. The input measures what the person
+// types by its own tables (uniseg, go-runewidth) and keeps the text as
+// typed; on screen its emoji sequences are shown as plainEmoji shows them,
+// in the cells the input has, without an ellipsis in place of its padding.
+func inputView(in *textinput.Model) string {
+	v := in.View()
+	if !hasEmojiSequence(v) {
+		return v
+	}
+	return ansi.Truncate(plainEmoji(v), cellWidth(in.Prompt)+in.Width()+1, "") // +1: the cursor after the text
+}
+
 // resizeInput gives a text input a new width and keeps the cursor where it
 // was. The input only recomputes which part of its text is in sight when
 // the cursor leaves it, so the text is set again from an empty one: the
@@ -184,13 +196,13 @@ func (m *model) sheetLines(w int) []string {
 			cats[i] = radio(i == d.category, c)
 		}
 		body = append(body, "category: "+strings.Join(cats, "  ")+s.dim.Render("   ("+label(k.CycleCategory)+")"))
-		body = append(body, d.input.View())
+		body = append(body, inputView(&d.input))
 		footer()
 	case dialogMessage:
 		title = "Message " + m.st.sessionName(d.target) + " · " + d.target
 		mode := radio(!d.noReply, "wake the session") + "   " + radio(d.noReply, "no-reply: deliver passively at its next turn")
 		body = append(body, "delivery: "+mode+s.dim.Render("   ("+label(k.ToggleNoReply)+")"))
-		body = append(body, d.input.View())
+		body = append(body, inputView(&d.input))
 		footer()
 	case dialogAnswer:
 		q, i, ok := m.st.question(d.questionID)
@@ -229,7 +241,7 @@ func (m *model) sheetLines(w int) []string {
 			body = append(body, s.dim.Render("you answered this before: ")+"“"+oneLine(q.Remembered)+"”"+
 				s.dim.Render("  ("+label(k.UseRemembered)+" to use it)"))
 		}
-		body = append(body, d.input.View())
+		body = append(body, inputView(&d.input))
 		footer()
 	case dialogConfirm:
 		title, body = m.confirmText()

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/charmbracelet/x/ansi"
@@ -12,10 +13,13 @@ import (
 
 // fit truncates s (which may hold styles) to w cells with an ellipsis and pads
 // it with spaces to exactly w cells, so that panes tile without measuring again.
+// Emoji sequences that text cleaned before layout would not hold (a label, an
+// id, a title) are shown as plainEmoji shows them, so no line outgrows w.
 func fit(s string, w int) string {
 	if w <= 0 {
 		return ""
 	}
+	s = plainEmoji(s)
 	sw := cellWidth(s)
 	if sw > w {
 		s = ansi.Truncate(s, w, "…")
@@ -32,6 +36,7 @@ func trunc(s string, w int) string {
 	if w <= 0 {
 		return ""
 	}
+	s = plainEmoji(s)
 	if cellWidth(s) <= w {
 		return s
 	}
@@ -138,10 +143,12 @@ func narrowRune(r rune) bool {
 
 // clean makes text written by a model or a person safe to print: escape
 // sequences and control characters are removed so that no agent can move the
-// cursor, recolour or retitle the person's terminal. Newlines and tabs survive.
+// cursor, recolour or retitle the person's terminal, and emoji sequences are
+// shown as plainEmoji shows them, so that the text is laid out at the width
+// the terminal draws it. Newlines and tabs survive.
 func clean(s string) string {
 	if !needsClean(s) {
-		return s
+		return plainEmoji(s)
 	}
 	s = ansi.Strip(s)
 	var b strings.Builder
@@ -158,7 +165,7 @@ func clean(s string) string {
 			b.WriteRune(r)
 		}
 	}
-	return b.String()
+	return plainEmoji(b.String())
 }
 
 func needsClean(s string) bool {
@@ -169,6 +176,133 @@ func needsClean(s string) bool {
 		}
 	}
 	return false
+}
+
+// plainEmoji shows, in text that may hold styles, each emoji sequence whose
+// width terminals disagree on as characters whose width they agree on. The
+// frame is measured by grapheme cluster (ansi.StringWidth: a ZWJ sequence,
+// a flag or a keycap is 2 cells), while the renderer without mode 2027 and
+// terminals such as tmux count code points (the technologist "👩‍💻" is then
+// 4 cells, a flag may be 1 or 4, "❤️" 1); a line holding one then pushed
+// its pane's right border out of the terminal. So, for display only:
+//
+//   - a ZWJ sequence shows its emoji side by side: "👩‍💻" is "👩💻";
+//   - skin-tone modifiers, variation selectors and tag characters go:
+//     "👍🏽" is "👍", "❤️" is "❤", a subdivision flag is its black flag;
+//   - a flag shows its region's letters and a keycap its key: "🇫🇷" is "[FR]",
+//     "1️⃣" is "[1]".
+//
+// Everything else, zero-width joiners in scripts that use them included, is
+// left as it is.
+func plainEmoji(s string) string {
+	if !hasEmojiSequence(s) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for len(s) > 0 {
+		// Split as ansi.StringWidth does: escape sequences and controls
+		// apart, and the text between them in grapheme clusters.
+		var n int
+		switch c := s[0]; {
+		case c >= 0x80 && c < 0xc0:
+			// A byte of broken UTF-8 is no C1 control here: it must not
+			// swallow what follows as a control string would.
+			n = 1
+			b.WriteByte(c)
+		case c >= 0x20 && c != 0x7f:
+			cluster, _ := ansi.FirstGraphemeCluster(s, ansi.GraphemeWidth)
+			if cluster == "" {
+				cluster = s[:1]
+			}
+			n = len(cluster)
+			b.WriteString(plainCluster(cluster))
+		default:
+			_, _, n, _ = ansi.DecodeSequence(s, 0, nil)
+			n = max(n, 1)
+			b.WriteString(s[:n])
+		}
+		s = s[n:]
+	}
+	return b.String()
+}
+
+// hasEmojiSequence reports a character plainEmoji may rewrite. Only four
+// lead bytes can start one, so text without them costs a byte scan; the
+// box drawing of every frame line (E2 94, E2 95) is passed over undecoded.
+func hasEmojiSequence(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case 0xe2:
+			if i+1 == len(s) || s[i+1] != 0x80 && s[i+1] != 0x83 { // U+200x, U+20Ex
+				continue
+			}
+		case 0xef, 0xf0, 0xf3:
+		default:
+			continue
+		}
+		if r, _ := utf8.DecodeRuneInString(s[i:]); emojiMark(r) || regionalIndicator(r) || r == zwj {
+			return true
+		}
+	}
+	return false
+}
+
+const (
+	zwj    = '\u200d' // zero-width joiner
+	keycap = '\u20e3' // combining enclosing keycap
+)
+
+// emojiMark reports the characters, other than the joiner, that change how
+// an emoji before them is drawn, which plainEmoji drops: skin-tone
+// modifiers, the text and emoji variation selectors, tag characters and the
+// keycap.
+func emojiMark(r rune) bool {
+	return r >= 0x1f3fb && r <= 0x1f3ff || r == 0xfe0e || r == 0xfe0f || r >= 0xe0020 && r <= 0xe007f || r == keycap
+}
+
+func regionalIndicator(r rune) bool { return r >= 0x1f1e6 && r <= 0x1f1ff }
+
+// plainCluster is plainEmoji for one grapheme cluster.
+func plainCluster(c string) string {
+	if len(c) == 1 {
+		return c
+	}
+	var flag, keycapped, joined, symbol, marked bool
+	for _, r := range c {
+		switch {
+		case regionalIndicator(r):
+			flag = true
+		case r == keycap:
+			keycapped = true
+		case r == zwj:
+			joined = true
+		case emojiMark(r):
+			marked = true
+		case unicode.Is(unicode.So, r):
+			symbol = true
+		}
+	}
+	// A joiner between letters (Devanagari, Malayalam) shapes the script,
+	// whose clusters are no emoji: those stay as they are. One that starts
+	// a cluster was cut from its emoji by a style (the input's cursor).
+	if !flag && !keycapped && !marked && !(joined && (symbol || strings.HasPrefix(c, string(zwj)))) {
+		return c
+	}
+	var b strings.Builder
+	for _, r := range c {
+		switch {
+		case regionalIndicator(r):
+			b.WriteRune('A' + r - 0x1f1e6)
+		case r == zwj || emojiMark(r):
+		default:
+			b.WriteRune(r)
+		}
+	}
+	if (flag || keycapped) && b.Len() > 0 {
+		return "[" + b.String() + "]"
+	}
+	return b.String()
 }
 
 // oneLine flattens text to a single line for list rows and previews.

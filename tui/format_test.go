@@ -122,6 +122,52 @@ func TestClean(t *testing.T) {
 	}
 }
 
+// Emoji sequences that terminals draw at another width than the frame
+// measures are shown as characters whose width every measure agrees on;
+// other text, joiners of scripts that need them included, is kept.
+func TestPlainEmoji(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"👩\u200d💻 codes", "👩💻 codes"},
+		{"👨\u200d👩\u200d👧\u200d👦", "👨👩👧👦"},
+		{"🧑🏽\u200d🚀", "🧑🚀"},
+		{"🏳\ufe0f\u200d🌈", "🏳🌈"},
+		{"🏃\u200d♂\ufe0f", "🏃♂"},
+		{"made in 🇫🇷 and 🇯🇵", "made in [FR] and [JP]"},
+		{"lone 🇫", "lone [F]"},
+		{"👍🏽 ☝🏿", "👍 ☝"},
+		{"❤\ufe0f ✔\ufe0f ⚠\ufe0f ™\ufe0f ↔\ufe0f ▶\ufe0f", "❤ ✔ ⚠ ™ ↔ ▶"},
+		{"😀\ufe0e", "😀"},
+		{"1\ufe0f\u20e3 #\ufe0f\u20e3", "[1] [#]"},
+		{"🏴\U000e0067\U000e0062\U000e0073\U000e0063\U000e0074\U000e007f", "🏴"},
+		// a style cut the sequence apart (the input's cursor on the joiner)
+		{"👩\x1b[7m\u200d\x1b[m💻", "👩\x1b[7m\x1b[m💻"},
+		{"\x1b[1m🇫🇷\x1b[m", "\x1b[1m[FR]\x1b[m"},
+		// kept as they are
+		{"plain ascii", "plain ascii"},
+		{"╭─ box · “quotes” … ─╮", "╭─ box · “quotes” … ─╮"},
+		{"👩 💻 😀 日本語 e\u0301", "👩 💻 😀 日本語 e\u0301"},
+		{"क्\u200dष", "क्\u200dष"}, // a half form of Devanagari
+		{"a\u200db", "a\u200db"},
+	}
+	for _, tt := range tests {
+		got := plainEmoji(tt.in)
+		if got != tt.want {
+			t.Errorf("plainEmoji(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+		// What is rewritten is as wide by grapheme cluster, as the frame
+		// measures, as by code point, as the renderer and tmux do.
+		if g, wc := ansi.StringWidth(got), ansi.StringWidthWc(got); g != wc && tt.in != tt.want {
+			t.Errorf("plainEmoji(%q) = %q is %d cells by grapheme, %d by code point", tt.in, got, g, wc)
+		}
+		if again := plainEmoji(got); again != got {
+			t.Errorf("plainEmoji(%q) = %q, not a fixed point", got, again)
+		}
+	}
+	if got := clean("a 👩\u200d💻\x1b[2J b"); got != "a 👩💻 b" {
+		t.Errorf("clean does not show the sequence plainly: %q", got)
+	}
+}
+
 func TestFormats(t *testing.T) {
 	for d, want := range map[time.Duration]string{0: "0s", 45 * time.Second: "45s", 133 * time.Second: "2m13s", 3720 * time.Second: "1h02m", -time.Second: "0s"} {
 		if got := fmtDuration(d); got != want {
@@ -144,6 +190,27 @@ func TestFormats(t *testing.T) {
 	if got := fit("ab", 4); got != "ab  " {
 		t.Errorf("fit pads to %q", got)
 	}
+}
+
+// plainEmoji leaves no flag, skin tone, variation selector, tag or keycap
+// to print, and text as clean gives it is shown the same when given again.
+func FuzzPlainEmoji(f *testing.F) {
+	for _, s := range []string{"👩\u200d💻", "🇫🇷🇯", "1\ufe0f\u20e3", "👍🏽", "\x1b[7m\u200d\x1b[m💻", "क्\u200dष", "\xf0\x9f\x87", "\x1b\u200d0\u200d000"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got := plainEmoji(s)
+		for _, r := range ansi.Strip(got) {
+			if regionalIndicator(r) || emojiMark(r) {
+				t.Fatalf("plainEmoji(%q) = %q kept %U", s, got, r)
+			}
+		}
+		// (A stray ESC may take the character after it as its own once a
+		// joiner between them is gone: only text without escapes is checked.)
+		if c := clean(s); plainEmoji(c) != c {
+			t.Fatalf("clean(%q) = %q, shown again as %q", s, c, plainEmoji(c))
+		}
+	})
 }
 
 // clean must leave nothing that a terminal would interpret.

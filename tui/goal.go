@@ -30,7 +30,7 @@ func (m *model) renderGoal() string {
 	body := []string{
 		s.bold.Render("What should the swarm work on?"),
 		"",
-		m.goal.input.View(),
+		inputView(&m.goal.input),
 		"",
 	}
 	switch {

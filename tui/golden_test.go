@@ -154,6 +154,85 @@ func TestGoldenHumanTranscript(t *testing.T) {
 	golden.RequireEqual(t, out)
 }
 
+// TestGoldenEmojiSequences: emoji sequences that terminals draw at another
+// width than the frame measures them (ZWJ sequences, flags, skin tones,
+// VS16, keycaps) must not move a border. Every line of the screen is as
+// wide by grapheme cluster, as the frame measures, as by code point, as
+// tmux and the renderer without mode 2027 draw it, and the sequences show
+// in a form both agree on. The dialogs are kept as golden files.
+func TestGoldenEmojiSequences(t *testing.T) {
+	const seq = "👩\u200d💻 👨\u200d👩\u200d👧\u200d👦 🇫🇷 👍🏽 ❤\ufe0f 1\ufe0f\u20e3"
+	const shown = "👩💻 👨👩👧👦 [FR] 👍 ❤ [1]"
+	const w, h = 100, 30
+	for _, tc := range []struct {
+		name   string
+		golden bool
+		open   func(t *testing.T) Model
+	}{
+		{"message_dialog", true, func(t *testing.T) Model {
+			m, _ := demoModel(t, w, h)
+			m, _ = press(t, m, "down", "m")
+			return typeText(t, m, "ship it "+seq)
+		}},
+		{"answer_dialog", true, func(t *testing.T) Model {
+			snap := tuitest.Demo(t0)
+			snap.Questions[0].Question = "Which team? " + seq
+			snap.Questions[0].Options[0].Label = "the " + seq + " team"
+			m, _ := newTestModel(t, snap, w, h)
+			m, _ = press(t, m, "a")
+			return typeText(t, m, seq)
+		}},
+		{"transcript", false, func(t *testing.T) Model {
+			m, ctl := demoModel(t, w, h)
+			ctl.SetTranscript("s-res1", []event.MessageInfo{
+				{ID: 1, Index: 0, Role: "system", Source: "system", Content: "You are researcher (r-1)."},
+				{ID: 2, Index: 1, Role: "assistant", Source: "agent", Content: "Found " + seq + " in the repo."},
+				{ID: 3, Index: 2, Role: "user", Source: "human", Content: coordination.FormatHumanMessage(seq)},
+			})
+			m, _ = press(t, m, "down", "down", "enter")
+			return apply(m, deltaEvent("s-res1", "streaming "+seq, false))
+		}},
+		{"panes", false, func(t *testing.T) Model {
+			snap := tuitest.Demo(t0)
+			snap.Run.Goal = "Plan " + seq
+			snap.Sessions[2].Label = seq
+			snap.Broadcasts[6].Message = seq
+			snap.Plans[0].Tasks[0].Description = seq
+			m, _ := newTestModel(t, snap, w, h)
+			return m
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := tc.open(t)
+			out := plainView(m)
+			lines := strings.Split(out, "\n")
+			if len(lines) != h {
+				t.Fatalf("frame has %d lines, want %d", len(lines), h)
+			}
+			for i, l := range lines {
+				if g, wc := ansi.StringWidth(l), ansi.StringWidthWc(l); g != w || wc != w {
+					t.Errorf("line %d is %d cells by grapheme and %d by code point, want %d:\n%s", i, g, wc, w, l)
+				}
+			}
+			if !strings.Contains(out, shown) {
+				t.Errorf("the sequences are not shown as %q:\n%s", shown, out)
+			}
+			if tc.golden {
+				golden.RequireEqual(t, out)
+			}
+		})
+	}
+
+	// What is sent is what was typed.
+	m, ctl := demoModel(t, w, h)
+	m, _ = press(t, m, "down", "m")
+	m = typeText(t, m, seq)
+	press(t, m, "enter")
+	if calls := ctl.Calls(); len(calls) != 1 || calls[0].Text != seq {
+		t.Fatalf("controller got %+v, want the text %q", calls, seq)
+	}
+}
+
 // TestGoldenPanes renders each pane alone at a fixed size, focused.
 func TestGoldenPanes(t *testing.T) {
 	m, ctl := demoModel(t, 160, 48)

@@ -257,7 +257,7 @@ func (p *broadcastsPane) Render(c *renderCtx) []string {
 	inner := p.w - 2
 	var body []string
 	if p.filtering {
-		body = append(body, p.input.View())
+		body = append(body, inputView(&p.input))
 	} else if p.filter != "" {
 		body = append(body, s.dim.Render("filter: "+p.filter+"  ("+label(c.keys.Filter)+" edit · "+label(c.keys.Back)+" clear)"))
 	}
