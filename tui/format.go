@@ -150,7 +150,10 @@ func clean(s string) string {
 	if !needsClean(s) {
 		return plainEmoji(s)
 	}
-	s = ansi.Strip(s)
+	// A byte that is not UTF-8 is shown as U+FFFD before the escape
+	// sequences go: read raw, 0x9b or 0x9f starts a control string that
+	// would swallow the rest of the line.
+	s = ansi.Strip(strings.ToValidUTF8(s, "\ufffd"))
 	var b strings.Builder
 	b.Grow(len(s))
 	for _, r := range s {
@@ -169,13 +172,17 @@ func clean(s string) string {
 }
 
 func needsClean(s string) bool {
+	ascii := true
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if c < 0x20 && c != '\n' || c == 0x7f || c == 0xc2 {
 			return true
 		}
+		if c >= 0x80 {
+			ascii = false
+		}
 	}
-	return false
+	return !ascii && !utf8.ValidString(s)
 }
 
 // plainEmoji shows, in text that may hold styles, each emoji sequence whose

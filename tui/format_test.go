@@ -115,6 +115,10 @@ func TestClean(t *testing.T) {
 		"keep\nlines":               "keep\nlines",
 		"c1\u009bcontrol":           "c1control",
 		"\x1b[31mred\x1b[0m and ok": "red and ok",
+		// bytes that are not UTF-8 neither vanish nor take the rest along
+		"raw\x9f c1 kept the rest": "raw\ufffd c1 kept the rest",
+		"raw\x9b[2J csi":           "raw\ufffd[2J csi",
+		"cut \xe2\x80 short":       "cut \ufffd short",
 	} {
 		if got := clean(in); got != want {
 			t.Errorf("clean(%q) = %q, want %q", in, got, want)
