@@ -158,7 +158,8 @@ func (m *model) sheetLines(w int) []string {
 	s := &m.styles
 	k := &m.keys
 	d := &m.dialog
-	inner := w - 2
+	// The text of the sheet keeps a column of space from either border.
+	inner := w - 4
 	var title string
 	var body []string
 	radio := func(on bool, text string) string {
@@ -251,7 +252,7 @@ func (m *model) sheetLines(w int) []string {
 	// Long lines (a question, the quit notice) wrap inside the sheet.
 	var lines []string
 	for _, l := range body {
-		for _, wl := range strings.Split(ansi.Wrap(l, inner-1, ""), "\n") {
+		for _, wl := range strings.Split(ansi.Wrap(l, inner, ""), "\n") {
 			lines = append(lines, " "+wl)
 		}
 	}

@@ -801,6 +801,9 @@ func TestAnswerDialogShowsAWholeRefusal(t *testing.T) {
 				if strings.HasPrefix(l, "┗") {
 					break
 				}
+				if strings.HasPrefix(l, "┃") && !strings.HasSuffix(l, " ┃") {
+					t.Errorf("%dx%d: a line of the sheet touches its right border: %q", size[0], size[1], l)
+				}
 				if strings.HasPrefix(l, "┃ ✗ ") || len(shown) > 0 {
 					shown = append(shown, strings.TrimSpace(strings.Trim(l, "┃")))
 				}
