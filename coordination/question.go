@@ -266,8 +266,9 @@ func selectOptions(parts []string, options []Option) ([]int, bool) {
 }
 
 // findOption matches an exact id first (so an id "2" beats position 2),
-// then a position number, then an id or label ignoring case (so a label
-// "2025" still matches), and finally the same with punctuation such as
+// then a position number, then an exact label (options stored before labels
+// that differ only in case were refused may hold "Now" and "now"), then an
+// id or label ignoring case (so a label "2025" still matches), and finally the same with punctuation such as
 // "b)" or "2." trimmed.
 func findOption(p string, options []Option) int {
 	if p == "" {
@@ -281,6 +282,11 @@ func findOption(p string, options []Option) int {
 	n, err := strconv.Atoi(p)
 	if err == nil && n >= 1 && n <= len(options) {
 		return n - 1
+	}
+	for i, o := range options {
+		if o.Label == p {
+			return i
+		}
 	}
 	for i, o := range options {
 		if strings.EqualFold(o.ID, p) || strings.EqualFold(o.Label, p) {

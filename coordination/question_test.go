@@ -78,6 +78,8 @@ func TestParseAnswer(t *testing.T) {
 		{name: "by id", text: "b", opts: when, wantText: "b: Next week", wantSel: "b"},
 		{name: "by id any case", text: "B", opts: when, wantText: "b: Next week", wantSel: "b"},
 		{name: "by label", text: "next week", opts: when, wantText: "b: Next week", wantSel: "b"},
+		{name: "exact label before case", text: "now", opts: []Option{{"a", "Now"}, {"b", "now"}}, wantText: "b: now", wantSel: "b"},
+		{name: "label in another case", text: "NOW", opts: []Option{{"a", "Now"}, {"b", "now"}}, wantText: "a: Now", wantSel: "a"},
 		{name: "with punctuation", text: "b)", opts: when, wantText: "b: Next week", wantSel: "b"},
 		{name: "number with dot", text: "3.", opts: when, wantText: "c: In a month", wantSel: "c"},
 		{name: "multi by numbers with comma", text: "1,3", opts: when, multi: true, wantText: "a, c: Now; In a month", wantSel: "a,c"},
