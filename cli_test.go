@@ -233,6 +233,36 @@ func TestResumeCommandCarriesTheFlags(t *testing.T) {
 	}
 }
 
+// The command that continues a resumed run repeats the provider flags the
+// person gave, not those the resume took from the run, which the next
+// resume takes from it again.
+func TestResumeCommandAfterAResume(t *testing.T) {
+	dir := cliEnv(t)
+	db := filepath.Join(dir, "runs.db")
+	storeRuns(t, db,
+		store.Run{ID: "r-000001", Goal: "g", Status: "interrupted", Provider: "scripted", Model: "swarmdeck-scripted", Scripted: true},
+		store.Run{ID: "r-000002", Goal: "g", Status: "interrupted", Provider: "openai (127.0.0.1:11434)", BaseURL: "http://127.0.0.1:11434/v1", Model: "llama3.1"})
+	for _, tc := range []struct {
+		id   string
+		cf   commonFlags
+		want string
+	}{
+		{"r-000001", commonFlags{db: db}, "swarmdeck resume --headless --db " + db + " r-000001"},
+		{"r-000002", commonFlags{db: db}, "swarmdeck resume --headless --db " + db + " r-000002"},
+		{"r-000001", commonFlags{db: db, provider: "scripted"}, "swarmdeck resume --headless --provider scripted --db " + db + " r-000001"},
+		{"r-000002", commonFlags{db: db, baseURL: "http://127.0.0.1:11434/v1"},
+			"swarmdeck resume --headless --base-url http://127.0.0.1:11434/v1 --db " + db + " r-000002"},
+	} {
+		cf := tc.cf
+		if err := cf.keepRunProvider(context.Background(), tc.id); err != nil {
+			t.Fatalf("%s: %v", tc.id, err)
+		}
+		if got := cf.resumeCommand(tc.id, true); got != tc.want {
+			t.Errorf("%s with %+v:\n got %s\nwant %s", tc.id, tc.cf, got, tc.want)
+		}
+	}
+}
+
 // Closing the dashboard on a run still going stops it resumable and exits
 // 1 with the command that continues it; only a completed run exits 0.
 func TestDashboardEndSaysHowTheRunEnded(t *testing.T) {

@@ -56,6 +56,10 @@ type commonFlags struct {
 	config, db, provider, baseURL, model, workspace string
 	scriptedLatency                                 time.Duration
 	latencySet                                      bool
+	// providerFromRun: resume filled provider, baseURL and model in from
+	// the run, as none was given. They are no flags the person typed, and
+	// the next resume finds them in the run again.
+	providerFromRun bool
 }
 
 func main() {
@@ -461,14 +465,15 @@ func (cf *commonFlags) withResume(ie *runtime.InterruptedError, headless bool) e
 }
 
 // resumeCommand is the command line that continues run id, on the provider
-// flags given to this one.
+// flags given to this one. Those that resume took from the run are left
+// out: a resume without them continues on the run's provider anyway.
 func (cf *commonFlags) resumeCommand(id string, headless bool) string {
 	var args []string
 	if headless {
 		args = append(args, "--headless")
 	}
 	for _, f := range []struct{ name, value string }{{"--provider", cf.provider}, {"--base-url", cf.baseURL}, {"--model", cf.model}} {
-		if f.value != "" {
+		if f.value != "" && !cf.providerFromRun {
 			args = append(args, f.name, shellQuote(f.value))
 		}
 	}
@@ -657,6 +662,7 @@ func (cf *commonFlags) keepRunProvider(ctx context.Context, id string) error {
 	if err != nil {
 		return notFound(err)
 	}
+	cf.providerFromRun = true
 	if rec.Scripted {
 		cf.provider = config.TypeScripted
 		return nil
