@@ -162,6 +162,50 @@ func TestCLIRefusesMistakes(t *testing.T) {
 	}
 }
 
+// A start refused for its workspace (missing, or a file) says so and
+// leaves nothing behind: not the default database, not the log, in the
+// dashboard as headless.
+func TestStartWithABadWorkspaceMakesNoFiles(t *testing.T) {
+	dir := cliEnv(t)
+	file := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(file, []byte("not a directory\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "nope")
+	inFile := filepath.Join(dir, "ws.yaml")
+	if err := os.WriteFile(inFile, []byte("provider: scripted\nworkspace: "+missing+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "swarmdeck", "swarmdeck.db") // the default, under XDG_DATA_HOME
+	for _, tc := range []struct {
+		args     []string
+		terminal bool
+		want     string
+	}{
+		{[]string{"run", "--headless", "--workspace", missing, "a goal"}, false, "workspace " + missing + ": open " + missing + ": no such file or directory"},
+		{[]string{"run", "--headless", "--workspace", file, "a goal"}, false, "workspace " + file + ": open " + file + ": not a directory"},
+		{[]string{"run", "--headless", "--config", inFile, "a goal"}, false, inFile + ":2: workspace: open " + missing + ": no such file or directory"},
+		{[]string{"run", "--workspace", file, "a goal"}, true, "workspace " + file + ": open " + file + ": not a directory"},
+		{[]string{"--workspace", missing}, true, "workspace " + missing + ": open " + missing + ": no such file or directory"},
+	} {
+		checkTerminal = func() error { return tui.ErrNoTerminal }
+		if tc.terminal {
+			checkTerminal = func() error { return nil }
+		}
+		var stdout, stderr bytes.Buffer
+		code := run(tc.args, strings.NewReader(""), &stdout, &stderr)
+		if code != 2 || !strings.Contains(stderr.String(), "swarmdeck: "+tc.want) {
+			t.Errorf("swarmdeck %s: exit %d, stderr %q; want exit 2 with %q", strings.Join(tc.args, " "), code, stderr.String(), tc.want)
+		}
+		if _, err := os.Stat(db); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("swarmdeck %s made the database %s (%v)", strings.Join(tc.args, " "), db, err)
+		}
+		if left, _ := os.ReadDir(filepath.Join(dir, "swarmdeck")); len(left) > 0 {
+			t.Fatalf("swarmdeck %s left %s behind", strings.Join(tc.args, " "), left[0].Name())
+		}
+	}
+}
+
 // A resume continues on the provider and model its run began on, whatever
 // the environment resolves to now: a run of the offline scripted model is
 // not moved to a paid provider because an API key has been set since.
@@ -269,7 +313,7 @@ func TestDashboardEndSaysHowTheRunEnded(t *testing.T) {
 	dir := cliEnv(t)
 	db := filepath.Join(dir, "d.db")
 	cf := &commonFlags{db: db, provider: "scripted", scriptedLatency: time.Hour, latencySet: true}
-	eng, closeEng, err := newEngine(context.Background(), cf, nil)
+	eng, closeEng, err := newEngine(context.Background(), cf, forNewRun, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,7 +341,7 @@ func TestDashboardEndSaysHowTheRunEnded(t *testing.T) {
 		t.Fatal(err)
 	}
 	cf.config, cf.scriptedLatency = fast, 0
-	eng2, closeEng2, err := newEngine(context.Background(), cf, nil)
+	eng2, closeEng2, err := newEngine(context.Background(), cf, forNewRun, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,7 +374,7 @@ func TestDashboardHearsOfConfigReloads(t *testing.T) {
 	write("limits:\n  max_turns_per_session: 30\n")
 	notices := make(chan tui.Notice, 4)
 	cf := &commonFlags{config: path, db: filepath.Join(dir, "d.db"), provider: "scripted"}
-	_, closeEng, err := newEngine(context.Background(), cf, notices)
+	_, closeEng, err := newEngine(context.Background(), cf, forNewRun, notices)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -396,7 +440,7 @@ func TestRunsTellsADeadRunFromALiveOne(t *testing.T) {
 		t.Fatal(err)
 	}
 	cf := &commonFlags{db: db, provider: "scripted", scriptedLatency: time.Hour, latencySet: true}
-	eng, closeEng, err := newEngine(context.Background(), cf, nil)
+	eng, closeEng, err := newEngine(context.Background(), cf, forNewRun, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

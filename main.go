@@ -305,14 +305,29 @@ func openLog(cfg *config.Config) (*slog.Logger, func(), error) {
 	return slog.New(slog.DiscardHandler), func() {}, nil
 }
 
+// engineFor is what a command builds its engine for.
+type engineFor int
+
+const (
+	forNewRun    engineFor = iota // to start a run in the configured workspace
+	forStoredRun                  // to continue a stored run, in the workspace it recorded
+)
+
 // newEngine loads the configuration and starts the engine. A live reload
 // of the configuration file is logged, and also sent to notices when it is
 // not nil (the dashboard shows it, a headless run prints it on stderr; a
 // send never blocks).
-func newEngine(ctx context.Context, cf *commonFlags, notices chan<- tui.Notice) (*runtime.Engine, func(), error) {
+func newEngine(ctx context.Context, cf *commonFlags, use engineFor, notices chan<- tui.Notice) (*runtime.Engine, func(), error) {
 	cfg, res, err := loadConfig(cf)
 	if err != nil {
 		return nil, nil, err
+	}
+	if use == forNewRun {
+		// Before the log and the database are made: a start refused for
+		// its workspace leaves nothing behind.
+		if err := runtime.CheckWorkspace(cfg); err != nil {
+			return nil, nil, usageErr(err)
+		}
 	}
 	log, closeLog, err := openLog(cfg)
 	if err != nil {
@@ -381,7 +396,7 @@ func runCmd(cf *commonFlags, stdin io.Reader, stdout, stderr io.Writer) *cobra.C
 			if err != nil {
 				return err
 			}
-			return headlessRun(cmd.Context(), cf, asJSON, deltas, in, stdout, stderr, func(ctx context.Context, eng *runtime.Engine) (*runtime.Run, error) {
+			return headlessRun(cmd.Context(), cf, forNewRun, asJSON, deltas, in, stdout, stderr, func(ctx context.Context, eng *runtime.Engine) (*runtime.Run, error) {
 				return eng.Start(ctx, goal)
 			})
 		},
@@ -421,10 +436,10 @@ func controlInput(control string, stdin io.Reader) (io.Reader, error) {
 	}
 }
 
-func headlessRun(ctx context.Context, cf *commonFlags, asJSON, deltas bool, control io.Reader, stdout, stderr io.Writer,
+func headlessRun(ctx context.Context, cf *commonFlags, use engineFor, asJSON, deltas bool, control io.Reader, stdout, stderr io.Writer,
 	start func(context.Context, *runtime.Engine) (*runtime.Run, error)) error {
 	notices := make(chan tui.Notice, 4)
-	eng, closeEng, err := newEngine(ctx, cf, notices)
+	eng, closeEng, err := newEngine(ctx, cf, use, notices)
 	if err != nil {
 		return err
 	}
@@ -631,7 +646,7 @@ func resumeCmd(cf *commonFlags, stdin io.Reader, stdout, stderr io.Writer) *cobr
 			if err != nil {
 				return err
 			}
-			return headlessRun(cmd.Context(), cf, asJSON, deltas, in, stdout, stderr, func(ctx context.Context, eng *runtime.Engine) (*runtime.Run, error) {
+			return headlessRun(cmd.Context(), cf, forStoredRun, asJSON, deltas, in, stdout, stderr, func(ctx context.Context, eng *runtime.Engine) (*runtime.Run, error) {
 				return eng.Resume(ctx, id)
 			})
 		},
@@ -1041,8 +1056,12 @@ func dashboard(ctx context.Context, cf *commonFlags, goal, runID string, readOnl
 		}
 		return usageErr(err)
 	}
+	use := forNewRun
+	if runID != "" {
+		use = forStoredRun
+	}
 	notices := make(chan tui.Notice, 4)
-	eng, closeEng, err := newEngine(ctx, cf, notices)
+	eng, closeEng, err := newEngine(ctx, cf, use, notices)
 	if err != nil {
 		return err
 	}

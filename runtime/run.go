@@ -15,6 +15,7 @@ import (
 
 	"github.com/swarmdeck/swarmdeck/agents"
 	"github.com/swarmdeck/swarmdeck/coordination"
+	"github.com/swarmdeck/swarmdeck/runtime/config"
 	"github.com/swarmdeck/swarmdeck/runtime/event"
 	"github.com/swarmdeck/swarmdeck/runtime/internal/runlock"
 	"github.com/swarmdeck/swarmdeck/runtime/store"
@@ -166,6 +167,27 @@ func (e *Engine) newRun(id, goal string, rec store.Run) (*Run, error) {
 	return r, nil
 }
 
+// CheckWorkspace reports why a new run could not use the workspace cfg
+// names, as Start would. Checked before anything is written, a start
+// refused for it leaves no database behind.
+func CheckWorkspace(cfg *config.Config) error {
+	ws, err := agents.OpenWorkspace(cfg.Workspace)
+	if err != nil {
+		return workspaceError(cfg, err)
+	}
+	return ws.Close()
+}
+
+// workspaceError names the line that sets the workspace when the
+// configuration file does (a flag's is named by the error itself).
+func workspaceError(cfg *config.Config, err error) error {
+	var pe *fs.PathError
+	if where, ok := cfg.Where("workspace"); ok && errors.As(err, &pe) {
+		return fmt.Errorf("%s: %w", where, pe)
+	}
+	return err
+}
+
 // Start begins a new run on goal.
 func (e *Engine) Start(ctx context.Context, goal string) (*Run, error) {
 	if goal == "" {
@@ -189,13 +211,7 @@ func (e *Engine) Start(ctx context.Context, goal string) (*Run, error) {
 			Scripted: e.isScripted(), Workspace: wsAbs, CreatedAt: e.now()}
 		var err error
 		if r, err = e.newRun(id, goal, rec); err != nil {
-			// The workspace is the configuration's: one the file sets is
-			// named at its line (a flag's is named by the error itself).
-			var pe *fs.PathError
-			if where, ok := e.Config().Where("workspace"); ok && errors.As(err, &pe) {
-				return nil, fmt.Errorf("%s: %w", where, pe)
-			}
-			return nil, err
+			return nil, workspaceError(e.Config(), err)
 		}
 		root = r.newSession(nil, role, "root", "", trimTitle(goal, 80), goal, 0)
 		root.rec.Status = StatusRunning
