@@ -311,6 +311,7 @@ type engineFor int
 const (
 	forNewRun    engineFor = iota // to start a run in the configured workspace
 	forStoredRun                  // to continue a stored run, in the workspace it recorded
+	forView                       // to show a stored run: a database it may only read will do
 )
 
 // newEngine loads the configuration and starts the engine. A live reload
@@ -333,7 +334,7 @@ func newEngine(ctx context.Context, cf *commonFlags, use engineFor, notices chan
 	if err != nil {
 		return nil, nil, usageErr(err)
 	}
-	eng, err := runtime.New(runtime.Options{Config: cfg, Resolved: res, Logger: log})
+	eng, err := runtime.New(runtime.Options{Config: cfg, Resolved: res, Logger: log, View: use == forView})
 	if err != nil {
 		closeLog()
 		return nil, nil, usageErr(err)
@@ -1057,7 +1058,10 @@ func dashboard(ctx context.Context, cf *commonFlags, goal, runID string, readOnl
 		return usageErr(err)
 	}
 	use := forNewRun
-	if runID != "" {
+	switch {
+	case readOnly:
+		use = forView
+	case runID != "":
 		use = forStoredRun
 	}
 	notices := make(chan tui.Notice, 4)
@@ -1076,6 +1080,12 @@ func dashboard(ctx context.Context, cf *commonFlags, goal, runID string, readOnl
 	case readOnly:
 		if opts.Controller, err = eng.View(ctx, runID); err != nil {
 			return notFound(err)
+		}
+		status := opts.Controller.Snapshot().Run.Status
+		if eng.Store().Immutable() && status != runtime.RunCompleted && status != runtime.RunFailed && status != runtime.RunCancelled {
+			// The run could still be resumed, by someone who may write
+			// the database; this view would not show it.
+			notices <- tui.Notice{Text: "the database is read-only here and open in no swarmdeck process: the run is shown as stored, and a later resume of it is not followed"}
 		}
 	case runID != "":
 		if run, err = eng.Resume(ctx, runID); err != nil {

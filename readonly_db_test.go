@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,7 +14,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
+	"github.com/swarmdeck/swarmdeck/runtime/event"
 	"github.com/swarmdeck/swarmdeck/runtime/store"
 )
 
@@ -117,5 +122,181 @@ func TestRunsUpgradesAnOlderDatabase(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	if code := run([]string{"runs", "--db", db}, strings.NewReader(""), &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "r-old001") {
 		t.Errorf("runs on an older database: exit %d\nstdout: %s\nstderr: %s", code, stdout.String(), stderr.String())
+	}
+}
+
+// view shows a run from a database the user may only read: a finished run
+// in a directory the user may not write, read as it is, and a run that
+// another process is running, followed as it goes through the files that
+// process keeps beside the database. The viewer runs as another user when
+// the tests run as root, for whom no file is read-only.
+func TestViewReadsADatabaseTheUserMayOnlyRead(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the test binary as another process; skipped with -short")
+	}
+	cliEnv(t)
+	var cred *syscall.Credential
+	if os.Geteuid() == 0 {
+		cred = &syscall.Credential{Uid: 65534, Gid: 65534} // nobody
+	}
+	// The other user must reach the test binary and the databases.
+	shared, err := os.MkdirTemp("", "swarmdeck-view-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		filepath.WalkDir(shared, func(p string, d os.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				os.Chmod(p, 0o755)
+			}
+			return nil
+		})
+		os.RemoveAll(shared)
+	})
+	if err := os.Chmod(shared, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(shared, "swarmdeck.test")
+	if data, err := os.ReadFile(self); err != nil || os.WriteFile(bin, data, 0o755) != nil {
+		t.Fatalf("copy the test binary: %v", err)
+	}
+	// view asks the person, in a read-only view, to run nothing: the child
+	// prints what it shows, and waits for what it follows.
+	viewer := func(db, runID, await string) (*exec.Cmd, *bufio.Reader, *bytes.Buffer) {
+		t.Helper()
+		cmd := exec.Command(bin, "-test.run=^TestViewHelperProcess$")
+		cmd.Dir = shared
+		cmd.Env = append(os.Environ(), "SWARMDECK_VIEW_HELPER="+db+"\n"+runID+"\n"+await,
+			"OPENAI_API_KEY=", "HOME="+shared, "XDG_CONFIG_HOME="+shared, "XDG_DATA_HOME="+shared, "XDG_STATE_HOME="+shared)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			if cred != nil {
+				t.Skipf("cannot run a command as another user: %v", err)
+			}
+			t.Fatal(err)
+		}
+		return cmd, bufio.NewReader(out), &stderr
+	}
+	line := func(r *bufio.Reader, stderr *bytes.Buffer) string {
+		t.Helper()
+		s, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("the viewer said nothing more (%v); stderr:\n%s", err, stderr.String())
+		}
+		return strings.TrimSpace(s)
+	}
+
+	// A finished run, in a directory the user may not write.
+	closed := filepath.Join(shared, "closed")
+	if err := os.Mkdir(closed, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(closed, "x.db")
+	storeRuns(t, db, store.Run{ID: "r-ro0001", Goal: "read me", Status: "completed", Provider: "scripted", Scripted: true})
+	if err := os.Chmod(db, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(closed, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadDir(closed)
+	cmd, out, stderr := viewer(db, "r-ro0001", "")
+	if got := line(out, stderr); got != "shown r-ro0001 completed immutable=true" {
+		t.Errorf("finished run in a read-only directory: %q", got)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("viewer: %v\n%s", err, stderr.String())
+	}
+	after, _ := os.ReadDir(closed)
+	if len(after) != len(before) {
+		t.Errorf("viewing left files in %s: %v", closed, after)
+	}
+
+	// A run going on in this process, in a database the viewer may only
+	// read; its -wal and -shm are this process's.
+	live := filepath.Join(shared, "live")
+	if err := os.Mkdir(live, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	db = filepath.Join(live, "x.db")
+	cf := &commonFlags{db: db, provider: "scripted", scriptedLatency: time.Hour, latencySet: true}
+	eng, closeEng, err := newEngine(context.Background(), cf, forNewRun, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeEng()
+	run, err := eng.Start(context.Background(), "a goal that takes an hour")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer run.Interrupt()
+	if err := os.Chmod(db, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	cmd, out, stderr = viewer(db, run.ID(), "news for the viewer")
+	if got, want := line(out, stderr), "shown "+run.ID()+" running immutable=false"; got != want {
+		t.Fatalf("live run: %q, want %q", got, want)
+	}
+	if err := run.Broadcast(context.Background(), "news for the viewer", "all", "context"); err != nil {
+		t.Fatal(err)
+	}
+	if got := line(out, stderr); got != "followed news for the viewer" {
+		t.Errorf("live run: %q", got)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("viewer: %v\n%s", err, stderr.String())
+	}
+}
+
+// TestViewHelperProcess is the viewer of TestViewReadsADatabaseTheUserMayOnlyRead,
+// run as its own process.
+func TestViewHelperProcess(t *testing.T) {
+	args, ok := os.LookupEnv("SWARMDECK_VIEW_HELPER")
+	if !ok {
+		t.Skip("run by TestViewReadsADatabaseTheUserMayOnlyRead")
+	}
+	part := strings.SplitN(args, "\n", 3)
+	db, runID, await := part[0], part[1], part[2]
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// Refusals are printed as the line the test reads.
+	eng, closeEng, err := newEngine(ctx, &commonFlags{db: db}, forView, nil)
+	if err != nil {
+		fmt.Printf("error: %v\n", err)
+		return
+	}
+	defer closeEng()
+	v, err := eng.View(ctx, runID)
+	if err != nil {
+		fmt.Printf("error: %v\n", err)
+		return
+	}
+	sub := v.Subscribe(16)
+	snap := v.Snapshot()
+	fmt.Printf("shown %s %s immutable=%t\n", snap.Run.ID, snap.Run.Status, eng.Store().Immutable())
+	if await == "" {
+		return
+	}
+	for {
+		select {
+		case ev := <-sub.C:
+			if ev.Type == event.BroadcastSent && ev.Broadcast != nil && ev.Broadcast.Message == await {
+				fmt.Printf("followed %s\n", await)
+				return
+			}
+		case <-ctx.Done():
+			fmt.Println("error: no broadcast followed")
+			return
+		}
 	}
 }

@@ -45,6 +45,10 @@ type Options struct {
 	// Model replaces the LLM client; only benchmarks of the runtime's own
 	// cost use it (everything else goes through HTTP).
 	Model Model
+	// View builds an engine that only shows stored runs (View): a
+	// database it may not write, the file or its directory, is read as it
+	// is instead of refused.
+	View bool
 }
 
 // Model is what sessions call for completions.
@@ -148,10 +152,12 @@ func New(opts Options) (*Engine, error) {
 			dbError = func(err error) error { return &databaseError{fmt.Errorf("%s: %w", where, err)} }
 		}
 	}
-	if err := checkWritable(dbPath); err != nil {
-		return nil, dbError(err)
+	var st *store.Store
+	if err = checkWritable(dbPath); err != nil && opts.View {
+		st, err = openToView(dbPath, err)
+	} else if err == nil {
+		st, err = store.Open(dbPath, func(evs []event.Event) { e.bus.Publish(evs...) })
 	}
-	st, err := store.Open(dbPath, func(evs []event.Event) { e.bus.Publish(evs...) })
 	if err != nil {
 		return nil, dbError(err)
 	}
@@ -446,6 +452,20 @@ type databaseError struct{ err error }
 func (e *databaseError) Error() string        { return e.err.Error() }
 func (e *databaseError) Unwrap() error        { return e.err }
 func (e *databaseError) Is(target error) bool { return target == ErrDatabase }
+
+// openToView opens read-only a database that checkWritable refused with
+// notWritable, for an engine that only shows runs. One that is not a
+// database, or cannot be read either, keeps the reason it was refused.
+func openToView(path string, notWritable error) (*store.Store, error) {
+	st, err := store.OpenReadOnly(path)
+	switch {
+	case err == nil:
+		return st, nil
+	case errors.Is(err, store.ErrOldSchema):
+		return nil, fmt.Errorf("%s was written by an older swarmdeck and must be upgraded before this one can show it, which needs write access to it and its directory: %w", path, notWritable)
+	}
+	return nil, notWritable
+}
 
 // checkWritable refuses a database file the engine could open but never
 // write: SQLite opens a read-only file without complaint and fails only at

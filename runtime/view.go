@@ -84,12 +84,9 @@ func (e *Engine) View(ctx context.Context, runID string) (event.Controller, erro
 	for i := range dels {
 		snap.Delegations = append(snap.Delegations, *delegationInfo(&dels[i]))
 	}
-	err = st.Do(ctx, func(tx *store.Tx) error {
-		seq, err := tx.LastSeq(rec.ID)
-		snap.LastSeq = seq
-		return err
-	})
-	if err != nil {
+	// Read, not asked of the writer: a database the user may only read
+	// has none.
+	if snap.LastSeq, err = st.LastSeq(ctx, rec.ID); err != nil {
 		return nil, err
 	}
 	if snap.Run.Status == RunRunning && !rec.HumanSkipAll {
@@ -128,7 +125,12 @@ func (e *Engine) View(ctx context.Context, runID string) (event.Controller, erro
 			snap.Questions = append(snap.Questions, qi)
 		}
 	}
-	go v.follow(ctx, snap.LastSeq)
+	// A database read as a file that does not change (read-only to this
+	// user, and open in no process) shows no later writes, and reading it
+	// while a process writes it is unsafe: the run is shown as stored.
+	if !st.Immutable() {
+		go v.follow(ctx, snap.LastSeq)
+	}
 	return v, nil
 }
 

@@ -644,6 +644,14 @@ func (s *Store) RunExists(ctx context.Context, id string) (bool, error) {
 
 const runExistsQuery = `SELECT 1 FROM runs WHERE id = ?`
 
+// LastSeq is the sequence number of the last event logged for a run, as
+// stored: Tx.LastSeq, for a reader, which has no writer to ask.
+func (s *Store) LastSeq(ctx context.Context, runID string) (int64, error) {
+	var seq sql.NullInt64
+	err := s.read.QueryRowContext(ctx, lastSeqSQL, runID).Scan(&seq)
+	return seq.Int64, err
+}
+
 // EventsAfter reads a run's logged events with a sequence above after, in
 // order. Message events come as the log keeps them: the message's address,
 // without its content (read it with Messages).

@@ -18,6 +18,11 @@ var ErrReadOnly = errors.New("store: the database was opened read-only")
 // does.
 var ErrOldSchema = errors.New("the database was written by an older swarmdeck")
 
+// Immutable reports whether the store reads its database as a file that
+// does not change (see OpenReadOnly): what is written to it later is not
+// seen, and reading while a process writes it would be unsafe.
+func (s *Store) Immutable() bool { return s.immutable }
+
 // OpenReadOnly opens an existing database for reading only, for commands
 // that list or print what is stored: it writes nothing, so a database the
 // user may only read (its file, or the directory it is in) can be read,
@@ -52,7 +57,9 @@ func OpenReadOnly(path string) (*Store, error) {
 		return nil, fmt.Errorf("the database %s is a directory: give the database file", path)
 	}
 	dsn := fileURI(path) + "?mode=ro&_pragma=busy_timeout(10000)&_pragma=query_only(1)"
-	if _, err := os.Lstat(path + "-wal"); errors.Is(err, os.ErrNotExist) {
+	_, err = os.Lstat(path + "-wal")
+	immutable := errors.Is(err, os.ErrNotExist)
+	if immutable {
 		dsn = fileURI(path) + "?mode=ro&immutable=1&_pragma=query_only(1)"
 	}
 	read, err := sql.Open("sqlite", dsn)
@@ -78,6 +85,6 @@ func OpenReadOnly(path string) (*Store, error) {
 		read.Close()
 		return nil, fmt.Errorf("%s: %w (schema version %d; this swarmdeck reads %d)", path, ErrOldSchema, version, latest)
 	}
-	return &Store{path: path, read: read, readOnly: true,
+	return &Store{path: path, read: read, readOnly: true, immutable: immutable,
 		closing: make(chan struct{}), closed: make(chan struct{}), failed: make(chan struct{})}, nil
 }

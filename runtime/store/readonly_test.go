@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/swarmdeck/swarmdeck/runtime/event"
 )
 
 func dirNames(t *testing.T, dir string) []string {
@@ -65,6 +67,9 @@ func TestOpenReadOnlyWritesNothing(t *testing.T) {
 	if err := r.Do(ctx, func(tx *Tx) error { return nil }); !errors.Is(err, ErrReadOnly) {
 		t.Errorf("a write on a read-only store: %v", err)
 	}
+	if !r.Immutable() {
+		t.Error("a database no process has open is not read as immutable")
+	}
 	if got := dirNames(t, dir); !slices.Equal(got, names) {
 		t.Errorf("while open, the directory holds %v; before, %v", got, names)
 	}
@@ -109,6 +114,23 @@ func TestOpenReadOnlySeesALiveWriter(t *testing.T) {
 	}
 	if _, err := r.Run(ctx, "r-later"); err != nil {
 		t.Errorf("a run written after the read-only open: %v", err)
+	}
+	if r.Immutable() {
+		t.Error("a database a process writes is read as immutable")
+	}
+	// The last event's number, which a viewer follows from, is read
+	// without a writer.
+	if err := w.Do(ctx, func(tx *Tx) error {
+		_, err := tx.Emit(event.Event{Type: event.RunStarted, RunID: "r-later"})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if seq, err := r.LastSeq(ctx, "r-later"); err != nil || seq != 1 {
+		t.Errorf("last event of the run: %d, %v; want 1", seq, err)
+	}
+	if seq, err := r.LastSeq(ctx, "r-none"); err != nil || seq != 0 {
+		t.Errorf("last event of a run without any: %d, %v; want 0", seq, err)
 	}
 }
 

@@ -59,8 +59,9 @@ type Store struct {
 	conn  *sql.Conn
 	stmts map[string]*sql.Stmt
 
-	// readOnly: opened by OpenReadOnly, with read alone and no writer.
-	readOnly bool
+	// readOnly: opened by OpenReadOnly, with read alone and no writer;
+	// immutable: and read as a file that does not change.
+	readOnly, immutable bool
 
 	publish func([]event.Event)
 
