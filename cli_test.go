@@ -126,6 +126,8 @@ func TestCLIRefusesMistakes(t *testing.T) {
 		{[]string{"bench", "--agents", "2", "--latency", "0", "--db", notDB}, 2, notDB + ": file is not a database", ""},
 		{[]string{"mock-llm", "--latency", "-1s"}, 2, "a latency cannot be negative", ""},
 		{[]string{"mock-llm", "--scripted-latency", "5s"}, 2, "takes its delay from --latency", ""},
+		{[]string{"mock-llm", "--scripted-stream-speed", "0"}, 2, "takes its speed from --stream-speed", ""},
+		{[]string{"run", "--headless", "--scripted-stream-speed", "-1", "--db", fresh, "a goal"}, 2, "--scripted-stream-speed: -1 is negative; use 0 to send each reply at once", ""},
 		{[]string{"mock-llm", "--stream-speed", "-5"}, 2, "--stream-speed -5 is negative", ""},
 		// Paths in the configuration that do not work are named at the
 		// line that sets them, as every error in the file is.
@@ -203,6 +205,24 @@ func TestStartWithABadWorkspaceMakesNoFiles(t *testing.T) {
 		if left, _ := os.ReadDir(filepath.Join(dir, "swarmdeck")); len(left) > 0 {
 			t.Fatalf("swarmdeck %s left %s behind", strings.Join(tc.args, " "), left[0].Name())
 		}
+	}
+}
+
+// --scripted-stream-speed 0 streams each of the scripted model's replies at
+// once: with no latency either, the demo, about 13 s at the configured 60
+// chunks a second, ends at once.
+func TestScriptedStreamSpeedFlag(t *testing.T) {
+	dir := cliEnv(t)
+	var stdout, stderr bytes.Buffer
+	began := time.Now()
+	code := run([]string{"run", "--headless", "--scripted-latency", "0", "--scripted-stream-speed", "0", "--db", filepath.Join(dir, "d.db"), "a quick demo"},
+		strings.NewReader(""), &stdout, &stderr)
+	took := time.Since(began)
+	if code != 0 || !strings.Contains(stdout.String(), "a quick demo") {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, stdout.String(), stderr.String())
+	}
+	if took > 5*time.Second {
+		t.Errorf("the demo took %s: its replies were paced", took)
 	}
 }
 
@@ -617,7 +637,7 @@ func TestHelpListsDocumentedFlags(t *testing.T) {
 		args  []string
 		flags []string
 	}{
-		{[]string{"--help"}, []string{"--config", "--db", "--provider", "--base-url", "--model", "--workspace", "--scripted-latency"}},
+		{[]string{"--help"}, []string{"--config", "--db", "--provider", "--base-url", "--model", "--workspace", "--scripted-latency", "--scripted-stream-speed"}},
 		{[]string{"run", "--help"}, []string{"--headless", "--json", "--json-deltas", "--control"}},
 		{[]string{"resume", "--help"}, []string{"--headless", "--json", "--json-deltas", "--control"}},
 		{[]string{"bench", "--help"}, []string{"--agents", "--latency", "--fanout", "--turns", "--floor", "--startup", "--cpuprofile", "--memprofile"}},

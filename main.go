@@ -56,6 +56,8 @@ type commonFlags struct {
 	config, db, provider, baseURL, model, workspace string
 	scriptedLatency                                 time.Duration
 	latencySet                                      bool
+	scriptedSpeed                                   int
+	speedSet                                        bool
 	// providerFromRun: resume filled provider, baseURL and model in from
 	// the run, as none was given. They are no flags the person typed, and
 	// the next resume finds them in the run again.
@@ -172,8 +174,10 @@ Without an API key it uses the scripted model, so "swarmdeck" works offline.`,
 	pf.StringVar(&cf.model, "model", "", "model to request")
 	pf.StringVar(&cf.workspace, "workspace", "", "directory the file tools may use (default: the current directory)")
 	pf.DurationVar(&cf.scriptedLatency, "scripted-latency", 0, "latency of the scripted model before each reply, e.g. 50ms")
+	pf.IntVar(&cf.scriptedSpeed, "scripted-stream-speed", 0, "chunks per second the scripted model streams its replies at (0: each reply at once; default: stream_speed in the config)")
 	root.PersistentPreRun = func(cmd *cobra.Command, args []string) {
 		cf.latencySet = cmd.Flags().Changed("scripted-latency")
+		cf.speedSet = cmd.Flags().Changed("scripted-stream-speed")
 	}
 	root.AddCommand(runCmd(&cf, stdin, stdout, stderr), runsCmd(&cf, stdout), exportCmd(&cf, stdout),
 		resumeCmd(&cf, stdin, stdout, stderr), viewCmd(&cf, stdout), mockCmd(&cf, stdout, stderr),
@@ -272,6 +276,10 @@ func (cf *commonFlags) overrides() config.Overrides {
 	if cf.latencySet {
 		d := cf.scriptedLatency
 		o.ScriptedLatency = &d
+	}
+	if cf.speedSet {
+		n := cf.scriptedSpeed
+		o.ScriptedSpeed = &n
 	}
 	return o
 }
@@ -765,6 +773,9 @@ func mockCmd(cf *commonFlags, stdout, stderr io.Writer) *cobra.Command {
 			}
 			if cmd.Flags().Changed("scripted-latency") {
 				return usageErr(errors.New("mock-llm takes its delay from --latency, not --scripted-latency"))
+			}
+			if cmd.Flags().Changed("scripted-stream-speed") {
+				return usageErr(errors.New("mock-llm takes its speed from --stream-speed, not --scripted-stream-speed"))
 			}
 			var policy scripted.Policy
 			if scenario != "" {

@@ -15,14 +15,16 @@ type Overrides struct {
 	Workspace       string         // --workspace
 	DB              string         // --db
 	ScriptedLatency *time.Duration // --scripted-latency
+	ScriptedSpeed   *int           // --scripted-stream-speed
 }
 
 // Apply puts the flags over the file: a flag always wins. --base-url changes
 // the selected provider's entry: the one --provider names, else the one
 // provider: names in the file, and with provider auto the "openai" entry
 // (pointing swarmdeck at a local server should not depend on whether
-// OPENAI_API_KEY happens to be set). --scripted-latency changes every
-// scripted provider. Errors name the flag; on error c is unchanged.
+// OPENAI_API_KEY happens to be set). --scripted-latency and
+// --scripted-stream-speed change every scripted provider. Errors name the
+// flag; on error c is unchanged.
 func (c *Config) Apply(o Overrides) error {
 	provider := c.Provider
 	if o.Provider != "" {
@@ -54,6 +56,9 @@ func (c *Config) Apply(o Overrides) error {
 	if o.ScriptedLatency != nil && *o.ScriptedLatency < 0 {
 		return fmt.Errorf("--scripted-latency: %s is negative; use 0 for no delay", *o.ScriptedLatency)
 	}
+	if o.ScriptedSpeed != nil && *o.ScriptedSpeed < 0 {
+		return fmt.Errorf("--scripted-stream-speed: %d is negative; use 0 to send each reply at once", *o.ScriptedSpeed)
+	}
 
 	// Every check passed: now change c. Entries are replaced by modified
 	// copies, not edited in place, so a *Provider handed out earlier (to a
@@ -64,11 +69,16 @@ func (c *Config) Apply(o Overrides) error {
 		pr.BaseURL = o.BaseURL
 		c.Providers[target] = &pr
 	}
-	if o.ScriptedLatency != nil {
+	if o.ScriptedLatency != nil || o.ScriptedSpeed != nil {
 		for name, pr := range c.Providers {
 			if pr != nil && pr.Type == TypeScripted {
 				cp := *pr
-				cp.Latency = Duration(*o.ScriptedLatency)
+				if o.ScriptedLatency != nil {
+					cp.Latency = Duration(*o.ScriptedLatency)
+				}
+				if o.ScriptedSpeed != nil {
+					cp.StreamSpeed = *o.ScriptedSpeed
+				}
 				c.Providers[name] = &cp
 			}
 		}

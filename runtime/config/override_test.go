@@ -9,6 +9,7 @@ import (
 
 func TestApply(t *testing.T) {
 	ms := func(d time.Duration) *time.Duration { return &d }
+	count := func(n int) *int { return &n }
 	ollama := "providers:\n  ollama:\n    type: openai\n    base_url: http://localhost:11434/v1\n    model: llama3.1\n"
 
 	tests := []struct {
@@ -47,6 +48,19 @@ func TestApply(t *testing.T) {
 				t.Errorf("latency = %v", c.Providers["scripted"].Latency)
 			}
 		}},
+		// 0 is a value to apply, not an absent flag: each reply at once.
+		{"scripted stream speed, in every scripted provider", "providers:\n  slow:\n    type: scripted\n    stream_speed: 5\n",
+			Overrides{ScriptedSpeed: count(0)}, func(t *testing.T, c *Config) {
+				p := c.Providers
+				if p["scripted"].StreamSpeed != 0 || p["slow"].StreamSpeed != 0 || p["scripted"].Latency != Duration(400*time.Millisecond) {
+					t.Errorf("stream speeds %d and %d, latency %v", p["scripted"].StreamSpeed, p["slow"].StreamSpeed, p["scripted"].Latency)
+				}
+			}},
+		{"scripted stream speed and latency", "", Overrides{ScriptedSpeed: count(500), ScriptedLatency: ms(0)}, func(t *testing.T, c *Config) {
+			if p := c.Providers["scripted"]; p.StreamSpeed != 500 || p.Latency != 0 {
+				t.Errorf("stream speed %d, latency %v", p.StreamSpeed, p.Latency)
+			}
+		}},
 		{"no flags change nothing", ollama, Overrides{}, func(t *testing.T, c *Config) {
 			if want := mustParse(t, ollama); !reflect.DeepEqual(c, want) {
 				t.Errorf("got %s", asJSON(t, c))
@@ -66,6 +80,7 @@ func TestApply(t *testing.T) {
 
 func TestApplyErrors(t *testing.T) {
 	ms := func(d time.Duration) *time.Duration { return &d }
+	negative := -1
 	tests := []struct {
 		name string
 		file string
@@ -78,6 +93,7 @@ func TestApplyErrors(t *testing.T) {
 		{"base-url with scripted from the file", "provider: scripted\n", Overrides{BaseURL: "http://localhost:1/v1"}, "--base-url: ", "--provider"},
 		{"base-url not a URL", "", Overrides{BaseURL: "localhost:11434"}, "--base-url: ", "not an http(s) URL"},
 		{"negative latency", "", Overrides{ScriptedLatency: ms(-time.Second)}, "--scripted-latency: ", "negative"},
+		{"negative stream speed", "", Overrides{ScriptedSpeed: &negative}, "--scripted-stream-speed: -1 is negative", "use 0 to send each reply at once"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
