@@ -134,6 +134,10 @@ func TestViewReadsADatabaseTheUserMayOnlyRead(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the test binary as another process; skipped with -short")
 	}
+	schema, err := os.ReadFile(filepath.Join("runtime", "store", "migrations", "0001_init.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	cliEnv(t)
 	var cred *syscall.Credential
 	if os.Geteuid() == 0 {
@@ -221,6 +225,36 @@ func TestViewReadsADatabaseTheUserMayOnlyRead(t *testing.T) {
 	if len(after) != len(before) {
 		t.Errorf("viewing left files in %s: %v", closed, after)
 	}
+
+	// A database of an older schema cannot be shown until it is upgraded,
+	// which the viewer may not do: it is told who can.
+	oldDir := filepath.Join(shared, "old")
+	if err := os.Mkdir(oldDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	db = filepath.Join(oldDir, "x.db")
+	old, err := sql.Open("sqlite", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = old.Exec(string(schema) + `;PRAGMA user_version = 1;
+		INSERT INTO runs (id, goal, status, created_at, updated_at) VALUES ('r-old001', 'from before', 'completed', '2026-01-02T03:04:05Z', '2026-01-02T03:04:05Z')`)
+	old.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(db, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(oldDir, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	cmd, out, stderr = viewer(db, "r-old001", "")
+	if got, want := line(out, stderr), "error: "+db+" was written by an older swarmdeck and must be upgraded before this one can show it"; !strings.HasPrefix(got, want) ||
+		!strings.HasSuffix(got, "`swarmdeck runs` by a user who may write it upgrades it") {
+		t.Errorf("older schema: %q", got)
+	}
+	cmd.Wait()
 
 	// A run going on in this process, in a database the viewer may only
 	// read; its -wal and -shm are this process's.

@@ -462,7 +462,7 @@ func openToView(path string, notWritable error) (*store.Store, error) {
 	case err == nil:
 		return st, nil
 	case errors.Is(err, store.ErrOldSchema):
-		return nil, fmt.Errorf("%s was written by an older swarmdeck and must be upgraded before this one can show it, which needs write access to it and its directory: %w", path, notWritable)
+		return nil, fmt.Errorf("%s was written by an older swarmdeck and must be upgraded before this one can show it, which needs write access to it and its directory: `swarmdeck runs` by a user who may write it upgrades it", path)
 	}
 	return nil, notWritable
 }
