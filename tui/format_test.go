@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
@@ -219,11 +220,15 @@ func FuzzPlainEmoji(f *testing.F) {
 
 // clean must leave nothing that a terminal would interpret.
 func FuzzClean(f *testing.F) {
-	for _, s := range []string{"ok", "a\x1b[2Jb", "\x1b]0;t\x07", "\u009b31m", "x\ty\nz"} {
+	for _, s := range []string{"ok", "a\x1b[2Jb", "\x1b]0;t\x07", "\u009b31m", "x\ty\nz", "raw\x9f rest"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		for _, r := range clean(s) {
+		out := clean(s)
+		if !utf8.ValidString(out) {
+			t.Fatalf("clean(%q) = %q, not UTF-8", s, out)
+		}
+		for _, r := range out {
 			if r != '\n' && (r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0) {
 				t.Fatalf("clean(%q) kept control %U", s, r)
 			}
