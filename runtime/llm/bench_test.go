@@ -1,6 +1,8 @@
 package llm
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -214,4 +216,24 @@ func BenchmarkStreamRealistic(b *testing.B) {
 	withSet := req
 	withSet.ToolSet, withSet.Tools = NewToolSet(req.Tools), nil
 	b.Run("ToolSet", func(b *testing.B) { stream(b, withSet) })
+}
+
+// BenchmarkSSEFilter measures the event stream filter alone, per stream,
+// read the way go-openai reads it: one line at a time.
+func BenchmarkSSEFilter(b *testing.B) {
+	body := benchStream()
+	r := bytes.NewReader(body)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		r.Reset(body)
+		f := newSSEFilter(io.NopCloser(r))
+		br := bufio.NewReaderSize(f, 4096)
+		for {
+			if _, err := br.ReadSlice('\n'); err != nil {
+				break
+			}
+		}
+		f.Close()
+	}
 }

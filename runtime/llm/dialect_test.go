@@ -5,7 +5,10 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // OpenAI: content deltas, two parallel calls with index 0 and 1 whose id and
@@ -224,6 +227,46 @@ func TestKeepAliveCommentsIgnored(t *testing.T) {
 	resp := mustStream(t, c, userRequest("x"), nil)
 	if resp.Content != "still here" || resp.FinishReason != "stop" {
 		t.Errorf("content = %q finish = %q", resp.Content, resp.FinishReason)
+	}
+}
+
+// A line of an event stream ends with LF, CR LF or a CR alone. A stream
+// of lone CRs is read line by line as it arrives; it was taken as one line
+// that never ended, and retried as cut short once the server closed it.
+func TestLineEndings(t *testing.T) {
+	for _, tc := range []struct{ name, eol string }{{"LF", "\n"}, {"CR LF", "\r\n"}, {"CR", "\r"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			shown := make(chan struct{})
+			var heldBack atomic.Bool
+			fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+				s := startSSE(w)
+				event := func(v obj) {
+					b, _ := json.Marshal(v)
+					s.raw(": keep-alive" + tc.eol + "data: " + string(b) + tc.eol + tc.eol)
+				}
+				event(contentChunk("Hello, "))
+				// The rest comes once the first piece was shown, as a
+				// model that writes slowly sends it.
+				select {
+				case <-shown:
+				case <-time.After(5 * time.Second):
+					heldBack.Store(true)
+				case <-r.Context().Done():
+				}
+				event(contentChunk("world"))
+				event(finishChunk("stop"))
+				s.raw("data: [DONE]" + tc.eol + tc.eol)
+			})
+			c, _ := newTestClient(fs)
+			var once sync.Once
+			resp := mustStream(t, c, userRequest("x"), func(Delta) { once.Do(func() { close(shown) }) })
+			if resp.Content != "Hello, world" || resp.FinishReason != "stop" || resp.Attempts != 1 {
+				t.Errorf("content %q, finish %q, attempts %d", resp.Content, resp.FinishReason, resp.Attempts)
+			}
+			if heldBack.Load() {
+				t.Error("the first chunk was held back until the server sent more")
+			}
+		})
 	}
 }
 

@@ -337,6 +337,7 @@ var sseReaderPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 
 // sseFilter sits between the response body and go-openai's line reader and
 // rewrites the event stream into what that reader handles well:
 //
+//   - A line that ends with a lone CR ends with a LF (see crReader).
 //   - Comment lines (": keep-alive") and the event:, id: and retry: fields
 //     are dropped. go-openai would count them toward EmptyMessagesLimit and
 //     pile them into its error buffer, where one keep-alive before an error
@@ -354,7 +355,8 @@ var sseReaderPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 
 // connection goes back to the idle pool instead of being torn down.
 type sseFilter struct {
 	body     io.ReadCloser
-	br       *bufio.Reader
+	br       *bufio.Reader // reads lines from lineEnds
+	lineEnds crReader
 	pending  []byte // bytes still to hand out; may point into br's buffer
 	scratch  []byte // holds a rewritten error line
 	last     []byte // holds a last line that lacked its newline
@@ -367,9 +369,48 @@ type sseFilter struct {
 }
 
 func newSSEFilter(body io.ReadCloser) *sseFilter {
-	br := sseReaderPool.Get().(*bufio.Reader)
-	br.Reset(body)
-	return &sseFilter{body: body, br: br}
+	f := &sseFilter{body: body, br: sseReaderPool.Get().(*bufio.Reader)}
+	f.lineEnds.r = body
+	f.br.Reset(&f.lineEnds)
+	return f
+}
+
+// crReader hands on a body with each CR that ends a line alone made a LF.
+// The event stream format ends a line with LF, CR LF or a lone CR, and
+// go-openai's line reader, like sseFilter's, splits at LF only. Each read
+// is searched once, so a stream without CRs costs one byte search a read,
+// not one a line.
+type crReader struct {
+	r       io.Reader
+	afterCR bool // the last read ended with a CR: a LF first in the next is its CR LF's
+}
+
+func (c *crReader) Read(p []byte) (int, error) {
+	for {
+		n, err := c.r.Read(p)
+		if c.afterCR && n > 0 {
+			c.afterCR = false
+			if p[0] == '\n' {
+				n = copy(p, p[1:n])
+				if n == 0 && err == nil {
+					continue
+				}
+			}
+		}
+		for b := p[:n]; ; {
+			i := bytes.IndexByte(b, '\r')
+			if i < 0 {
+				break
+			}
+			if i == len(b)-1 {
+				b[i], c.afterCR = '\n', true
+			} else if b[i+1] != '\n' {
+				b[i] = '\n'
+			}
+			b = b[i+1:]
+		}
+		return n, err
+	}
 }
 
 func (f *sseFilter) Read(p []byte) (int, error) {
