@@ -270,6 +270,75 @@ func TestLineEndings(t *testing.T) {
 	}
 }
 
+// The data of one event may come in several data: lines, which the event
+// stream format joins with a line break: a server that spreads a chunk's
+// JSON over lines is read as if it had sent each chunk on one line; each
+// piece failed as a chunk that is not valid JSON. A server that leaves out
+// the blank lines between one-line events is read as before, each line as
+// it comes.
+func TestDataOverSeveralLines(t *testing.T) {
+	// event sends v pretty-printed, a data: line for each line of JSON; by
+	// line sends each line as a write of its own.
+	event := func(s sse, v obj, byLine bool) {
+		b, _ := json.MarshalIndent(v, "", "  ")
+		text := "data: " + strings.ReplaceAll(string(b), "\n", "\ndata: ") + "\n\n"
+		if !byLine {
+			s.raw(text)
+			return
+		}
+		for _, l := range strings.SplitAfter(text, "\n") {
+			s.raw(l)
+		}
+	}
+	t.Run("one event over several lines", func(t *testing.T) {
+		fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+			s := startSSE(w)
+			event(s, contentChunk("Hello, "), false)
+			s.raw(": keep-alive\n\n")
+			event(s, contentChunk("world"), true)
+			event(s, toolChunk(call(0, "call_1", "read_file", `{"path": "a"}`)), true)
+			event(s, finishChunk("tool_calls"), false)
+			s.done()
+		})
+		c, _ := newTestClient(fs)
+		resp := mustStream(t, c, userRequest("x"), nil)
+		if resp.Content != "Hello, world" || resp.FinishReason != "tool_calls" || resp.Attempts != 1 {
+			t.Errorf("content %q, finish %q, attempts %d", resp.Content, resp.FinishReason, resp.Attempts)
+		}
+		wantToolCalls(t, resp.ToolCalls, ToolCall{ID: "call_1", Name: "read_file", Arguments: `{"path": "a"}`})
+	})
+	t.Run("no blank lines between events", func(t *testing.T) {
+		shown := make(chan struct{})
+		var heldBack atomic.Bool
+		fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+			s := startSSE(w)
+			line := func(v obj) {
+				b, _ := json.Marshal(v)
+				s.raw("data: " + string(b) + "\n")
+			}
+			line(contentChunk("Hello, "))
+			select {
+			case <-shown:
+			case <-time.After(5 * time.Second):
+				heldBack.Store(true)
+			case <-r.Context().Done():
+			}
+			line(contentChunk("world"))
+			line(finishChunk("stop"))
+			s.raw("data: [DONE]\n")
+		})
+		c, _ := newTestClient(fs)
+		var once sync.Once
+		resp := mustStream(t, c, userRequest("x"), func(Delta) { once.Do(func() { close(shown) }) })
+		if resp.Content != "Hello, world" || resp.FinishReason != "stop" || resp.Attempts != 1 {
+			t.Errorf("content %q, finish %q, attempts %d", resp.Content, resp.FinishReason, resp.Attempts)
+		}
+		if heldBack.Load() {
+			t.Error("the first chunk was held back until the server sent more")
+		}
+	})
+}
+
 // Without include_usage (and never reported) usage is estimated from the
 // text, about four characters a token.
 func TestUsageEstimatedWhenNeverReported(t *testing.T) {

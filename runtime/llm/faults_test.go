@@ -730,6 +730,8 @@ func TestEndlessAnswerStoppedAtABound(t *testing.T) {
 	}{
 		{"a line without end", `data: {"choices":[{"index":0,"delta":{"content":"`, strings.Repeat("a", 64<<10),
 			"LLM server sent an unusable answer: a line of more than 32 MiB with no line break"},
+		{"an event without end", `data: {"choices":[` + "\n", "data: " + strings.Repeat("a", 64<<10) + "\n",
+			"LLM server sent an unusable answer: an event of more than 32 MiB in data lines with no blank line"},
 		{"deltas without end", "", "data: " + `{"choices":[{"index":0,"delta":{"content":"` + strings.Repeat("a", 64<<10) + `"}}]}` + "\n\n",
 			"LLM server sent an unusable answer: the answer grew past 1 MiB without ending"},
 		{"arguments without end", "", "data: " + `{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","function":{"arguments":"` + strings.Repeat("a", 64<<10) + `"}}]}}]}` + "\n\n",

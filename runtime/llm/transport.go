@@ -338,6 +338,9 @@ var sseReaderPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 
 // rewrites the event stream into what that reader handles well:
 //
 //   - A line that ends with a lone CR ends with a LF (see crReader).
+//   - An event whose data comes in several data: lines, which the format
+//     joins with LF until the blank line that ends the event, is handed
+//     on as one line (see joinData): go-openai reads every line alone.
 //   - Comment lines (": keep-alive") and the event:, id: and retry: fields
 //     are dropped. go-openai would count them toward EmptyMessagesLimit and
 //     pile them into its error buffer, where one keep-alive before an error
@@ -363,6 +366,10 @@ type sseFilter struct {
 	midLine  bool   // pending part is the middle of a long line
 	lineLen  int    // bytes of the current line read so far
 	dropping bool   // the rest of the current long line is dropped
+	inData   bool   // the current long line is data whose line end is yet to be decided
+	tail     byte   // the last byte other than white space of the current long data line
+	open     bool   // a data line went on without its line end: the event's next data line joins it
+	joined   int    // bytes read while an event was open
 	other    int    // bytes of lines handed on that were neither data, comments nor fields
 	err      error
 	info     *respInfo // told of data lines, [DONE] and what else came; may be nil
@@ -416,6 +423,11 @@ func (c *crReader) Read(p []byte) (int, error) {
 func (f *sseFilter) Read(p []byte) (int, error) {
 	for len(f.pending) == 0 {
 		if f.err != nil {
+			if f.open {
+				// The body ended within an event: it ends there too.
+				f.open, f.pending = false, lineFeed
+				break
+			}
 			return 0, f.err
 		}
 		if f.br == nil {
@@ -441,6 +453,13 @@ func (f *sseFilter) Read(p []byte) (int, error) {
 		}
 		f.pending = f.filterLine(line)
 		f.midLine = full
+		if !f.open {
+			f.joined = 0
+		} else if f.joined += len(line); f.joined > maxLine {
+			f.pending = nil
+			f.err = &badAnswer{reason: fmt.Sprintf("an event of more than %d MiB in data lines with no blank line", maxLine>>20)}
+			return 0, f.err
+		}
 		if f.other > maxErrorBody && f.info != nil && !f.info.data && f.err == nil {
 			// Enough of a body that is no event stream to say what it
 			// is: the rest, however long, is not read.
@@ -455,21 +474,28 @@ func (f *sseFilter) Read(p []byte) (int, error) {
 // filterLine decides what of one line (or the first part of a long line)
 // is handed on.
 func (f *sseFilter) filterLine(line []byte) []byte {
+	complete := len(line) > 0 && line[len(line)-1] == '\n'
 	if f.midLine {
-		if f.dropping {
-			f.dropping = len(line) == 0 || line[len(line)-1] != '\n'
+		switch {
+		case f.dropping:
+			f.dropping = !complete
 			return nil
+		case f.inData:
+			f.tail = lastNonSpace(line, f.tail)
+			if complete {
+				return f.endData(line, nil)
+			}
 		}
 		return line
 	}
-	f.dropping = false
+	f.dropping, f.inData = false, false
 	s := trimLeftSpace(line)
 	if len(s) == 0 {
 		return line
 	}
 	if s[0] == ':' || bytes.HasPrefix(s, []byte("event:")) ||
 		bytes.HasPrefix(s, []byte("id:")) || bytes.HasPrefix(s, []byte("retry:")) {
-		f.dropping = line[len(line)-1] != '\n'
+		f.dropping = !complete
 		return nil
 	}
 	if rest, ok := bytes.CutPrefix(s, []byte("data:")); ok {
@@ -479,26 +505,138 @@ func (f *sseFilter) filterLine(line []byte) []byte {
 				f.keepHead(rest)
 			}
 			f.info.data = true
-			if bytes.Equal(bytes.TrimSpace(rest), []byte("[DONE]")) {
+			if !f.open && bytes.Equal(bytes.TrimSpace(rest), []byte("[DONE]")) {
 				f.info.done = true
 			}
 		}
-		if bytes.HasPrefix(rest, []byte(`{"error":`)) {
-			f.scratch = append(append(f.scratch[:0], "data: { "...), rest[1:]...)
-			return f.scratch
-		}
-		return line
+		return f.joinData(line, rest, complete)
 	}
-	if len(bytes.TrimSpace(s)) == 0 {
-		return line
+	switch blank := len(bytes.TrimSpace(s)) == 0; {
+	case blank:
+	case f.other > maxErrorBody:
+		f.dropping = !complete
+		line = nil
+	default:
+		f.other += len(line)
+		f.keepHead(line)
 	}
-	if f.other > maxErrorBody {
-		f.dropping = line[len(line)-1] != '\n'
-		return nil
+	if f.open {
+		// A blank line ends the event, as does any line that is not its
+		// data: the event's last data line ends first.
+		f.open = false
+		f.scratch = append(append(f.scratch[:0], '\n'), line...)
+		return f.scratch
 	}
-	f.other += len(line)
-	f.keepHead(line)
 	return line
+}
+
+var lineFeed = []byte{'\n'}
+
+// joinData hands on a data line (or the first part of a long one) whose
+// data is rest. The format joins the data lines of one event with LF, and
+// go-openai reads each line alone, so a chunk's JSON that a server spreads
+// over several lines would be read as broken pieces. Such an event goes
+// on as one line: the line end of each of its data lines is held back,
+// and the next data line's "data:" is cut, leaving a CR where the colon or
+// the space after it was. go-openai's line reader keeps a CR within a
+// line, and to JSON it is white space, as the LF it stands for is.
+//
+// Only a line that starts a JSON object can start such an event, and its
+// line end is held back only when nothing says the event ends there: a
+// blank line already read after it says so, and so does data that is a
+// whole object by itself. A server that leaves out the blank lines between
+// events, each line a whole chunk, is read as before, each line as it
+// comes. Telling a whole object reads the line a second time, which the
+// common stream, whose blank line comes in the same read, never pays.
+func (f *sseFilter) joinData(line, rest []byte, complete bool) []byte {
+	out := line
+	switch {
+	case f.open:
+		i := len(line) - len(rest) - 1
+		line[i] = '\r'
+		out = line[i:]
+	case len(rest) == 0 || rest[0] != '{':
+		return line // [DONE], or no chunk: decided on as it is
+	case bytes.HasPrefix(rest, []byte(`{"error":`)):
+		f.scratch = append(append(f.scratch[:0], "data: { "...), rest[1:]...)
+		out = f.scratch
+	}
+	if !complete {
+		f.inData, f.tail = true, lastNonSpace(rest, 0)
+		return out
+	}
+	return f.endData(out, rest)
+}
+
+// endData ends a data line that joinData handed on, deciding whether its
+// line end goes on now. data is the line's data when the line was read
+// whole, nil for a long line whose start went on already: that is judged
+// by its last byte, the end of an object or not.
+func (f *sseFilter) endData(out, data []byte) []byte {
+	f.inData = false
+	switch {
+	case f.blankNext():
+		f.open = false
+		return out
+	case f.open:
+	case data == nil && f.tail == '}', data != nil && wholeObject(data):
+		return out
+	default:
+		f.open = true
+	}
+	out = out[:len(out)-1]
+	if len(out) > 0 && out[len(out)-1] == '\r' {
+		out = out[:len(out)-1]
+	}
+	return out
+}
+
+// blankNext reports whether what was read after the current line begins
+// with a blank line. It never waits for more.
+func (f *sseFilter) blankNext() bool {
+	if f.br.Buffered() == 0 {
+		return false
+	}
+	b, _ := f.br.Peek(1)
+	return b[0] == '\n' || b[0] == '\r' // a CR here is a CR LF's: lone ones are LFs by now
+}
+
+// wholeObject reports whether b, which starts with '{', holds that object
+// whole and nothing after it but white space, judged by its strings,
+// braces and brackets alone. json.Valid would allocate an error for each
+// piece of an object, which is what it is mostly given here.
+func wholeObject(b []byte) bool {
+	depth := 0
+	for i := 0; i < len(b); i++ {
+		switch b[i] {
+		case '"':
+			for i++; i < len(b) && b[i] != '"'; i++ {
+				if b[i] == '\\' {
+					i++
+				}
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth--; depth == 0 {
+				return lastNonSpace(b[i+1:], 0) == 0
+			}
+		}
+	}
+	return false
+}
+
+// lastNonSpace is the last byte of b that is not white space, or last when
+// b has none.
+func lastNonSpace(b []byte, last byte) byte {
+	for i := len(b) - 1; i >= 0; i-- {
+		switch b[i] {
+		case ' ', '\t', '\r', '\n':
+		default:
+			return b[i]
+		}
+	}
+	return last
 }
 
 // maxHead bounds the start of a body kept to say what it was.

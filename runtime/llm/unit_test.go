@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"io"
@@ -33,6 +34,18 @@ func TestSSEFilter(t *testing.T) {
 		{"lone CR at EOF", "data: x\r", "data: x\n"},
 		{"line ends mixed", "data: x\r\n\rdata: y\n\r\ndata: z\r", "data: x\r\n\ndata: y\n\r\ndata: z\n"},
 		{"long data, lone CR", "data: " + long + "\rdata: y\r", "data: " + long + "\ndata: y\n"},
+		{"joins an event's data lines", "data: {\"a\":\ndata: 1}\n\ndata: [DONE]\n\n", "data: {\"a\":\r1}\n\ndata: [DONE]\n\n"},
+		{"joins pretty-printed JSON", "data: {\ndata:   \"a\": 1\ndata:}\n\n", "data: {\r\"a\": 1\r}\n\n"},
+		{"joins over comments and fields", "data: {\"a\":\n: ping\nid: 2\ndata: 1}\n\n", "data: {\"a\":\r1}\n\n"},
+		{"joins with CR LF", "data: {\"a\":\r\ndata: 1}\r\n\r\n", "data: {\"a\":\r1}\r\n\r\n"},
+		{"joins with lone CR", "data: {\"a\":\rdata: 1}\r\r", "data: {\"a\":\r1}\n\n"},
+		{"joins an error event", "data: {\"error\":\ndata: {\"message\":\"m\"}}\n\n", "data: { \"error\":\r{\"message\":\"m\"}}\n\n"},
+		{"joins a long first line", "data: {\"a\":\"" + long + "\",\ndata: \"b\":1}\n\n", "data: {\"a\":\"" + long + "\",\r\"b\":1}\n\n"},
+		{"whole lines without blank lines", "data: {\"a\":1}\ndata: {\"b\":2}\ndata: [DONE]\n", "data: {\"a\":1}\ndata: {\"b\":2}\ndata: [DONE]\n"},
+		{"long whole line without blank line", "data: {\"a\":\"" + long + "\"}\ndata: {\"b\":2}\n", "data: {\"a\":\"" + long + "\"}\ndata: {\"b\":2}\n"},
+		{"event ends at EOF", "data: {\"a\":\ndata: 1}", "data: {\"a\":\r1}\n"},
+		{"other line ends the event", "data: {\"a\":\n<html>\n", "data: {\"a\":\n<html>\n"},
+		{"broken chunk stays broken", "data: {\"a\":\n\ndata: [DONE]\n\n", "data: {\"a\":\n\ndata: [DONE]\n\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, oneByte := range []bool{false, true} {
@@ -59,6 +72,60 @@ func TestSSEFilter(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The filter allocates nothing per line, whatever the lines end with and
+// however an event's data is split: its cost is one of each stream.
+func TestSSEFilterAllocatesPerStream(t *testing.T) {
+	const event = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\"}}]}\n\n"
+	for _, tc := range []struct{ name, event string }{
+		{"LF", event},
+		{"CR LF", strings.ReplaceAll(event, "\n", "\r\n")},
+		{"lone CR", strings.ReplaceAll(event, "\n", "\r")},
+		{"several data lines", strings.Replace(event, "[", "[\ndata: ", 1)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			allocs := func(events int) float64 {
+				body := []byte(strings.Repeat(tc.event, events))
+				r := bytes.NewReader(body)
+				lines := bufio.NewReaderSize(nil, 4096) // as go-openai reads
+				return testing.AllocsPerRun(20, func() {
+					r.Reset(body)
+					f := newSSEFilter(io.NopCloser(r))
+					lines.Reset(f)
+					for {
+						if _, err := lines.ReadSlice('\n'); err != nil {
+							break
+						}
+					}
+					f.Close()
+				})
+			}
+			// Allocations of other goroutines count too, and the race
+			// detector's sync.Pool drops some of what is put back: the
+			// allowance is far below one allocation for every event.
+			if few, many := allocs(10), allocs(1000); many > few+50 {
+				t.Errorf("%v allocations for 10 events, %v for 1000", few, many)
+			}
+		})
+	}
+}
+
+func TestWholeObject(t *testing.T) {
+	for in, want := range map[string]bool{
+		`{}`:                          true,
+		`{"a":[1,{"b":2}]} ` + "\r\n": true,
+		`{"a":"}]\"{"}`:               true,
+		`{"a":`:                       false,
+		`{"a":"}"`:                    false,
+		`{"a":[1,2}`:                  false,
+		`{"a":1} {`:                   false,
+		`{"a":"\`:                     false,
+	} {
+		if got := wholeObject([]byte(in)); got != want {
+			t.Errorf("wholeObject(%q) = %v, want %v", in, got, want)
+		}
 	}
 }
 
