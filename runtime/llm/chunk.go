@@ -26,6 +26,12 @@ type badAnswer struct{ reason, hint string }
 
 func (e *badAnswer) Error() string { return e.reason }
 
+// stoppedAnswer is an answer whose finish_reason says the server failed to
+// complete it, a failure another attempt may not meet.
+type stoppedAnswer struct{ reason string }
+
+func (e *stoppedAnswer) Error() string { return e.reason }
+
 // maxAnswer bounds what one call accumulates (content, reasoning, tool
 // names and arguments): far beyond any model's output limit, it stops a
 // server that streams without end from filling the memory before

@@ -294,11 +294,8 @@ func (c *Client) attempt(ctx context.Context, oreq openai.ChatCompletionRequest,
 		}
 	case acc.finish == "":
 		failure = unfinished(info, acc)
-	case acc.finish == "content_filter":
-		// What came is cut where the filter stopped it, or is what the
-		// filter let through: taken as an answer, it would stand as a
-		// session's result with nobody told why it is short.
-		failure = &badAnswer{reason: `the server's content filter stopped the answer (finish_reason "content_filter")`}
+	default:
+		failure = finishFailure(acc.finish)
 	}
 	if failure != nil {
 		if watchdog != nil {
@@ -339,6 +336,10 @@ func (c *Client) failure(ctx, actx context.Context, info *respInfo, err error, s
 	var bad *badAnswer
 	if errors.As(err, &bad) {
 		return &Error{Kind: BadResponse, Err: err, Message: c.clean(bad.reason), hint: bad.hint}
+	}
+	var stopped *stoppedAnswer
+	if errors.As(err, &stopped) {
+		return &Error{Kind: Server, Retryable: true, Err: err, Message: stopped.reason}
 	}
 	switch cause := context.Cause(actx); {
 	case errors.Is(cause, errIdleStall):
@@ -381,6 +382,37 @@ func (c *Client) failure(ctx, actx context.Context, info *respInfo, err error, s
 			Message: "connection lost mid-stream: " + c.clean(err.Error())}
 	}
 	return &Error{Kind: Network, Retryable: true, Err: err, Message: c.clean(err.Error())}
+}
+
+// finishFailure is the failure a finish_reason reports, nil when it ends
+// an answer that is whole. What came before a failure is cut where it
+// struck: taken as an answer, it would stand as a session's result with
+// nobody told why it is short.
+//
+// Servers send more reasons than OpenAI's ("eos" from Together, "eos_token"
+// and "stop_sequence" from text-generation-inference, "load" from Ollama,
+// "repetition" from vLLM), and a router passes on what its model's server
+// sent: a reason not known to report a failure ends an answer as "stop"
+// does, and is kept as it came.
+func finishFailure(reason string) error {
+	switch strings.ToLower(reason) {
+	case "content_filter":
+		return &badAnswer{reason: `the server's content filter stopped the answer (finish_reason "content_filter")`}
+	case "error":
+		// OpenRouter and other routers, when the model's server fails
+		// mid-answer, often with an error object that says why (read as
+		// an error event before this); vLLM, for an error it calls
+		// retryable.
+		return &stoppedAnswer{reason: `the server stopped the answer with an error (finish_reason "error")`}
+	case "abort":
+		// vLLM, for an answer it gave up on: its engine was paused or
+		// shut down, or the request was cancelled on its side.
+		return &stoppedAnswer{reason: `the server aborted the answer (finish_reason "abort")`}
+	case "insufficient_system_resource":
+		// DeepSeek, for an answer cut short when its servers ran short.
+		return &stoppedAnswer{reason: `the server ran out of resources for the answer (finish_reason "insufficient_system_resource")`}
+	}
+	return nil
 }
 
 // unfinished says why a response read to its end brought no finished

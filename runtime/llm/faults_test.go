@@ -962,3 +962,83 @@ func TestContentFilterStopsTheCall(t *testing.T) {
 		t.Errorf("error = %+v, requests = %d\n got %s\nwant %s", e, fs.requests.Load(), e.Error(), want)
 	}
 }
+
+// A finish_reason that says the server failed to complete the answer fails
+// the attempt with that reason, which reaches the user, and the call is
+// asked again: what came is cut where the failure struck. It was taken as a
+// complete answer. The other reasons servers send beside OpenAI's end an
+// answer as "stop" does, and are kept as they came.
+func TestFinishReasons(t *testing.T) {
+	for _, tc := range []struct{ reason, want string }{
+		{"error", `LLM server reported an error after 4 attempts: the server stopped the answer with an error (finish_reason "error")`},
+		{"ERROR", `LLM server reported an error after 4 attempts: the server stopped the answer with an error (finish_reason "error")`},
+		{"abort", `LLM server reported an error after 4 attempts: the server aborted the answer (finish_reason "abort")`},
+		{"insufficient_system_resource", `LLM server reported an error after 4 attempts: the server ran out of resources for the answer (finish_reason "insufficient_system_resource")`},
+		{"stop", ""},
+		{"eos", ""},
+		{"eos_token", ""},
+		{"stop_sequence", ""},
+		{"load", ""},
+		{"repetition", ""},
+		{"end_turn", ""},
+	} {
+		t.Run(tc.reason, func(t *testing.T) {
+			fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+				s := startSSE(w)
+				s.data(contentChunk("Here is how to"))
+				s.data(finishChunk(tc.reason))
+				s.done()
+			})
+			c, _ := newTestClient(fs)
+			resp, err := c.Stream(t.Context(), userRequest("x"), nil)
+			if tc.want == "" {
+				if err != nil || resp.Content != "Here is how to" || resp.FinishReason != tc.reason || resp.Attempts != 1 {
+					t.Fatalf("resp = %+v, err = %v", resp, err)
+				}
+				return
+			}
+			e := asError(t, err)
+			if e.Kind != Server || !e.Retryable || fs.requests.Load() != 4 || e.Error() != tc.want {
+				t.Errorf("error = %+v, requests = %d\n got %s\nwant %s", e, fs.requests.Load(), e.Error(), tc.want)
+			}
+		})
+	}
+}
+
+// A router whose model's server fails mid-answer ends the stream with
+// finish_reason "error", often in a chunk whose error object says why: the
+// error object's words are the reason. Another attempt that succeeds
+// replaces what the failed one showed.
+func TestErrorFinishRetried(t *testing.T) {
+	for _, tc := range []struct{ name, chunk, reason string }{
+		{"without an error object", `{"choices":[{"index":0,"delta":{"content":""},"finish_reason":"error"}]}`,
+			`the server stopped the answer with an error (finish_reason "error")`},
+		{"with an error object", `{"error":{"code":502,"message":"Provider disconnected unexpectedly"},"choices":[{"index":0,"delta":{"content":""},"finish_reason":"error"}]}`,
+			"Provider disconnected unexpectedly"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+				if n > 1 {
+					simpleAnswer(w)
+					return
+				}
+				s := startSSE(w)
+				s.data(contentChunk("so far "))
+				s.data(tc.chunk)
+				s.done()
+			})
+			var reasons []string
+			req := userRequest("x")
+			req.OnRetry = func(r Retry) { reasons = append(reasons, r.Reason) }
+			c, _ := newTestClient(fs)
+			var log deltaLog
+			resp := mustStream(t, c, req, log.add)
+			if resp.Content != "Hello, world" || resp.Attempts != 2 || log.String() != "so far |RESET|Hello, world" {
+				t.Errorf("content %q, attempts %d, deltas %q", resp.Content, resp.Attempts, log.String())
+			}
+			if len(reasons) != 1 || !strings.HasSuffix(reasons[0], ": "+tc.reason) {
+				t.Errorf("retried for %q, want the reason %q", reasons, tc.reason)
+			}
+		})
+	}
+}
