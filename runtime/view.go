@@ -28,12 +28,31 @@ var _ event.Controller = (*storedRun)(nil)
 
 // View opens a stored run read-only.
 func (e *Engine) View(ctx context.Context, runID string) (event.Controller, error) {
-	st := e.store
-	rec, err := st.Run(ctx, runID)
-	if err != nil {
+	v := &storedRun{e: e}
+	// Read in one transaction: a run that another process writes is shown
+	// as it was at one moment, and followed from that moment's last event.
+	// Read one by one, what was written between two reads was in the
+	// snapshot for some parts and in no part at all for others.
+	if err := e.store.Snapshot(ctx, func(ctx context.Context) error { return v.load(ctx, runID) }); err != nil {
 		return nil, err
 	}
-	v := &storedRun{e: e, id: rec.ID}
+	// A database read as a file that does not change (read-only to this
+	// user, and open in no process) shows no later writes, and reading it
+	// while a process writes it is unsafe: the run is shown as stored.
+	if !e.store.Immutable() {
+		go v.follow(ctx, v.snap.LastSeq)
+	}
+	return v, nil
+}
+
+// load reads the run's snapshot.
+func (v *storedRun) load(ctx context.Context, runID string) error {
+	st := v.e.store
+	rec, err := st.Run(ctx, runID)
+	if err != nil {
+		return err
+	}
+	v.id = rec.ID
 	snap := &v.snap
 	snap.Run = *runInfoOf(rec)
 	if live, known := RunIsLive(st.Path(), rec.ID); rec.Status == RunRunning && known && !live {
@@ -44,7 +63,7 @@ func (e *Engine) View(ctx context.Context, runID string) (event.Controller, erro
 	}
 	sessions, err := st.Sessions(ctx, rec.ID)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for _, s := range sessions {
 		var sc json.RawMessage
@@ -57,14 +76,14 @@ func (e *Engine) View(ctx context.Context, runID string) (event.Controller, erro
 	}
 	bcs, err := st.Broadcasts(ctx, rec.ID, 0, feedKeep)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for _, b := range bcs {
 		snap.Broadcasts = append(snap.Broadcasts, feedInfo(&b))
 	}
 	plans, err := st.Plans(ctx, rec.ID)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for _, s := range sessions {
 		tasks, ok := plans[s.ID]
@@ -79,7 +98,7 @@ func (e *Engine) View(ctx context.Context, runID string) (event.Controller, erro
 	}
 	dels, err := st.Delegations(ctx, rec.ID)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for i := range dels {
 		snap.Delegations = append(snap.Delegations, *delegationInfo(&dels[i]))
@@ -87,16 +106,14 @@ func (e *Engine) View(ctx context.Context, runID string) (event.Controller, erro
 	// Read, not asked of the writer: a database the user may only read
 	// has none.
 	if snap.LastSeq, err = st.LastSeq(ctx, rec.ID); err != nil {
-		return nil, err
+		return err
 	}
 	if snap.Run.Status == RunRunning && !rec.HumanSkipAll {
 		// The questions waiting for the person where the run runs: those
 		// opened before the snapshot are in no event the viewer will see.
-		// Read after LastSeq: a question opened or closed meanwhile is also
-		// in the events that follow, which the dashboard applies as no-ops.
 		questions, err := st.Questions(ctx, rec.ID)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		askers := map[string]*store.Session{}
 		for i := range sessions {
@@ -125,13 +142,7 @@ func (e *Engine) View(ctx context.Context, runID string) (event.Controller, erro
 			snap.Questions = append(snap.Questions, qi)
 		}
 	}
-	// A database read as a file that does not change (read-only to this
-	// user, and open in no process) shows no later writes, and reading it
-	// while a process writes it is unsafe: the run is shown as stored.
-	if !st.Immutable() {
-		go v.follow(ctx, snap.LastSeq)
-	}
-	return v, nil
+	return nil
 }
 
 // follow publishes what is logged for the run after the snapshot, so that

@@ -15,6 +15,43 @@ import (
 // ErrNotFound is returned for an unknown run.
 var ErrNotFound = errors.New("not found")
 
+// querier is what the reads of this file run on: the read pool, or the one
+// read transaction of a Snapshot.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+type snapshotKey struct{}
+
+type snapshot struct {
+	s  *Store
+	tx *sql.Tx
+}
+
+// Snapshot calls read with a context in which every read of the store sees
+// the database as it was at the first of them: they share one read
+// transaction. Reads of a run that another process is writing made one by
+// one could each see a later state than the last; what was written between
+// them would be in none, or in some and not others. read must not write.
+func (s *Store) Snapshot(ctx context.Context, read func(ctx context.Context) error) error {
+	tx, err := s.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	return read(context.WithValue(ctx, snapshotKey{}, snapshot{s, tx}))
+}
+
+// reader is the read transaction of the Snapshot that ctx is in, or else
+// the read pool.
+func (s *Store) reader(ctx context.Context) querier {
+	if snap, ok := ctx.Value(snapshotKey{}).(snapshot); ok && snap.s == s {
+		return snap.tx
+	}
+	return s.read
+}
+
 const runCols = `id, goal, status, provider, model, scripted, workspace, result, error, prompt_tokens, completion_tokens, total_tokens,
 	human_skip_all, created_at, updated_at, ended_at, base_url, pauses`
 
@@ -41,7 +78,7 @@ func (s *Store) Runs(ctx context.Context, limit int) ([]Run, error) {
 	if limit <= 0 {
 		limit = 1 << 30
 	}
-	rows, err := s.read.QueryContext(ctx, `SELECT `+runCols+` FROM runs ORDER BY created_at DESC, id DESC LIMIT ?`, limit)
+	rows, err := s.reader(ctx).QueryContext(ctx, `SELECT `+runCols+` FROM runs ORDER BY created_at DESC, id DESC LIMIT ?`, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -68,7 +105,7 @@ func (s *Store) LastWrite(ctx context.Context, runID string) (time.Time, error) 
 		}
 	}
 	var v string
-	err := s.read.QueryRowContext(ctx, `SELECT updated_at FROM runs WHERE id = ?`, runID).Scan(&v)
+	err := s.reader(ctx).QueryRowContext(ctx, `SELECT updated_at FROM runs WHERE id = ?`, runID).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
 		return time.Time{}, fmt.Errorf("run %s: %w", runID, ErrNotFound)
 	}
@@ -76,7 +113,7 @@ func (s *Store) LastWrite(ctx context.Context, runID string) (time.Time, error) 
 		return time.Time{}, err
 	}
 	later(v)
-	err = s.read.QueryRowContext(ctx, `SELECT created_at FROM messages WHERE run_id = ? ORDER BY id DESC LIMIT 1`, runID).Scan(&v)
+	err = s.reader(ctx).QueryRowContext(ctx, `SELECT created_at FROM messages WHERE run_id = ? ORDER BY id DESC LIMIT 1`, runID).Scan(&v)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return time.Time{}, err
 	}
@@ -84,7 +121,7 @@ func (s *Store) LastWrite(ctx context.Context, runID string) (time.Time, error) 
 		later(v)
 	}
 	// Times are stored without trailing zeros, so their text does not sort.
-	rows, err := s.read.QueryContext(ctx, `SELECT updated_at FROM sessions WHERE run_id = ?`, runID)
+	rows, err := s.reader(ctx).QueryContext(ctx, `SELECT updated_at FROM sessions WHERE run_id = ?`, runID)
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -100,14 +137,14 @@ func (s *Store) LastWrite(ctx context.Context, runID string) (time.Time, error) 
 
 // Run loads one run. An id prefix is accepted when it is unambiguous.
 func (s *Store) Run(ctx context.Context, id string) (*Run, error) {
-	r, err := scanRun(s.read.QueryRowContext(ctx, `SELECT `+runCols+` FROM runs WHERE id = ?`, id))
+	r, err := scanRun(s.reader(ctx).QueryRowContext(ctx, `SELECT `+runCols+` FROM runs WHERE id = ?`, id))
 	if err == nil {
 		return r, nil
 	}
 	if !errors.Is(err, sql.ErrNoRows) {
 		return nil, err
 	}
-	rows, err := s.read.QueryContext(ctx, `SELECT `+runCols+` FROM runs WHERE id LIKE ? ESCAPE '\' LIMIT 2`, likePrefix(id))
+	rows, err := s.reader(ctx).QueryContext(ctx, `SELECT `+runCols+` FROM runs WHERE id LIKE ? ESCAPE '\' LIMIT 2`, likePrefix(id))
 	if err != nil {
 		return nil, err
 	}
@@ -132,7 +169,7 @@ func (s *Store) Run(ctx context.Context, id string) (*Run, error) {
 
 // LatestRun loads the newest run.
 func (s *Store) LatestRun(ctx context.Context) (*Run, error) {
-	r, err := scanRun(s.read.QueryRowContext(ctx, `SELECT `+runCols+` FROM runs ORDER BY created_at DESC, id DESC LIMIT 1`))
+	r, err := scanRun(s.reader(ctx).QueryRowContext(ctx, `SELECT `+runCols+` FROM runs ORDER BY created_at DESC, id DESC LIMIT 1`))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFoundf("no runs stored in %s yet: start one with `swarmdeck \"your goal\"`", s.path)
 	}
@@ -154,7 +191,7 @@ func likePrefix(p string) string {
 
 // Sessions loads every session of a run, parents before children.
 func (s *Store) Sessions(ctx context.Context, runID string) ([]Session, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT run_id, id, parent_id, agent, label, title, task, kind, status, reason, depth,
+	rows, err := s.reader(ctx).QueryContext(ctx, `SELECT run_id, id, parent_id, agent, label, title, task, kind, status, reason, depth,
 		shared_context, wait_on, refs, result, error, prompt_tokens, completion_tokens, total_tokens, turns, completions,
 		spawn_call, delegation_id, last_tool, created_at, updated_at, ended_at
 		FROM sessions WHERE run_id = ? ORDER BY depth, created_at, id`, runID)
@@ -203,7 +240,7 @@ func (s *Store) addStoredTotals(ctx context.Context, runID string, sessions []Se
 		}
 		return t
 	}
-	rows, err := s.read.QueryContext(ctx, `SELECT session_id, COUNT(*), COALESCE(SUM(prompt_tokens), 0), COALESCE(SUM(completion_tokens), 0)
+	rows, err := s.reader(ctx).QueryContext(ctx, `SELECT session_id, COUNT(*), COALESCE(SUM(prompt_tokens), 0), COALESCE(SUM(completion_tokens), 0)
 		FROM messages WHERE run_id = ? AND role = 'assistant' GROUP BY session_id`, runID)
 	if err != nil {
 		return err
@@ -222,7 +259,7 @@ func (s *Store) addStoredTotals(ctx context.Context, runID string, sessions []Se
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	rows, err = s.read.QueryContext(ctx, `SELECT responder, COALESCE(SUM(prompt_tokens), 0), COALESCE(SUM(completion_tokens), 0)
+	rows, err = s.reader(ctx).QueryContext(ctx, `SELECT responder, COALESCE(SUM(prompt_tokens), 0), COALESCE(SUM(completion_tokens), 0)
 		FROM question_responses WHERE run_id = ? GROUP BY responder`, runID)
 	if err != nil {
 		return err
@@ -242,7 +279,7 @@ func (s *Store) addStoredTotals(ctx context.Context, runID string, sessions []Se
 	}
 	// The last tool a session called: its last assistant message that
 	// called any.
-	rows, err = s.read.QueryContext(ctx, `SELECT session_id, idx, tool_calls FROM messages
+	rows, err = s.reader(ctx).QueryContext(ctx, `SELECT session_id, idx, tool_calls FROM messages
 		WHERE run_id = ? AND role = 'assistant' AND tool_calls <> ''`, runID)
 	if err != nil {
 		return err
@@ -320,7 +357,7 @@ func (s *Store) Messages(ctx context.Context, runID, sessionID string, from, lim
 	if limit <= 0 {
 		limit = 1 << 30
 	}
-	rows, err := s.read.QueryContext(ctx, `SELECT `+msgCols+msgFrom+`WHERE m.run_id = ? AND m.session_id = ? AND m.idx >= ? ORDER BY m.idx LIMIT ?`,
+	rows, err := s.reader(ctx).QueryContext(ctx, `SELECT `+msgCols+msgFrom+`WHERE m.run_id = ? AND m.session_id = ? AND m.idx >= ? ORDER BY m.idx LIMIT ?`,
 		runID, sessionID, from, limit)
 	if err != nil {
 		return nil, err
@@ -330,7 +367,7 @@ func (s *Store) Messages(ctx context.Context, runID, sessionID string, from, lim
 
 // AllMessages loads every message of a run, grouped by session, in order.
 func (s *Store) AllMessages(ctx context.Context, runID string) (map[string][]Message, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT `+msgCols+msgFrom+`WHERE m.run_id = ? ORDER BY m.session_id, m.idx`, runID)
+	rows, err := s.reader(ctx).QueryContext(ctx, `SELECT `+msgCols+msgFrom+`WHERE m.run_id = ? ORDER BY m.session_id, m.idx`, runID)
 	if err != nil {
 		return nil, err
 	}
@@ -348,7 +385,7 @@ func (s *Store) AllMessages(ctx context.Context, runID string) (map[string][]Mes
 // PendingInbox loads the items not yet delivered, oldest first: neither
 // carried by a message nor consumed by a tool call.
 func (s *Store) PendingInbox(ctx context.Context, runID string) ([]InboxItem, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT i.id, i.run_id, i.session_id, i.key, i.kind, i.waking, COALESCE(c.content, i.content), i.source,
+	rows, err := s.reader(ctx).QueryContext(ctx, `SELECT i.id, i.run_id, i.session_id, i.key, i.kind, i.waking, COALESCE(c.content, i.content), i.source,
 		i.from_session, i.created_at
 		FROM inbox i LEFT JOIN shared_contents c ON i.content_ref <> 0 AND c.id = i.content_ref
 		WHERE i.run_id = ? AND i.delivered_at = ''
@@ -384,7 +421,7 @@ type Effect struct {
 
 // Effects loads every recorded tool-call effect of a run.
 func (s *Store) Effects(ctx context.Context, runID string) ([]Effect, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT session_id, call_id, n, kind, result FROM call_effects WHERE run_id = ? ORDER BY session_id, call_id, n`, runID)
+	rows, err := s.reader(ctx).QueryContext(ctx, `SELECT session_id, call_id, n, kind, result FROM call_effects WHERE run_id = ? ORDER BY session_id, call_id, n`, runID)
 	if err != nil {
 		return nil, err
 	}
@@ -434,7 +471,7 @@ func (s *Store) Broadcasts(ctx context.Context, runID string, beforeSeq int64, l
 	if beforeSeq <= 0 {
 		beforeSeq = 1 << 62
 	}
-	rows, err := s.read.QueryContext(ctx, `SELECT `+broadcastCols+` FROM broadcasts WHERE run_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?`, runID, beforeSeq, limit)
+	rows, err := s.reader(ctx).QueryContext(ctx, `SELECT `+broadcastCols+` FROM broadcasts WHERE run_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?`, runID, beforeSeq, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -459,7 +496,7 @@ func (s *Store) Broadcasts(ctx context.Context, runID string, beforeSeq int64, l
 
 // Plans loads every plan of a run by session id, tasks in order.
 func (s *Store) Plans(ctx context.Context, runID string) (map[string][]PlanTask, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT session_id, id, pos, description, status, depends_on, note, created_at, completed_at
+	rows, err := s.reader(ctx).QueryContext(ctx, `SELECT session_id, id, pos, description, status, depends_on, note, created_at, completed_at
 		FROM plan_tasks WHERE run_id = ? ORDER BY session_id, pos`, runID)
 	if err != nil {
 		return nil, err
@@ -481,7 +518,7 @@ func (s *Store) Plans(ctx context.Context, runID string) (map[string][]PlanTask,
 
 // Delegations loads every delegation of a run, oldest first.
 func (s *Store) Delegations(ctx context.Context, runID string) ([]Delegation, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT run_id, id, parent_session, session_id, plan_task_id, description, status, depth, custom_config,
+	rows, err := s.reader(ctx).QueryContext(ctx, `SELECT run_id, id, parent_session, session_id, plan_task_id, description, status, depth, custom_config,
 		result, error, created_at, started_at, ended_at FROM delegations WHERE run_id = ? ORDER BY created_at, id`, runID)
 	if err != nil {
 		return nil, err
@@ -504,7 +541,7 @@ func (s *Store) Delegations(ctx context.Context, runID string) ([]Delegation, er
 
 // Questions loads every question of a run with its responses, oldest first.
 func (s *Store) Questions(ctx context.Context, runID string) ([]Question, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT run_id, id, from_session, kind, question, allow_human, options, multi_select, recipients,
+	rows, err := s.reader(ctx).QueryContext(ctx, `SELECT run_id, id, from_session, kind, question, allow_human, options, multi_select, recipients,
 		status, human_responded, human_skipped, timed_out, created_at, deadline, closed_at FROM questions WHERE run_id = ? ORDER BY created_at, id`, runID)
 	if err != nil {
 		return nil, err
@@ -534,7 +571,7 @@ func (s *Store) Questions(ctx context.Context, runID string) ([]Question, error)
 	for i, q := range out {
 		idx[q.ID] = i
 	}
-	rrows, err := s.read.QueryContext(ctx, `SELECT question_id, responder, name, content, created_at, prompt_tokens, completion_tokens FROM question_responses WHERE run_id = ? ORDER BY created_at`, runID)
+	rrows, err := s.reader(ctx).QueryContext(ctx, `SELECT question_id, responder, name, content, created_at, prompt_tokens, completion_tokens FROM question_responses WHERE run_id = ? ORDER BY created_at`, runID)
 	if err != nil {
 		return nil, err
 	}
@@ -557,7 +594,7 @@ func (s *Store) Questions(ctx context.Context, runID string) ([]Question, error)
 // RememberedAnswer returns an earlier human answer to the same question.
 func (s *Store) RememberedAnswer(ctx context.Context, key string) (string, bool) {
 	var a string
-	if err := s.read.QueryRowContext(ctx, `SELECT answer FROM human_answers WHERE question_key = ?`, key).Scan(&a); err != nil {
+	if err := s.reader(ctx).QueryRowContext(ctx, `SELECT answer FROM human_answers WHERE question_key = ?`, key).Scan(&a); err != nil {
 		return "", false
 	}
 	return a, true
@@ -566,14 +603,14 @@ func (s *Store) RememberedAnswer(ctx context.Context, key string) (string, bool)
 // MessageCount counts stored messages of a run.
 func (s *Store) MessageCount(ctx context.Context, runID string) (int, error) {
 	var n int
-	err := s.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM messages WHERE run_id = ?`, runID).Scan(&n)
+	err := s.reader(ctx).QueryRowContext(ctx, `SELECT COUNT(*) FROM messages WHERE run_id = ?`, runID).Scan(&n)
 	return n, err
 }
 
 // EventCount counts logged events of a run.
 func (s *Store) EventCount(ctx context.Context, runID string) (int, error) {
 	var n int
-	err := s.read.QueryRowContext(ctx, `SELECT COALESCE(SUM(last_seq - seq + 1), 0) FROM events WHERE run_id = ?`, runID).Scan(&n)
+	err := s.reader(ctx).QueryRowContext(ctx, `SELECT COALESCE(SUM(last_seq - seq + 1), 0) FROM events WHERE run_id = ?`, runID).Scan(&n)
 	return n, err
 }
 
@@ -601,7 +638,7 @@ func (s *Store) ReadBroadcasts(ctx context.Context, runID string, sessions []str
 		args = append(args, category)
 	}
 	q += ` ORDER BY seq DESC`
-	rows, err := s.read.QueryContext(ctx, q, args...)
+	rows, err := s.reader(ctx).QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -625,7 +662,7 @@ func (s *Store) ReadBroadcasts(ctx context.Context, runID string, sessions []str
 // BroadcastSeq finds the sequence number of a broadcast by id.
 func (s *Store) BroadcastSeq(ctx context.Context, runID, id string) (int64, error) {
 	var seq int64
-	err := s.read.QueryRowContext(ctx, `SELECT seq FROM broadcasts WHERE run_id = ? AND id = ?`, runID, id).Scan(&seq)
+	err := s.reader(ctx).QueryRowContext(ctx, `SELECT seq FROM broadcasts WHERE run_id = ? AND id = ?`, runID, id).Scan(&seq)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, fmt.Errorf("no broadcast %q in run %s", id, runID)
 	}
@@ -635,7 +672,7 @@ func (s *Store) BroadcastSeq(ctx context.Context, runID, id string) (int64, erro
 // RunExists reports whether a run with exactly this id is stored.
 func (s *Store) RunExists(ctx context.Context, id string) (bool, error) {
 	var one int
-	err := s.read.QueryRowContext(ctx, runExistsQuery, id).Scan(&one)
+	err := s.reader(ctx).QueryRowContext(ctx, runExistsQuery, id).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}
@@ -648,7 +685,7 @@ const runExistsQuery = `SELECT 1 FROM runs WHERE id = ?`
 // stored: Tx.LastSeq, for a reader, which has no writer to ask.
 func (s *Store) LastSeq(ctx context.Context, runID string) (int64, error) {
 	var seq sql.NullInt64
-	err := s.read.QueryRowContext(ctx, lastSeqSQL, runID).Scan(&seq)
+	err := s.reader(ctx).QueryRowContext(ctx, lastSeqSQL, runID).Scan(&seq)
 	return seq.Int64, err
 }
 
@@ -658,7 +695,7 @@ func (s *Store) LastSeq(ctx context.Context, runID string) (int64, error) {
 func (s *Store) EventsAfter(ctx context.Context, runID string, after int64) ([]event.Event, error) {
 	// Events are logged in groups of consecutive sequences; the first group
 	// read is the one holding after+1.
-	rows, err := s.read.QueryContext(ctx, `SELECT data FROM events WHERE run_id = ?1 AND seq >= COALESCE(
+	rows, err := s.reader(ctx).QueryContext(ctx, `SELECT data FROM events WHERE run_id = ?1 AND seq >= COALESCE(
 		(SELECT MAX(seq) FROM events WHERE run_id = ?1 AND seq <= ?2 + 1), 0) ORDER BY seq`, runID, after)
 	if err != nil {
 		return nil, err

@@ -166,3 +166,49 @@ func TestOpenReadOnlyRefusals(t *testing.T) {
 		t.Errorf("an older schema: %v", err)
 	}
 }
+
+// The reads of a Snapshot see the database as at the first of them, while
+// the writer goes on; reads outside it see the writes.
+func TestSnapshotReadsOneMoment(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(filepath.Join(t.TempDir(), "t.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	write := func(id string) {
+		t.Helper()
+		if err := s.Do(ctx, func(tx *Tx) error {
+			if err := tx.InsertRun(&Run{ID: id, Goal: "g", Status: "running", CreatedAt: time.Now()}); err != nil {
+				return err
+			}
+			_, err := tx.Emit(event.Event{Type: event.RunStarted, RunID: "r-1"})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("r-1")
+	err = s.Snapshot(ctx, func(ctx context.Context) error {
+		if seq, err := s.LastSeq(ctx, "r-1"); err != nil || seq != 1 {
+			t.Errorf("first read: last event %d, %v; want 1", seq, err)
+		}
+		write("r-2") // committed by the writer while the snapshot is open
+		if seq, err := s.LastSeq(ctx, "r-1"); err != nil || seq != 1 {
+			t.Errorf("a read after a commit: last event %d, %v; want 1 as at the first read", seq, err)
+		}
+		if _, err := s.Run(ctx, "r-2"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("a run written after the first read: %v; want not found", err)
+		}
+		if seq, err := s.LastSeq(context.Background(), "r-1"); err != nil || seq != 2 {
+			t.Errorf("a read outside the snapshot: last event %d, %v; want 2", seq, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Run(ctx, "r-2"); err != nil {
+		t.Errorf("after the snapshot: %v", err)
+	}
+}
