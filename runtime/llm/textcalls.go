@@ -101,6 +101,9 @@ func parseTextCall(body string) (ToolCall, bool) {
 		if json.Unmarshal(args, &text) != nil {
 			return ToolCall{}, false
 		}
+		if strings.TrimSpace(text) == "" {
+			text = "{}" // "arguments": "" is a call without any
+		}
 	default:
 		var b bytes.Buffer
 		if json.Compact(&b, args) != nil {
