@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -394,4 +395,39 @@ func TestBackoffCapped(t *testing.T) {
 	if d := New(Config{}).backoff(30, &Error{}); d < 15*time.Second || d > 30*time.Second {
 		t.Errorf("backoff(30) = %v, want capped at 30s with jitter", d)
 	}
+}
+
+var crBeforeLF = regexp.MustCompile("\r+\n")
+
+// chunkReader hands on at most n bytes a read.
+type chunkReader struct {
+	r io.Reader
+	n int
+}
+
+func (c chunkReader) Read(p []byte) (int, error) { return c.r.Read(p[:min(len(p), c.n)]) }
+
+// What the filter hands on does not depend on how the body came in reads
+// (but for CRs before a LF: a CR LF split between two reads loses its CR,
+// where a joined line may have put a CR of its own), and it always comes
+// to an end.
+func FuzzSSEFilter(f *testing.F) {
+	f.Add("data: {\"a\":1}\n\ndata: [DONE]\n\n", uint8(1))
+	f.Add(": ping\r\ndata: {\"a\":\r\ndata: 1}\r\n\r\n", uint8(3))
+	f.Add("data: {\"error\":\ndata: {\"message\":\"m\"}}\n\n", uint8(7))
+	f.Add("data: {\"a\":\rdata: 1}\r\r<html>\n", uint8(2))
+	f.Add("data: {\"a\":\"}\"\ndata: {\"b\":2}\n", uint8(5))
+	f.Fuzz(func(t *testing.T, body string, chunk uint8) {
+		read := func(r io.Reader) (string, bool) {
+			sf := newSSEFilter(io.NopCloser(r))
+			defer sf.Close()
+			out, err := io.ReadAll(sf)
+			return crBeforeLF.ReplaceAllString(string(out), "\n"), err != nil
+		}
+		whole, wholeErr := read(strings.NewReader(body))
+		inReads, readsErr := read(chunkReader{strings.NewReader(body), int(chunk%16) + 1})
+		if whole != inReads || wholeErr != readsErr {
+			t.Fatalf("body %q: at once %q (failed %v), in reads of %d %q (failed %v)", body, whole, wholeErr, chunk%16+1, inReads, readsErr)
+		}
+	})
 }
