@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/swarmdeck/swarmdeck/runtime"
 	"github.com/swarmdeck/swarmdeck/runtime/store"
 	"github.com/swarmdeck/swarmdeck/tui"
 )
@@ -327,23 +328,32 @@ func TestResumeCommandAfterAResume(t *testing.T) {
 	}
 }
 
-// Closing the dashboard on a run still going stops it resumable and exits
-// 1 with the command that continues it; only a completed run exits 0.
-func TestDashboardEndSaysHowTheRunEnded(t *testing.T) {
-	dir := cliEnv(t)
-	db := filepath.Join(dir, "d.db")
+// startSlowRun starts a run of goal in db on the scripted model, whose
+// first reply takes an hour: the run is still going while the test looks
+// at it. Its engine is closed when the test ends; the test interrupts it.
+func startSlowRun(t *testing.T, db, goal string) (*commonFlags, *runtime.Run) {
+	t.Helper()
 	cf := &commonFlags{db: db, provider: "scripted", scriptedLatency: time.Hour, latencySet: true}
 	eng, closeEng, err := newEngine(context.Background(), cf, forNewRun, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer closeEng()
-	run, err := eng.Start(context.Background(), "a goal that takes an hour")
+	t.Cleanup(closeEng)
+	run, err := eng.Start(context.Background(), goal)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cf, run
+}
+
+// Closing the dashboard on a run still going stops it resumable and exits
+// 1 with the command that continues it; only a completed run exits 0.
+func TestDashboardEndSaysHowTheRunEnded(t *testing.T) {
+	dir := cliEnv(t)
+	db := filepath.Join(dir, "d.db")
+	cf, run := startSlowRun(t, db, "a goal that takes an hour")
 	var out bytes.Buffer
-	err = cf.dashboardEnd(run, &out)
+	err := cf.dashboardEnd(run, &out)
 	var ee *exitError
 	if !errors.As(err, &ee) || ee.code != 1 {
 		t.Fatalf("closing on a running run: %v, want exit status 1", err)
@@ -459,16 +469,7 @@ func TestRunsTellsADeadRunFromALiveOne(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cf := &commonFlags{db: db, provider: "scripted", scriptedLatency: time.Hour, latencySet: true}
-	eng, closeEng, err := newEngine(context.Background(), cf, forNewRun, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeEng()
-	live, err := eng.Start(context.Background(), "still going")
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, live := startSlowRun(t, db, "still going")
 	defer live.Interrupt()
 	var out, errOut bytes.Buffer
 	if code := run([]string{"runs", "--db", db}, strings.NewReader(""), &out, &errOut); code != 0 {

@@ -57,15 +57,7 @@ func TestRunsAndExportReadADatabaseTheUserMayOnlyRead(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	t.Cleanup(func() {
-		filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-			if err == nil && d.IsDir() {
-				os.Chmod(p, 0o755)
-			}
-			return nil
-		})
-		os.RemoveAll(dir)
-	})
+	removeReadOnly(t, dir)
 	env := append(os.Environ(), "OPENAI_API_KEY=", "HOME="+dir, "XDG_CONFIG_HOME="+dir, "XDG_DATA_HOME="+dir, "XDG_STATE_HOME="+dir)
 	for _, name := range []string{"shared", "closed"} {
 		sub := filepath.Join(dir, name)
@@ -148,15 +140,7 @@ func TestViewReadsADatabaseTheUserMayOnlyRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		filepath.WalkDir(shared, func(p string, d os.DirEntry, err error) error {
-			if err == nil && d.IsDir() {
-				os.Chmod(p, 0o755)
-			}
-			return nil
-		})
-		os.RemoveAll(shared)
-	})
+	removeReadOnly(t, shared)
 	if err := os.Chmod(shared, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -263,16 +247,7 @@ func TestViewReadsADatabaseTheUserMayOnlyRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	db = filepath.Join(live, "x.db")
-	cf := &commonFlags{db: db, provider: "scripted", scriptedLatency: time.Hour, latencySet: true}
-	eng, closeEng, err := newEngine(context.Background(), cf, forNewRun, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeEng()
-	run, err := eng.Start(context.Background(), "a goal that takes an hour")
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, run := startSlowRun(t, db, "a goal that takes an hour")
 	defer run.Interrupt()
 	if err := os.Chmod(db, 0o444); err != nil {
 		t.Fatal(err)
@@ -333,4 +308,18 @@ func TestViewHelperProcess(t *testing.T) {
 			return
 		}
 	}
+}
+
+// removeReadOnly removes dir when the test ends, its directories made
+// writable first: t.TempDir's own clean-up fails on one made read-only.
+func removeReadOnly(t *testing.T, dir string) {
+	t.Cleanup(func() {
+		filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				os.Chmod(p, 0o755)
+			}
+			return nil
+		})
+		os.RemoveAll(dir)
+	})
 }

@@ -236,37 +236,43 @@ func TestKeepAliveCommentsIgnored(t *testing.T) {
 func TestLineEndings(t *testing.T) {
 	for _, tc := range []struct{ name, eol string }{{"LF", "\n"}, {"CR LF", "\r\n"}, {"CR", "\r"}} {
 		t.Run(tc.name, func(t *testing.T) {
-			shown := make(chan struct{})
-			var heldBack atomic.Bool
-			fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
-				s := startSSE(w)
-				event := func(v obj) {
-					b, _ := json.Marshal(v)
-					s.raw(": keep-alive" + tc.eol + "data: " + string(b) + tc.eol + tc.eol)
-				}
-				event(contentChunk("Hello, "))
-				// The rest comes once the first piece was shown, as a
-				// model that writes slowly sends it.
-				select {
-				case <-shown:
-				case <-time.After(5 * time.Second):
-					heldBack.Store(true)
-				case <-r.Context().Done():
-				}
-				event(contentChunk("world"))
-				event(finishChunk("stop"))
-				s.raw("data: [DONE]" + tc.eol + tc.eol)
-			})
-			c, _ := newTestClient(fs)
-			var once sync.Once
-			resp := mustStream(t, c, userRequest("x"), func(Delta) { once.Do(func() { close(shown) }) })
-			if resp.Content != "Hello, world" || resp.FinishReason != "stop" || resp.Attempts != 1 {
-				t.Errorf("content %q, finish %q, attempts %d", resp.Content, resp.FinishReason, resp.Attempts)
-			}
-			if heldBack.Load() {
-				t.Error("the first chunk was held back until the server sent more")
-			}
+			checkReadAsItComes(t, func(s sse, v obj) {
+				b, _ := json.Marshal(v)
+				s.raw(": keep-alive" + tc.eol + "data: " + string(b) + tc.eol + tc.eol)
+			}, "data: [DONE]"+tc.eol+tc.eol)
 		})
+	}
+}
+
+// checkReadAsItComes serves "Hello, " and then, once the client has shown
+// it, as a model that writes slowly sends the rest, "world" and the end:
+// each chunk as send writes it, and last the line end. The answer must be
+// read whole, and its first piece shown without waiting for more.
+func checkReadAsItComes(t *testing.T, send func(s sse, v obj), end string) {
+	t.Helper()
+	shown := make(chan struct{})
+	var heldBack atomic.Bool
+	fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		s := startSSE(w)
+		send(s, contentChunk("Hello, "))
+		select {
+		case <-shown:
+		case <-time.After(5 * time.Second):
+			heldBack.Store(true)
+		case <-r.Context().Done():
+		}
+		send(s, contentChunk("world"))
+		send(s, finishChunk("stop"))
+		s.raw(end)
+	})
+	c, _ := newTestClient(fs)
+	var once sync.Once
+	resp := mustStream(t, c, userRequest("x"), func(Delta) { once.Do(func() { close(shown) }) })
+	if resp.Content != "Hello, world" || resp.FinishReason != "stop" || resp.Attempts != 1 {
+		t.Errorf("content %q, finish %q, attempts %d", resp.Content, resp.FinishReason, resp.Attempts)
+	}
+	if heldBack.Load() {
+		t.Error("the first chunk was held back until the server sent more")
 	}
 }
 
@@ -308,34 +314,10 @@ func TestDataOverSeveralLines(t *testing.T) {
 		wantToolCalls(t, resp.ToolCalls, ToolCall{ID: "call_1", Name: "read_file", Arguments: `{"path": "a"}`})
 	})
 	t.Run("no blank lines between events", func(t *testing.T) {
-		shown := make(chan struct{})
-		var heldBack atomic.Bool
-		fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
-			s := startSSE(w)
-			line := func(v obj) {
-				b, _ := json.Marshal(v)
-				s.raw("data: " + string(b) + "\n")
-			}
-			line(contentChunk("Hello, "))
-			select {
-			case <-shown:
-			case <-time.After(5 * time.Second):
-				heldBack.Store(true)
-			case <-r.Context().Done():
-			}
-			line(contentChunk("world"))
-			line(finishChunk("stop"))
-			s.raw("data: [DONE]\n")
-		})
-		c, _ := newTestClient(fs)
-		var once sync.Once
-		resp := mustStream(t, c, userRequest("x"), func(Delta) { once.Do(func() { close(shown) }) })
-		if resp.Content != "Hello, world" || resp.FinishReason != "stop" || resp.Attempts != 1 {
-			t.Errorf("content %q, finish %q, attempts %d", resp.Content, resp.FinishReason, resp.Attempts)
-		}
-		if heldBack.Load() {
-			t.Error("the first chunk was held back until the server sent more")
-		}
+		checkReadAsItComes(t, func(s sse, v obj) {
+			b, _ := json.Marshal(v)
+			s.raw("data: " + string(b) + "\n")
+		}, "data: [DONE]\n")
 	})
 }
 
