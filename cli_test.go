@@ -109,6 +109,7 @@ func TestCLIRefusesMistakes(t *testing.T) {
 		{[]string{"run", "--db", fresh, "a goal"}, 2, "the dashboard needs a terminal", ""},
 		{[]string{"--db", fresh, "a goal"}, 2, "run --headless GOAL", ""},
 		{[]string{"view", "--db", stored, "r-000001"}, 2, "the dashboard needs a terminal, and there is none here: to read run r-000001 without one, use `swarmdeck --db " + stored + " export r-000001`", ""},
+		{[]string{"view", "--db", stored}, 2, "the dashboard needs a terminal, and there is none here: to read the latest run without one, use `swarmdeck --db " + stored + " export`", ""},
 		// A wrong count of arguments names the command and its usage.
 		{[]string{"resume", "--db", fresh}, 2, "resume: accepts 1 arg(s), received 0 (usage: swarmdeck resume [--headless] RUN_ID)", ""},
 		{[]string{"run", "--headless", "--db", fresh}, 2, "(usage: swarmdeck run [--headless] [--json] [--control -] GOAL)", ""},

@@ -743,15 +743,19 @@ func (cf *commonFlags) keepRunProvider(ctx context.Context, id string) error {
 
 func viewCmd(cf *commonFlags, stdout io.Writer) *cobra.Command {
 	return &cobra.Command{
-		Use:               "view RUN_ID",
-		Short:             "Open a run read-only in the dashboard (follows a run another process is running)",
-		Args:              cobra.ExactArgs(1),
+		Use:               "view [RUN_ID]",
+		Short:             "Open a run read-only in the dashboard (default: the latest; follows a run another process is running)",
+		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: completeRunIDs(cf, nil),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if _, _, err := storedDB(cf); err != nil {
 				return notFound(err)
 			}
-			return dashboard(cmd.Context(), cf, "", args[0], true, stdout)
+			id := ""
+			if len(args) == 1 {
+				id = args[0]
+			}
+			return dashboard(cmd.Context(), cf, "", id, true, stdout)
 		},
 	}
 }
@@ -1065,6 +1069,9 @@ func dashboard(ctx context.Context, cf *commonFlags, goal, runID string, readOnl
 		if readOnly && errors.Is(err, tui.ErrNoTerminal) {
 			// Headless runs are no help to someone who wants to read a run.
 			err = fmt.Errorf("the dashboard needs a terminal, and there is none here: to read run %s without one, use `swarmdeck export %s`", runID, runID)
+			if runID == "" {
+				err = errors.New("the dashboard needs a terminal, and there is none here: to read the latest run without one, use `swarmdeck export`")
+			}
 		}
 		return usageErr(err)
 	}

@@ -673,9 +673,12 @@ func TestViewFollowsARunRunningElsewhere(t *testing.T) {
 	defer cancel()
 	sub := e2.Bus().Subscribe(4096)
 	defer sub.Close()
-	v, err := e2.View(ctx, run.ID())
+	v, err := e2.View(ctx, "") // the latest run, as `swarmdeck view` without an id
 	if err != nil {
 		t.Fatal(err)
+	}
+	if id := v.Snapshot().Run.ID; id != run.ID() {
+		t.Fatalf("the latest run is viewed as %s, want %s", id, run.ID())
 	}
 	if st := v.Snapshot().Run.Status; st != RunRunning {
 		t.Fatalf("a run another engine runs is viewed as %s", st)

@@ -26,7 +26,8 @@ type storedRun struct {
 
 var _ event.Controller = (*storedRun)(nil)
 
-// View opens a stored run read-only.
+// View opens a stored run read-only: runID, or the latest run when it is
+// "".
 func (e *Engine) View(ctx context.Context, runID string) (event.Controller, error) {
 	v := &storedRun{e: e}
 	// Read in one transaction: a run that another process writes is shown
@@ -48,7 +49,13 @@ func (e *Engine) View(ctx context.Context, runID string) (event.Controller, erro
 // load reads the run's snapshot.
 func (v *storedRun) load(ctx context.Context, runID string) error {
 	st := v.e.store
-	rec, err := st.Run(ctx, runID)
+	var rec *store.Run
+	var err error
+	if runID == "" {
+		rec, err = st.LatestRun(ctx)
+	} else {
+		rec, err = st.Run(ctx, runID)
+	}
 	if err != nil {
 		return err
 	}
