@@ -1103,7 +1103,10 @@ func dashboard(ctx context.Context, cf *commonFlags, goal, runID string, readOnl
 		if eng.Store().Immutable() && status != runtime.RunCompleted && status != runtime.RunFailed && status != runtime.RunCancelled {
 			// The run could still be resumed, by someone who may write
 			// the database; this view would not show it.
-			notices <- tui.Notice{Text: "the database is read-only here and open in no swarmdeck process: the run is shown as stored, and a later resume of it is not followed"}
+			select { // as every notice, never blocking
+			case notices <- tui.Notice{Text: "the database is read-only here and open in no swarmdeck process: the run is shown as stored, and a later resume of it is not followed"}:
+			default:
+			}
 		}
 	case runID != "":
 		if run, err = eng.Resume(ctx, runID); err != nil {
