@@ -157,15 +157,17 @@ func (m *model) statusLines(w int) []string {
 }
 
 // renderFooter is the key help generated from the keymap. When the whole
-// list does not fit, a shorter one that keeps help and quit is used, so the
-// way to everything else stays on screen.
+// list does not fit, a shorter one that keeps its last two keys (help and
+// quit, or a dialog's close) is used, dropping the keys before them one by
+// one while it is still too wide, so the way to everything else stays on
+// screen.
 func (m *model) renderFooter() string {
 	var full, short []key.Binding
-	if m.dialog.kind != dialogNone {
-		q, _, _ := m.st.question(m.dialog.questionID)
-		return " " + m.help.ShortHelpView(dialogHelp{&m.keys, m.dialog.kind, q.Remembered != ""}.ShortHelp())
-	}
 	switch {
+	case m.dialog.kind != dialogNone:
+		q, _, _ := m.st.question(m.dialog.questionID)
+		full = dialogHelp{&m.keys, m.dialog.kind, q.Remembered != ""}.ShortHelp()
+		short = full
 	case m.detail.open:
 		full, short = m.keys.broadcastSheetHelp(m.st.sessions[m.detail.b.FromSession] != nil)
 	case m.broadcasts.filtering:
@@ -180,13 +182,20 @@ func (m *model) renderFooter() string {
 	default:
 		full, short = m.keys.ShortHelp(), m.keys.compactHelp()
 	}
-	if m.readOnly || m.st.run.Status == "interrupted" {
+	if m.dialog.kind == dialogNone && (m.readOnly || m.st.run.Status == "interrupted") {
 		full, short = m.keys.withoutActions(full), m.keys.withoutActions(short)
 	}
 	h := m.help
 	h.SetWidth(0)
 	if line := h.ShortHelpView(full); lipgloss.Width(line) <= m.width-1 {
 		return " " + line
+	}
+	for len(short) > 2 {
+		if line := h.ShortHelpView(short); lipgloss.Width(line) <= m.width-1 {
+			return " " + line
+		}
+		n := len(short)
+		short = append(short[:n-3:n-3], short[n-2:]...)
 	}
 	return " " + m.help.ShortHelpView(short)
 }

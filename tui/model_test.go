@@ -220,3 +220,33 @@ func TestBannerKeepsTheQuestion(t *testing.T) {
 		mustContain(t, m, tc.want)
 	}
 }
+
+// At the narrowest width the dashboard takes, the footer still shows the
+// way out (help and quit, or a dialog's close): keys before them give way,
+// the line is not cut short of them.
+func TestFooterKeepsTheWayOutAtMinimumWidth(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		keys []string
+		want []string
+	}{
+		{"dashboard", nil, []string{"? help", "q quit"}},
+		{"session view", []string{"enter"}, []string{"? help", "q quit"}},
+		{"broadcast dialog", []string{"b"}, []string{"enter send", "esc close"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, _ := demoModel(t, minWidth, minHeight)
+			m, _ = press(t, m, tc.keys...)
+			rows := strings.Split(plainView(m), "\n")
+			footer := rows[len(rows)-1]
+			for _, w := range tc.want {
+				if !strings.Contains(footer, w) {
+					t.Errorf("footer %q lacks %q", footer, w)
+				}
+			}
+			if strings.Contains(footer, "…") {
+				t.Errorf("footer %q is cut", footer)
+			}
+		})
+	}
+}
