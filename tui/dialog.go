@@ -268,8 +268,10 @@ func (m *model) confirmText() (string, []string) {
 	case confirmQuit:
 		id := m.st.run.ID
 		return "Quit?", []string{
-			"The run " + id + " is still running. Quitting closes the dashboard; the run stays stored and " +
-				s.bold.Render(m.resumeCommand()) + " reopens it.",
+			"The run " + id + " is still running. Quitting closes the dashboard; the run stays stored, and this reopens it:",
+			// On a line of its own, so that wrapping the sentence does not
+			// break the command at one of its hyphens.
+			s.bold.Render(m.resumeCommand()),
 			s.dim.Render(yes + " quit · " + no + " stay"),
 		}
 	case confirmCancel:

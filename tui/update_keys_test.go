@@ -266,6 +266,19 @@ func TestQuitConfirmShowsTheCallersResumeCommand(t *testing.T) {
 	mustContain(t, m, "swarmdeck resume --db /tmp/x.db r-7c1e")
 }
 
+// The resume command is not broken across rows at the width it fits in:
+// wrapped with the sentence, it split after one of its hyphens ("--" at
+// the end of a row, "provider" at the start of the next).
+func TestQuitConfirmKeepsTheResumeCommandWhole(t *testing.T) {
+	const cmd = "swarmdeck resume --provider scripted --db /tmp/size-work/3.db r-7c1e"
+	for _, w := range []int{80, 100, 120} {
+		m, _ := demoModel(t, w, 30)
+		m.opts.ResumeCommand = func(id string) string { return "swarmdeck resume --provider scripted --db /tmp/size-work/3.db " + id }
+		m, _ = press(t, m, "q")
+		mustContain(t, m, cmd)
+	}
+}
+
 func TestQuitImmediatelyWhenFinished(t *testing.T) {
 	m, _ := demoModel(t, 160, 48)
 	m = apply(m, runFinished("completed", ""))
