@@ -3,6 +3,7 @@ package tui
 import (
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"charm.land/bubbles/v2/textinput"
 	"github.com/charmbracelet/x/ansi"
@@ -85,12 +86,24 @@ func dialogInputWidth(w int) int { return max(w-8, 10) }
 // types by its own tables (uniseg, go-runewidth) and keeps the text as
 // typed; on screen its emoji sequences are shown as plainEmoji shows them,
 // in the cells the input has, without an ellipsis in place of its padding.
+// When that shown form is wider and the cursor is at the end (the person
+// is typing), the start of the text in sight gives way, so what was just
+// typed stays on screen.
 func inputView(in *textinput.Model) string {
 	v := in.View()
 	if !hasEmojiSequence(v) {
 		return v
 	}
-	return ansi.Truncate(plainEmoji(v), cellWidth(in.Prompt)+in.Width()+1, "") // +1: the cursor after the text
+	v = plainEmoji(v)
+	prompt := cellWidth(in.Prompt)
+	room := prompt + in.Width() + 1 // +1: the cursor after the text
+	if in.Position() == utf8.RuneCountInString(in.Value()) {
+		// The text ends where its padding starts; the cursor takes one cell more.
+		if over := ansi.StringWidth(strings.TrimRight(ansi.Strip(v), " ")) + 1 - room; over > 0 {
+			v = ansi.Truncate(v, prompt, "") + ansi.TruncateLeft(v, prompt+over, "")
+		}
+	}
+	return ansi.Truncate(v, room, "")
 }
 
 // resizeInput gives a text input a new width and keeps the cursor where it

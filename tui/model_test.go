@@ -250,3 +250,25 @@ func TestFooterKeepsTheWayOutAtMinimumWidth(t *testing.T) {
 		})
 	}
 }
+
+// Typing past the width of a dialog's input, with an emoji sequence in
+// sight that is shown wider than the input measures it, the person still
+// sees the last characters they typed: the start of the text in sight
+// gives way, not its end.
+func TestDialogInputKeepsWhatWasJustTyped(t *testing.T) {
+	m, _ := demoModel(t, 80, 24)
+	m, _ = press(t, m, "b")
+	m = typeText(t, m, strings.Repeat("word ", 10)+"👩\u200d💻 and 🇫🇷 then the end of it")
+	row := ""
+	for _, r := range strings.Split(plainView(m), "\n") {
+		if strings.Contains(r, "> ") {
+			row = r
+		}
+	}
+	if !strings.Contains(row, "the end of it ") {
+		t.Fatalf("input row %q does not end with what was typed last", row)
+	}
+	if !strings.Contains(row, "👩💻 and [FR]") {
+		t.Fatalf("input row %q lost the emoji in sight", row)
+	}
+}
