@@ -310,10 +310,12 @@ func TestRunEndReasonOnTheStatusLine(t *testing.T) {
 			t.Errorf("q did not quit a %s run at once", tc.status)
 		}
 	}
-	m, _ := demoModel(t, 200, 48)
-	m = apply(m, runFinished("completed", ""))
-	// A completed run points to its answer instead.
-	mustContain(t, m, "run completed: its answer is the orchestrator's last message")
+	// A completed run points to its answer instead, whole at 80 columns.
+	for _, w := range []int{200, 80} {
+		m, _ := demoModel(t, w, 24)
+		m = apply(m, runFinished("completed", ""))
+		mustContain(t, m, "run completed: the answer is the orchestrator's last message (enter opens it)")
+	}
 }
 
 // Keys that would act on nothing say so instead: x on a subtree that has
