@@ -31,10 +31,11 @@ func (m *model) renderHeader(w int) []string {
 	left = append(left, fmtDuration(st.elapsed(m.now())))
 	left = append(left, fmtCount(m.totalTokens())+" tokens")
 	left = append(left, plural(len(st.sessions), "session", "sessions"))
+	withModel := 0 // the parts with the provider and model, which come last
 	if p := providerModel(st.run.Provider, st.run.Model); p != "" {
 		left = append(left, p)
+		withModel = len(left)
 	}
-	line2 := " " + strings.Join(left, s.dim.Render(" · "))
 
 	var marks []string
 	if st.run.Scripted {
@@ -50,9 +51,18 @@ func (m *model) renderHeader(w int) []string {
 		marks = append(marks, s.markWarn.Render(" DISCONNECTED "))
 	}
 	right := strings.Join(marks, " ")
+	room := w
 	if right != "" {
-		rw := ansi.StringWidth(right)
-		line2 = fit(line2, max(w-rw-1, 0)) + " " + right
+		room = max(w-ansi.StringWidth(right)-1, 0)
+	}
+	// Too narrow for all: the provider and model, which the config says
+	// too, go whole rather than cut to "scripted / swarm…"; the rest is cut.
+	line2 := " " + strings.Join(left, s.dim.Render(" · "))
+	if withModel > 0 && ansi.StringWidth(line2) > room {
+		line2 = " " + strings.Join(left[:withModel-1], s.dim.Render(" · "))
+	}
+	if right != "" {
+		line2 = fit(line2, room) + " " + right
 	}
 	return []string{fit(line1, w), fit(line2, w)}
 }
