@@ -959,3 +959,12 @@ func TestAskingSaysWhoCanAnswer(t *testing.T) {
 		tuitest.Call{Op: "skip", QuestionID: "q-2"},
 	)
 }
+
+// The header names the provider and model where they fit, and leaves them
+// out whole where they do not, rather than cutting them.
+func TestHeaderProviderWholeOrNot(t *testing.T) {
+	m, _ := demoModel(t, 200, 48)
+	mustContain(t, m, "11 sessions · scripted / swarmdeck-demo")
+	m, _ = demoModel(t, 100, 30)
+	mustNotContain(t, m, "· scripted /")
+}
