@@ -330,8 +330,12 @@ func (c *Client) failure(ctx, actx context.Context, info *respInfo, err error, s
 	var se *streamError
 	if errors.As(err, &se) {
 		kind, retry := classify(0, se.Code, se.Type, se.Message)
-		return &Error{Kind: kind, Retryable: retry, Code: se.Code, Type: se.Type,
+		e := &Error{Kind: kind, Retryable: retry, Code: se.Code, Type: se.Type,
 			Message: c.clean(se.Message), Err: err}
+		if info.whole && noSuchPath(se.errorFields) {
+			e.hint = c.noEndpointHint()
+		}
+		return e
 	}
 	var bad *badAnswer
 	if errors.As(err, &bad) {
@@ -467,19 +471,34 @@ func (c *Client) httpError(info *respInfo, err error) *Error {
 			e.hint = "the API has moved: set the base URL to " + c.clean(redactURL(base))
 		}
 	}
-	if info.status == http.StatusNotFound && !ok && info.location == "" {
+	if info.status == http.StatusNotFound && info.location == "" && (!ok || noSuchPath(f)) {
 		// Not an API's "no such model" but a page that is not there: the
 		// base URL names no chat completions endpoint.
-		at := strings.TrimSuffix(redactURL(c.cfg.BaseURL), "/") + "/chat/completions"
-		e.hint = "nothing answers at " + c.clean(at) + ": check the base URL"
-		if !strings.Contains(c.cfg.BaseURL, "/v1") {
-			e.hint += " (OpenAI-compatible servers serve under /v1, as in http://localhost:11434/v1)"
-		}
+		e.hint = c.noEndpointHint()
 	}
 	if d, ok := retryAfter(info.header, time.Now()); ok {
 		e.RetryAfter = d
 	}
 	return e
+}
+
+// noEndpointHint is the hint for an answer that says the base URL names no
+// chat completions endpoint.
+func (c *Client) noEndpointHint() string {
+	at := strings.TrimSuffix(redactURL(c.cfg.BaseURL), "/") + "/chat/completions"
+	hint := "nothing answers at " + c.clean(at) + ": check the base URL"
+	if !strings.Contains(c.cfg.BaseURL, "/v1") {
+		hint += " (OpenAI-compatible servers serve under /v1, as in http://localhost:11434/v1)"
+	}
+	return hint
+}
+
+// noSuchPath reports an error that says no endpoint answers at the path
+// asked, in the JSON a server sends for it: FastAPI's 404 (vLLM, SGLang)
+// and LM Studio's, which it sends with 200.
+func noSuchPath(f errorFields) bool {
+	return f.Code == "" && f.Type == "" &&
+		(strings.EqualFold(f.Message, "Not Found") || strings.HasPrefix(f.Message, "Unexpected endpoint or method"))
 }
 
 // clean makes a message one line and keeps the API key out of it, in case a

@@ -1,11 +1,14 @@
 package llm
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestStripThinking(t *testing.T) {
@@ -267,5 +270,38 @@ func TestWholeAnswerWithoutFinishReason(t *testing.T) {
 	resp := mustStream(t, c, userRequest("x"), nil)
 	if resp.Content != "hi" || resp.FinishReason != "stop" || resp.Attempts != 1 {
 		t.Fatalf("content %q, finish %q, attempts %d", resp.Content, resp.FinishReason, resp.Attempts)
+	}
+}
+
+// Servers whose OpenAI-compatible API lives under /v1 answer a base URL
+// without it in their own way: vLLM and other FastAPI servers with a JSON
+// 404 of {"detail":"Not Found"}, LM Studio with 200 and an error that names
+// the path. Both say where nothing answered and that the path usually ends
+// in /v1, as a plain 404 page does.
+func TestBaseURLWithoutV1NamesTheURL(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		status int
+		body   string
+	}{
+		{"fastapi", http.StatusNotFound, `{"detail":"Not Found"}`},
+		{"lmstudio", http.StatusOK, `{"error":"Unexpected endpoint or method. (POST /chat/completions). Returning 200 anyway"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				io.Copy(io.Discard, r.Body)
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(tc.status)
+				io.WriteString(w, tc.body)
+			}))
+			t.Cleanup(srv.Close)
+			c := New(Config{BaseURL: srv.URL, MaxRetries: 2, Sleep: func(context.Context, time.Duration) error { return nil }})
+			_, err := c.Stream(t.Context(), userRequest("hi"), nil)
+			e := asError(t, err)
+			want := "nothing answers at " + srv.URL + "/chat/completions: check the base URL (OpenAI-compatible servers serve under /v1"
+			if e.Retryable || !strings.Contains(e.Error(), want) {
+				t.Fatalf("error = %v (retryable %v), want it to hold %q", e, e.Retryable, want)
+			}
+		})
 	}
 }
