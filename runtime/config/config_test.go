@@ -116,6 +116,7 @@ func TestParseErrors(t *testing.T) {
 		{"provider without type", "providers:\n  mine:\n    base_url: http://localhost:1/v1\n", 2, "providers.mine.type", "write type: openai"},
 		{"openai without base_url", "providers:\n  mine:\n    type: openai\n", 2, "providers.mine.base_url", "needs the server's URL"},
 		{"bad base_url", "providers:\n  openai:\n    base_url: localhost:11434\n", 3, "providers.openai.base_url", "not an http(s) URL"},
+		{"base_url port out of range", "providers:\n  openai:\n    base_url: http://localhost:114340/v1\n", 3, "providers.openai.base_url", "port 114340, which is not a port number from 1 to 65535"},
 		{"scripted with base_url", "providers:\n  scripted:\n    base_url: http://x/v1\n", 3, "providers.scripted.base_url", "has no base_url"},
 		{"openai with latency", "providers:\n  openai:\n    latency: 1s\n", 3, "providers.openai.latency", "only the scripted provider"},
 		{"negative latency", "providers:\n  scripted:\n    latency: -1s\n", 3, "providers.scripted.latency", "negative"},

@@ -92,6 +92,8 @@ func TestApplyErrors(t *testing.T) {
 		{"base-url with scripted", "", Overrides{Provider: "scripted", BaseURL: "http://localhost:1/v1"}, "--base-url: ", "scripted model, which has no URL"},
 		{"base-url with scripted from the file", "provider: scripted\n", Overrides{BaseURL: "http://localhost:1/v1"}, "--base-url: ", "--provider"},
 		{"base-url not a URL", "", Overrides{BaseURL: "localhost:11434"}, "--base-url: ", "not an http(s) URL"},
+		{"base-url port out of range", "", Overrides{BaseURL: "http://127.0.0.1:184912/v1"}, "--base-url: ", "port 184912, which is not a port number from 1 to 65535"},
+		{"base-url port 0", "", Overrides{BaseURL: "http://127.0.0.1:0/v1"}, "--base-url: ", "port 0, which is not a port number"},
 		{"negative latency", "", Overrides{ScriptedLatency: ms(-time.Second)}, "--scripted-latency: ", "negative"},
 		{"negative stream speed", "", Overrides{ScriptedSpeed: &negative}, "--scripted-stream-speed: -1 is negative", "use 0 to send each reply at once"},
 	}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -170,6 +171,13 @@ func checkURL(s string) string {
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Sprintf("%q is not an http(s) URL (write it like http://localhost:11434/v1)", s)
+	}
+	// A port out of range parses, and fails only at the first call, as a
+	// connection error retried until the run gives up.
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return fmt.Sprintf("%q has port %s, which is not a port number from 1 to 65535 (write it like http://localhost:11434/v1)", s, p)
+		}
 	}
 	return ""
 }
