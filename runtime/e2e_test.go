@@ -321,6 +321,18 @@ func TestHeadlessDemoOnScriptedModel(t *testing.T) {
 			t.Fatalf("event seq jumps from %d to %d", events[i-1].Seq, events[i].Seq)
 		}
 	}
+	// A call's tool.started comes before its result's message.appended and
+	// its tool.finished, as a script reading the events expects.
+	started := map[string]bool{}
+	for _, ev := range events {
+		switch {
+		case ev.Type == event.ToolStarted:
+			started[ev.SessionID+" "+ev.Tool.CallID] = true
+		case ev.Type == event.ToolFinished && !started[ev.SessionID+" "+ev.Tool.CallID],
+			ev.Type == event.MessageAppended && ev.Message.Role == "tool" && !started[ev.SessionID+" "+ev.Message.ToolCallID]:
+			t.Errorf("event %d (%s) of %s comes before the call's tool.started", ev.Seq, ev.Type, ev.SessionID)
+		}
+	}
 	x := exportLatest(t, e)
 	checkDemoExport(t, x)
 	// Uninterrupted, every token the run spent counts to a session, shadow

@@ -320,19 +320,35 @@ func (s *Session) flushLocked(tx *store.Tx) error {
 	}
 	calls := s.pendingCalls
 	s.pendingMsgs, s.pendingCalls = nil, nil
-	answered := false
-	for _, m := range msgs {
+	answer := -1 // the answer that made the calls: the last one
+	for i, m := range msgs {
+		if m.Role == llm.RoleAssistant {
+			answer = i
+		}
+	}
+	for i, m := range msgs {
 		if _, err := tx.Emit(event.Event{Type: event.MessageAppended, RunID: s.r.id, SessionID: s.id, Message: messageInfo(m)}); err != nil {
 			return err
 		}
-		answered = answered || m.Role == llm.RoleAssistant
-	}
-	if answered {
-		// Turns, tokens and the last tool changed with the answer.
+		if i != answer {
+			continue
+		}
+		// Turns, tokens and the last tool changed with the answer, and its
+		// calls start: before the result of a quick one, which may be
+		// among the messages still to come.
 		if _, err := tx.Emit(event.Event{Type: event.SessionStatus, RunID: s.r.id, SessionID: s.id, Session: s.infoLocked()}); err != nil {
 			return err
 		}
+		if err := s.emitStarted(tx, calls); err != nil {
+			return err
+		}
+		calls = nil
 	}
+	return s.emitStarted(tx, calls)
+}
+
+// emitStarted emits tool.started for each call.
+func (s *Session) emitStarted(tx *store.Tx, calls []llm.ToolCall) error {
 	for _, c := range calls {
 		if _, err := tx.Emit(event.Event{Type: event.ToolStarted, RunID: s.r.id, SessionID: s.id,
 			Tool: &event.ToolInfo{CallID: c.ID, Name: c.Name, Arguments: c.Arguments}}); err != nil {
