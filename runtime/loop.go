@@ -139,7 +139,13 @@ func (s *Session) loop() {
 		if s.askAgain(resp) {
 			continue
 		}
-		outcome, err := s.endTurn(resp.Content)
+		result := resp.Content
+		if resp.FinishReason == "length" {
+			// Asked again, and cut off again: the result goes on as it
+			// is, saying so to the parent and the person.
+			result += "\n\n" + markCutOff
+		}
+		outcome, err := s.endTurn(result)
 		if err != nil {
 			s.fail("could not store the session's result: " + err.Error())
 			return
@@ -160,6 +166,9 @@ func (s *Session) loop() {
 const (
 	noteEmptyAnswer = "Your last answer was empty. Reply with your final answer as text, or call a tool to go on with the work."
 	noteCutOff      = "Your last answer was cut off: it reached the model's output limit. Reply again with a shorter final answer that is complete."
+	// markCutOff ends a result that was cut off at the model's output
+	// limit even when asked again for a shorter one.
+	markCutOff = "[cut off: this answer reached the model's output limit twice and is incomplete]"
 )
 
 // askAgain answers a final answer that cannot stand as the session's

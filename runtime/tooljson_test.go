@@ -79,7 +79,8 @@ func TestToolResultsSentInCallOrder(t *testing.T) {
 
 // A final answer that is empty, or cut off at the model's output limit,
 // is not taken as the session's result: the model is told what was wrong
-// and asked again, once.
+// and asked again, once. An answer cut off again is the result, marked as
+// incomplete.
 func TestUnfitFinalAnswerAskedAgainOnce(t *testing.T) {
 	type answer struct{ content, finish string }
 	for _, tc := range []struct {
@@ -90,7 +91,7 @@ func TestUnfitFinalAnswerAskedAgainOnce(t *testing.T) {
 	}{
 		{"empty", []answer{{"", "stop"}, {"The launch plan is ready.", "stop"}}, noteEmptyAnswer, "The launch plan is ready."},
 		{"cut off twice", []answer{{"The plan has three pha", "length"}, {"The plan has three phases: a, b and", "length"}},
-			noteCutOff, "The plan has three phases: a, b and"},
+			noteCutOff, "The plan has three phases: a, b and\n\n" + markCutOff},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var mu sync.Mutex
