@@ -97,10 +97,19 @@ func inputView(in *textinput.Model) string {
 	v = plainEmoji(v)
 	prompt := cellWidth(in.Prompt)
 	room := prompt + in.Width() + 1 // +1: the cursor after the text
-	if in.Position() == utf8.RuneCountInString(in.Value()) {
-		// The text ends where its padding starts; the cursor takes one cell more.
-		if over := ansi.StringWidth(strings.TrimRight(ansi.Strip(v), " ")) + 1 - room; over > 0 {
-			v = ansi.Truncate(v, prompt, "") + ansi.TruncateLeft(v, prompt+over, "")
+	if value := in.Value(); in.Position() == utf8.RuneCountInString(value) {
+		// The text ends where its padding starts, with the spaces typed
+		// last (in sight with the emoji before them); the cursor takes one
+		// cell more.
+		typed := len(value) - len(strings.TrimRight(value, " "))
+		if over := ansi.StringWidth(strings.TrimRight(ansi.Strip(v), " ")) + typed + 1 - room; over > 0 {
+			head, tail := ansi.Truncate(v, prompt, ""), ansi.TruncateLeft(v, prompt+over, "")
+			if ansi.StringWidth(tail) > ansi.StringWidth(v)-prompt-over {
+				// A wide character astride the cut is kept whole: it
+				// goes whole instead.
+				tail = ansi.TruncateLeft(v, prompt+over+1, "")
+			}
+			v = head + tail
 		}
 	}
 	return ansi.Truncate(v, room, "")

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 	"github.com/swarmdeck/swarmdeck/runtime/event"
 	"github.com/swarmdeck/swarmdeck/tui/tuitest"
 )
@@ -270,5 +271,34 @@ func TestDialogInputKeepsWhatWasJustTyped(t *testing.T) {
 	}
 	if !strings.Contains(row, "👩💻 and [FR]") {
 		t.Fatalf("input row %q lost the emoji in sight", row)
+	}
+}
+
+// The cursor after the text stays in sight too when the text in sight is
+// cut at its start: with a space typed last (the input's padding is
+// spaces as well), and with a cut that falls inside a wide character.
+func TestDialogInputKeepsItsCursor(t *testing.T) {
+	for _, tc := range []struct{ name, text, last string }{
+		{"a space typed last", strings.Repeat("word ", 10) + "👩\u200d💻 and 🇫🇷 then the end of it ", "the end of it "},
+		{"a wide character astride the cut", strings.Repeat("👩\u200d💻", 25) + "x", "👩💻x"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, _ := demoModel(t, 80, 24)
+			m, _ = press(t, m, "b")
+			m = typeText(t, m, tc.text)
+			in := &m.dialog.input
+			room := cellWidth(in.Prompt) + in.Width() + 1
+			shown := ansi.Strip(inputView(in))
+			if w := ansi.StringWidth(shown); w > room {
+				t.Errorf("input %q is %d cells wide, over its %d", shown, w, room)
+			}
+			_, cursor, ok := strings.Cut(shown, tc.last)
+			if !ok {
+				t.Fatalf("input %q does not show %q, typed last", shown, tc.last)
+			}
+			if cursor == "" {
+				t.Errorf("input %q ends at %q, typed last: the cursor after it is cut", shown, tc.last)
+			}
+		})
 	}
 }
