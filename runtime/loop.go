@@ -141,8 +141,9 @@ func (s *Session) loop() {
 		}
 		result := resp.Content
 		if resp.FinishReason == "length" {
-			// Asked again, and cut off again: the result goes on as it
-			// is, saying so to the parent and the person.
+			// Cut off after the model was asked again (for a shorter
+			// answer, or for one at all after an empty one): the result
+			// goes on as it is, saying so to the parent and the person.
 			result += "\n\n" + markCutOff
 		}
 		outcome, err := s.endTurn(result)
@@ -167,8 +168,9 @@ const (
 	noteEmptyAnswer = "Your last answer was empty. Reply with your final answer as text, or call a tool to go on with the work."
 	noteCutOff      = "Your last answer was cut off: it reached the model's output limit. Reply again with a shorter final answer that is complete."
 	// markCutOff ends a result that was cut off at the model's output
-	// limit even when asked again for a shorter one.
-	markCutOff = "[cut off: this answer reached the model's output limit twice and is incomplete]"
+	// limit after the model was asked again. It says nothing of how
+	// often: an answer asked for after an empty one was cut off once.
+	markCutOff = "[cut off: this answer reached the model's output limit and is incomplete]"
 )
 
 // askAgain answers a final answer that cannot stand as the session's

@@ -79,7 +79,7 @@ func TestToolResultsSentInCallOrder(t *testing.T) {
 
 // A final answer that is empty, or cut off at the model's output limit,
 // is not taken as the session's result: the model is told what was wrong
-// and asked again, once. An answer cut off again is the result, marked as
+// and asked again, once. An answer to that cut off is the result, marked as
 // incomplete.
 func TestUnfitFinalAnswerAskedAgainOnce(t *testing.T) {
 	type answer struct{ content, finish string }
@@ -91,7 +91,10 @@ func TestUnfitFinalAnswerAskedAgainOnce(t *testing.T) {
 	}{
 		{"empty", []answer{{"", "stop"}, {"The launch plan is ready.", "stop"}}, noteEmptyAnswer, "The launch plan is ready."},
 		{"cut off twice", []answer{{"The plan has three pha", "length"}, {"The plan has three phases: a, b and", "length"}},
-			noteCutOff, "The plan has three phases: a, b and\n\n" + markCutOff},
+			noteCutOff, "The plan has three phases: a, b and\n\n[cut off: this answer reached the model's output limit and is incomplete]"},
+		// The mark does not claim a second cut: the first answer was empty.
+		{"empty, then cut off", []answer{{"", "stop"}, {"The plan has three pha", "length"}},
+			noteEmptyAnswer, "The plan has three pha\n\n[cut off: this answer reached the model's output limit and is incomplete]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var mu sync.Mutex
