@@ -87,7 +87,12 @@ func (s *Session) loop() {
 			continue
 		}
 		if pending := s.pendingToolCalls(); len(pending) > 0 {
-			// Resumed after a crash in the middle of executing tools.
+			// Resumed after a crash in the middle of executing tools: they
+			// start again, in this process's events too.
+			if err := s.r.e.store.Apply(context.Background(), func(tx *store.Tx) error { return s.emitStarted(tx, pending) }); err != nil {
+				s.fail("could not store the start of the tools: " + err.Error())
+				return
+			}
 			s.runTools(pending)
 			continue
 		}

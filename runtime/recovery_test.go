@@ -224,7 +224,7 @@ func TestResumeFinishesCutShortToolsBeforeTheInbox(t *testing.T) {
 	// Restart: the slow child can answer now.
 	open()
 	e2 := recEngine(t, dir, hs.URL+"/v1", nil)
-	_, code, _ := recRun(t, e2, true, func(ctx context.Context) (*Run, error) { return e2.Resume(ctx, run.ID()) })
+	events, code, _ := recRun(t, e2, true, func(ctx context.Context) (*Run, error) { return e2.Resume(ctx, run.ID()) })
 	x, err := e2.Export(context.Background(), run.ID())
 	if err != nil {
 		t.Fatal(err)
@@ -232,6 +232,19 @@ func TestResumeFinishesCutShortToolsBeforeTheInbox(t *testing.T) {
 	if code != ExitOK || x.Run.Status != RunCompleted {
 		dumpRun(t, e2)
 		t.Fatalf("resumed run: exit %d, status %s (%s)", code, x.Run.Status, x.Run.Error)
+	}
+	// The resumed process's events say that the cut-short call starts again
+	// before they say that it finished.
+	started := false
+	for _, ev := range events {
+		if ev.SessionID != rootID || ev.Tool == nil || ev.Tool.Name != "task_wait" {
+			continue
+		}
+		if ev.Type == event.ToolStarted {
+			started = true
+		} else if ev.Type == event.ToolFinished && !started {
+			t.Errorf("the resumed run's events finish the root's task_wait without starting it")
+		}
 	}
 	root := findSession(x, rootID)
 	fast := sessionByLabel(x, "w-1")
