@@ -149,7 +149,7 @@ func (s *Session) loop() {
 			// Cut off after the model was asked again (for a shorter
 			// answer, or for one at all after an empty one): the result
 			// goes on as it is, saying so to the parent and the person.
-			result += "\n\n" + markCutOff
+			result = strings.TrimSpace(result + "\n\n" + markCutOff)
 		}
 		outcome, err := s.endTurn(result)
 		if err != nil {

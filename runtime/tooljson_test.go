@@ -95,6 +95,8 @@ func TestUnfitFinalAnswerAskedAgainOnce(t *testing.T) {
 		// The mark does not claim a second cut: the first answer was empty.
 		{"empty, then cut off", []answer{{"", "stop"}, {"The plan has three pha", "length"}},
 			noteEmptyAnswer, "The plan has three pha\n\n[cut off: this answer reached the model's output limit and is incomplete]"},
+		{"cut off with nothing, twice", []answer{{"", "length"}, {" ", "length"}},
+			noteEmptyAnswer, "[cut off: this answer reached the model's output limit and is incomplete]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var mu sync.Mutex

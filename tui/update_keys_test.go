@@ -314,7 +314,7 @@ func TestRunEndReasonOnTheStatusLine(t *testing.T) {
 	for _, w := range []int{200, 80} {
 		m, _ := demoModel(t, w, 24)
 		m = apply(m, runFinished("completed", ""))
-		mustContain(t, m, "run completed: the answer is the orchestrator's last message (enter opens it)")
+		mustContain(t, m, "run completed: the answer is the orchestrator's last message (enter on it)")
 	}
 }
 

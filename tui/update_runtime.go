@@ -95,7 +95,7 @@ func (m *model) applyEvent(ev event.Event) {
 		m.runEnd = m.runEndLine(*ev.Run)
 		m.status = statusLine{}
 		if ev.Run.Status == "completed" && !m.readOnly {
-			m.setStatus("run completed: the answer is the orchestrator's last message (enter opens it)", false)
+			m.setStatus("run completed: the answer is the orchestrator's last message (enter on it)", false)
 		}
 	}
 }
