@@ -95,22 +95,9 @@ func TestRunsAndExportReadADatabaseTheUserMayOnlyRead(t *testing.T) {
 // A database written by an older swarmdeck is still listed: its schema is
 // brought up to date first, as any command that opens it does.
 func TestRunsUpgradesAnOlderDatabase(t *testing.T) {
-	schema, err := os.ReadFile(filepath.Join("runtime", "store", "migrations", "0001_init.sql"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := cliEnv(t)
 	db := filepath.Join(dir, "old.db")
-	old, err := sql.Open("sqlite", db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = old.Exec(string(schema) + `;PRAGMA user_version = 1;
-		INSERT INTO runs (id, goal, status, created_at, updated_at) VALUES ('r-old001', 'from before', 'completed', '2026-01-02T03:04:05Z', '2026-01-02T03:04:05Z')`)
-	old.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	writeOldDB(t, db)
 	var stdout, stderr bytes.Buffer
 	if code := run([]string{"runs", "--db", db}, strings.NewReader(""), &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "r-old001") {
 		t.Errorf("runs on an older database: exit %d\nstdout: %s\nstderr: %s", code, stdout.String(), stderr.String())
@@ -125,10 +112,6 @@ func TestRunsUpgradesAnOlderDatabase(t *testing.T) {
 func TestViewReadsADatabaseTheUserMayOnlyRead(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the test binary as another process; skipped with -short")
-	}
-	schema, err := os.ReadFile(filepath.Join("runtime", "store", "migrations", "0001_init.sql"))
-	if err != nil {
-		t.Fatal(err)
 	}
 	cliEnv(t)
 	var cred *syscall.Credential
@@ -217,16 +200,7 @@ func TestViewReadsADatabaseTheUserMayOnlyRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	db = filepath.Join(oldDir, "x.db")
-	old, err := sql.Open("sqlite", db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = old.Exec(string(schema) + `;PRAGMA user_version = 1;
-		INSERT INTO runs (id, goal, status, created_at, updated_at) VALUES ('r-old001', 'from before', 'completed', '2026-01-02T03:04:05Z', '2026-01-02T03:04:05Z')`)
-	old.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	writeOldDB(t, db)
 	if err := os.Chmod(db, 0o444); err != nil {
 		t.Fatal(err)
 	}
@@ -322,4 +296,28 @@ func removeReadOnly(t *testing.T, dir string) {
 		})
 		os.RemoveAll(dir)
 	})
+}
+
+// firstSchema is the path of the first schema, made absolute before a test
+// changes to a directory of its own.
+var firstSchema, _ = filepath.Abs(filepath.Join("runtime", "store", "migrations", "0001_init.sql"))
+
+// writeOldDB writes at db a database of the first schema, as the first
+// swarmdeck left it, holding one completed run, r-old001.
+func writeOldDB(t *testing.T, db string) {
+	t.Helper()
+	schema, err := os.ReadFile(firstSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := sql.Open("sqlite", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = old.Exec(string(schema) + `;PRAGMA user_version = 1;
+		INSERT INTO runs (id, goal, status, created_at, updated_at) VALUES ('r-old001', 'from before', 'completed', '2026-01-02T03:04:05Z', '2026-01-02T03:04:05Z')`)
+	old.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
 }
