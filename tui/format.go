@@ -19,8 +19,7 @@ func fit(s string, w int) string {
 	if w <= 0 {
 		return ""
 	}
-	s = plainEmoji(s)
-	sw := cellWidth(s)
+	s, sw := shownWidth(s)
 	if sw > w {
 		s = ansi.Truncate(s, w, "…")
 		sw = cellWidth(s)
@@ -36,11 +35,22 @@ func trunc(s string, w int) string {
 	if w <= 0 {
 		return ""
 	}
-	s = plainEmoji(s)
-	if cellWidth(s) <= w {
+	s, sw := shownWidth(s)
+	if sw <= w {
 		return s
 	}
 	return ansi.Truncate(s, w, "…")
+}
+
+// shownWidth is s as plainEmoji shows it, and its width. Text of narrow
+// characters alone, nearly all of a frame, holds no emoji sequence and is
+// measured once without being searched for one.
+func shownWidth(s string) (string, int) {
+	if w, ok := narrowWidth(s); ok {
+		return s, w
+	}
+	s = plainEmoji(s)
+	return s, ansi.StringWidth(s)
 }
 
 // cellWidth is ansi.StringWidth with a fast path. Grapheme segmentation
@@ -50,19 +60,28 @@ func trunc(s string, w int) string {
 // characters, emoji, variation selectors) go to ansi.StringWidth;
 // TestCellWidthMatchesAnsi checks the fast path against it.
 func cellWidth(s string) int {
-	w := 0
+	if w, ok := narrowWidth(s); ok {
+		return w
+	}
+	return ansi.StringWidth(s)
+}
+
+// narrowWidth is cellWidth's fast path: the width of s when it holds only
+// escape sequences and characters one cell wide on their own; ok is false
+// when it holds anything else.
+func narrowWidth(s string) (w int, ok bool) {
 	for i := 0; i < len(s); {
 		c := s[i]
 		switch {
 		case c == 0x1b:
 			n := escapeLen(s[i:])
 			if n == 0 {
-				return ansi.StringWidth(s)
+				return 0, false
 			}
 			i += n
 			continue
 		case c < 0x20 || c == 0x7f:
-			return ansi.StringWidth(s)
+			return 0, false
 		case c < 0x80:
 			w++
 			i++
@@ -70,12 +89,12 @@ func cellWidth(s string) int {
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
 		if !narrowRune(r) {
-			return ansi.StringWidth(s)
+			return 0, false
 		}
 		w++
 		i += size
 	}
-	return w
+	return w, true
 }
 
 // escapeLen is the length of the well-formed CSI (ESC [ params final) or
