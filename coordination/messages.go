@@ -417,17 +417,14 @@ type HumanText struct {
 // recovered text, so a message that only resembles one is never rewritten.
 func ParseHuman(content string) (h HumanText, ok bool) {
 	for _, tag := range []string{TagHumanMessage, TagHumanBroadcast} {
-		if !strings.HasPrefix(content, "<"+tag) {
+		el, ok := soleElement(content, tag)
+		if !ok {
 			continue
 		}
-		els := scanElements(content, tag)
-		if len(els) != 1 {
-			return HumanText{}, false
-		}
-		h = HumanText{Text: els[0].body}
+		h = HumanText{Text: el.body}
 		want := FormatHumanMessage(h.Text)
 		if tag == TagHumanBroadcast {
-			h.Broadcast, h.Category = true, els[0].get("category")
+			h.Broadcast, h.Category = true, el.get("category")
 			want = FormatHumanBroadcast(h.Category, h.Text)
 		}
 		if want != content {
@@ -436,6 +433,77 @@ func ParseHuman(content string) (h HumanText, ok bool) {
 		return h, true
 	}
 	return HumanText{}, false
+}
+
+// soleElement parses content as one element named tag, when it starts as
+// one. The caller still checks that the format would write content exactly
+// as it is: scanning is tolerant, the check is what makes it strict.
+func soleElement(content, tag string) (parsedElement, bool) {
+	if !strings.HasPrefix(content, "<"+tag) {
+		return parsedElement{}, false
+	}
+	els := scanElements(content, tag)
+	if len(els) != 1 {
+		return parsedElement{}, false
+	}
+	return els[0], true
+}
+
+// Delivered is what an agent's message or result said, recovered by
+// ParseDelivered from the tag the runtime wrapped it in.
+type Delivered struct {
+	Tag      string // TagTaskResult, TagTaskMessage, TagSiblingBroadcast, TagAnnouncement or TagNewSibling
+	From     string // the sender's display name; empty for a task result or a new sibling
+	TaskID   string // the sender's (or the new sibling's) task id
+	Agent    string // a task result's or a new sibling's agent
+	Status   string // a task result's status
+	Category string // a broadcast's category
+	Title    string // a new sibling's title
+	Body     string // unescaped
+}
+
+// ParseDelivered recovers the parts of a <task_result>, <task_message>,
+// <sibling_broadcast>, <announcement> or <new_sibling> as FormatTaskResult,
+// FormatTaskMessage, FormatBroadcast, FormatAnnouncement or
+// FormatNewSibling wrote it, so that
+// a person can read the body as its author wrote it while the model keeps
+// reading the escaped form. As with ParseHuman, ok is false unless content
+// is exactly what the format makes of the parts.
+func ParseDelivered(content string) (d Delivered, ok bool) {
+	for _, tag := range []string{TagTaskResult, TagTaskMessage, TagSiblingBroadcast, TagAnnouncement, TagNewSibling} {
+		el, ok := soleElement(content, tag)
+		if !ok {
+			continue
+		}
+		d = Delivered{Tag: tag, From: el.get("from"), TaskID: el.get("task_id"), Body: el.body}
+		var want string
+		switch tag {
+		case TagTaskResult:
+			d.Agent, d.Status = el.get("agent"), el.get("status")
+			want = FormatTaskResult(d.TaskID, d.Agent, d.Status, d.Body)
+		case TagTaskMessage:
+			want = FormatTaskMessage(d.From, d.TaskID, d.Body)
+		case TagNewSibling:
+			d.Agent, d.Title = el.get("agent"), el.get("title")
+			want = FormatNewSibling(d.TaskID, d.Agent, d.Title)
+		default:
+			ts, err := time.Parse(time.RFC3339, el.get("timestamp"))
+			if err != nil {
+				return Delivered{}, false
+			}
+			if tag == TagAnnouncement {
+				want = FormatAnnouncement(d.From, d.TaskID, d.Body, ts)
+			} else {
+				d.Category = el.get("category")
+				want = FormatBroadcast(d.From, d.TaskID, d.Category, ts, d.Body)
+			}
+		}
+		if want != content {
+			return Delivered{}, false
+		}
+		return d, true
+	}
+	return Delivered{}, false
 }
 
 // FormatAnnouncement renders an announce() FYI seen at the next turn:

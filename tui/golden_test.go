@@ -3,6 +3,7 @@ package tui
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/exp/golden"
@@ -151,6 +152,45 @@ func TestGoldenHumanTranscript(t *testing.T) {
 	mustNotContain(t, m, "<human_message>", "<human_broadcast", "&lt;")
 	out := plainView(m)
 	checkFrame(t, out, 100, 30)
+	golden.RequireEqual(t, out)
+}
+
+// TestGoldenDeliveredTranscript is a session view holding what other
+// agents sent it: a child's result, a message, a broadcast, an announcement
+// and a new sibling, stored as the model reads them (escaped and wrapped in
+// their tags), are shown unescaped under a header that names the sender. A
+// message only resembling a tag stays as it is.
+func TestGoldenDeliveredTranscript(t *testing.T) {
+	at := time.Date(2026, 1, 26, 19, 30, 0, 0, time.UTC)
+	written := `use <b>tags</b> & "quotes": a &amp; b`
+	m, ctl := demoModel(t, 150, 34)
+	ctl.SetTranscript("s-res1", []event.MessageInfo{
+		{ID: 7, Index: 0, Role: "system", Source: "system", Content: "You are researcher (r-1)."},
+		{ID: 1, Index: 1, Role: "user", Source: "system", Synthetic: true,
+			Content: coordination.FormatTaskResult("s-exp1", "explorer", "completed", written+"\nsecond line \x1b]0;pwned\x07title")},
+		{ID: 2, Index: 2, Role: "user", Source: "agent", Content: coordination.FormatTaskMessage("writer (w-1)", "s-wr1", "Is <Store> still the interface?")},
+		{ID: 3, Index: 3, Role: "user", Source: "system", Synthetic: true, NoReply: true,
+			Content: coordination.FormatBroadcast("explorer (x-1)", "s-exp1", "discovery", at, "base62 & <ids> exist")},
+		{ID: 4, Index: 4, Role: "user", Source: "system", Synthetic: true, NoReply: true,
+			Content: coordination.FormatAnnouncement("orchestrator (s-root)", "s-root", "Plan v2 is out", at)},
+		{ID: 5, Index: 5, Role: "user", Source: "system", Synthetic: true, NoReply: true,
+			Content: coordination.FormatNewSibling("s-new1", "executor (e-1)", "Write <it> & ship")},
+		{ID: 6, Index: 6, Role: "user", Source: "agent",
+			Content: `<task_result status="done">kept &amp; as is</task_result>`},
+	})
+	m, _ = press(t, m, "down", "down", "enter")
+
+	raw := m.View().Content
+	if strings.Contains(raw, "pwned") || strings.Contains(raw, "\x1b]0;") || strings.Contains(raw, "\x07") {
+		t.Fatal("a control sequence in an agent's text reached the terminal")
+	}
+	mustContain(t, m, written, "#1 user · task result · explorer s-exp1 · completed", "#2 user · message from writer (w-1) s-wr1",
+		"Is <Store> still the interface?", "#3 user · broadcast from explorer (x-1) s-exp1 · discovery", "base62 & <ids> exist",
+		"#4 user · announcement from orchestrator (s-root) s-root", "#5 user · new sibling · executor (e-1) s-new1 · Write <it> & ship",
+		`<task_result status="done">kept &amp; as is</task_result>`)
+	mustNotContain(t, m, "<task_message", "<sibling_broadcast", "<announcement", "<new_sibling", "&lt;")
+	out := plainView(m)
+	checkFrame(t, out, 150, 34)
 	golden.RequireEqual(t, out)
 }
 

@@ -313,6 +313,11 @@ func (p *transcriptPane) renderMessage(s *styles, m *event.MessageInfo) []string
 			head += s.dim.Render(" · ") + s.human.Render("human message")
 			content = h.Text
 		}
+	} else if d, ok := coordination.ParseDelivered(m.Content); ok {
+		// Likewise what an agent wrote reaches another escaped, in a tag
+		// whose attributes say who sent it: the header says it instead.
+		head += s.dim.Render(" · ") + deliveredHead(s, d)
+		content = d.Body
 	}
 	if m.Synthetic {
 		head += s.dim.Render(" · ") + s.injected.Render("injected")
@@ -366,6 +371,24 @@ func (p *transcriptPane) renderMessage(s *styles, m *event.MessageInfo) []string
 		}
 	}
 	return append(lines, "") // a blank line between messages
+}
+
+// deliveredHead names what kind of delivery a message is and where it
+// came from, for the header of a message ParseDelivered recovered.
+func deliveredHead(s *styles, d coordination.Delivered) string {
+	from := oneLine(d.From) + " " + oneLine(d.TaskID)
+	switch d.Tag {
+	case coordination.TagTaskResult:
+		return s.injected.Render("task result") + s.dim.Render(" · "+oneLine(d.Agent)+" "+oneLine(d.TaskID)+" · "+oneLine(d.Status))
+	case coordination.TagTaskMessage:
+		return s.injected.Render("message") + s.dim.Render(" from "+from)
+	case coordination.TagSiblingBroadcast:
+		return s.injected.Render("broadcast") + s.dim.Render(" from "+from+" · "+oneLine(d.Category))
+	case coordination.TagNewSibling:
+		return s.injected.Render("new sibling") + s.dim.Render(" · "+oneLine(d.Agent)+" "+oneLine(d.TaskID)+" · "+oneLine(d.Title))
+	default:
+		return s.injected.Render("announcement") + s.dim.Render(" from "+from)
+	}
 }
 
 func roleStyle(s *styles, role string) paint {

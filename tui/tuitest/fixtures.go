@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/swarmdeck/swarmdeck/coordination"
 	"github.com/swarmdeck/swarmdeck/runtime/event"
 )
 
@@ -120,7 +121,8 @@ func DemoTranscript() []event.MessageInfo {
 			Usage:     &event.Usage{TotalTokens: 812}},
 		{ID: 4, Index: 3, Role: "tool", Source: "system", ToolCallID: "call-1", Content: "pkg/ids/base62.go\npkg/store/doc.go\n2 matches"},
 		{ID: 5, Index: 4, Role: "user", Source: "system", Synthetic: true, NoReply: true,
-			Content: `<sibling_broadcast from="explorer (x-1)" task_id="s-exp1" category="discovery">The repo already has a base62 encoder in pkg/ids.</sibling_broadcast>`},
+			Content: coordination.FormatBroadcast("explorer (x-1)", "s-exp1", "discovery", time.Date(2026, 1, 26, 19, 30, 0, 0, time.UTC),
+				"The repo already has a base62 encoder in pkg/ids & a <Store> interface.")},
 		{ID: 6, Index: 5, Role: "assistant", Source: "agent", Content: "SQLite in WAL mode is enough for v1; I will ask the human to confirm.",
 			Usage: &event.Usage{TotalTokens: 655}},
 	}
