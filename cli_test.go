@@ -166,10 +166,10 @@ func TestCLIRefusesMistakes(t *testing.T) {
 	}
 }
 
-// A start refused for its workspace (missing, or a file) says so and
-// leaves nothing behind: not the default database, not the log, in the
-// dashboard as headless.
-func TestStartWithABadWorkspaceMakesNoFiles(t *testing.T) {
+// A start refused for its workspace (missing, or a file), its prompts or
+// its database says so and leaves nothing behind: not the default
+// database, not the log, in the dashboard as headless.
+func TestRefusedStartMakesNoFiles(t *testing.T) {
 	dir := cliEnv(t)
 	file := filepath.Join(dir, "notes.txt")
 	if err := os.WriteFile(file, []byte("not a directory\n"), 0o600); err != nil {
@@ -178,6 +178,10 @@ func TestStartWithABadWorkspaceMakesNoFiles(t *testing.T) {
 	missing := filepath.Join(dir, "nope")
 	inFile := filepath.Join(dir, "ws.yaml")
 	if err := os.WriteFile(inFile, []byte("provider: scripted\nworkspace: "+missing+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	noPrompts := filepath.Join(dir, "prompts.yaml")
+	if err := os.WriteFile(noPrompts, []byte("provider: scripted\nprompts_dir: "+missing+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	db := filepath.Join(dir, "swarmdeck", "swarmdeck.db") // the default, under XDG_DATA_HOME
@@ -191,6 +195,9 @@ func TestStartWithABadWorkspaceMakesNoFiles(t *testing.T) {
 		{[]string{"run", "--headless", "--config", inFile, "a goal"}, false, inFile + ":2: workspace: open " + missing + ": no such file or directory"},
 		{[]string{"run", "--workspace", file, "a goal"}, true, "workspace " + file + ": open " + file + ": not a directory"},
 		{[]string{"--workspace", missing}, true, "workspace " + missing + ": open " + missing + ": no such file or directory"},
+		{[]string{"run", "--headless", "--config", noPrompts, "a goal"}, false, noPrompts + ":2: prompts_dir: open " + missing + ": no such file or directory"},
+		{[]string{"--config", noPrompts}, true, noPrompts + ":2: prompts_dir: open " + missing + ": no such file or directory"},
+		{[]string{"run", "--headless", "--db", dir, "a goal"}, false, "open the database " + dir + ": open " + dir + ": is a directory"},
 	} {
 		checkTerminal = func() error { return tui.ErrNoTerminal }
 		if tc.terminal {

@@ -285,18 +285,35 @@ func (cf *commonFlags) overrides() config.Overrides {
 }
 
 // openLog opens the log file: logs never go to the terminal, which belongs
-// to the dashboard or to --json output.
-// openLog opens the log file. One that log_file names and that cannot be
+// to the dashboard or to --json output. One that log_file names and that cannot be
 // written is refused, since some things are said only there (a refused
 // reload in a headless run, a prompt that is missing); when the default
 // place cannot be written, swarmdeck runs without a log.
-func openLog(cfg *config.Config) (*slog.Logger, func(), error) {
+//
+// undo closes the log and removes what opening it made (the file, and the
+// directories made for it), for a start that fails after it: a refused
+// start leaves nothing behind. A log that was there before keeps what the
+// start appended.
+func openLog(cfg *config.Config) (log *slog.Logger, closeLog, undo func(), err error) {
 	path := cfg.LogPath()
-	err := os.MkdirAll(filepath.Dir(path), 0o755)
+	made := missingDirs(filepath.Dir(path))
+	err = os.MkdirAll(filepath.Dir(path), 0o755)
 	if err == nil {
+		_, statErr := os.Stat(path)
 		var f *os.File
 		if f, err = os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err == nil {
-			return slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelInfo})), func() { f.Close() }, nil
+			closeLog = func() { f.Close() }
+			undo = func() {
+				f.Close()
+				if !errors.Is(statErr, fs.ErrNotExist) {
+					return
+				}
+				os.Remove(path)
+				for _, dir := range made {
+					os.Remove(dir) // only while empty
+				}
+			}
+			return slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelInfo})), closeLog, undo, nil
 		}
 	}
 	if cfg.LogFile != "" {
@@ -308,9 +325,26 @@ func openLog(cfg *config.Config) (*slog.Logger, func(), error) {
 		if errors.As(err, &pe) {
 			err = pe.Err
 		}
-		return nil, nil, fmt.Errorf("%s: cannot write the log at %s: %w", where, path, err)
+		return nil, nil, nil, fmt.Errorf("%s: cannot write the log at %s: %w", where, path, err)
 	}
-	return slog.New(slog.DiscardHandler), func() {}, nil
+	return slog.New(slog.DiscardHandler), func() {}, func() {}, nil
+}
+
+// missingDirs lists dir and those of its parents that do not exist yet,
+// deepest first: what os.MkdirAll(dir) would make.
+func missingDirs(dir string) []string {
+	var out []string
+	for {
+		if _, err := os.Lstat(dir); !errors.Is(err, fs.ErrNotExist) {
+			return out
+		}
+		out = append(out, dir)
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return out
+		}
+		dir = parent
+	}
 }
 
 // engineFor is what a command builds its engine for.
@@ -338,13 +372,13 @@ func newEngine(ctx context.Context, cf *commonFlags, use engineFor, notices chan
 			return nil, nil, usageErr(err)
 		}
 	}
-	log, closeLog, err := openLog(cfg)
+	log, closeLog, undoLog, err := openLog(cfg)
 	if err != nil {
 		return nil, nil, usageErr(err)
 	}
 	eng, err := runtime.New(runtime.Options{Config: cfg, Resolved: res, Logger: log, View: use == forView})
 	if err != nil {
-		closeLog()
+		undoLog()
 		return nil, nil, usageErr(err)
 	}
 	wctx, cancel := context.WithCancel(ctx)
