@@ -249,6 +249,9 @@ func FuzzParseDelivered(f *testing.F) {
 			{FormatTaskMessage(from, taskID, body), Delivered{Tag: TagTaskMessage, From: from, TaskID: taskID, Body: body}},
 			{FormatBroadcast(from, taskID, word, ts, body), Delivered{Tag: TagSiblingBroadcast, From: from, TaskID: taskID, Category: word, Body: body}},
 			{FormatAnnouncement(from, taskID, body, ts), Delivered{Tag: TagAnnouncement, From: from, TaskID: taskID, Body: body}},
+			{FormatSiblingTasks([]SiblingRow{{TaskID: taskID, Agent: from, Title: body}}, 0), Delivered{Tag: TagSiblingTasks,
+				Body: strings.TrimPrefix(strings.TrimSuffix(Unescape(FormatSiblingTasks([]SiblingRow{{TaskID: taskID, Agent: from, Title: body}}, 0)),
+					"\n</sibling_tasks>"), "<sibling_tasks>\n")}},
 			{FormatNewSibling(taskID, from, body), Delivered{Tag: TagNewSibling, TaskID: taskID, Agent: from, Title: body,
 				Body: "A new sibling task has been created. You can communicate with it using `task_broadcast` or `task_send_message`."}},
 		} {
@@ -267,6 +270,8 @@ func FuzzParseDelivered(f *testing.F) {
 				again = []string{FormatTaskMessage(d.From, d.TaskID, d.Body)}
 			case TagNewSibling:
 				again = []string{FormatNewSibling(d.TaskID, d.Agent, d.Title)}
+			case TagSiblingTasks:
+				again = []string{element(TagSiblingTasks, nil, EscapeBody(d.Body))}
 			default:
 				el, _ := soleElement(body, d.Tag)
 				when, err := time.Parse(time.RFC3339, el.get("timestamp"))

@@ -452,7 +452,7 @@ func soleElement(content, tag string) (parsedElement, bool) {
 // Delivered is what an agent's message or result said, recovered by
 // ParseDelivered from the tag the runtime wrapped it in.
 type Delivered struct {
-	Tag      string // TagTaskResult, TagTaskMessage, TagSiblingBroadcast, TagAnnouncement or TagNewSibling
+	Tag      string // TagTaskResult, TagTaskMessage, TagSiblingBroadcast, TagAnnouncement, TagNewSibling or TagSiblingTasks
 	From     string // the sender's display name; empty for a task result or a new sibling
 	TaskID   string // the sender's (or the new sibling's) task id
 	Agent    string // a task result's or a new sibling's agent
@@ -463,14 +463,14 @@ type Delivered struct {
 }
 
 // ParseDelivered recovers the parts of a <task_result>, <task_message>,
-// <sibling_broadcast>, <announcement> or <new_sibling> as FormatTaskResult,
-// FormatTaskMessage, FormatBroadcast, FormatAnnouncement or
-// FormatNewSibling wrote it, so that
+// <sibling_broadcast>, <announcement>, <new_sibling> or <sibling_tasks> as
+// FormatTaskResult, FormatTaskMessage, FormatBroadcast, FormatAnnouncement,
+// FormatNewSibling or FormatSiblingTasks wrote it, so that
 // a person can read the body as its author wrote it while the model keeps
 // reading the escaped form. As with ParseHuman, ok is false unless content
 // is exactly what the format makes of the parts.
 func ParseDelivered(content string) (d Delivered, ok bool) {
-	for _, tag := range []string{TagTaskResult, TagTaskMessage, TagSiblingBroadcast, TagAnnouncement, TagNewSibling} {
+	for _, tag := range []string{TagTaskResult, TagTaskMessage, TagSiblingBroadcast, TagAnnouncement, TagNewSibling, TagSiblingTasks} {
 		el, ok := soleElement(content, tag)
 		if !ok {
 			continue
@@ -486,6 +486,9 @@ func ParseDelivered(content string) (d Delivered, ok bool) {
 		case TagNewSibling:
 			d.Agent, d.Title = el.get("agent"), el.get("title")
 			want = FormatNewSibling(d.TaskID, d.Agent, d.Title)
+		case TagSiblingTasks:
+			// A table of cells escaped one by one escapes as a whole.
+			want = element(TagSiblingTasks, nil, EscapeBody(d.Body))
 		default:
 			ts, err := time.Parse(time.RFC3339, el.get("timestamp"))
 			if err != nil {

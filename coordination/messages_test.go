@@ -357,7 +357,12 @@ func TestParseDelivered(t *testing.T) {
 		{"a timestamp that is not one", "<announcement from=\"x\" task_id=\"s-1\" timestamp=\"soon\">\nhi\n</announcement>", Delivered{}, false},
 		{"two of them", FormatTaskResult("s-1", "x", "completed", "a") + "\n" + FormatTaskResult("s-2", "x", "completed", "b"), Delivered{}, false},
 		{"text after it", FormatTaskMessage("x", "s-1", "hi") + " and more", Delivered{}, false},
-		{"a table", FormatSiblingTasks([]SiblingRow{{TaskID: "s-1", Agent: "x", Title: "y"}}, 0), Delivered{}, false},
+		{"a table", FormatSiblingTasks([]SiblingRow{{TaskID: "s-1", Agent: "x & y", Title: "<b> | c"}}, 0), Delivered{Tag: TagSiblingTasks,
+			Body: "You have sibling tasks working in parallel. You can communicate with them using:\n" +
+				"- `task_broadcast`: Share discoveries with all siblings\n- `task_send_message`: Send direct message to a specific sibling\n\n" +
+				"| Task ID | Agent | Title |\n|---------|-------|-------|\n| s-1 | x & y | <b> \\| c |"}, true},
+		{"no table", FormatSiblingTasks(nil, 0), Delivered{Tag: TagSiblingTasks, Body: "You have no sibling tasks yet."}, true},
+		{"a table with attributes", "<sibling_tasks n=\"1\">\nhi\n</sibling_tasks>", Delivered{}, false},
 	}
 	for _, tt := range tests {
 		got, ok := ParseDelivered(tt.content)

@@ -156,14 +156,14 @@ func TestGoldenHumanTranscript(t *testing.T) {
 }
 
 // TestGoldenDeliveredTranscript is a session view holding what other
-// agents sent it: a child's result, a message, a broadcast, an announcement
-// and a new sibling, stored as the model reads them (escaped and wrapped in
+// agents sent it: a child's result, a message, a broadcast, an announcement,
+// a new sibling and the table of siblings, stored as the model reads them (escaped and wrapped in
 // their tags), are shown unescaped under a header that names the sender. A
 // message only resembling a tag stays as it is.
 func TestGoldenDeliveredTranscript(t *testing.T) {
 	at := time.Date(2026, 1, 26, 19, 30, 0, 0, time.UTC)
 	written := `use <b>tags</b> & "quotes": a &amp; b`
-	m, ctl := demoModel(t, 150, 34)
+	m, ctl := demoModel(t, 150, 44)
 	ctl.SetTranscript("s-res1", []event.MessageInfo{
 		{ID: 7, Index: 0, Role: "system", Source: "system", Content: "You are researcher (r-1)."},
 		{ID: 1, Index: 1, Role: "user", Source: "system", Synthetic: true,
@@ -175,7 +175,9 @@ func TestGoldenDeliveredTranscript(t *testing.T) {
 			Content: coordination.FormatAnnouncement("orchestrator (s-root)", "s-root", "Plan v2 is out", at)},
 		{ID: 5, Index: 5, Role: "user", Source: "system", Synthetic: true, NoReply: true,
 			Content: coordination.FormatNewSibling("s-new1", "executor (e-1)", "Write <it> & ship")},
-		{ID: 6, Index: 6, Role: "user", Source: "agent",
+		{ID: 8, Index: 6, Role: "user", Source: "system", Synthetic: true, NoReply: true,
+			Content: coordination.FormatSiblingTasks([]coordination.SiblingRow{{TaskID: "s-exp1", Agent: "explorer (x-1)", Title: "Scan <repo> & | report"}}, 0)},
+		{ID: 6, Index: 7, Role: "user", Source: "agent",
 			Content: `<task_result status="done">kept &amp; as is</task_result>`},
 	})
 	m, _ = press(t, m, "down", "down", "enter")
@@ -187,10 +189,11 @@ func TestGoldenDeliveredTranscript(t *testing.T) {
 	mustContain(t, m, written, "#1 user · task result · explorer s-exp1 · completed", "#2 user · message from writer (w-1) s-wr1",
 		"Is <Store> still the interface?", "#3 user · broadcast from explorer (x-1) s-exp1 · discovery", "base62 & <ids> exist",
 		"#4 user · announcement from orchestrator (s-root) s-root", "#5 user · new sibling · executor (e-1) s-new1 · Write <it> & ship",
+		"#6 user · sibling tasks", `| s-exp1 | explorer (x-1) | Scan <repo> & \| report |`,
 		`<task_result status="done">kept &amp; as is</task_result>`)
-	mustNotContain(t, m, "<task_message", "<sibling_broadcast", "<announcement", "<new_sibling", "&lt;")
+	mustNotContain(t, m, "<sibling_tasks>", "<task_message", "<sibling_broadcast", "<announcement", "<new_sibling", "&lt;")
 	out := plainView(m)
-	checkFrame(t, out, 150, 34)
+	checkFrame(t, out, 150, 44)
 	golden.RequireEqual(t, out)
 }
 
