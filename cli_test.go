@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -48,8 +49,14 @@ func storeRuns(t *testing.T, path string, runs ...store.Run) {
 	defer st.Close()
 	err = st.Do(context.Background(), func(tx *store.Tx) error {
 		for i := range runs {
-			runs[i].CreatedAt = time.Now()
+			if runs[i].CreatedAt.IsZero() {
+				runs[i].CreatedAt = time.Now()
+			}
 			if err := tx.InsertRun(&runs[i]); err != nil {
+				return err
+			}
+			// What a run's row gains later: its usage, its end, its error.
+			if err := tx.UpdateRun(&runs[i]); err != nil {
 				return err
 			}
 		}
@@ -505,6 +512,68 @@ func TestRunsTellsADeadRunFromALiveOne(t *testing.T) {
 	}
 	if err := json.Unmarshal(out.Bytes(), &x); err != nil || x.Run.Status != "interrupted" || !strings.Contains(x.Run.Error, "no swarmdeck process") || x.Run.Usage.TotalTokens != 1234 {
 		t.Errorf("export of the dead run: %+v (%v)", x.Run, err)
+	}
+}
+
+// `runs --json` prints a line per run with what the table shows, stopped
+// runs marked; --limit keeps the newest and says how many there are.
+func TestRunsJSONAndLimit(t *testing.T) {
+	dir := cliEnv(t)
+	db := filepath.Join(dir, "d.db")
+	runs := func(args ...string) (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		code := run(append([]string{"runs", "--db", db}, args...), strings.NewReader(""), &stdout, &stderr)
+		return code, stdout.String(), stderr.String()
+	}
+	if code, out, _ := runs("--json"); code != 0 || out != "" {
+		t.Fatalf("runs --json without a database: exit %d, %q; want nothing", code, out)
+	}
+	t0 := time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC)
+	storeRuns(t, db,
+		store.Run{ID: "r-000001", Goal: "first <one> & only", Status: "completed", Provider: "scripted", Model: "swarmdeck-scripted", Scripted: true,
+			Usage: store.Usage{PromptTokens: 90, CompletionTokens: 10, TotalTokens: 100}, CreatedAt: t0, EndedAt: t0.Add(time.Minute)},
+		store.Run{ID: "r-000002", Goal: "second", Status: "failed", Error: "the model said no", Provider: "openai (127.0.0.1:11434)", Model: "llama3.1",
+			CreatedAt: t0.Add(time.Hour), EndedAt: t0.Add(2 * time.Hour)},
+		store.Run{ID: "r-000003", Goal: "killed", Status: "running", Provider: "scripted", Scripted: true, CreatedAt: t0.Add(3 * time.Hour)})
+	code, out, errOut := runs("--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var got []runLine
+	for _, l := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		var r runLine
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatalf("line %q: %v", l, err)
+		}
+		got = append(got, r)
+	}
+	want := []runLine{
+		{ID: "r-000003", Goal: "killed", Status: "running", Stopped: true, Provider: "scripted", CreatedAt: t0.Add(3 * time.Hour)},
+		{ID: "r-000002", Goal: "second", Status: "failed", Provider: "openai (127.0.0.1:11434)", Model: "llama3.1", Error: "the model said no",
+			CreatedAt: t0.Add(time.Hour), EndedAt: "2026-11-02T11:00:00Z"},
+		{ID: "r-000001", Goal: "first <one> & only", Status: "completed", Provider: "scripted", Model: "swarmdeck-scripted",
+			Usage: store.Usage{PromptTokens: 90, CompletionTokens: 10, TotalTokens: 100}, CreatedAt: t0, EndedAt: "2026-11-02T09:01:00Z"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("runs --json:\n got %+v\nwant %+v", got, want)
+	}
+	if !strings.Contains(out, `"goal":"first <one> & only"`) {
+		t.Errorf("the goal is not written as it is: %s", out)
+	}
+
+	code, out, _ = runs("--limit", "2")
+	if code != 0 || !strings.Contains(out, "r-000003") || !strings.Contains(out, "r-000002") || strings.Contains(out, "r-000001") ||
+		!strings.Contains(out, "2 of 3 runs shown: --limit 0 lists them all") {
+		t.Errorf("runs --limit 2: exit %d\n%s", code, out)
+	}
+	if code, out, _ = runs("--limit", "3"); code != 0 || strings.Contains(out, "runs shown") {
+		t.Errorf("runs --limit 3 says some are left out:\n%s", out)
+	}
+	if code, out, _ = runs("--json", "--limit", "1"); code != 0 || strings.Count(out, "\n") != 1 || !strings.Contains(out, `"id":"r-000003"`) {
+		t.Errorf("runs --json --limit 1: exit %d\n%s", code, out)
+	}
+	if code, _, errOut = runs("--limit", "-1"); code != 2 || !strings.Contains(errOut, "--limit -1 is negative") {
+		t.Errorf("runs --limit -1: exit %d, %q", code, errOut)
 	}
 }
 

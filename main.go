@@ -563,18 +563,53 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
+// runLine is a run as `swarmdeck runs --json` prints it, one per line.
+type runLine struct {
+	ID     string `json:"id"`
+	Goal   string `json:"goal"`
+	Status string `json:"status"`
+	// Stopped marks a run stored as running that no swarmdeck process
+	// runs any more (it was killed or crashed): resume continues it.
+	Stopped   bool        `json:"stopped"`
+	Provider  string      `json:"provider"`
+	Model     string      `json:"model"`
+	Workspace string      `json:"workspace"`
+	Usage     store.Usage `json:"usage"`
+	Error     string      `json:"error"`
+	CreatedAt time.Time   `json:"created_at"`
+	EndedAt   string      `json:"ended_at"` // "" while it has not ended
+}
+
 func runsCmd(cf *commonFlags, stdout io.Writer) *cobra.Command {
-	return &cobra.Command{
-		Use:   "runs",
+	var asJSON bool
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "runs [--json] [--limit N]",
 		Short: "List stored runs, newest first",
-		Args:  cobra.NoArgs,
+		Long: `runs lists the stored runs, newest first: id, status, start, tokens and goal.
+A run marked stopped* is stored as running but no swarmdeck process runs it
+any more (it was killed or crashed); resume continues it.
+
+With --json it prints one JSON object per run and line instead:
+{"id", "goal", "status", "stopped", "provider", "model", "workspace",
+"usage": {"prompt_tokens", "completion_tokens", "total_tokens"}, "error",
+"created_at", "ended_at"}, and nothing at all when no run is stored.`,
+		Example: `  swarmdeck runs --limit 5
+  swarmdeck runs --json | jq -r 'select(.status == "interrupted" or .stopped) | .id'`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if limit < 0 {
+				return usageErr(fmt.Errorf("--limit %d is negative: give how many of the newest runs to list, or 0 for all", limit))
+			}
 			st, closeStore, err := openStore(cf)
 			var nd *noDBError
 			if errors.As(err, &nd) {
 				// Nothing to list, which is not a mistake on a new
 				// install; a mistyped --db is told apart from an empty
 				// database by saying that there is none.
+				if asJSON {
+					return nil
+				}
 				fmt.Fprintln(stdout, cf.withFlags(fmt.Sprintf("no runs stored: there is no database at %s yet (check --db, or start a run with `swarmdeck \"your goal\"`)", nd.path)))
 				return nil
 			}
@@ -582,41 +617,73 @@ func runsCmd(cf *commonFlags, stdout io.Writer) *cobra.Command {
 				return err
 			}
 			defer closeStore()
-			runs, err := st.Runs(cmd.Context(), 0)
+			runs, err := st.Runs(cmd.Context(), limit)
 			if err != nil {
 				return &exitError{1, err}
 			}
 			if len(runs) == 0 {
-				fmt.Fprintln(stdout, cf.withFlags(fmt.Sprintf("no runs stored in %s yet: start one with `swarmdeck \"your goal\"`", st.Path())))
+				if !asJSON {
+					fmt.Fprintln(stdout, cf.withFlags(fmt.Sprintf("no runs stored in %s yet: start one with `swarmdeck \"your goal\"`", st.Path())))
+				}
+				return nil
+			}
+			lines := make([]runLine, len(runs))
+			for i, r := range runs {
+				if live, known := runtime.RunIsLive(st.Path(), r.ID); r.Status == runtime.RunRunning && known && !live {
+					lines[i].Stopped = true
+				}
+				if r.Status != runtime.RunCompleted && r.Status != runtime.RunFailed && r.Status != runtime.RunCancelled {
+					// The row's figures are written now and then; the
+					// sessions say what a run not yet ended has spent.
+					if ss, err := st.Sessions(cmd.Context(), r.ID); err == nil {
+						if u := store.SessionsUsage(ss); u.TotalTokens > r.Usage.TotalTokens {
+							r.Usage = u
+						}
+					}
+				}
+				lines[i] = runLine{ID: r.ID, Goal: r.Goal, Status: r.Status, Stopped: lines[i].Stopped, Provider: r.Provider, Model: r.Model,
+					Workspace: r.Workspace, Usage: r.Usage, Error: r.Error, CreatedAt: r.CreatedAt, EndedAt: store.Time(r.EndedAt)}
+			}
+			if asJSON {
+				enc := json.NewEncoder(stdout)
+				enc.SetEscapeHTML(false)
+				for _, l := range lines {
+					if err := enc.Encode(l); err != nil {
+						return err
+					}
+				}
 				return nil
 			}
 			tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "RUN\tSTATUS\tSTARTED\tTOKENS\tGOAL")
-			var orphans []string
-			for _, r := range runs {
-				status := r.Status
-				if live, known := runtime.RunIsLive(st.Path(), r.ID); status == runtime.RunRunning && known && !live {
+			var orphan string
+			for _, l := range lines {
+				status := l.Status
+				if l.Stopped {
 					status = "stopped*"
-					orphans = append(orphans, r.ID)
-				}
-				if status != runtime.RunCompleted && status != runtime.RunFailed && status != runtime.RunCancelled {
-					// The row's figure is written now and then; the
-					// sessions say what a run not yet ended has spent.
-					if ss, err := st.Sessions(cmd.Context(), r.ID); err == nil {
-						r.Usage.TotalTokens = max(r.Usage.TotalTokens, store.SessionsUsage(ss).TotalTokens)
+					if orphan == "" {
+						orphan = l.ID
 					}
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", r.ID, status, r.CreatedAt.Local().Format("2006-01-02 15:04"), r.Usage.TotalTokens, runtime.TerminalText(clip(r.Goal, 60)))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", l.ID, status, l.CreatedAt.Local().Format("2006-01-02 15:04"), l.Usage.TotalTokens, runtime.TerminalText(clip(l.Goal, 60)))
 			}
 			if err := tw.Flush(); err != nil {
 				return err
 			}
-			if len(orphans) > 0 {
-				fmt.Fprintln(stdout, cf.withFlags(fmt.Sprintf("\n* stored as running, but no swarmdeck process runs it (it was killed or crashed): `swarmdeck resume %s` continues it", orphans[0])))
+			if orphan != "" {
+				fmt.Fprintln(stdout, cf.withFlags(fmt.Sprintf("\n* stored as running, but no swarmdeck process runs it (it was killed or crashed): `swarmdeck resume %s` continues it", orphan)))
+			}
+			if limit > 0 && len(runs) == limit {
+				if total, err := st.RunCount(cmd.Context()); err == nil && total > limit {
+					fmt.Fprintf(stdout, "\n%d of %d runs shown: --limit 0 lists them all\n", limit, total)
+				}
 			}
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per run and line")
+	cmd.Flags().IntVar(&limit, "limit", 0, "list only the newest N runs (0: all)")
+	return cmd
 }
 
 func clip(s string, n int) string {

@@ -607,6 +607,13 @@ func (s *Store) MessageCount(ctx context.Context, runID string) (int, error) {
 	return n, err
 }
 
+// RunCount counts the stored runs.
+func (s *Store) RunCount(ctx context.Context) (int, error) {
+	var n int
+	err := s.reader(ctx).QueryRowContext(ctx, `SELECT COUNT(*) FROM runs`).Scan(&n)
+	return n, err
+}
+
 // EventCount counts logged events of a run.
 func (s *Store) EventCount(ctx context.Context, runID string) (int, error) {
 	var n int
