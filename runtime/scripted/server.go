@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -507,7 +508,9 @@ func readBody(r *http.Request, buf *bodyBuf) error {
 	return nil
 }
 
-// encodeArgs turns a Call's Args into the JSON text of "arguments".
+// encodeArgs turns a Call's Args into the JSON text of "arguments",
+// without escaping <, > and & as json.Marshal does: models write them as
+// they are, and the dashboard shows the arguments as sent.
 func encodeArgs(args any, logger *slog.Logger) string {
 	switch a := args.(type) {
 	case nil:
@@ -515,12 +518,14 @@ func encodeArgs(args any, logger *slog.Logger) string {
 	case json.RawMessage:
 		return string(a)
 	}
-	b, err := json.Marshal(args)
-	if err != nil {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(args); err != nil {
 		logger.Error("scripted policy gave unencodable tool arguments", "err", err)
 		return "{}"
 	}
-	return string(b)
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // callID makes tool call ids that look like each dialect's and are distinct

@@ -193,6 +193,21 @@ func TestStreamEndsWithDone(t *testing.T) {
 }
 
 // postChat posts body to the chat endpoint and reads the whole answer.
+// Arguments the policy builds as values are written as a model writes
+// them: <, > and & as they are, not as \u003c escapes.
+func TestArgumentsKeepMarkupCharacters(t *testing.T) {
+	args := map[string]any{"message": `For "a <tiny> blog & its deploy"`}
+	_, c, _ := startServer(t, Config{Policy: fixedPolicy(Reply{ToolCalls: []Call{{Name: "task_broadcast", Args: args}}})})
+	resp, err := c.CreateChatCompletion(context.Background(), chatRequest(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"message":"For \"a <tiny> blog & its deploy\""}`
+	if got := resp.Choices[0].Message.ToolCalls[0].Function.Arguments; got != want {
+		t.Fatalf("arguments = %s, want %s", got, want)
+	}
+}
+
 func postChat(t *testing.T, base, body string) (*http.Response, []byte) {
 	t.Helper()
 	resp, err := http.Post(base+"/chat/completions", "application/json", strings.NewReader(body))
