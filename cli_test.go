@@ -548,7 +548,8 @@ func TestRunsJSONAndLimit(t *testing.T) {
 		got = append(got, r)
 	}
 	want := []runLine{
-		{ID: "r-000003", Goal: "killed", Status: "running", Stopped: true, Provider: "scripted", CreatedAt: t0.Add(3 * time.Hour)},
+		{ID: "r-000003", Goal: "killed", Status: "interrupted", Stopped: true, Provider: "scripted", Error: runtime.OrphanedRunReason,
+			CreatedAt: t0.Add(3 * time.Hour)},
 		{ID: "r-000002", Goal: "second", Status: "failed", Provider: "openai (127.0.0.1:11434)", Model: "llama3.1", Error: "the model said no",
 			CreatedAt: t0.Add(time.Hour), EndedAt: "2026-11-02T11:00:00Z"},
 		{ID: "r-000001", Goal: "first <one> & only", Status: "completed", Provider: "scripted", Model: "swarmdeck-scripted",

@@ -569,7 +569,9 @@ type runLine struct {
 	Goal   string `json:"goal"`
 	Status string `json:"status"`
 	// Stopped marks a run stored as running that no swarmdeck process
-	// runs any more (it was killed or crashed): resume continues it.
+	// runs any more (it was killed or crashed). Its status is then
+	// "interrupted" and its error says so, as in export: resume continues
+	// it.
 	Stopped   bool        `json:"stopped"`
 	Provider  string      `json:"provider"`
 	Model     string      `json:"model"`
@@ -593,9 +595,10 @@ any more (it was killed or crashed); resume continues it.
 With --json it prints one JSON object per run and line instead:
 {"id", "goal", "status", "stopped", "provider", "model", "workspace",
 "usage": {"prompt_tokens", "completion_tokens", "total_tokens"}, "error",
-"created_at", "ended_at"}, and nothing at all when no run is stored.`,
+"created_at", "ended_at"}, and nothing at all when no run is stored. A
+stopped* run is "interrupted" there, with "stopped": true, as export says.`,
 		Example: `  swarmdeck runs --limit 5
-  swarmdeck runs --json | jq -r 'select(.status == "interrupted" or .stopped) | .id'`,
+  swarmdeck runs --json | jq -r 'select(.status == "interrupted") | .id'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if limit < 0 {
@@ -641,7 +644,11 @@ With --json it prints one JSON object per run and line instead:
 						}
 					}
 				}
-				lines[i] = runLine{ID: r.ID, Goal: r.Goal, Status: r.Status, Stopped: lines[i].Stopped, Provider: r.Provider, Model: r.Model,
+				stopped := lines[i].Stopped
+				if stopped {
+					r.Status, r.Error = runtime.RunInterrupted, runtime.OrphanedRunReason
+				}
+				lines[i] = runLine{ID: r.ID, Goal: r.Goal, Status: r.Status, Stopped: stopped, Provider: r.Provider, Model: r.Model,
 					Workspace: r.Workspace, Usage: r.Usage, Error: r.Error, CreatedAt: r.CreatedAt, EndedAt: store.Time(r.EndedAt)}
 			}
 			if asJSON {
