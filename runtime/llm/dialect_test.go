@@ -313,6 +313,25 @@ func TestDataOverSeveralLines(t *testing.T) {
 		}
 		wantToolCalls(t, resp.ToolCalls, ToolCall{ID: "call_1", Name: "read_file", Arguments: `{"path": "a"}`})
 	})
+	t.Run("a first line longer than the read buffer", func(t *testing.T) {
+		// The first data line, read in pieces, ends in "}" with the object
+		// still open: only following the whole line tells it is not the
+		// whole chunk.
+		long := strings.Repeat("many words ", 2000) // 22 KB
+		fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+			s := startSSE(w)
+			s.raw(`data: {"choices":[{"index":0,"delta":{"content":"` + long + `"}}` + "\n")
+			s.raw("data: ]}\n\n")
+			s.raw(`data: {"choices":[{"index":0,"delta":{"content":"{\"}\" ends"}}]}` + "\n\n")
+			s.data(finishChunk("stop"))
+			s.done()
+		})
+		c, _ := newTestClient(fs)
+		resp := mustStream(t, c, userRequest("x"), nil)
+		if resp.Content != long+`{"}" ends` || resp.FinishReason != "stop" || resp.Attempts != 1 {
+			t.Errorf("content of %d bytes ending %q, finish %q, attempts %d", len(resp.Content), resp.Content[max(len(resp.Content)-12, 0):], resp.FinishReason, resp.Attempts)
+		}
+	})
 	t.Run("no blank lines between events", func(t *testing.T) {
 		checkReadAsItComes(t, func(s sse, v obj) {
 			b, _ := json.Marshal(v)

@@ -360,17 +360,17 @@ type sseFilter struct {
 	body     io.ReadCloser
 	br       *bufio.Reader // reads lines from lineEnds
 	lineEnds crReader
-	pending  []byte // bytes still to hand out; may point into br's buffer
-	scratch  []byte // holds a rewritten error line
-	last     []byte // holds a last line that lacked its newline
-	midLine  bool   // pending part is the middle of a long line
-	lineLen  int    // bytes of the current line read so far
-	dropping bool   // the rest of the current long line is dropped
-	inData   bool   // the current long line is data whose line end is yet to be decided
-	tail     byte   // the last byte other than white space of the current long data line
-	open     bool   // a data line went on without its line end: the event's next data line joins it
-	joined   int    // bytes read while an event was open
-	other    int    // bytes of lines handed on that were neither data, comments nor fields
+	pending  []byte     // bytes still to hand out; may point into br's buffer
+	scratch  []byte     // holds a rewritten error line
+	last     []byte     // holds a last line that lacked its newline
+	midLine  bool       // pending part is the middle of a long line
+	lineLen  int        // bytes of the current line read so far
+	dropping bool       // the rest of the current long line is dropped
+	inData   bool       // the current long line is data whose line end is yet to be decided
+	scan     objectScan // the JSON of the current long data line so far
+	open     bool       // a data line went on without its line end: the event's next data line joins it
+	joined   int        // bytes read while an event was open
+	other    int        // bytes of lines handed on that were neither data, comments nor fields
 	err      error
 	info     *respInfo // told of data lines, [DONE] and what else came; may be nil
 }
@@ -481,7 +481,7 @@ func (f *sseFilter) filterLine(line []byte) []byte {
 			f.dropping = !complete
 			return nil
 		case f.inData:
-			f.tail = lastNonSpace(line, f.tail)
+			f.scan.feed(line)
 			if complete {
 				return f.endData(line, nil)
 			}
@@ -562,7 +562,8 @@ func (f *sseFilter) joinData(line, rest []byte, complete bool) []byte {
 		out = f.scratch
 	}
 	if !complete {
-		f.inData, f.tail = true, lastNonSpace(rest, 0)
+		f.inData, f.scan = true, objectScan{}
+		f.scan.feed(rest)
 		return out
 	}
 	return f.endData(out, rest)
@@ -570,8 +571,8 @@ func (f *sseFilter) joinData(line, rest []byte, complete bool) []byte {
 
 // endData ends a data line that joinData handed on, deciding whether its
 // line end goes on now. data is the line's data when the line was read
-// whole, nil for a long line whose start went on already: that is judged
-// by its last byte, the end of an object or not.
+// whole, nil for a long line whose start went on already: f.scan followed
+// that one as it was read.
 func (f *sseFilter) endData(out, data []byte) []byte {
 	f.inData = false
 	switch {
@@ -579,7 +580,7 @@ func (f *sseFilter) endData(out, data []byte) []byte {
 		f.open = false
 		return out
 	case f.open:
-	case data == nil && f.tail == '}', data != nil && wholeObject(data):
+	case data == nil && f.scan.whole(), data != nil && wholeObject(data):
 		return out
 	default:
 		f.open = true
@@ -606,38 +607,61 @@ func (f *sseFilter) blankNext() bool {
 // braces and brackets alone. json.Valid would allocate an error for each
 // piece of an object, which is what it is mostly given here.
 func wholeObject(b []byte) bool {
-	depth := 0
-	for i := 0; i < len(b); i++ {
-		switch b[i] {
-		case '"':
-			for i++; i < len(b) && b[i] != '"'; i++ {
-				if b[i] == '\\' {
-					i++
-				}
-			}
-		case '{', '[':
-			depth++
-		case '}', ']':
-			if depth--; depth == 0 {
-				return lastNonSpace(b[i+1:], 0) == 0
-			}
-		}
-	}
-	return false
+	var o objectScan
+	o.feed(b)
+	return o.whole()
 }
 
-// lastNonSpace is the last byte of b that is not white space, or last when
-// b has none.
-func lastNonSpace(b []byte, last byte) byte {
-	for i := len(b) - 1; i >= 0; i-- {
-		switch b[i] {
-		case ' ', '\t', '\r', '\n':
-		default:
-			return b[i]
+// objectScan follows JSON that starts with '{', given in pieces, by its
+// strings, braces and brackets alone, until the object closes and after.
+type objectScan struct {
+	depth  int
+	inStr  bool // inside a string
+	esc    bool // just after a backslash in a string
+	closed bool // the object closed
+	after  bool // something other than white space followed it
+}
+
+func (o *objectScan) feed(b []byte) {
+	depth, inStr, esc, closed := o.depth, o.inStr, o.esc, o.closed
+	for i := 0; i < len(b); i++ {
+		if inStr {
+			// The bulk of a chunk is its strings: run through them.
+			if esc { // the piece before ended in the backslash
+				esc = false
+				continue
+			}
+			for ; i < len(b) && b[i] != '"'; i++ {
+				if b[i] == '\\' {
+					if i++; i == len(b) {
+						esc = true
+					}
+				}
+			}
+			inStr = i >= len(b)
+			continue
+		}
+		switch c := b[i]; {
+		case closed:
+			if c != ' ' && c != '\t' && c != '\r' && c != '\n' {
+				o.after = true
+				return
+			}
+		case c == '"':
+			inStr = true
+		case c == '{' || c == '[':
+			depth++
+		case c == '}' || c == ']':
+			if depth--; depth == 0 {
+				closed = true
+			}
 		}
 	}
-	return last
+	o.depth, o.inStr, o.esc, o.closed = depth, inStr, esc, closed
 }
+
+// whole reports whether what was fed is one object and white space.
+func (o *objectScan) whole() bool { return o.closed && !o.after }
 
 // maxHead bounds the start of a body kept to say what it was.
 const maxHead = 1 << 10

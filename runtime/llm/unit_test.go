@@ -431,3 +431,42 @@ func FuzzSSEFilter(f *testing.F) {
 		}
 	})
 }
+
+// A long data line is judged in the pieces it is read in, and the pieces
+// must tell what the whole line tells: an escape or a string split between
+// them is followed across.
+func TestObjectScanInPieces(t *testing.T) {
+	for _, tc := range []struct {
+		in    string
+		whole bool
+	}{
+		{`{"a":1}`, true},
+		{"{\"a\":\"}\"}\r\n", true},
+		{`{"a":"\"}"}`, true},
+		{`{"a":"\\"}`, true},
+		{`{"a":"\\\"}"}`, true},
+		{`{"a":[{"b":"]"}]} `, true},
+		{`{"a":1}}`, false},
+		{`{"a":1} x`, false},
+		{`{"a":"}"`, false},
+		{`{"a":"\"}`, false},
+		{`{"a":[1,{"b":2}`, false},
+		{`{"a":{"b":"x"}}`, true},
+		{`{"content":"many words"}}`, false},
+	} {
+		if got := wholeObject([]byte(tc.in)); got != tc.whole {
+			t.Errorf("wholeObject(%s) = %v, want %v", tc.in, got, tc.whole)
+		}
+		for cut1 := 0; cut1 <= len(tc.in); cut1++ {
+			for cut2 := cut1; cut2 <= len(tc.in); cut2++ {
+				var o objectScan
+				o.feed([]byte(tc.in[:cut1]))
+				o.feed([]byte(tc.in[cut1:cut2]))
+				o.feed([]byte(tc.in[cut2:]))
+				if o.whole() != tc.whole {
+					t.Fatalf("%s fed as %q %q %q: whole %v, want %v", tc.in, tc.in[:cut1], tc.in[cut1:cut2], tc.in[cut2:], o.whole(), tc.whole)
+				}
+			}
+		}
+	}
+}
