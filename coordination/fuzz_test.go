@@ -249,6 +249,8 @@ func FuzzParseDelivered(f *testing.F) {
 			{FormatTaskMessage(from, taskID, body), Delivered{Tag: TagTaskMessage, From: from, TaskID: taskID, Body: body}},
 			{FormatBroadcast(from, taskID, word, ts, body), Delivered{Tag: TagSiblingBroadcast, From: from, TaskID: taskID, Category: word, Body: body}},
 			{FormatAnnouncement(from, taskID, body, ts), Delivered{Tag: TagAnnouncement, From: from, TaskID: taskID, Body: body}},
+			{FormatShadowNote(word, from, body, taskID), Delivered{Tag: TagAnsweredOnYourBehalf, From: from, Question: word,
+				Body: shadowNoteIntro + "Question: " + body + "\n" + shadowNoteAnswer + taskID}},
 			{FormatSiblingTasks([]SiblingRow{{TaskID: taskID, Agent: from, Title: body}}, 0), Delivered{Tag: TagSiblingTasks,
 				Body: strings.TrimPrefix(strings.TrimSuffix(Unescape(FormatSiblingTasks([]SiblingRow{{TaskID: taskID, Agent: from, Title: body}}, 0)),
 					"\n</sibling_tasks>"), "<sibling_tasks>\n")}},
@@ -272,6 +274,8 @@ func FuzzParseDelivered(f *testing.F) {
 				again = []string{FormatNewSibling(d.TaskID, d.Agent, d.Title)}
 			case TagSiblingTasks:
 				again = []string{element(TagSiblingTasks, nil, EscapeBody(d.Body))}
+			case TagAnsweredOnYourBehalf:
+				again = []string{element(TagAnsweredOnYourBehalf, []attr{{"question_id", d.Question}, {"asked_by", d.From}}, EscapeBody(d.Body))}
 			default:
 				el, _ := soleElement(body, d.Tag)
 				when, err := time.Parse(time.RFC3339, el.get("timestamp"))

@@ -452,25 +452,27 @@ func soleElement(content, tag string) (parsedElement, bool) {
 // Delivered is what an agent's message or result said, recovered by
 // ParseDelivered from the tag the runtime wrapped it in.
 type Delivered struct {
-	Tag      string // TagTaskResult, TagTaskMessage, TagSiblingBroadcast, TagAnnouncement, TagNewSibling or TagSiblingTasks
-	From     string // the sender's display name; empty for a task result or a new sibling
+	Tag      string // TagTaskResult, TagTaskMessage, TagSiblingBroadcast, TagAnnouncement, TagNewSibling, TagSiblingTasks or TagAnsweredOnYourBehalf
+	From     string // the sender's display name (the asker's, for an answer given on the session's behalf); empty for a task result or a new sibling
 	TaskID   string // the sender's (or the new sibling's) task id
 	Agent    string // a task result's or a new sibling's agent
 	Status   string // a task result's status
 	Category string // a broadcast's category
 	Title    string // a new sibling's title
+	Question string // the id of the question answered on the session's behalf
 	Body     string // unescaped
 }
 
 // ParseDelivered recovers the parts of a <task_result>, <task_message>,
-// <sibling_broadcast>, <announcement>, <new_sibling> or <sibling_tasks> as
-// FormatTaskResult, FormatTaskMessage, FormatBroadcast, FormatAnnouncement,
-// FormatNewSibling or FormatSiblingTasks wrote it, so that
+// <sibling_broadcast>, <announcement>, <new_sibling>, <sibling_tasks> or
+// <answered_on_your_behalf> as FormatTaskResult, FormatTaskMessage,
+// FormatBroadcast, FormatAnnouncement, FormatNewSibling, FormatSiblingTasks
+// or FormatShadowNote wrote it, so that
 // a person can read the body as its author wrote it while the model keeps
 // reading the escaped form. As with ParseHuman, ok is false unless content
 // is exactly what the format makes of the parts.
 func ParseDelivered(content string) (d Delivered, ok bool) {
-	for _, tag := range []string{TagTaskResult, TagTaskMessage, TagSiblingBroadcast, TagAnnouncement, TagNewSibling, TagSiblingTasks} {
+	for _, tag := range []string{TagTaskResult, TagTaskMessage, TagSiblingBroadcast, TagAnnouncement, TagNewSibling, TagSiblingTasks, TagAnsweredOnYourBehalf} {
 		el, ok := soleElement(content, tag)
 		if !ok {
 			continue
@@ -489,6 +491,10 @@ func ParseDelivered(content string) (d Delivered, ok bool) {
 		case TagSiblingTasks:
 			// A table of cells escaped one by one escapes as a whole.
 			want = element(TagSiblingTasks, nil, EscapeBody(d.Body))
+		case TagAnsweredOnYourBehalf:
+			d.From, d.Question = el.get("asked_by"), el.get("question_id")
+			question, answer, _ := strings.Cut(strings.TrimPrefix(d.Body, shadowNoteIntro+"Question: "), "\n"+shadowNoteAnswer)
+			want = FormatShadowNote(d.Question, d.From, question, answer)
 		default:
 			ts, err := time.Parse(time.RFC3339, el.get("timestamp"))
 			if err != nil {
@@ -522,6 +528,12 @@ func FormatAnnouncement(from, taskID, body string, ts time.Time) string {
 	}, EscapeBody(body))
 }
 
+const (
+	shadowNoteIntro = "Another agent asked a question while you were working. " +
+		"It was answered on your behalf from your conversation so far; no reply is needed.\n"
+	shadowNoteAnswer = "Answer given on your behalf: "
+)
+
 // FormatShadowNote renders the passive note a session gets after a shadow
 // responder answered an ask_others question on its behalf, so its later
 // turns stay consistent with what others were told:
@@ -532,10 +544,7 @@ func FormatAnnouncement(from, taskID, body string, ts time.Time) string {
 //	Answer given on your behalf: {answer}
 //	</answered_on_your_behalf>
 func FormatShadowNote(questionID, asker, question, answer string) string {
-	body := "Another agent asked a question while you were working. " +
-		"It was answered on your behalf from your conversation so far; no reply is needed.\n" +
-		"Question: " + EscapeBody(question) + "\n" +
-		"Answer given on your behalf: " + EscapeBody(answer)
+	body := shadowNoteIntro + "Question: " + EscapeBody(question) + "\n" + shadowNoteAnswer + EscapeBody(answer)
 	return element(TagAnsweredOnYourBehalf, []attr{
 		{"question_id", questionID},
 		{"asked_by", asker},

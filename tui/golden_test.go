@@ -157,13 +157,14 @@ func TestGoldenHumanTranscript(t *testing.T) {
 
 // TestGoldenDeliveredTranscript is a session view holding what other
 // agents sent it: a child's result, a message, a broadcast, an announcement,
-// a new sibling and the table of siblings, stored as the model reads them (escaped and wrapped in
+// a new sibling, the table of siblings and a question answered on its
+// behalf, stored as the model reads them (escaped and wrapped in
 // their tags), are shown unescaped under a header that names the sender. A
 // message only resembling a tag stays as it is.
 func TestGoldenDeliveredTranscript(t *testing.T) {
 	at := time.Date(2026, 1, 26, 19, 30, 0, 0, time.UTC)
 	written := `use <b>tags</b> & "quotes": a &amp; b`
-	m, ctl := demoModel(t, 150, 44)
+	m, ctl := demoModel(t, 150, 50)
 	ctl.SetTranscript("s-res1", []event.MessageInfo{
 		{ID: 7, Index: 0, Role: "system", Source: "system", Content: "You are researcher (r-1)."},
 		{ID: 1, Index: 1, Role: "user", Source: "system", Synthetic: true,
@@ -177,7 +178,9 @@ func TestGoldenDeliveredTranscript(t *testing.T) {
 			Content: coordination.FormatNewSibling("s-new1", "executor (e-1)", "Write <it> & ship")},
 		{ID: 8, Index: 6, Role: "user", Source: "system", Synthetic: true, NoReply: true,
 			Content: coordination.FormatSiblingTasks([]coordination.SiblingRow{{TaskID: "s-exp1", Agent: "explorer (x-1)", Title: "Scan <repo> & | report"}}, 0)},
-		{ID: 6, Index: 7, Role: "user", Source: "agent",
+		{ID: 9, Index: 7, Role: "user", Source: "system", Synthetic: true, NoReply: true,
+			Content: coordination.FormatShadowNote("q-7", "planner (p-1)", "Which <db>?", "SQLite & WAL")},
+		{ID: 6, Index: 8, Role: "user", Source: "agent",
 			Content: `<task_result status="done">kept &amp; as is</task_result>`},
 	})
 	m, _ = press(t, m, "down", "down", "enter")
@@ -190,10 +193,11 @@ func TestGoldenDeliveredTranscript(t *testing.T) {
 		"Is <Store> still the interface?", "#3 user · broadcast from explorer (x-1) s-exp1 · discovery", "base62 & <ids> exist",
 		"#4 user · announcement from orchestrator (s-root) s-root", "#5 user · new sibling · executor (e-1) s-new1 · Write <it> & ship",
 		"#6 user · sibling tasks", `| s-exp1 | explorer (x-1) | Scan <repo> & \| report |`,
+		"#7 user · answered on its behalf · q-7 asked by planner (p-1)", "Question: Which <db>?", "Answer given on your behalf: SQLite & WAL",
 		`<task_result status="done">kept &amp; as is</task_result>`)
-	mustNotContain(t, m, "<sibling_tasks>", "<task_message", "<sibling_broadcast", "<announcement", "<new_sibling", "&lt;")
+	mustNotContain(t, m, "<sibling_tasks>", "<answered_on_your_behalf", "<task_message", "<sibling_broadcast", "<announcement", "<new_sibling", "&lt;")
 	out := plainView(m)
-	checkFrame(t, out, 150, 44)
+	checkFrame(t, out, 150, 50)
 	golden.RequireEqual(t, out)
 }
 

@@ -384,6 +384,8 @@ func deliveredHead(s *styles, d coordination.Delivered) string {
 		return s.injected.Render("message") + s.dim.Render(" from "+from)
 	case coordination.TagSiblingBroadcast:
 		return s.injected.Render("broadcast") + s.dim.Render(" from "+from+" · "+oneLine(d.Category))
+	case coordination.TagAnsweredOnYourBehalf:
+		return s.injected.Render("answered on its behalf") + s.dim.Render(" · "+oneLine(d.Question)+" asked by "+oneLine(d.From))
 	case coordination.TagSiblingTasks:
 		return s.injected.Render("sibling tasks")
 	case coordination.TagNewSibling:
