@@ -73,6 +73,8 @@ func TestCLIRefusesMistakes(t *testing.T) {
 	dir := cliEnv(t)
 	stored := filepath.Join(dir, "stored.db")
 	storeRuns(t, stored, store.Run{ID: "r-000001", Goal: "g", Status: "interrupted", Provider: "scripted", Scripted: true})
+	ended := filepath.Join(dir, "ended.db")
+	storeRuns(t, ended, store.Run{ID: "r-000009", Goal: "g", Status: "completed", Provider: "scripted", Scripted: true})
 	fresh := filepath.Join(dir, "fresh", "x.db")
 	badLog := filepath.Join(dir, "badlog.yaml")
 	if err := os.WriteFile(badLog, []byte("log_file: "+dir+"\n"), 0o600); err != nil {
@@ -118,7 +120,13 @@ func TestCLIRefusesMistakes(t *testing.T) {
 		{[]string{"view", "--db", stored, "r-000001"}, 2, "the dashboard needs a terminal, and there is none here: to read run r-000001 without one, use `swarmdeck --db " + stored + " export r-000001`", ""},
 		{[]string{"view", "--db", stored}, 2, "the dashboard needs a terminal, and there is none here: to read the latest run without one, use `swarmdeck --db " + stored + " export`", ""},
 		// A wrong count of arguments names the command and its usage.
-		{[]string{"resume", "--db", fresh}, 2, "resume: accepts 1 arg(s), received 0 (usage: swarmdeck resume [--headless] RUN_ID)", ""},
+		{[]string{"resume", "--db", fresh}, 2, "resume: which run? give its id (usage: swarmdeck resume [--headless] RUN_ID)", ""},
+		{[]string{"resume", "--db", stored, "r-000001", "r-000002"}, 2, "resume: accepts at most 1 arg(s), received 2 (usage: swarmdeck resume [--headless] RUN_ID)", ""},
+		// Without an id, resume names the newest run it could continue, and
+		// does not continue it.
+		{[]string{"resume", "--headless", "--db", stored}, 2, "the newest run that can be continued is r-000001 (g, ", ""},
+		{[]string{"resume", "--db", stored}, 2, "`swarmdeck --db " + stored + " resume r-000001`", ""},
+		{[]string{"resume", "--db", ended}, 2, "no stored run can be continued: `swarmdeck --db " + ended + " runs` lists them", ""},
 		{[]string{"run", "--headless", "--db", fresh}, 2, "(usage: swarmdeck run [--headless] [--json] [--control -] GOAL)", ""},
 		{[]string{"--db", fresh, "rnus"}, 2, `unknown command "rnus": did you mean run or runs?`, ""},
 		{[]string{"--db", fresh, "exprot"}, 2, `swarmdeck run "exprot"`, ""},

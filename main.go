@@ -746,9 +746,12 @@ func resumeCmd(cf *commonFlags, stdin io.Reader, stdout, stderr io.Writer) *cobr
 	cmd := &cobra.Command{
 		Use:               "resume [--headless] RUN_ID",
 		Short:             "Continue an interrupted run",
-		Args:              cobra.ExactArgs(1),
+		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: completeRunIDs(cf, func(r *store.Run) bool { return r.Status == runtime.RunInterrupted || r.Status == runtime.RunRunning }),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageErr(cf.whichToResume(cmd.Context()))
+			}
 			id := args[0]
 			if err := checkHeadlessFlags(cmd, headless); err != nil {
 				return err
@@ -773,6 +776,32 @@ func resumeCmd(cf *commonFlags, stdin io.Reader, stdout, stderr io.Writer) *cobr
 	cmd.Flags().BoolVar(&deltas, "json-deltas", false, "with --json: include streamed token deltas")
 	cmd.Flags().StringVar(&control, "control", "", `read control commands from "-" (stdin), one JSON object per line`)
 	return cmd
+}
+
+// whichToResume is the error of a resume without a run id: it names the
+// newest run that can be continued (interrupted, or stored as running by a
+// process that is gone), so that the next command is one copy away (the
+// commands an error names get this command's --config and --db). A resume
+// acts, so it never picks that run by itself.
+func (cf *commonFlags) whichToResume(ctx context.Context) error {
+	const need = "resume: which run? give its id (usage: swarmdeck resume [--headless] RUN_ID)"
+	st, closeStore, err := openStore(cf)
+	if err != nil {
+		return errors.New(need)
+	}
+	defer closeStore()
+	runs, err := st.Runs(ctx, 0)
+	if err != nil {
+		return errors.New(need)
+	}
+	for _, r := range runs {
+		live, known := runtime.RunIsLive(st.Path(), r.ID)
+		if r.Status == runtime.RunInterrupted || r.Status == runtime.RunRunning && known && !live {
+			return fmt.Errorf("%s; the newest run that can be continued is %s (%s, %s): `swarmdeck resume %s`",
+				need, r.ID, runtime.TerminalText(clip(r.Goal, 40)), r.CreatedAt.Local().Format("2006-01-02 15:04"), r.ID)
+		}
+	}
+	return errors.New(need + "; no stored run can be continued: `swarmdeck runs` lists them")
 }
 
 // keepRunProvider makes a resume continue on the provider and model its
