@@ -632,9 +632,7 @@ stopped* run is "interrupted" there, with "stopped": true, as export says.`,
 			}
 			lines := make([]runLine, len(runs))
 			for i, r := range runs {
-				if live, known := runtime.RunIsLive(st.Path(), r.ID); r.Status == runtime.RunRunning && known && !live {
-					lines[i].Stopped = true
-				}
+				stopped := runtime.Orphaned(st.Path(), r.ID, r.Status)
 				if r.Status != runtime.RunCompleted && r.Status != runtime.RunFailed && r.Status != runtime.RunCancelled {
 					// The row's figures are written now and then; the
 					// sessions say what a run not yet ended has spent.
@@ -644,7 +642,6 @@ stopped* run is "interrupted" there, with "stopped": true, as export says.`,
 						}
 					}
 				}
-				stopped := lines[i].Stopped
 				if stopped {
 					r.Status, r.Error = runtime.RunInterrupted, runtime.OrphanedRunReason
 				}
@@ -727,7 +724,7 @@ func exportCmd(cf *commonFlags, stdout io.Writer) *cobra.Command {
 			if err != nil {
 				return notFound(err)
 			}
-			if live, known := runtime.RunIsLive(st.Path(), x.Run.ID); x.Run.Status == runtime.RunRunning && known && !live {
+			if runtime.Orphaned(st.Path(), x.Run.ID, x.Run.Status) {
 				// As runs and view say: stored as running, but dead.
 				x.Run.Status = runtime.RunInterrupted
 				x.Run.Error = runtime.OrphanedRunReason
@@ -795,8 +792,7 @@ func (cf *commonFlags) whichToResume(ctx context.Context) error {
 		return errors.New(need)
 	}
 	for _, r := range runs {
-		live, known := runtime.RunIsLive(st.Path(), r.ID)
-		if r.Status == runtime.RunInterrupted || r.Status == runtime.RunRunning && known && !live {
+		if r.Status == runtime.RunInterrupted || runtime.Orphaned(st.Path(), r.ID, r.Status) {
 			return fmt.Errorf("%s; the newest run that can be continued is %s (%s, %s): `swarmdeck resume %s`",
 				need, r.ID, runtime.TerminalText(clip(r.Goal, 40)), r.CreatedAt.Local().Format("2006-01-02 15:04"), r.ID)
 		}

@@ -467,10 +467,10 @@ type Delivered struct {
 // <sibling_broadcast>, <announcement>, <new_sibling>, <sibling_tasks> or
 // <answered_on_your_behalf> as FormatTaskResult, FormatTaskMessage,
 // FormatBroadcast, FormatAnnouncement, FormatNewSibling, FormatSiblingTasks
-// or FormatShadowNote wrote it, so that
-// a person can read the body as its author wrote it while the model keeps
-// reading the escaped form. As with ParseHuman, ok is false unless content
-// is exactly what the format makes of the parts.
+// or FormatShadowNote wrote it, so that a person can read the body as its
+// author wrote it while the model keeps reading the escaped form. As with
+// ParseHuman, ok is false unless content is exactly what the format makes
+// of the parts.
 func ParseDelivered(content string) (d Delivered, ok bool) {
 	for _, tag := range []string{TagTaskResult, TagTaskMessage, TagSiblingBroadcast, TagAnnouncement, TagNewSibling, TagSiblingTasks, TagAnsweredOnYourBehalf} {
 		el, ok := soleElement(content, tag)

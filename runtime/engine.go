@@ -393,10 +393,6 @@ func (e *Engine) unregister(r *Run) {
 	r.lock.Release()
 }
 
-// lockRun takes the run's lock (see runlock), which keeps another process
-// from resuming it while this one runs it. Only a lock held elsewhere is an
-// error: a lock that cannot be made at all (a read-only directory beside a
-// writable database, a system without flock) must not stop a run.
 // OrphanedRunReason is why a run stored as running that no process runs
 // is shown interrupted.
 const OrphanedRunReason = "no swarmdeck process is running it (it was killed or crashed): resume it to continue"
@@ -409,6 +405,21 @@ func RunIsLive(dbPath, runID string) (live, known bool) {
 	return runlock.Held(runlock.Dir(dbPath), runID)
 }
 
+// Orphaned reports whether a run of the database at dbPath is stored as
+// running while no process runs it: every reader shows it interrupted,
+// for OrphanedRunReason, until it is resumed.
+func Orphaned(dbPath, runID, status string) bool {
+	if status != RunRunning {
+		return false
+	}
+	live, known := RunIsLive(dbPath, runID)
+	return known && !live
+}
+
+// lockRun takes the run's lock (see runlock), which keeps another process
+// from resuming it while this one runs it. Only a lock held elsewhere is an
+// error: a lock that cannot be made at all (a read-only directory beside a
+// writable database, a system without flock) must not stop a run.
 func (e *Engine) lockRun(id string) (*runlock.Lock, error) {
 	l, err := runlock.Acquire(runlock.Dir(e.store.Path()), id)
 	if runlock.IsHeld(err) {

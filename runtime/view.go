@@ -62,7 +62,7 @@ func (v *storedRun) load(ctx context.Context, runID string) error {
 	v.id = rec.ID
 	snap := &v.snap
 	snap.Run = *runInfoOf(rec)
-	if live, known := RunIsLive(st.Path(), rec.ID); rec.Status == RunRunning && known && !live {
+	if Orphaned(st.Path(), rec.ID, rec.Status) {
 		// Stored as running, but no process runs it: it stopped where a
 		// crash left it, and is shown as such until it is resumed.
 		snap.Run.Status = RunInterrupted
