@@ -148,6 +148,9 @@ func (c *Client) Stream(ctx context.Context, req Request, onDelta func(Delta)) (
 		return nil, canceled(ctx, 0)
 	}
 	oreq := chatParams(&req)
+	if err := checkParams(&oreq); err != nil {
+		return nil, &Error{Kind: BadRequest, Attempts: 1, Err: err, Message: c.clean(err.Error())}
+	}
 	body, err := encodeBody(&req, oreq.Temperature)
 	if err != nil {
 		// What go-openai used to refuse before sending; it counted as the

@@ -47,6 +47,25 @@ func chatParams(req *Request) openai.ChatCompletionRequest {
 	return out
 }
 
+// checkParams runs the checks go-openai makes of a request's model and
+// parameters before sending it, then takes the tools out of oreq: past
+// the checks go-openai only encodes them, into a body the doer throws
+// away, and its encoding of a tool (a map marshalled by reflection) costs
+// more than the rest of that body. What is left for go-openai to check,
+// whether the endpoint serves the model, reads the model alone.
+func checkParams(oreq *openai.ChatCompletionRequest) error {
+	if len(oreq.Tools) == 0 {
+		return nil // go-openai checks the same request itself
+	}
+	check := *oreq
+	check.Stream = true // as CreateChatCompletionStream checks it
+	if err := openai.NewReasoningValidator().Validate(check); err != nil {
+		return err
+	}
+	oreq.Tools = nil
+	return nil
+}
+
 // toolsPresent stands in for a request's tools in chatParams. It is never
 // changed.
 var toolsPresent = []openai.Tool{{Type: openai.ToolTypeFunction}}
