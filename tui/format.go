@@ -407,8 +407,21 @@ func wrap(s string, w int) []string {
 	if s == "" {
 		return []string{""}
 	}
-	wrapped := ansi.Wrap(s, w, "")
-	return strings.Split(wrapped, "\n")
+	lines := strings.Split(ansi.Wrap(s, w, ""), "\n")
+	out := lines[:0:0]
+	for _, l := range lines {
+		if over := cellWidth(l) - w; over > 0 && len(l)-len(strings.TrimLeft(l, " ")) >= over {
+			// ansi.Wrap leaves the spaces that start a line in front of a
+			// word it breaks at w cells: the line is as many cells too wide.
+			l = l[over:]
+		}
+		if cellWidth(l) <= w {
+			out = append(out, l)
+			continue
+		}
+		out = append(out, strings.Split(ansi.Hardwrap(l, w, true), "\n")...)
+	}
+	return out
 }
 
 // padLeft right-aligns s in w cells; longer strings are left as they are.

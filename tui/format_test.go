@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -234,4 +235,27 @@ func FuzzClean(f *testing.F) {
 			}
 		}
 	})
+}
+
+// wrap keeps every line within its width, where ansi.Wrap alone leaves the
+// spaces that start a line in front of a word broken at the limit.
+func TestWrap(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		w    int
+		want []string
+	}{
+		{"short", 10, []string{"short"}},
+		{"two words here", 9, []string{"two words", "here"}},
+		{"00000000000", 10, []string{"0000000000", "0"}},
+		{" 00000000000", 10, []string{"0000000000", "0"}},
+		{"x\n   00000000000", 10, []string{"x", "", "0000000000", "0"}},
+		{"  indented  words", 10, []string{"  indented", "words"}},
+		{"", 10, []string{""}},
+	} {
+		got := wrap(tc.in, tc.w)
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("wrap(%q, %d) = %q, want %q", tc.in, tc.w, got, tc.want)
+		}
+	}
 }
