@@ -237,6 +237,30 @@ func FuzzClean(f *testing.F) {
 	})
 }
 
+// FuzzArgLines: whatever a model sends as a tool call's arguments, opening
+// the call shows no control character and no line wider than the pane.
+func FuzzArgLines(f *testing.F) {
+	for _, s := range []string{`{"path":"a.md","content":"# T\n\n\"q\" <b> \u001b[2J"}`, `{}`, `{"a":[1,{"b":null}],"c":true}`,
+		`{"x":"1"`, `[1,2]`, `"text"`, `{"k":"v"} {"k":"w"}`, `{"\u0007":"\u009b31m"}`, "{\"a\":\"\t\"}"} {
+		f.Add(s, 40)
+	}
+	st := newStyles(true, false)
+	f.Fuzz(func(t *testing.T, raw string, w int) {
+		w = 10 + int(uint(w)%120)
+		for _, l := range argLines(&st, raw, w) {
+			l = ansi.Strip(l)
+			if cw := cellWidth(l); cw > w {
+				t.Fatalf("argLines(%q, %d): line %q is %d cells wide", raw, w, l, cw)
+			}
+			for _, r := range l {
+				if r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 {
+					t.Fatalf("argLines(%q, %d): line %q keeps control %U", raw, w, l, r)
+				}
+			}
+		}
+	})
+}
+
 // wrap keeps every line within its width, where ansi.Wrap alone leaves the
 // spaces that start a line in front of a word broken at the limit.
 func TestWrap(t *testing.T) {

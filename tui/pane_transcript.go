@@ -3,6 +3,7 @@ package tui
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"sort"
 	"strconv"
 	"strings"
@@ -366,7 +367,7 @@ func (p *transcriptPane) renderMessage(s *styles, m *event.MessageInfo) []string
 			continue
 		}
 		lines = append(lines, "  "+s.role["tool"].Render("▾ "+tc.Name)+s.dim.Render(" "+tc.ID))
-		for _, l := range wrap(prettyJSON(args), w-2) {
+		for _, l := range argLines(s, tc.Arguments, w-2) {
 			lines = append(lines, "    "+l)
 		}
 	}
@@ -400,6 +401,71 @@ func roleStyle(s *styles, role string) paint {
 		return st
 	}
 	return s.bold
+}
+
+// argLines shows a tool call's arguments to a person, in w cells: one
+// argument after another in the order the model sent them, a text as the
+// text it holds (a long or multi-line one indented under its name) rather
+// than as a JSON string with its escapes, anything else as indented JSON.
+// Arguments that are not one JSON object are shown as they came.
+func argLines(s *styles, raw string, w int) []string {
+	asSent := func() []string { return wrap(prettyJSON(clean(raw)), w) }
+	dec := json.NewDecoder(strings.NewReader(raw))
+	dec.UseNumber()
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return asSent()
+	}
+	var lines []string
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return asSent()
+		}
+		name := oneLine(clean(t.(string))) + ":"
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return asSent()
+		}
+		var text string
+		if v[0] == '"' {
+			if json.Unmarshal(v, &text) != nil {
+				return asSent()
+			}
+			text = clean(text)
+			if text == "" {
+				text = `""` // not an argument left out
+			}
+		} else {
+			var b bytes.Buffer
+			if json.Compact(&b, v) != nil {
+				return asSent()
+			}
+			text = clean(b.String())
+			if cellWidth(name)+1+cellWidth(text) > w {
+				text = prettyJSON(text)
+			}
+		}
+		if !strings.Contains(text, "\n") && cellWidth(name)+1+cellWidth(text) <= w {
+			lines = append(lines, s.dim.Render(name)+" "+text)
+			continue
+		}
+		for _, l := range wrap(name, w) {
+			lines = append(lines, s.dim.Render(l))
+		}
+		for _, l := range wrap(text, w-2) {
+			lines = append(lines, "  "+l)
+		}
+	}
+	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
+		return asSent()
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return asSent() // more after the object
+	}
+	if len(lines) == 0 {
+		return []string{s.dim.Render(trunc("no arguments", w))}
+	}
+	return lines
 }
 
 func prettyJSON(s string) string {

@@ -458,7 +458,7 @@ func TestSessionViewExpandToolAndSystemPrompt(t *testing.T) {
 	m, _ = press(t, m, "down", "down", "enter")
 	mustContain(t, m, `▸ search_files {"pattern":"sql","path":"."}`)
 	m, _ = press(t, m, "up", "up", "up", "space") // #2 assistant with the tool call
-	mustContain(t, m, "▾ search_files call-1", `"pattern": "sql",`)
+	mustContain(t, m, "▾ search_files call-1", "pattern: sql", "path: .")
 	m, _ = press(t, m, "home", "enter") // #0 system prompt
 	mustContain(t, m, "Answer with facts.")
 }
