@@ -241,7 +241,8 @@ func FuzzClean(f *testing.F) {
 // the call shows no control character and no line wider than the pane.
 func FuzzArgLines(f *testing.F) {
 	for _, s := range []string{`{"path":"a.md","content":"# T\n\n\"q\" <b> \u001b[2J"}`, `{}`, `{"a":[1,{"b":null}],"c":true}`,
-		`{"x":"1"`, `[1,2]`, `"text"`, `{"k":"v"} {"k":"w"}`, `{"\u0007":"\u009b31m"}`, "{\"a\":\"\t\"}"} {
+		`{"x":"1"`, `[1,2]`, `"text"`, `{"k":"v"} {"k":"w"}`, `{"\u0007":"\u009b31m"}`,
+		`{"deep":[[[[[[[[[[[[[[[[["x"]]]]]]]]]]]]]]]]],"o":{"p":{"q":{"r":{"s":{"t":"a long text that wraps"}}}}}}`, "{\"a\":\"\t\"}"} {
 		f.Add(s, 40)
 	}
 	st := newStyles(true, false)

@@ -208,13 +208,13 @@ func TestGoldenDeliveredTranscript(t *testing.T) {
 // indented JSON, and arguments that are not a JSON object as they came.
 func TestGoldenToolArguments(t *testing.T) {
 	note := `# Plan\n\nUse \"base62\" <ids> & a \u001b]0;pwned\u0007title\n- keep\tit short`
-	m, ctl := demoModel(t, 100, 40)
+	m, ctl := demoModel(t, 100, 52)
 	ctl.SetTranscript("s-res1", []event.MessageInfo{
 		{ID: 1, Index: 0, Role: "system", Source: "system", Content: "You are researcher (r-1)."},
 		{ID: 2, Index: 1, Role: "assistant", Source: "model", Content: "Writing it down.", ToolCalls: []event.ToolCall{
 			{ID: "call-1", Name: "write_file", Arguments: `{"path":"notes/plan.md","content":"` + note + `","overwrite":true}`},
-			{ID: "call-2", Name: "create_plan", Arguments: `{"tasks":[{"id":"a","description":"Draft the outline"},{"id":"b","depends_on":["a"]}],"after":["a", "b"],"note":"","limit":3}`},
-			{ID: "call-3", Name: "search_files", Arguments: `{"pattern": "a very long pattern that does not fit on the line next to its name, so it goes under it"}`},
+			{ID: "call-2", Name: "create_plan", Arguments: `{"tasks":[{"id":"a","description":"Draft the outline"},{"id":"b","depends_on":["a"]}],"after":["a", "b"],"options":{"mode":"fast","retry":{"max":2}},"extra":{},"note":"","limit":3}`},
+			{ID: "call-3", Name: "search_files", Arguments: `{"pattern": "a very long pattern that does not fit on the line next to its name, so it goes under it", "paths": ["docs/a folder with a long name/and a file with a long name too.md", "b.md"]}`},
 			{ID: "call-4", Name: "list_files", Arguments: `{}`},
 			{ID: "call-5", Name: "read_file", Arguments: `{"path":"x.md"`},
 		}},
@@ -226,10 +226,10 @@ func TestGoldenToolArguments(t *testing.T) {
 		t.Fatal("a control sequence in a tool argument reached the terminal")
 	}
 	mustContain(t, m, "▾ write_file call-1", "path: notes/plan.md", `Use "base62" <ids> & a title`, "overwrite: true",
-		`"depends_on": [`, `after: ["a","b"]`, `note: ""`, "limit: 3", "no arguments", `{"path":"x.md"`)
+		"- id: b", `depends_on: ["a"]`, "mode: fast", "max: 2", "extra: {}", "- b.md", `after: ["a","b"]`, `note: ""`, "limit: 3", "no arguments", `{"path":"x.md"`)
 	mustNotContain(t, m, `\"base62\"`, `\n`)
 	out := plainView(m)
-	checkFrame(t, out, 100, 40)
+	checkFrame(t, out, 100, 52)
 	golden.RequireEqual(t, out)
 }
 

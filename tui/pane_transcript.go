@@ -3,7 +3,6 @@ package tui
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"sort"
 	"strconv"
 	"strings"
@@ -405,67 +404,101 @@ func roleStyle(s *styles, role string) paint {
 
 // argLines shows a tool call's arguments to a person, in w cells: one
 // argument after another in the order the model sent them, a text as the
-// text it holds (a long or multi-line one indented under its name) rather
-// than as a JSON string with its escapes, anything else as indented JSON.
-// Arguments that are not one JSON object are shown as they came.
+// text it holds rather than as a JSON string with its escapes (a long or
+// multi-line one indented under its name), an object member by member
+// under its name, a list inline as JSON when it fits and otherwise item by
+// item. Arguments that are not one JSON object are shown as they came.
 func argLines(s *styles, raw string, w int) []string {
-	asSent := func() []string { return wrap(prettyJSON(clean(raw)), w) }
-	dec := json.NewDecoder(strings.NewReader(raw))
-	dec.UseNumber()
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return asSent()
+	if !json.Valid([]byte(raw)) || strings.TrimLeft(raw, " \t\r\n")[0] != '{' {
+		return wrap(prettyJSON(clean(raw)), w)
 	}
+	lines := fieldLines(s, json.RawMessage(raw), w)
+	if len(lines) == 0 {
+		return []string{s.dim.Render(trunc("no arguments", w))}
+	}
+	return lines
+}
+
+// fieldLines shows the members of a valid JSON object, one after another.
+func fieldLines(s *styles, obj json.RawMessage, w int) []string {
 	var lines []string
+	dec := json.NewDecoder(bytes.NewReader(obj))
+	dec.UseNumber()
+	dec.Token() // {
 	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return asSent()
-		}
-		name := oneLine(clean(t.(string))) + ":"
+		t, _ := dec.Token()
 		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return asSent()
-		}
-		var text string
-		if v[0] == '"' {
-			if json.Unmarshal(v, &text) != nil {
-				return asSent()
-			}
-			text = clean(text)
-			if text == "" {
-				text = `""` // not an argument left out
-			}
-		} else {
-			var b bytes.Buffer
-			if json.Compact(&b, v) != nil {
-				return asSent()
-			}
-			text = clean(b.String())
-			if cellWidth(name)+1+cellWidth(text) > w {
-				text = prettyJSON(text)
-			}
-		}
-		if !strings.Contains(text, "\n") && cellWidth(name)+1+cellWidth(text) <= w {
+		dec.Decode(&v)
+		name := oneLine(clean(t.(string))) + ":"
+		text, inline := valueText(v, w-cellWidth(name)-1)
+		if inline && (v[0] != '{' || text == "{}") {
 			lines = append(lines, s.dim.Render(name)+" "+text)
 			continue
 		}
 		for _, l := range wrap(name, w) {
 			lines = append(lines, s.dim.Render(l))
 		}
-		for _, l := range wrap(text, w-2) {
+		for _, l := range valueLines(s, v, w-2) {
 			lines = append(lines, "  "+l)
 		}
 	}
-	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
-		return asSent()
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return asSent() // more after the object
-	}
-	if len(lines) == 0 {
-		return []string{s.dim.Render(trunc("no arguments", w))}
-	}
 	return lines
+}
+
+// valueText is a valid JSON value on one line of at most w cells, if it
+// fits there: a text as it reads, anything else as compact JSON.
+func valueText(v json.RawMessage, w int) (string, bool) {
+	var text string
+	if v[0] == '"' {
+		json.Unmarshal(v, &text)
+		text = clean(text)
+		if text == "" {
+			text = `""` // not an argument left out
+		}
+	} else {
+		var b bytes.Buffer
+		json.Compact(&b, v)
+		text = clean(b.String())
+	}
+	return text, w > 0 && !strings.Contains(text, "\n") && cellWidth(text) <= w
+}
+
+// valueLines shows a valid JSON value that did not fit on its name's line,
+// in w cells: a text wrapped, an object member by member, a list item by
+// item, each item after a dash.
+func valueLines(s *styles, v json.RawMessage, w int) []string {
+	if w < 12 {
+		// Nested this deep, indenting further would leave no room.
+		text, _ := valueText(v, w)
+		return wrap(text, max(w, 1))
+	}
+	switch v[0] {
+	case '{':
+		if lines := fieldLines(s, v, w); len(lines) > 0 {
+			return lines
+		}
+		return []string{"{}"}
+	case '[':
+		if text, ok := valueText(v, w); ok {
+			return []string{text}
+		}
+		var items []json.RawMessage
+		json.Unmarshal(v, &items)
+		var lines []string
+		for _, item := range items {
+			for i, l := range valueLines(s, item, w-2) {
+				if i == 0 {
+					lines = append(lines, s.dim.Render("-")+" "+l)
+				} else {
+					lines = append(lines, "  "+l)
+				}
+			}
+		}
+		return lines
+	default:
+		text, _ := valueText(v, w)
+		return wrap(text, w)
+	}
 }
 
 func prettyJSON(s string) string {
