@@ -6,7 +6,6 @@ import (
 
 	"charm.land/bubbles/v2/key"
 	"charm.land/lipgloss/v2"
-	"github.com/charmbracelet/x/ansi"
 )
 
 // renderHeader is two lines: the goal, then the run's figures and marks.
@@ -53,12 +52,12 @@ func (m *model) renderHeader(w int) []string {
 	right := strings.Join(marks, " ")
 	room := w
 	if right != "" {
-		room = max(w-ansi.StringWidth(right)-1, 0)
+		room = max(w-cellWidth(right)-1, 0)
 	}
 	// Too narrow for all: the provider and model, which the config says
 	// too, go whole rather than cut to "scripted / swarm…"; the rest is cut.
 	line2 := " " + strings.Join(left, s.dim.Render(" · "))
-	if withModel > 0 && ansi.StringWidth(line2) > room {
+	if withModel > 0 && cellWidth(line2) > room {
 		line2 = " " + strings.Join(left[:withModel-1], s.dim.Render(" · "))
 	}
 	if right != "" {
@@ -115,14 +114,14 @@ func (m *model) renderBanner(w int) string {
 	const asks = " ? " + " asks: "
 	right := rights[len(rights)-1]
 	for _, r := range rights {
-		if w-ansi.StringWidth(r)-ansi.StringWidth(asks)-ansi.StringWidth(from) >= minBannerQuestion {
+		if w-cellWidth(r)-cellWidth(asks)-cellWidth(from) >= minBannerQuestion {
 			right = r
 			break
 		}
 	}
-	room := max(w-ansi.StringWidth(right), 0)
-	if over := ansi.StringWidth(asks) + ansi.StringWidth(from) + minBannerQuestion - room; over > 0 {
-		from = trunc(from, max(ansi.StringWidth(from)-over, 1))
+	room := max(w-cellWidth(right), 0)
+	if over := cellWidth(asks) + cellWidth(from) + minBannerQuestion - room; over > 0 {
+		from = trunc(from, max(cellWidth(from)-over, 1))
 	}
 	left := " ? " + from + " asks: " + oneLine(q.Question)
 	line := fit(left, room) + right
@@ -145,7 +144,7 @@ func (m *model) statusLines(w int) []string {
 	text := oneLine(status.text)
 	switch {
 	case status.err:
-		rows := strings.Split(ansi.Wrap(text, max(w-3, 1), ""), "\n")
+		rows := strings.Split(wrapText(text, max(w-3, 1)), "\n")
 		if len(rows) > maxStatusRows {
 			// The last row runs on into the next, so that it ends in "…".
 			rows[maxStatusRows-1] = trunc(rows[maxStatusRows-1]+" "+rows[maxStatusRows], w-3)

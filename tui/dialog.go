@@ -83,15 +83,16 @@ func (m *model) openDialog(d dialog) {
 func dialogInputWidth(w int) int { return max(w-8, 10) }
 
 // inputView is a text input as drawn. The input measures what the person
-// types by its own tables (uniseg, go-runewidth) and keeps the text as
-// typed; on screen its emoji sequences are shown as plainEmoji shows them,
-// in the cells the input has, without an ellipsis in place of its padding.
-// When that shown form is wider and the cursor is at the end (the person
-// is typing), the start of the text in sight gives way, so what was just
-// typed stays on screen.
+// types by its own tables (uniseg, go-runewidth, by grapheme cluster) and
+// keeps the text as typed; on screen its emoji sequences are shown as
+// plainEmoji shows them, in the cells the input has as the frame measures
+// them (see graphemes), without an ellipsis in place of its padding. When
+// the text in sight is wider so measured and the cursor is at the end (the
+// person is typing), the start of it gives way, so what was just typed
+// stays on screen.
 func inputView(in *textinput.Model) string {
 	v := in.View()
-	if !hasEmojiSequence(v) {
+	if _, narrow := narrowWidth(v); narrow {
 		return v
 	}
 	v = plainEmoji(v)
@@ -102,17 +103,17 @@ func inputView(in *textinput.Model) string {
 		// last (in sight with the emoji before them); the cursor takes one
 		// cell more.
 		typed := len(value) - len(strings.TrimRight(value, " "))
-		if over := ansi.StringWidth(strings.TrimRight(ansi.Strip(v), " ")) + typed + 1 - room; over > 0 {
-			head, tail := ansi.Truncate(v, prompt, ""), ansi.TruncateLeft(v, prompt+over, "")
-			if ansi.StringWidth(tail) > ansi.StringWidth(v)-prompt-over {
+		if over := cellWidth(strings.TrimRight(ansi.Strip(v), " ")) + typed + 1 - room; over > 0 {
+			head, tail := truncate(v, prompt, ""), truncateLeft(v, prompt+over, "")
+			if cellWidth(tail) > cellWidth(v)-prompt-over {
 				// A wide character astride the cut is kept whole: it
 				// goes whole instead.
-				tail = ansi.TruncateLeft(v, prompt+over+1, "")
+				tail = truncateLeft(v, prompt+over+1, "")
 			}
 			v = head + tail
 		}
 	}
-	return ansi.Truncate(v, room, "")
+	return truncate(v, room, "")
 }
 
 // resizeInput gives a text input a new width and keeps the cursor where it
@@ -274,7 +275,7 @@ func (m *model) sheetLines(w int) []string {
 	// Long lines (a question, the quit notice) wrap inside the sheet.
 	var lines []string
 	for _, l := range body {
-		for _, wl := range strings.Split(ansi.Wrap(l, inner, ""), "\n") {
+		for _, wl := range strings.Split(wrapText(l, inner), "\n") {
 			lines = append(lines, " "+wl)
 		}
 	}
@@ -334,7 +335,7 @@ func packColumns(items []string, width int, sep string) []string {
 		switch {
 		case cur == "":
 			cur = it
-		case ansi.StringWidth(cur)+len(sep)+ansi.StringWidth(it) <= width:
+		case cellWidth(cur)+len(sep)+cellWidth(it) <= width:
 			cur += sep + it
 		default:
 			rows = append(rows, cur)

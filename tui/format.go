@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -21,7 +22,7 @@ func fit(s string, w int) string {
 	}
 	s, sw := shownWidth(s)
 	if sw > w {
-		s = ansi.Truncate(s, w, "…")
+		s = truncate(s, w, "…")
 		sw = cellWidth(s)
 	}
 	if sw < w {
@@ -39,7 +40,7 @@ func trunc(s string, w int) string {
 	if sw <= w {
 		return s
 	}
-	return ansi.Truncate(s, w, "…")
+	return truncate(s, w, "…")
 }
 
 // shownWidth is s as plainEmoji shows it, and its width. Text of narrow
@@ -50,20 +51,66 @@ func shownWidth(s string) (string, int) {
 		return s, w
 	}
 	s = plainEmoji(s)
-	return s, ansi.StringWidth(s)
+	return s, cellWidth(s)
 }
 
-// cellWidth is ansi.StringWidth with a fast path. Grapheme segmentation
-// dominated the cost of a frame, yet nearly everything on this screen is
-// ASCII, escape sequences, or box-drawing and symbol characters that are one
-// cell wide on their own. Strings with anything else (wide or combining
-// characters, emoji, variation selectors) go to ansi.StringWidth;
-// TestCellWidthMatchesAnsi checks the fast path against it.
+// cellWidth is the width of s as the renderer places it (ansi.StringWidthWc,
+// or ansi.StringWidth once it counts grapheme clusters; see graphemes), with
+// a fast path. Measuring dominated the cost of a frame, yet nearly
+// everything on this screen is ASCII, escape sequences, or box-drawing and
+// symbol characters that are one cell wide on their own, however counted.
+// Strings with anything else (wide or combining characters, emoji,
+// variation selectors) go to ansi; TestCellWidthMatchesAnsi checks the fast
+// path against it.
 func cellWidth(s string) int {
 	if w, ok := narrowWidth(s); ok {
 		return w
 	}
-	return ansi.StringWidth(s)
+	if graphemes.Load() {
+		return ansi.StringWidth(s)
+	}
+	return ansi.StringWidthWc(s)
+}
+
+// graphemes tells how the renderer places text, and so how the frame is
+// measured: by code point (wcwidth) as it starts, like tmux and most
+// terminals, or by grapheme cluster once the terminal has said it knows
+// mode 2027. The two disagree on scripts with spacing vowel signs
+// (Devanagari, Tamil) and on decomposed Hangul: "हिन्दी" is 5 cells by code
+// point and 2 by cluster. Measured the other way than drawn, a line holding
+// such text pushed its pane's right border out of place. Emoji sequences
+// are shown so that both agree (plainEmoji). There is one terminal per
+// process, so this is the process's.
+var graphemes atomic.Bool
+
+// truncate, truncateLeft, wrapText and hardwrap are their ansi namesakes,
+// measuring as the renderer does (see graphemes).
+func truncate(s string, w int, tail string) string {
+	if graphemes.Load() {
+		return ansi.Truncate(s, w, tail)
+	}
+	return ansi.TruncateWc(s, w, tail)
+}
+
+func truncateLeft(s string, n int, prefix string) string {
+	if graphemes.Load() {
+		return ansi.TruncateLeft(s, n, prefix)
+	}
+	return ansi.TruncateLeftWc(s, n, prefix)
+}
+
+func wrapText(s string, w int) string {
+	if graphemes.Load() {
+		return ansi.Wrap(s, w, "")
+	}
+	return ansi.WrapWc(s, w, "")
+}
+
+func hardwrap(s string, w int) string {
+	if graphemes.Load() {
+		return ansi.Hardwrap(s, w, true)
+	}
+	return ansi.HardwrapWc(s, w, true)
 }
 
 // narrowWidth is cellWidth's fast path: the width of s when it holds only
@@ -99,7 +146,7 @@ func narrowWidth(s string) (w int, ok bool) {
 
 // escapeLen is the length of the well-formed CSI (ESC [ params final) or
 // OSC (ESC ] text BEL or ST) sequence at the start of s, or 0 for anything
-// else, which then goes to ansi.StringWidth.
+// else, which then goes to ansi.
 func escapeLen(s string) int {
 	if len(s) < 2 {
 		return 0
@@ -205,12 +252,13 @@ func needsClean(s string) bool {
 }
 
 // plainEmoji shows, in text that may hold styles, each emoji sequence whose
-// width terminals disagree on as characters whose width they agree on. The
-// frame is measured by grapheme cluster (ansi.StringWidth: a ZWJ sequence,
-// a flag or a keycap is 2 cells), while the renderer without mode 2027 and
-// terminals such as tmux count code points (the technologist "👩‍💻" is then
-// 4 cells, a flag may be 1 or 4, "❤️" 1); a line holding one then pushed
-// its pane's right border out of the terminal. So, for display only:
+// width terminals disagree on as characters whose width they agree on.
+// Counted by grapheme cluster (ansi.StringWidth, the renderer with mode
+// 2027) a ZWJ sequence, a flag or a keycap is 2 cells, while terminals
+// that count code points, tmux among them, draw the technologist "👩‍💻" in
+// 4, a flag in 1 or 4 and "❤️" in 1, whatever the renderer counted; a line
+// holding one then pushed its pane's right border out of the terminal.
+// So, for display only:
 //
 //   - a ZWJ sequence shows its emoji side by side: "👩‍💻" is "👩💻";
 //   - skin-tone modifiers, variation selectors and tag characters go:
@@ -407,7 +455,7 @@ func wrap(s string, w int) []string {
 	if s == "" {
 		return []string{""}
 	}
-	lines := strings.Split(ansi.Wrap(s, w, ""), "\n")
+	lines := strings.Split(wrapText(s, w), "\n")
 	out := lines[:0:0]
 	for _, l := range lines {
 		if over := cellWidth(l) - w; over > 0 && len(l)-len(strings.TrimLeft(l, " ")) >= over {
@@ -419,7 +467,7 @@ func wrap(s string, w int) []string {
 			out = append(out, l)
 			continue
 		}
-		out = append(out, strings.Split(ansi.Hardwrap(l, w, true), "\n")...)
+		out = append(out, strings.Split(hardwrap(l, w), "\n")...)
 	}
 	return out
 }

@@ -12,33 +12,57 @@ import (
 	"github.com/charmbracelet/x/ansi"
 )
 
-func TestCellWidthMatchesAnsi(t *testing.T) {
-	ranges := [][2]rune{{0x20, 0x7e}, {0xa0, 0x36f}, {0x2000, 0x206f}, {0x2190, 0x22ff}, {0x2500, 0x25ff}, {0x2700, 0x27bf}, {0x2800, 0x28ff}}
-	for _, rg := range ranges {
-		for r := rg[0]; r <= rg[1]; r++ {
-			s := "a" + string(r) + "b"
-			if got, want := cellWidth(s), ansi.StringWidth(s); got != want {
-				t.Errorf("U+%04X: cellWidth %d, ansi.StringWidth %d", r, got, want)
-			}
-		}
+// ansiWidth is ansi's width of s, measured the way the frame is now.
+func ansiWidth(s string) int {
+	if graphemes.Load() {
+		return ansi.StringWidth(s)
 	}
-	for _, s := range []string{
-		"", "plain", "\x1b[1;38;2;1;2;3mbold\x1b[m", "╭─ Sessions · 11 ─╮", "e\u0301", "▶\ufe0f", "👍🏽 ok", "日本語",
-		"\x1b]8;;http://x\x07link\x1b]8;;\x07", "tab\there", "\x1b", "⠋ ● ○ ◐ ⊘ ✓ ✗ › … “q”",
-	} {
-		if got, want := cellWidth(s), ansi.StringWidth(s); got != want {
-			t.Errorf("%q: cellWidth %d, ansi.StringWidth %d", s, got, want)
-		}
+	return ansi.StringWidthWc(s)
+}
+
+// measuring runs f with the frame measured by code point, then by grapheme
+// cluster (see graphemes), and leaves it by code point.
+func measuring(t *testing.T, f func(t *testing.T)) {
+	t.Cleanup(func() { graphemes.Store(false) })
+	for _, g := range []bool{false, true} {
+		graphemes.Store(g)
+		t.Run(map[bool]string{false: "code points", true: "graphemes"}[g], f)
 	}
 }
 
+func TestCellWidthMatchesAnsi(t *testing.T) {
+	measuring(t, func(t *testing.T) {
+		ranges := [][2]rune{{0x20, 0x7e}, {0xa0, 0x36f}, {0x2000, 0x206f}, {0x2190, 0x22ff}, {0x2500, 0x25ff}, {0x2700, 0x27bf}, {0x2800, 0x28ff}}
+		for _, rg := range ranges {
+			for r := rg[0]; r <= rg[1]; r++ {
+				s := "a" + string(r) + "b"
+				if got, want := cellWidth(s), ansiWidth(s); got != want {
+					t.Errorf("U+%04X: cellWidth %d, ansi %d", r, got, want)
+				}
+			}
+		}
+		for _, s := range []string{
+			"", "plain", "\x1b[1;38;2;1;2;3mbold\x1b[m", "╭─ Sessions · 11 ─╮", "e\u0301", "▶\ufe0f", "👍🏽 ok", "日本語",
+			"\x1b]8;;http://x\x07link\x1b]8;;\x07", "tab\there", "\x1b", "⠋ ● ○ ◐ ⊘ ✓ ✗ › … “q”", "हिन्दी", "\u1112\u1161\u11ab",
+		} {
+			if got, want := cellWidth(s), ansiWidth(s); got != want {
+				t.Errorf("%q: cellWidth %d, ansi %d", s, got, want)
+			}
+		}
+	})
+}
+
 func FuzzCellWidth(f *testing.F) {
-	for _, s := range []string{"abc", "\x1b[31mred\x1b[m", "╭─╮", "日本", "e\u0301", "\x1b]0;t\x07"} {
+	for _, s := range []string{"abc", "\x1b[31mred\x1b[m", "╭─╮", "日本", "e\u0301", "\x1b]0;t\x07", "हिन्दी"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		if got, want := cellWidth(s), ansi.StringWidth(s); got != want {
-			t.Fatalf("%q: cellWidth %d, ansi.StringWidth %d", s, got, want)
+		defer graphemes.Store(false)
+		for _, g := range []bool{false, true} {
+			graphemes.Store(g)
+			if got, want := cellWidth(s), ansiWidth(s); got != want {
+				t.Fatalf("%q: cellWidth %d, ansi %d (graphemes %v)", s, got, want, g)
+			}
 		}
 	})
 }

@@ -3,8 +3,6 @@ package tui
 import (
 	"sort"
 	"strings"
-
-	"github.com/charmbracelet/x/ansi"
 )
 
 // box draws body inside a w×h frame with the title in the top border and
@@ -26,7 +24,7 @@ func (s *styles) box(title string, body []string, w, h int, focused bool) []stri
 
 	title = trunc(title, inner-3)
 	top := bst.Render(g.tl+g.hz) + " " + tst.Render(title) + " "
-	fill := inner - 1 - 2 - ansi.StringWidth(title)
+	fill := inner - 1 - 2 - cellWidth(title)
 	if title == "" {
 		top = bst.Render(g.tl)
 		fill = inner

@@ -4,7 +4,6 @@ import (
 	"strings"
 
 	"charm.land/bubbles/v2/textinput"
-	"charm.land/lipgloss/v2"
 )
 
 // goalPrompt asks for the run's goal when the dashboard starts without one.
@@ -53,5 +52,28 @@ func (m *model) renderGoal() string {
 	}
 	body = append(body, s.dim.Render(label(k.Send)+" start · "+label(k.Back)+back))
 	box := s.box("swarmdeck", body, w, len(body)+2, true)
-	return lipgloss.Place(m.width, m.height, lipgloss.Center, lipgloss.Center, strings.Join(box, "\n"))
+	return center(m.width, m.height, box)
+}
+
+// center places a block of lines of one width in the middle of a w×h
+// screen, measured as the frame is (see graphemes), lipgloss measuring by
+// grapheme cluster whatever the renderer does.
+func center(w, h int, block []string) string {
+	bw := 0
+	for _, l := range block {
+		bw = max(bw, cellWidth(l))
+	}
+	left := strings.Repeat(" ", max(w-bw, 0)/2)
+	top := max(h-len(block), 0) / 2
+	lines := make([]string, 0, max(h, len(block)))
+	for range top {
+		lines = append(lines, strings.Repeat(" ", w))
+	}
+	for _, l := range block {
+		lines = append(lines, fit(left+l, w))
+	}
+	for len(lines) < h {
+		lines = append(lines, strings.Repeat(" ", w))
+	}
+	return strings.Join(lines, "\n")
 }

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	tea "charm.land/bubbletea/v2"
 	"strings"
 	"testing"
 	"time"
@@ -233,6 +234,45 @@ func TestGoldenToolArguments(t *testing.T) {
 	golden.RequireEqual(t, out)
 }
 
+// TestWidthFollowsTheRenderer: text in a script whose width the two ways
+// of measuring disagree on (Devanagari vowel signs, decomposed Hangul)
+// leaves every border in place, measured by code point as the renderer
+// starts, and by grapheme cluster once the terminal reports mode 2027.
+func TestWidthFollowsTheRenderer(t *testing.T) {
+	t.Cleanup(func() { graphemes.Store(false) })
+	text := "हिन्दी में नमस्ते लिखें और \u1112\u1161\u11ab தமிழ் ok"
+	m, ctl := demoModel(t, 100, 30)
+	ctl.SetTranscript("s-res1", []event.MessageInfo{
+		{ID: 1, Index: 0, Role: "system", Source: "system", Content: "You are researcher (r-1)."},
+		{ID: 2, Index: 1, Role: "assistant", Source: "model", Content: text + " " + text + " " + text},
+	})
+	b := ev(event.BroadcastSent, "s-exp2")
+	b.Broadcast = &event.BroadcastInfo{ID: "b-hi", Kind: event.KindBroadcast, From: "explorer (x-2)", FromSession: "s-exp2",
+		Category: "discovery", Target: "all", Message: text, Timestamp: t0}
+	m = apply(m, b)
+	m, _ = press(t, m, "down", "down", "enter")
+	fills := func(width func(string) int) {
+		t.Helper()
+		out := plainView(m)
+		if !strings.Contains(out, "हिन्दी में") {
+			t.Fatalf("the text is not on screen:\n%s", out)
+		}
+		for i, l := range strings.Split(out, "\n") {
+			if w := width(l); w != 100 {
+				t.Fatalf("line %d is %d cells wide, want 100:\n%s", i, w, out)
+			}
+		}
+	}
+	fills(ansi.StringWidthWc)
+	m, _ = update(m, tea.ModeReportMsg{Mode: ansi.ModeUnicodeCore, Value: ansi.ModeReset})
+	if !graphemes.Load() {
+		t.Fatal("a terminal that knows mode 2027 did not switch the frame to grapheme clusters")
+	}
+	fills(ansi.StringWidth)
+	m, _ = press(t, m, "esc")
+	fills(ansi.StringWidth)
+}
+
 // TestGoldenEmojiSequences: emoji sequences that terminals draw at another
 // width than the frame measures them (ZWJ sequences, flags, skin tones,
 // VS16, keycaps) must not move a border. Every line of the screen is as
@@ -353,7 +393,8 @@ func TestGoldenPanes(t *testing.T) {
 }
 
 // checkFrame asserts the frame fills the terminal exactly: h lines, none
-// wider than w. A pane that overflowed its rectangle would break this.
+// wider than w, measured as the renderer measures them. A pane that
+// overflowed its rectangle would break this.
 func checkFrame(t *testing.T, out string, w, h int) {
 	t.Helper()
 	lines := strings.Split(out, "\n")
@@ -361,7 +402,7 @@ func checkFrame(t *testing.T, out string, w, h int) {
 		t.Fatalf("frame has %d lines, want %d", len(lines), h)
 	}
 	for i, l := range lines {
-		if lw := ansi.StringWidth(l); lw > w {
+		if lw := cellWidth(l); lw > w {
 			t.Fatalf("line %d is %d cells wide, want at most %d: %q", i, lw, w, l)
 		}
 	}

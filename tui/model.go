@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"fmt"
+	"github.com/charmbracelet/x/ansi"
 	"log/slog"
 	"runtime/debug"
 	"strings"
@@ -243,6 +244,13 @@ func (m *model) update(msg tea.Msg) (cmd tea.Cmd) {
 			if b := m.dialog.back; b != nil {
 				resizeInput(&b.input, dialogInputWidth(m.width))
 			}
+		}
+	case tea.ModeReportMsg:
+		// The renderer places text by grapheme cluster from here on, for
+		// the same answers (see graphemes): measure the frame the same way.
+		if msg.Mode == ansi.ModeUnicodeCore && (msg.Value == ansi.ModeSet || msg.Value == ansi.ModeReset || msg.Value == ansi.ModePermanentlySet) &&
+			!graphemes.Swap(true) {
+			clear(m.transcript.cache)
 		}
 	case tea.BackgroundColorMsg:
 		if m.opts.Theme == "" || m.opts.Theme == "auto" {

@@ -101,7 +101,7 @@ func (p *plansPane) Render(c *renderCtx) []string {
 		body = append(body, " "+s.dim.Render(planSummary(tasks)))
 		idw := 2
 		for _, t := range tasks {
-			idw = max(idw, min(ansi.StringWidth(t.ID), 10))
+			idw = max(idw, min(cellWidth(t.ID), 10))
 		}
 		end := min(p.offset+p.bodyRows(), len(tasks))
 		for i := p.offset; i < end; i++ {
@@ -149,6 +149,6 @@ func (p *plansPane) row(c *renderCtx, t taskView, idw int) string {
 	if note == "" {
 		return fit(line, inner)
 	}
-	nw := min(ansi.StringWidth(note), inner/2)
+	nw := min(cellWidth(note), inner/2)
 	return fit(line, inner-nw-2) + "  " + fit(note, nw)
 }

@@ -274,7 +274,7 @@ func (p *sessionsPane) row(c *renderCtx, cols sessionCols, n *sessionNode, selec
 	head := cursorMark(selected) + indent + fold + glyph + " " + ask
 	// Where "researcher (research-1)" does not fit, the label alone tells
 	// siblings of one role apart; the role would be cut to the same stub.
-	if room := cols.total - rw - 1 - ansi.StringWidth(head) - len(extra); info.Label != "" && ansi.StringWidth(oneLine(name)) > room {
+	if room := cols.total - rw - 1 - cellWidth(head) - len(extra); info.Label != "" && cellWidth(oneLine(name)) > room {
 		name = info.Label
 	}
 	// The hidden-descendants count goes right after the name so that a

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/charmbracelet/x/ansi"
 	"github.com/swarmdeck/swarmdeck/coordination"
 	"github.com/swarmdeck/swarmdeck/runtime/event"
 )
@@ -663,7 +662,7 @@ func (p *transcriptPane) Render(c *renderCtx) []string {
 	body = append(body, shown...)
 	body = append(body, stream...)
 	for i, l := range body {
-		body[i] = ansi.Truncate(l, p.w-2, "…")
+		body[i] = truncate(l, p.w-2, "…")
 	}
 	return s.box(p.title(c.st, streamBelow), body, p.w, p.h, c.focused)
 }
