@@ -1,11 +1,11 @@
 package tui
 
 import (
-	tea "charm.land/bubbletea/v2"
 	"strings"
 	"testing"
 	"time"
 
+	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/exp/golden"
 	"github.com/swarmdeck/swarmdeck/coordination"

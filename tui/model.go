@@ -3,7 +3,6 @@ package tui
 import (
 	"context"
 	"fmt"
-	"github.com/charmbracelet/x/ansi"
 	"log/slog"
 	"runtime/debug"
 	"strings"
@@ -11,6 +10,7 @@ import (
 
 	"charm.land/bubbles/v2/help"
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 	"github.com/swarmdeck/swarmdeck/runtime/event"
 )
 
