@@ -104,6 +104,9 @@ func compose(w, h int, blocks []placed) string {
 			}
 			x += s.w
 		}
+		if x < w {
+			sb.WriteString(strings.Repeat(" ", w-x))
+		}
 		if y < h-1 {
 			sb.WriteByte('\n')
 		}

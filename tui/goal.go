@@ -1,10 +1,6 @@
 package tui
 
-import (
-	"strings"
-
-	"charm.land/bubbles/v2/textinput"
-)
+import "charm.land/bubbles/v2/textinput"
 
 // goalPrompt asks for the run's goal when the dashboard starts without one.
 type goalPrompt struct {
@@ -56,24 +52,17 @@ func (m *model) renderGoal() string {
 }
 
 // center places a block of lines of one width in the middle of a w×h
-// screen, measured as the frame is (see graphemes), lipgloss measuring by
-// grapheme cluster whatever the renderer does.
+// screen, measured as the frame is (see graphemes): lipgloss.Place counts
+// grapheme clusters whatever the renderer does.
 func center(w, h int, block []string) string {
 	bw := 0
 	for _, l := range block {
 		bw = max(bw, cellWidth(l))
 	}
-	left := strings.Repeat(" ", max(w-bw, 0)/2)
-	top := max(h-len(block), 0) / 2
-	lines := make([]string, 0, max(h, len(block)))
-	for range top {
-		lines = append(lines, strings.Repeat(" ", w))
+	bw = min(bw, w)
+	for i, l := range block {
+		block[i] = fit(l, bw) // compose takes lines exactly as wide as their block
 	}
-	for _, l := range block {
-		lines = append(lines, fit(left+l, w))
-	}
-	for len(lines) < h {
-		lines = append(lines, strings.Repeat(" ", w))
-	}
-	return strings.Join(lines, "\n")
+	r := rect{x: (w - bw) / 2, y: max(h-len(block), 0) / 2, w: bw, h: len(block)}
+	return compose(w, h, []placed{{r, block}})
 }
