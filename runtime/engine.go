@@ -180,6 +180,7 @@ func New(opts Options) (*Engine, error) {
 		noKey = "no API key was sent: " + p.APIKeyEnv + " is not set in the environment"
 	}
 	e.llm = llm.New(llm.Config{BaseURL: e.baseURL, APIKey: opts.Resolved.APIKey, Headers: p.Headers, NoKeyHint: noKey,
+		ModelHint:   "pick one with --model or in the configuration file",
 		CallTimeout: lim.CallTimeout.D(), IdleTimeout: lim.StreamIdleTimeout.D(), MaxRetries: lim.MaxRetries, Logger: log})
 	if opts.Model != nil {
 		e.llm = opts.Model
