@@ -488,10 +488,29 @@ func (c *Client) httpError(info *respInfo, err error) *Error {
 		// base URL names no chat completions endpoint.
 		e.hint = c.noEndpointHint()
 	}
+	if h := toolsHint(msg); h != "" && e.hint == "" {
+		// Not worth retrying either: the server will refuse the tools again.
+		e.hint, e.Retryable = h, false
+	}
 	if d, ok := retryAfter(info.header, time.Now()); ok {
 		e.RetryAfter = d
 	}
 	return e
+}
+
+// toolsHint says what to do when a server refuses the request's tools,
+// which every agent needs: each local server words it its own way.
+func toolsHint(msg string) string {
+	m := strings.ToLower(msg)
+	switch {
+	case strings.Contains(m, "does not support tools"): // Ollama
+		return "this model cannot call tools, and swarmdeck's agents work through them: pick one that can, such as llama3.1 or qwen2.5"
+	case strings.Contains(m, "--jinja"): // llama.cpp
+		return "start llama-server with --jinja, so that it takes tools"
+	case strings.Contains(m, "--enable-auto-tool-choice"): // vLLM
+		return "start vLLM with --enable-auto-tool-choice and the --tool-call-parser for the model, so that it takes tools"
+	}
+	return ""
 }
 
 // noEndpointHint is the hint for an answer that says the base URL names no
