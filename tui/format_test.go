@@ -270,6 +270,14 @@ func FuzzArgLines(f *testing.F) {
 		f.Add(s, 40)
 	}
 	st := newStyles(true, false)
+	controls := func(l string) rune {
+		for _, r := range l {
+			if r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 {
+				return r
+			}
+		}
+		return -1
+	}
 	f.Fuzz(func(t *testing.T, raw string, w int) {
 		w = 10 + int(uint(w)%120)
 		for _, l := range argLines(&st, raw, w) {
@@ -277,13 +285,34 @@ func FuzzArgLines(f *testing.F) {
 			if cw := cellWidth(l); cw > w {
 				t.Fatalf("argLines(%q, %d): line %q is %d cells wide", raw, w, l, cw)
 			}
-			for _, r := range l {
-				if r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 {
-					t.Fatalf("argLines(%q, %d): line %q keeps control %U", raw, w, l, r)
-				}
+			if r := controls(l); r >= 0 {
+				t.Fatalf("argLines(%q, %d): line %q keeps control %U", raw, w, l, r)
 			}
 		}
+		// The collapsed call's one line: no control, no line break.
+		if l := argSummary(raw); controls(l) >= 0 {
+			t.Fatalf("argSummary(%q) = %q keeps control %U", raw, l, controls(l))
+		}
 	})
+}
+
+// A collapsed tool call reads as the opened one does: each argument as
+// "name: value", texts without their JSON escapes, on one line.
+func TestArgSummary(t *testing.T) {
+	for raw, want := range map[string]string{
+		`{"pattern":"sql","path":"."}`:                        "pattern: sql · path: .",
+		`{"path":"a.md","content":"# Title\n\n\"q\" & more"}`: `path: a.md · content: # Title "q" & more`,
+		`{"tasks":[{"id":"a"},"b"],"n":1.50,"ok":false}`:      `tasks: [{"id":"a"},"b"] · n: 1.50 · ok: false`,
+		`{"empty":"","nil":null}`:                             `empty: "" · nil: null`,
+		`{}`:                                                  "no arguments",
+		`{"x":"1"`:                                            `{"x":"1"`,
+		"[1,\n2]":                                             "[1, 2]",
+		`{"\u001b[2J":"\u009b31mred"}`:                        ": 31mred", // escape sequences dropped
+	} {
+		if got := argSummary(raw); got != want {
+			t.Errorf("argSummary(%s) = %q, want %q", raw, got, want)
+		}
+	}
 }
 
 // wrap keeps every line within its width, where ansi.Wrap alone leaves the

@@ -359,9 +359,8 @@ func (p *transcriptPane) renderMessage(s *styles, m *event.MessageInfo) []string
 		}
 	}
 	for _, tc := range m.ToolCalls {
-		args := clean(tc.Arguments)
 		if !exp {
-			lines = append(lines, "  "+s.role["tool"].Render("▸ "+tc.Name)+" "+s.dim.Render(trunc(oneLine(args), max(w-len(tc.Name)-3, 1))))
+			lines = append(lines, "  "+s.role["tool"].Render("▸ "+tc.Name)+" "+s.dim.Render(trunc(argSummary(tc.Arguments), max(w-cellWidth(tc.Name)-3, 1))))
 			continue
 		}
 		lines = append(lines, "  "+s.role["tool"].Render("▾ "+tc.Name)+s.dim.Render(" "+tc.ID))
@@ -418,9 +417,28 @@ func argLines(s *styles, raw string, w int) []string {
 	return lines
 }
 
-// fieldLines shows the members of a valid JSON object, one after another.
-func fieldLines(s *styles, obj json.RawMessage, w int) []string {
-	var lines []string
+// argSummary is a collapsed tool call's arguments on one line, read as
+// the opened call shows them: "name: value" for each argument, a text as
+// it reads, separated by " · ". Arguments that are not one JSON object
+// are shown as they came.
+func argSummary(raw string) string {
+	if !json.Valid([]byte(raw)) || strings.TrimLeft(raw, " \t\r\n")[0] != '{' {
+		return oneLine(raw)
+	}
+	var parts []string
+	eachMember(json.RawMessage(raw), func(name string, v json.RawMessage) {
+		text, _ := valueText(v, 0)
+		parts = append(parts, oneLine(name)+": "+oneLine(text))
+	})
+	if len(parts) == 0 {
+		return "no arguments"
+	}
+	return strings.Join(parts, " · ")
+}
+
+// eachMember calls f with each member of a valid JSON object, in order,
+// the name cleaned for the screen.
+func eachMember(obj json.RawMessage, f func(name string, v json.RawMessage)) {
 	dec := json.NewDecoder(bytes.NewReader(obj))
 	dec.UseNumber()
 	dec.Token() // {
@@ -428,11 +446,19 @@ func fieldLines(s *styles, obj json.RawMessage, w int) []string {
 		t, _ := dec.Token()
 		var v json.RawMessage
 		dec.Decode(&v)
-		name := oneLine(clean(t.(string))) + ":"
+		f(clean(t.(string)), v)
+	}
+}
+
+// fieldLines shows the members of a valid JSON object, one after another.
+func fieldLines(s *styles, obj json.RawMessage, w int) []string {
+	var lines []string
+	eachMember(obj, func(key string, v json.RawMessage) {
+		name := oneLine(key) + ":"
 		text, inline := valueText(v, w-cellWidth(name)-1)
 		if inline && (v[0] != '{' || text == "{}") {
 			lines = append(lines, s.dim.Render(name)+" "+text)
-			continue
+			return
 		}
 		for _, l := range wrap(name, w) {
 			lines = append(lines, s.dim.Render(l))
@@ -440,7 +466,7 @@ func fieldLines(s *styles, obj json.RawMessage, w int) []string {
 		for _, l := range valueLines(s, v, w-2) {
 			lines = append(lines, "  "+l)
 		}
-	}
+	})
 	return lines
 }
 

@@ -456,7 +456,7 @@ func TestSessionViewExpandToolAndSystemPrompt(t *testing.T) {
 	m, ctl := demoModel(t, 160, 48)
 	ctl.SetTranscript("s-res1", tuitest.DemoTranscript())
 	m, _ = press(t, m, "down", "down", "enter")
-	mustContain(t, m, `▸ search_files {"pattern":"sql","path":"."}`)
+	mustContain(t, m, `▸ search_files pattern: sql · path: .`)
 	m, _ = press(t, m, "up", "up", "up", "space") // #2 assistant with the tool call
 	mustContain(t, m, "▾ search_files call-1", "pattern: sql", "path: .")
 	m, _ = press(t, m, "home", "enter") // #0 system prompt
