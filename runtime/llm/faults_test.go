@@ -68,17 +68,22 @@ func TestNotRetried(t *testing.T) {
 		code   string
 		msg    string
 		kind   Kind
+		hint   string // what the error must say to do, if anything in particular
 	}{
-		{"insufficient quota 429", 429, "insufficient_quota", "insufficient_quota", "You exceeded your current quota, please check your plan and billing details.", QuotaExceeded},
-		{"insufficient quota 403", 403, "insufficient_quota", "", "quota exhausted", QuotaExceeded},
-		{"context length code", 400, "invalid_request_error", "context_length_exceeded", "This model's maximum context length is 8192 tokens.", ContextLength},
-		{"llama.cpp context size", 400, "exceed_context_size_error", "", "the request exceeds the available context size, try increasing it", ContextLength},
-		{"context length message only", 500, "", "", "prompt has too many tokens for this model", ContextLength},
-		{"bad request", 400, "invalid_request_error", "", "messages: unknown role", BadRequest},
-		{"unprocessable", 422, "", "", "invalid tools", BadRequest},
-		{"unauthorized", 401, "invalid_request_error", "invalid_api_key", "Incorrect API key provided", Auth},
-		{"forbidden", 403, "", "", "not allowed", Auth},
-		{"model not found", 404, "invalid_request_error", "model_not_found", "The model `gpt-9` does not exist", NotFound},
+		{"insufficient quota 429", 429, "insufficient_quota", "insufficient_quota", "You exceeded your current quota, please check your plan and billing details.", QuotaExceeded, ""},
+		{"insufficient quota 403", 403, "insufficient_quota", "", "quota exhausted", QuotaExceeded, ""},
+		{"context length code", 400, "invalid_request_error", "context_length_exceeded", "This model's maximum context length is 8192 tokens.", ContextLength, ""},
+		{"llama.cpp context size", 400, "exceed_context_size_error", "", "the request exceeds the available context size, try increasing it", ContextLength, ""},
+		{"context length message only", 500, "", "", "prompt has too many tokens for this model", ContextLength, ""},
+		{"bad request", 400, "invalid_request_error", "", "messages: unknown role", BadRequest, ""},
+		{"unprocessable", 422, "", "", "invalid tools", BadRequest, ""},
+		{"unauthorized", 401, "invalid_request_error", "invalid_api_key", "Incorrect API key provided", Auth, ""},
+		{"forbidden", 403, "", "", "not allowed", Auth, ""},
+		{"model not found", 404, "invalid_request_error", "model_not_found", "The model `gpt-9` does not exist", NotFound, ""},
+		// Servers that refuse tools, each in its own words; llama.cpp with a 500.
+		{"ollama without tools", 400, "api_error", "", "registry.ollama.ai/library/gemma2:2b does not support tools", BadRequest, "(this model cannot call tools"},
+		{"llama.cpp without --jinja", 500, "server_error", "", "tools param requires --jinja flag", Server, "(start llama-server with --jinja"},
+		{"vllm without a tool parser", 400, "BadRequestError", "", `"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set`, BadRequest, "(start vLLM with --enable-auto-tool-choice"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
@@ -96,6 +101,9 @@ func TestNotRetried(t *testing.T) {
 			}
 			if !strings.Contains(e.Error(), tc.msg) {
 				t.Errorf("message %q lacks the server's %q", e.Error(), tc.msg)
+			}
+			if !strings.Contains(e.Error(), tc.hint) {
+				t.Errorf("message %q does not say %q", e.Error(), tc.hint)
 			}
 		})
 	}

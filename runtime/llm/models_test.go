@@ -189,33 +189,3 @@ func TestParseModels(t *testing.T) {
 		}
 	}
 }
-
-// A server that refuses the tools says so with what to change on it, and
-// is not asked again.
-func TestRefusedToolsSayWhatToChange(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		status int
-		msg    string
-		want   string
-	}{
-		{"ollama", http.StatusBadRequest, "registry.ollama.ai/library/gemma2:2b does not support tools", "(this model cannot call tools"},
-		{"llama.cpp", http.StatusInternalServerError, "tools param requires --jinja flag", "(start llama-server with --jinja"},
-		{"vllm", http.StatusBadRequest, `"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set`, "(start vLLM with --enable-auto-tool-choice"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
-				jsonError(w, tc.status, "invalid_request_error", "", tc.msg)
-			})
-			c, rec := newTestClient(fs)
-			_, err := c.Stream(t.Context(), userRequest("hi"), nil)
-			e := asError(t, err)
-			if !strings.Contains(e.Error(), tc.msg) || !strings.Contains(e.Error(), tc.want) {
-				t.Errorf("error = %q, want the server's words and %q", e.Error(), tc.want)
-			}
-			if fs.requests.Load() != 1 || len(rec.got()) != 0 {
-				t.Errorf("asked %d times, slept %v: a refusal of the tools is not retried", fs.requests.Load(), rec.got())
-			}
-		})
-	}
-}
