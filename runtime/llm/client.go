@@ -31,7 +31,7 @@ type Config struct {
 	MaxRetries   int               // retries after the first attempt
 	MaxRetryWait time.Duration     // cap on any single wait, Retry-After included (default 2m)
 	NoKeyHint    string            // said of an authentication failure when no key was sent, e.g. "set X"
-	ModelHint    string            // said after the models a server lists when it has not the one asked for, e.g. "pick one with X"
+	ModelHint    string            // said after the models a server lists when it lacks the one asked for, e.g. "pick one with X"
 	HTTPClient   *http.Client      // optional; default: keep-alive transport with a large idle pool
 	Logger       *slog.Logger      // optional
 
