@@ -14,6 +14,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"embed"
 	"errors"
 	"fmt"
@@ -58,6 +59,10 @@ type Store struct {
 	read  *sql.DB // a small pool for readers (WAL lets them run beside the writer)
 	conn  *sql.Conn
 	stmts map[string]*sql.Stmt
+	// batch holds the multi-row inserts, run on the driver (batchstmt.go);
+	// named is the argument slice they reuse.
+	batch map[string]driver.Stmt
+	named []driver.NamedValue
 
 	// readOnly: opened by OpenReadOnly, with read alone and no writer;
 	// immutable: and read as a file that does not change.
@@ -139,7 +144,7 @@ func Open(path string, publish func([]event.Event)) (*Store, error) {
 	if publish == nil {
 		publish = func([]event.Event) {}
 	}
-	s := &Store{path: path, write: write, stmts: map[string]*sql.Stmt{}, publish: publish,
+	s := &Store{path: path, write: write, stmts: map[string]*sql.Stmt{}, batch: map[string]driver.Stmt{}, publish: publish,
 		ops: make(chan *op, 1024), closing: make(chan struct{}), closed: make(chan struct{}), failed: make(chan struct{}), seqs: map[string]int64{}}
 	ctx := context.Background()
 	// Turning a new database to WAL takes its lock without waiting for it:
@@ -756,6 +761,7 @@ func (s *Store) Close() error {
 	for _, st := range s.stmts {
 		st.Close()
 	}
+	s.closeBatch()
 	// Fold the WAL back into the main file so a copied .db is complete.
 	s.conn.ExecContext(context.Background(), "PRAGMA wal_checkpoint(TRUNCATE)")
 	s.conn.Close()

@@ -3,12 +3,14 @@ package store
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -1158,4 +1160,21 @@ func TestPathWithURICharacters(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.Close()
+}
+
+// The writer converts the arguments of its multi-row inserts itself
+// (execBatch); it must bind what database/sql would have bound.
+func TestDriverValueAsDatabaseSQL(t *testing.T) {
+	type status string
+	type count int
+	for _, v := range []any{nil, 0, 7, -1 << 40, int64(300), 2.5, true, false, "text", []byte("b"), status("running"), count(12), uint8(3), int32(-9)} {
+		got, err := driverValue(v)
+		want, werr := driver.DefaultParameterConverter.ConvertValue(v)
+		if (err == nil) != (werr == nil) || !reflect.DeepEqual(got, want) {
+			t.Errorf("driverValue(%#v) = %#v, %v; database/sql binds %#v, %v", v, got, err, want, werr)
+		}
+	}
+	if _, err := driverValue(struct{}{}); err == nil {
+		t.Error("a struct converted without an error")
+	}
 }

@@ -319,23 +319,9 @@ func rows(n, cols int) string {
 	return row + strings.Repeat(","+row, n-1)
 }
 
-// keyedStmt is the statement cached under key, prepared from query the
-// first time.
-func (tx *Tx) keyedStmt(key string, query func() string) (*sql.Stmt, error) {
-	if st, ok := tx.s.stmts[key]; ok {
-		return st, nil
-	}
-	st, err := tx.s.conn.PrepareContext(tx.ctx, query())
-	if err != nil {
-		return nil, fmt.Errorf("prepare: %w", err)
-	}
-	tx.s.stmts[key] = st
-	return st, nil
-}
-
 func (tx *Tx) insertMessages(msgs []*Message) error {
 	n := len(msgs)
-	st, err := tx.keyedStmt(messagesKey(n), func() string { return insertMessagesSQL(n) })
+	st, err := tx.s.batchStmt(messagesKey(n), func() string { return insertMessagesSQL(n) })
 	if err != nil {
 		return err
 	}
@@ -353,7 +339,7 @@ func (tx *Tx) insertMessages(msgs []*Message) error {
 		args = append(args, m.ID, m.RunID, m.SessionID, m.Index, m.Role, content, ref, calls, m.ToolCallID, b2i(m.Synthetic), b2i(m.NoReply),
 			m.Source, m.Usage.PromptTokens, m.Usage.CompletionTokens, Time(m.CreatedAt), m.InboxID)
 	}
-	if _, err := st.ExecContext(tx.ctx, args...); err != nil {
+	if err := tx.s.execBatch(tx.ctx, st, args); err != nil {
 		return fmt.Errorf("append messages: %w", err)
 	}
 	return nil
@@ -457,7 +443,7 @@ func insertInboxSQL(n int) string {
 
 func (tx *Tx) insertInbox(items []*InboxItem) error {
 	n := len(items)
-	st, err := tx.keyedStmt(inboxKey(n), func() string { return insertInboxSQL(n) })
+	st, err := tx.s.batchStmt(inboxKey(n), func() string { return insertInboxSQL(n) })
 	if err != nil {
 		return err
 	}
@@ -474,7 +460,7 @@ func (tx *Tx) insertInbox(items []*InboxItem) error {
 		args = append(args, it.ID, it.RunID, it.SessionID, it.Key, it.Kind, b2i(it.Waking), content, ref, it.Source, it.FromSession, Time(it.CreatedAt),
 			delivered, it.ConsumedBy)
 	}
-	if _, err := st.ExecContext(tx.ctx, args...); err != nil {
+	if err := tx.s.execBatch(tx.ctx, st, args); err != nil {
 		return fmt.Errorf("queue inbox items: %w", err)
 	}
 	return nil
@@ -865,11 +851,11 @@ func (tx *Tx) flushQueued(t int) error {
 	}
 	for left := len(vals) / tab.cols; left > 0; {
 		n := chunk(left, tab.most)
-		st, err := tx.keyedStmt(tab.stmtKey(n), func() string { return tab.query(n) })
+		st, err := tx.s.batchStmt(tab.stmtKey(n), func() string { return tab.query(n) })
 		if err != nil {
 			return err
 		}
-		if _, err := st.ExecContext(tx.ctx, vals[:n*tab.cols]...); err != nil {
+		if err := tx.s.execBatch(tx.ctx, st, vals[:n*tab.cols]); err != nil {
 			return fmt.Errorf("write %s: %w", tab.name, err)
 		}
 		vals = vals[n*tab.cols:]

@@ -17,8 +17,11 @@ import (
 // that arrives meanwhile waits for one statement at most.
 
 // warmStatement is a statement the writer prepares ahead, with the key it
-// is cached under.
-type warmStatement struct{ key, query string }
+// is cached under; batch ones are multi-row inserts (see batchStmt).
+type warmStatement struct {
+	key, query string
+	batch      bool
+}
 
 // warmStatements are the statements prepared ahead, roughly in the order a
 // run first needs them; hot adds to them. The multi-row inserts follow,
@@ -27,7 +30,7 @@ var warmStatements []warmStatement
 
 // hot registers query as a statement to prepare ahead and returns it.
 func hot(query string) string {
-	warmStatements = append(warmStatements, warmStatement{query, query})
+	warmStatements = append(warmStatements, warmStatement{key: query, query: query})
 	return query
 }
 
@@ -35,17 +38,17 @@ func hot(query string) string {
 func warmList() []warmStatement {
 	out := append([]warmStatement(nil), warmStatements...)
 	for n := 1; n <= maxRowsPerInsert; n *= 2 {
-		out = append(out, warmStatement{messagesKey(n), insertMessagesSQL(n)}, warmStatement{inboxKey(n), insertInboxSQL(n)})
+		out = append(out, warmStatement{messagesKey(n), insertMessagesSQL(n), true}, warmStatement{inboxKey(n), insertInboxSQL(n), true})
 	}
 	for t := range queuedTables {
 		tab := &queuedTables[t]
 		for n := 1; n <= tab.most; n *= 2 {
-			out = append(out, warmStatement{tab.stmtKey(n), tab.query(n)})
+			out = append(out, warmStatement{tab.stmtKey(n), tab.query(n), true})
 		}
 	}
 	for n := 1; n <= maxConsumedPerUpdate; n *= 2 {
 		q := markConsumedSQL(n)
-		out = append(out, warmStatement{q, q})
+		out = append(out, warmStatement{key: q, query: q})
 	}
 	return out
 }
@@ -54,6 +57,10 @@ func warmList() []warmStatement {
 // calls it. An error is not reported here: the statement is prepared again
 // where it is used, and fails there with its error if it still does.
 func (s *Store) prepareAhead(w warmStatement) {
+	if w.batch {
+		s.batchStmt(w.key, func() string { return w.query })
+		return
+	}
 	if _, ok := s.stmts[w.key]; ok {
 		return
 	}

@@ -35,13 +35,13 @@ func TestChunk(t *testing.T) {
 	}
 }
 
-// preparedCount is how many statements the writer holds, read on the
-// writer.
+// preparedCount is how many statements the writer holds, those run
+// through database/sql and the multi-row inserts, read on the writer.
 func preparedCount(t *testing.T, s *Store) int {
 	t.Helper()
 	var n int
 	if err := s.Do(context.Background(), func(tx *Tx) error {
-		n = len(tx.s.stmts)
+		n = len(tx.s.stmts) + len(tx.s.batch)
 		return nil
 	}); err != nil {
 		t.Fatal(err)
