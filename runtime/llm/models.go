@@ -140,12 +140,15 @@ func modelsHint(model string, models []string) string {
 	if i := strings.IndexAny(family, ":@"); i >= 0 {
 		family = family[:i]
 	}
-	ranked := slices.Clone(models)
-	if family != "" {
-		slices.SortStableFunc(ranked, func(a, b string) int {
-			return boolRank(strings.Contains(strings.ToLower(b), family)) - boolRank(strings.Contains(strings.ToLower(a), family))
-		})
+	var ranked, rest []string
+	for _, m := range models {
+		if family != "" && strings.Contains(strings.ToLower(m), family) {
+			ranked = append(ranked, m)
+		} else {
+			rest = append(rest, m)
+		}
 	}
+	ranked = append(ranked, rest...)
 	var b strings.Builder
 	b.WriteString("the server has no model ")
 	b.WriteString(strconv.Quote(model))
@@ -161,11 +164,4 @@ func modelsHint(model string, models []string) string {
 		b.WriteString(" more")
 	}
 	return b.String()
-}
-
-func boolRank(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }

@@ -16,31 +16,33 @@ import (
 // it stay valid from one Raw call to the next.
 
 // batchStmt returns the insert cached under key, prepared from query the
-// first time. Only the writer calls it.
-func (s *Store) batchStmt(key string, query func() string) (driver.Stmt, error) {
+// first time. Only the writer calls it. The driver is modernc's, which
+// prepares with a context and executes with one.
+func (s *Store) batchStmt(key string, query func() string) (driver.StmtExecContext, error) {
 	if st, ok := s.batch[key]; ok {
 		return st, nil
 	}
 	var st driver.Stmt
 	err := s.conn.Raw(func(dc any) error {
 		var err error
-		if p, ok := dc.(driver.ConnPrepareContext); ok {
-			st, err = p.PrepareContext(context.Background(), query())
-		} else {
-			st, err = dc.(driver.Conn).Prepare(query())
-		}
+		st, err = dc.(driver.ConnPrepareContext).PrepareContext(context.Background(), query())
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("prepare: %w", err)
 	}
-	s.batch[key] = st
-	return st, nil
+	ec := st.(driver.StmtExecContext)
+	s.batch[key] = ec
+	return ec, nil
 }
 
 // execBatch runs an insert from batchStmt with args, in column order.
-func (s *Store) execBatch(ctx context.Context, st driver.Stmt, args []any) error {
+func (s *Store) execBatch(ctx context.Context, st driver.StmtExecContext, args []any) error {
 	named := s.named[:0]
+	defer func() {
+		clear(named) // the texts of this commit are not kept alive by the next
+		s.named = named[:0]
+	}()
 	for i, a := range args {
 		v, err := driverValue(a)
 		if err != nil {
@@ -48,22 +50,10 @@ func (s *Store) execBatch(ctx context.Context, st driver.Stmt, args []any) error
 		}
 		named = append(named, driver.NamedValue{Ordinal: i + 1, Value: v})
 	}
-	err := s.conn.Raw(func(any) error {
-		if ec, ok := st.(driver.StmtExecContext); ok {
-			_, err := ec.ExecContext(ctx, named)
-			return err
-		}
-		vals := make([]driver.Value, len(named))
-		for i := range named {
-			vals[i] = named[i].Value
-		}
-		//lint:ignore SA1019 the fallback for a driver without ExecContext
-		_, err := st.Exec(vals)
+	return s.conn.Raw(func(any) error {
+		_, err := st.ExecContext(ctx, named)
 		return err
 	})
-	clear(named) // the texts of this commit are not kept alive by the next
-	s.named = named[:0]
-	return err
 }
 
 // driverValue converts an argument as database/sql would: the types a
@@ -83,7 +73,7 @@ func driverValue(v any) (driver.Value, error) {
 func (s *Store) closeBatch() {
 	s.conn.Raw(func(any) error {
 		for _, st := range s.batch {
-			st.Close()
+			st.(driver.Stmt).Close()
 		}
 		return nil
 	})

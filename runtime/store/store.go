@@ -61,7 +61,7 @@ type Store struct {
 	stmts map[string]*sql.Stmt
 	// batch holds the multi-row inserts, run on the driver (batchstmt.go);
 	// named is the argument slice they reuse.
-	batch map[string]driver.Stmt
+	batch map[string]driver.StmtExecContext
 	named []driver.NamedValue
 
 	// readOnly: opened by OpenReadOnly, with read alone and no writer;
@@ -144,7 +144,7 @@ func Open(path string, publish func([]event.Event)) (*Store, error) {
 	if publish == nil {
 		publish = func([]event.Event) {}
 	}
-	s := &Store{path: path, write: write, stmts: map[string]*sql.Stmt{}, batch: map[string]driver.Stmt{}, publish: publish,
+	s := &Store{path: path, write: write, stmts: map[string]*sql.Stmt{}, batch: map[string]driver.StmtExecContext{}, publish: publish,
 		ops: make(chan *op, 1024), closing: make(chan struct{}), closed: make(chan struct{}), failed: make(chan struct{}), seqs: map[string]int64{}}
 	ctx := context.Background()
 	// Turning a new database to WAL takes its lock without waiting for it:
