@@ -213,7 +213,7 @@ func readRoot(s *session) *rootState {
 	}
 	for _, c := range s.calls("update_task_status") {
 		a := jsonObject(c.args)
-		if str(a, "status") == "completed" || (str(a, "status") == "in_progress" && str(a, "task_id") == "review") {
+		if str(a, "status") == "completed" || str(a, "status") == "in_progress" && (str(a, "task_id") == "review" || str(a, "task_id") == "draft") {
 			st.completed[str(a, "task_id")+"/"+str(a, "status")] = true
 		}
 	}
@@ -303,9 +303,6 @@ func root(s *session) Reply {
 					"agent", "executor",
 					"sharedContext", ctx,
 				}})
-				if st.planOK {
-					calls = append(calls, updateStatus("draft", "in_progress"))
-				}
 				n += " A writer is queued behind both researchers: its $ references wait for their results."
 			}
 			return n, calls
@@ -316,12 +313,22 @@ func root(s *session) Reply {
 
 	// All scripted steps are taken: follow the children as they report.
 	var mark []Call
+	marking := map[string]bool{}
+	done := func(pt string) bool { return st.completed[pt+"/completed"] || marking[pt] }
 	for _, pt := range []string{"research", "channels", "draft"} {
 		sid := st.sessions[pt]
 		if res, ok := st.results[sid]; ok && sid != "" && st.planOK &&
-			res.attr("status") == "completed" && !st.completed[pt+"/completed"] {
+			res.attr("status") == "completed" && !done(pt) {
 			mark = append(mark, updateStatus(pt, "completed"))
+			marking[pt] = true
 		}
+	}
+	// The writer starts once both researchers are done (its references
+	// wait for their results), so the draft goes in progress then, not when
+	// the writer is spawned.
+	if _, drafted := st.results[st.sessions["draft"]]; st.planOK && st.sessions["draft"] != "" && !drafted &&
+		!st.completed["draft/in_progress"] && done("research") && done("channels") {
+		mark = append(mark, updateStatus("draft", "in_progress"))
 	}
 	if mark = s.filter(mark); len(mark) > 0 {
 		return Reply{Content: "Results are coming in; updating the plan.", ToolCalls: mark}

@@ -196,7 +196,7 @@ func rootThroughStep4(t testing.TB, c *convo) {
 	c.answer(map[string]string{"sessions_spawn": spawnedRes, "delegate_task": delegRes, "update_task_status": `{"task":{"id":"x"},"newly_ready_tasks":[]}`})
 
 	rep = c.turn()
-	wantCalls(t, rep, "ask_others", "sessions_spawn", "update_task_status")
+	wantCalls(t, rep, "ask_others", "sessions_spawn")
 	ask := args(t, rep, "ask_others")
 	if ask["question"] != "Which launch window should the team plan for?" || ask["allow_human_response"] != true ||
 		ask["timeout"] != 90.0 || len(ask["options"].([]any)) != 3 {
@@ -206,9 +206,6 @@ func rootThroughStep4(t testing.TB, c *convo) {
 	if w["label"] != "writer" || w["agent"] != "executor" ||
 		js(w["sharedContext"]) != `{"$research-1":"reference","$research-2":"reference","tone":"concise"}` {
 		t.Fatalf("writer spawn = %s", js(w))
-	}
-	if js(rep.ToolCalls[2].Args) != `{"task_id":"draft","status":"in_progress"}` {
-		t.Fatal("draft in_progress")
 	}
 }
 
@@ -228,8 +225,10 @@ func TestDemoRootFullRun(t *testing.T) {
 	c.answer(nil)
 	c.inject(taskResult("s-r2", "researcher", "completed", Prefix+" Findings\n- Hacker News first."))
 	rep = c.turn()
-	if js(rep.ToolCalls[0].Args) != `{"task_id":"channels","status":"completed"}` {
-		t.Fatal(js(rep.ToolCalls[0].Args))
+	// Both researchers are done, so the writer has started.
+	if len(rep.ToolCalls) != 2 || js(rep.ToolCalls[0].Args) != `{"task_id":"channels","status":"completed"}` ||
+		js(rep.ToolCalls[1].Args) != `{"task_id":"draft","status":"in_progress"}` {
+		t.Fatal(js(rep.ToolCalls))
 	}
 	c.answer(nil)
 	c.inject(taskResult("s-sub", "orchestrator", "completed", Prefix+" Launch checklist:\n1. Book guests.\n2. Record a pilot."))
