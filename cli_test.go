@@ -119,6 +119,8 @@ func TestCLIRefusesMistakes(t *testing.T) {
 		{[]string{"--db", fresh, "a goal"}, 2, "run --headless GOAL", ""},
 		{[]string{"view", "--db", stored, "r-000001"}, 2, "the dashboard needs a terminal, and there is none here: to read run r-000001 without one, use `swarmdeck --db " + stored + " export r-000001`", ""},
 		{[]string{"view", "--db", stored}, 2, "the dashboard needs a terminal, and there is none here: to read the latest run without one, use `swarmdeck --db " + stored + " export`", ""},
+		// A run that is not there is said first.
+		{[]string{"view", "--db", stored, "r-nope"}, 2, `run "r-nope": not found (list runs with ` + "`swarmdeck --db " + stored + " runs`)", ""},
 		// A wrong count of arguments names the command and its usage.
 		{[]string{"resume", "--db", fresh}, 2, "resume: which run? give its id (usage: swarmdeck resume [--headless] RUN_ID)", ""},
 		{[]string{"resume", "--db", stored, "r-000001", "r-000002"}, 2, "resume: accepts at most 1 arg(s), received 2 (usage: swarmdeck resume [--headless] RUN_ID)", ""},

@@ -1197,16 +1197,13 @@ var checkTerminal = tui.CheckTerminal
 // dashboard opens the terminal UI on a new run (goal, or a prompt for one
 // when empty), a resumed run, or a stored run read-only.
 func dashboard(ctx context.Context, cf *commonFlags, goal, runID string, readOnly bool, stdout io.Writer) error {
-	// Before a run is started or resumed that nobody could watch.
-	if err := checkTerminal(); err != nil {
-		if readOnly && errors.Is(err, tui.ErrNoTerminal) {
-			// Headless runs are no help to someone who wants to read a run.
-			err = fmt.Errorf("the dashboard needs a terminal, and there is none here: to read run %s without one, use `swarmdeck export %s`", runID, runID)
-			if runID == "" {
-				err = errors.New("the dashboard needs a terminal, and there is none here: to read the latest run without one, use `swarmdeck export`")
-			}
+	// Before a run is started or resumed that nobody could watch. A run
+	// to view is looked up first: one that does not exist is the error
+	// to give, not the missing terminal.
+	if !readOnly {
+		if err := checkTerminal(); err != nil {
+			return usageErr(err)
 		}
-		return usageErr(err)
 	}
 	use := forNewRun
 	switch {
@@ -1231,6 +1228,16 @@ func dashboard(ctx context.Context, cf *commonFlags, goal, runID string, readOnl
 	case readOnly:
 		if opts.Controller, err = eng.View(ctx, runID); err != nil {
 			return notFound(err)
+		}
+		if err := checkTerminal(); err != nil {
+			if errors.Is(err, tui.ErrNoTerminal) {
+				// Headless runs are no help to someone who wants to read a run.
+				err = fmt.Errorf("the dashboard needs a terminal, and there is none here: to read run %s without one, use `swarmdeck export %s`", runID, runID)
+				if runID == "" {
+					err = errors.New("the dashboard needs a terminal, and there is none here: to read the latest run without one, use `swarmdeck export`")
+				}
+			}
+			return usageErr(err)
 		}
 		status := opts.Controller.Snapshot().Run.Status
 		if eng.Store().Immutable() && status != runtime.RunCompleted && status != runtime.RunFailed && status != runtime.RunCancelled {
