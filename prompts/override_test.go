@@ -133,3 +133,34 @@ func TestSetDir(t *testing.T) {
 		t.Error("SetDir(\"\") kept the override")
 	}
 }
+
+// The built-in templates are not rendered when they load (see compile):
+// this renders them with the sample data an override would get.
+func TestBuiltInTemplatesValidate(t *testing.T) {
+	srcs, _, err := readSources("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := compile(srcs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.overrides) != 0 || len(s.names) == 0 {
+		t.Fatalf("built-in set: %d templates, overrides %v", len(s.names), s.overrides)
+	}
+	if err := s.validateAll(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// An override that leaves itself valid but breaks a built-in template that
+// includes it is refused too.
+func TestOverrideBreakingABuiltInIsRejected(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "_protocols.md", "{{.NoSuchField}}")
+	_, err := New(dir, nil)
+	var te *TemplateError
+	if !errors.As(err, &te) {
+		t.Fatalf("New = %v, want a TemplateError", err)
+	}
+}
