@@ -1,0 +1,167 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+var updateSchema = flag.Bool("update", false, "rewrite schema.sql from the migrations")
+
+// schemaRows is a database's schema as SQLite stores it, in the order it
+// was created, with its version.
+func schemaRows(t *testing.T, db *sql.DB) []string {
+	t.Helper()
+	var version int
+	if err := db.QueryRow("PRAGMA user_version").Scan(&version); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := db.Query("SELECT type, name, tbl_name, sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' ORDER BY rowid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := []string{fmt.Sprintf("version %d", version)}
+	for rows.Next() {
+		var typ, name, table, text string
+		if err := rows.Scan(&typ, &name, &table, &text); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, typ+" "+name+" on "+table+": "+text)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// A new database is made from schema.sql, an older one by its pending
+// migrations: both must end with the same schema, to the letter.
+func TestSchemaMatchesMigrations(t *testing.T) {
+	dir := t.TempDir()
+	migrated, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "migrated.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer migrated.Close()
+	all, err := migrationList()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range all {
+		body, err := migrations.ReadFile("migrations/" + m.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := migrated.Exec(string(body)); err != nil {
+			t.Fatalf("%s: %v", m.name, err)
+		}
+	}
+	latest := all[len(all)-1].version
+	if _, err := migrated.Exec(fmt.Sprintf("PRAGMA user_version = %d", latest)); err != nil {
+		t.Fatal(err)
+	}
+	want := schemaRows(t, migrated)
+
+	if *updateSchema {
+		writeSchema(t, migrated, latest)
+		t.Skip("schema.sql rewritten")
+	}
+	if v, ok := schemaVersion(schema); !ok || v != latest {
+		t.Fatalf("schema.sql stands for version %d (read: %v), the migrations reach %d: run go test ./runtime/store -run TestSchemaMatchesMigrations -update", v, ok, latest)
+	}
+	s, err := Open(filepath.Join(dir, "new.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got := schemaRows(t, s.read); !slices.Equal(got, want) {
+		t.Fatalf("a new database's schema differs from the migrated one's: run go test ./runtime/store -run TestSchemaMatchesMigrations -update\nnew:\n%s\nmigrated:\n%s",
+			strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// writeSchema writes schema.sql: the statements SQLite stores for db, in
+// the order they were made.
+func writeSchema(t *testing.T, db *sql.DB, version int) {
+	t.Helper()
+	rows, err := db.Query("SELECT sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' ORDER BY rowid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var b strings.Builder
+	fmt.Fprintf(&b, "-- The schema of a new database: what the migrations in migrations/ leave,\n")
+	fmt.Fprintf(&b, "-- as SQLite stores it. Written by\n")
+	fmt.Fprintf(&b, "-- go test ./runtime/store -run TestSchemaMatchesMigrations -update\n")
+	fmt.Fprintf(&b, "-- version: %d\n", version)
+	for rows.Next() {
+		var text string
+		if err := rows.Scan(&text); err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "\n%s;\n", text)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile("schema.sql", []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A database at an older version takes only its pending migrations, not
+// the whole schema.
+func TestOlderDatabaseTakesItsMigrations(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "v1.db")
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1, err := migrations.ReadFile("migrations/0001_init.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(string(v1) + ";PRAGMA user_version = 1"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	s, err := Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var version int
+	if err := s.read.QueryRowContext(context.Background(), "PRAGMA user_version").Scan(&version); err != nil {
+		t.Fatal(err)
+	}
+	all, _ := migrationList()
+	if latest := all[len(all)-1].version; version != latest {
+		t.Fatalf("version %d after opening, want %d", version, latest)
+	}
+}
+
+func TestSchemaVersion(t *testing.T) {
+	for _, tc := range []struct {
+		script string
+		want   int
+		ok     bool
+	}{
+		{"-- about\n-- version: 6\nCREATE TABLE t (a);", 6, true},
+		{"  -- version: 12  \n", 12, true},
+		{"-- version: six\n", 0, false},
+		{"CREATE TABLE t (a);", 0, false},
+		{"", 0, false},
+	} {
+		v, ok := schemaVersion(tc.script)
+		if v != tc.want || ok != tc.ok {
+			t.Errorf("schemaVersion(%q) = %d, %v; want %d, %v", tc.script, v, ok, tc.want, tc.ok)
+		}
+	}
+}
