@@ -3,7 +3,6 @@ package store
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"errors"
 	"io/fs"
 	"os"
@@ -150,18 +149,7 @@ func TestOpenReadOnlyRefusals(t *testing.T) {
 	// A database of an older schema cannot be read by this swarmdeck's
 	// queries until it is upgraded, which OpenReadOnly does not do.
 	old := filepath.Join(dir, "old.db")
-	db, err := sql.Open("sqlite", old)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, err := migrations.ReadFile("migrations/0001_init.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec(string(body) + ";PRAGMA user_version = 1"); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
+	makeVersion1(t, old)
 	if _, err := OpenReadOnly(old); !errors.Is(err, ErrOldSchema) || !strings.Contains(err.Error(), old) {
 		t.Errorf("an older schema: %v", err)
 	}

@@ -120,18 +120,7 @@ func writeSchema(t *testing.T, db *sql.DB, version int) {
 // the whole schema.
 func TestOlderDatabaseTakesItsMigrations(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "v1.db")
-	db, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v1, err := migrations.ReadFile("migrations/0001_init.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec(string(v1) + ";PRAGMA user_version = 1"); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
+	makeVersion1(t, path)
 	s, err := Open(path, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -144,6 +133,26 @@ func TestOlderDatabaseTakesItsMigrations(t *testing.T) {
 	all, _ := migrationList()
 	if latest := all[len(all)-1].version; version != latest {
 		t.Fatalf("version %d after opening, want %d", version, latest)
+	}
+}
+
+// makeVersion1 writes a database as version 1 of the schema left it, with
+// the given statements run on it after.
+func makeVersion1(t *testing.T, path string, then ...string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	v1, err := migrations.ReadFile("migrations/0001_init.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range append([]string{string(v1), "PRAGMA user_version = 1"}, then...) {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%.60s: %v", q, err)
+		}
 	}
 }
 

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"database/sql/driver"
 	"encoding/binary"
 	"encoding/json"
@@ -301,23 +300,9 @@ func TestPendingInbox(t *testing.T) {
 
 	// A database as version 1 of the schema left it: one item delivered
 	// the old way, one pending.
-	db, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v1, err := migrations.ReadFile("migrations/0001_init.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{string(v1), "PRAGMA user_version = 1",
+	makeVersion1(t, path,
 		`INSERT INTO inbox (id, run_id, session_id, key, kind, content, created_at, delivered_at) VALUES (1, 'r-1', 's-1', 'old/1', 'note', 'old, delivered', '', '2026-01-01')`,
-		`INSERT INTO inbox (id, run_id, session_id, key, kind, content, created_at) VALUES (2, 'r-1', 's-1', 'old/2', 'note', 'old, pending', '')`,
-	} {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatalf("%.60s: %v", q, err)
-		}
-	}
-	db.Close()
+		`INSERT INTO inbox (id, run_id, session_id, key, kind, content, created_at) VALUES (2, 'r-1', 's-1', 'old/2', 'note', 'old, pending', '')`)
 
 	s, err := Open(path, nil)
 	if err != nil {
