@@ -130,7 +130,8 @@ type rootState struct {
 	sessions map[string]string
 	// Latest <task_result> per session id.
 	results map[string]item
-	// Plan task ids marked completed / review progress.
+	// Plan task ids marked completed, and the draft and the review marked
+	// in progress ("id/status").
 	completed map[string]bool
 }
 
