@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -82,20 +83,29 @@ func Acquire(dir, runID string) (*Lock, error) {
 // create opens the lock file at path, making its directory as needed. The
 // directory goes when its last lock is released (see Release), so another
 // process may remove it while this one makes it or opens the file in it:
-// that is tried again.
+// that is tried again, for up to raceTimeout. Runs released over and over
+// in the same directory could win every race against a plain loop (under
+// the race detector, a hundred times in a row), so a lost one waits a
+// little, a random part of a wait that grows to a millisecond.
 func create(dir, path string) (*os.File, error) {
-	for attempt := 0; ; attempt++ {
+	deadline := time.Now().Add(raceTimeout)
+	for wait := 10 * time.Microsecond; ; wait = min(2*wait, time.Millisecond) {
 		err := os.MkdirAll(dir, 0o755)
 		var f *os.File
 		if err == nil {
 			f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 		}
 		raced := errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrExist)
-		if err == nil || !raced || attempt == 100 {
+		if err == nil || !raced || time.Now().After(deadline) {
 			return f, err
 		}
+		time.Sleep(rand.N(wait))
 	}
 }
+
+// raceTimeout bounds how long create keeps losing the race for a lock
+// directory before it gives up.
+const raceTimeout = 2 * time.Second
 
 // Release gives the lock up and removes its file. It may be called more
 // than once, and on a nil Lock.
