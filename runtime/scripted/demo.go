@@ -17,8 +17,11 @@ func Demo() Policy { return demo{} }
 type demo struct{}
 
 // maxTurns caps each session's own turns so that no conversation, however
-// its tool results turn out, can loop.
-const maxTurns = 12
+// its tool results turn out, can loop. The root needs up to 14 when its
+// four children report one at a time, each between two of its turns: four
+// scripted steps, a waiting note after each report and before the first,
+// three plan updates, the review's two and the final answer.
+const maxTurns = 16
 
 // waitingPrefix starts the text an orchestrator ends a turn with while its
 // children work. It is not a final answer: the policy recognises its own

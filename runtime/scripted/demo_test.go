@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -280,6 +281,44 @@ func TestDemoRootFullRun(t *testing.T) {
 	if !strings.Contains(rep.Content, "One more thing") || strings.Contains(rep.Content, "Thanks, ship it") ||
 		strings.Count(rep.Content, "Proposal: weekly 20-minute episodes.") != 1 {
 		t.Fatalf("second ack = %q", rep.Content)
+	}
+}
+
+// The most turns the root takes: each child reports between two of its
+// turns, and it writes a waiting note after every plan update. It still
+// finishes its plan and answers before the cap.
+func TestDemoRootReportsOneAtATime(t *testing.T) {
+	c := newConvo(t, sysPrompt("orchestrator", "s-root", ""), goal)
+	rootThroughStep4(t, c)
+	c.answer(map[string]string{"ask_others": askRes, "sessions_spawn": writerRes})
+	wantWaiting(t, c.turn())
+	for _, r := range []string{
+		taskResult("s-r1", "researcher", "completed", Prefix+" Findings\n- a"),
+		taskResult("s-r2", "researcher", "completed", Prefix+" Findings\n- b"),
+		taskResult("s-sub", "orchestrator", "completed", Prefix+" Launch checklist:\n1. c"),
+	} {
+		c.inject(r)
+		if rep := c.turn(); len(rep.ToolCalls) > 0 {
+			c.answer(nil)
+			wantWaiting(t, c.turn())
+		}
+	}
+	c.inject(taskResult("s-w", "executor", "completed", Prefix+" Draft\n- d"))
+	var updates []string
+	rep := c.turn()
+	for ; len(rep.ToolCalls) > 0; rep = c.turn() {
+		for _, call := range rep.ToolCalls {
+			updates = append(updates, js(call.Args))
+		}
+		c.answer(nil)
+	}
+	wantFinal(t, rep)
+	want := []string{`{"task_id":"draft","status":"completed"}`, `{"task_id":"review","status":"in_progress"}`, `{"task_id":"review","status":"completed"}`}
+	if !slices.Equal(updates, want) || strings.Contains(rep.Content, "Stopped after") {
+		t.Fatalf("after the writer's report: updates %v, final:\n%s", updates, rep.Content)
+	}
+	if n := assistantTurns(c.msgs); n != 14 {
+		t.Fatalf("root took %d turns, want 14", n)
 	}
 }
 
