@@ -557,6 +557,25 @@ func (p *transcriptPane) streamLines(s *styles, maxRows int) []string {
 	return lines
 }
 
+// waitLines stand where the reply will stream while the session waits for
+// its model and nothing has arrived: a local model may take minutes to read
+// a long prompt before its first token, and an empty pane would look stuck.
+func (p *transcriptPane) waitLines(c *renderCtx) []string {
+	if p.stream != "" || p.streamTool != "" {
+		return nil
+	}
+	since, ok := c.st.awaitingModel(p.sessionID)
+	if !ok {
+		return nil
+	}
+	s := c.styles
+	line := "  " + s.role["assistant"].Render("assistant") + " " + s.dim.Render(c.spin()+" waiting for the model")
+	if !since.IsZero() {
+		line += s.dim.Render(" · " + fmtDuration(c.now.Sub(since)))
+	}
+	return []string{line}
+}
+
 // sync keeps the selection visible.
 func (p *transcriptPane) sync(s *styles) {
 	p.trim()
@@ -616,13 +635,14 @@ func (p *transcriptPane) title(st *runState, streamBelow bool) string {
 func (p *transcriptPane) Render(c *renderCtx) []string {
 	s := c.styles
 	rows := p.bodyRows()
+	wait := p.waitLines(c)
 	var body []string
 	switch {
 	case p.err != "":
 		body = append(body, s.errText.Render("could not read the transcript: "+oneLine(p.err)))
 	case len(p.msgs) == 0 && p.loading:
 		body = append(body, s.dim.Render("loading…"))
-	case len(p.msgs) == 0 && p.stream == "":
+	case len(p.msgs) == 0 && p.stream == "" && wait == nil:
 		body = append(body, s.dim.Render("no messages yet"))
 	}
 	sel := p.sel()
@@ -648,6 +668,9 @@ func (p *transcriptPane) Render(c *renderCtx) []string {
 		// The live reply goes under the newest message, and the messages
 		// above it give way.
 		stream = p.streamLines(s, max(rows/2, 2))
+		if stream == nil {
+			stream = wait
+		}
 		avail := max(rows-len(body)-len(stream), 0)
 		// Bottom-aligned: walk back from the newest message.
 		var blocks [][]string
@@ -681,6 +704,9 @@ func (p *transcriptPane) Render(c *renderCtx) []string {
 		}
 		if free := avail - len(shown); end == len(p.msgs) && free > 0 {
 			stream = p.streamLines(s, free)
+			if stream == nil {
+				stream = wait
+			}
 			stream = stream[:min(len(stream), free)]
 		}
 		streamBelow = len(stream) == 0 && (p.stream != "" || p.streamTool != "")

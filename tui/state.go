@@ -30,11 +30,18 @@ type sessionNode struct {
 	descendants   int
 	lastTool      string
 	toolRunning   bool
+	toolsOpen     int // tools started and not yet finished (a turn's calls may run together)
 	toolFailed    bool
 	nextIndex     int // one past the highest message index seen
 	// retrySince is when the session said its model call is tried again
 	// (the time of the status that said so), to count the wait down.
 	retrySince time.Time
+	// activeSince is when the dashboard last saw the session do something
+	// (created, a status, a message, a tool starting or ending). A session
+	// running with no tool running is waiting for its model, since about
+	// then. Zero when the session came from a snapshot after its first
+	// reply.
+	activeSince time.Time
 }
 
 // anyActive reports whether the session or one below it has not ended:
@@ -155,19 +162,29 @@ func (s *runState) apply(ev event.Event) bool {
 				was = n.info.Retrying
 			}
 			s.upsertSession(*ev.Session)
-			if n := s.sessions[ev.Session.ID]; n != nil && n.info.Retrying != was {
-				n.retrySince = ev.Time
+			if n := s.sessions[ev.Session.ID]; n != nil {
+				if n.info.Retrying != was {
+					n.retrySince = ev.Time
+				}
+				n.activeSince = ev.Time
 			}
 		}
 	case event.MessageAppended:
 		if n := s.sessions[ev.SessionID]; n != nil && ev.Message != nil {
 			n.nextIndex = max(n.nextIndex, ev.Message.Index+1)
+			n.activeSince = ev.Time
 		}
 	case event.ToolStarted, event.ToolFinished:
 		if n := s.sessions[ev.SessionID]; n != nil && ev.Tool != nil {
 			n.lastTool = ev.Tool.Name
 			n.toolRunning = ev.Type == event.ToolStarted
+			if n.toolRunning {
+				n.toolsOpen++
+			} else {
+				n.toolsOpen = max(n.toolsOpen-1, 0)
+			}
 			n.toolFailed = ev.Type == event.ToolFinished && ev.Tool.IsError
+			n.activeSince = ev.Time
 		}
 	case event.BroadcastSent:
 		if ev.Broadcast != nil {
@@ -204,6 +221,11 @@ func (s *runState) upsertSession(si event.SessionInfo) {
 	n := s.sessions[si.ID]
 	if n == nil {
 		n = &sessionNode{info: si, subtreeTokens: si.Usage.TotalTokens, lastTool: si.LastTool}
+		if si.Turns == 0 {
+			// Known from a snapshot before its first reply, it has been at
+			// its first call since about its creation.
+			n.activeSince = si.CreatedAt
+		}
 		s.sessions[si.ID] = n
 		s.totalTokens += si.Usage.TotalTokens
 		if si.Status == "running" {
@@ -414,6 +436,18 @@ func (s *runState) shownStatus(info *event.SessionInfo) string {
 		return "stopped"
 	}
 	return info.Status
+}
+
+// awaitingModel reports whether session id is waiting for its model's reply
+// as far as the dashboard can tell (running, no tool running, not retrying
+// a failed call, not waiting for the person, in a run that goes on), and
+// since when: zero when the dashboard cannot tell.
+func (s *runState) awaitingModel(id string) (since time.Time, ok bool) {
+	n := s.sessions[id]
+	if n == nil || n.info.Status != "running" || n.toolsOpen > 0 || n.info.Retrying != "" || n.info.WaitingHuman || !s.runActive() {
+		return time.Time{}, false
+	}
+	return n.activeSince, true
 }
 
 // unfinished reports whether a session with status has yet to end: it goes

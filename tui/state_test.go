@@ -193,3 +193,69 @@ func TestElapsedLeavesOutThePauses(t *testing.T) {
 		t.Errorf("stopped run elapsed %s, want %s", got, want)
 	}
 }
+
+// While a session waits for its model, the dashboard can tell: it is
+// running, no tool of its runs, it is not retrying or waiting for the
+// person, and its run goes on. Since when is the last thing it did.
+func TestAwaitingModel(t *testing.T) {
+	at := func(sec int) time.Time { return t0.Add(time.Duration(sec) * time.Second) }
+	session := func(status string, sec int, edit func(*event.SessionInfo)) event.Event {
+		info := event.SessionInfo{ID: "s-1", Agent: "researcher", Status: status}
+		if edit != nil {
+			edit(&info)
+		}
+		return event.Event{Type: event.SessionStatus, SessionID: "s-1", Session: &info, Time: at(sec)}
+	}
+	tool := func(typ event.Type, call string, sec int) event.Event {
+		return event.Event{Type: typ, SessionID: "s-1", Tool: &event.ToolInfo{CallID: call, Name: "read_file"}, Time: at(sec)}
+	}
+	message := func(sec int) event.Event {
+		return event.Event{Type: event.MessageAppended, SessionID: "s-1", Message: &event.MessageInfo{Index: 2, Role: "tool"}, Time: at(sec)}
+	}
+	ended := event.Event{Type: event.RunFinished, Run: &event.RunInfo{ID: "r-1", Status: "interrupted"}, Time: at(9)}
+	tests := []struct {
+		name      string
+		events    []event.Event
+		want      bool
+		wantSince time.Time
+	}{
+		{"created running", []event.Event{session("running", 1, nil)}, true, at(1)},
+		{"pending", []event.Event{session("pending", 1, nil)}, false, time.Time{}},
+		{"waiting for children", []event.Event{session("running", 1, nil), session("waiting", 2, nil)}, false, time.Time{}},
+		{"a tool runs", []event.Event{session("running", 1, nil), tool(event.ToolStarted, "c1", 2)}, false, time.Time{}},
+		{"its tool ended", []event.Event{session("running", 1, nil), tool(event.ToolStarted, "c1", 2), tool(event.ToolFinished, "c1", 3)}, true, at(3)},
+		{"one of two tools ended", []event.Event{session("running", 1, nil), tool(event.ToolStarted, "c1", 2), tool(event.ToolStarted, "c2", 2),
+			tool(event.ToolFinished, "c1", 3)}, false, time.Time{}},
+		{"both tools ended, then the result stored", []event.Event{session("running", 1, nil), tool(event.ToolStarted, "c1", 2),
+			tool(event.ToolStarted, "c2", 2), tool(event.ToolFinished, "c2", 3), tool(event.ToolFinished, "c1", 4), message(5)}, true, at(5)},
+		{"retrying a failed call", []event.Event{session("running", 1, func(i *event.SessionInfo) { i.Retrying = "HTTP 503, again in 2s" })}, false, time.Time{}},
+		{"asked the person", []event.Event{session("running", 1, func(i *event.SessionInfo) { i.WaitingHuman = true })}, false, time.Time{}},
+		{"the run stopped", []event.Event{session("running", 1, nil), ended}, false, time.Time{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := newRunState()
+			st.run = event.RunInfo{ID: "r-1", Status: "running"}
+			for _, e := range tt.events {
+				st.apply(e)
+			}
+			since, ok := st.awaitingModel("s-1")
+			if ok != tt.want || !since.Equal(tt.wantSince) {
+				t.Fatalf("awaitingModel = %v, %v; want %v, %v", since, ok, tt.wantSince, tt.want)
+			}
+		})
+	}
+	// Found running in a snapshot, a session that has had no reply yet has
+	// waited since it was created; for one that has, the dashboard cannot
+	// tell.
+	st := newRunState()
+	st.applySnapshot(event.Snapshot{Run: event.RunInfo{ID: "r-1", Status: "running"}, Sessions: []event.SessionInfo{
+		{ID: "s-1", Agent: "researcher", Status: "running", CreatedAt: at(1)},
+		{ID: "s-2", Agent: "researcher", Status: "running", CreatedAt: at(1), Turns: 3}}})
+	if since, ok := st.awaitingModel("s-1"); !ok || !since.Equal(at(1)) {
+		t.Fatalf("first call, from a snapshot: awaitingModel = %v, %v; want %v, true", since, ok, at(1))
+	}
+	if since, ok := st.awaitingModel("s-2"); !ok || !since.IsZero() {
+		t.Fatalf("later call, from a snapshot: awaitingModel = %v, %v; want the zero time, true", since, ok)
+	}
+}

@@ -247,8 +247,10 @@ func TestTranscriptScrolledUpShowsStreamInFreeRows(t *testing.T) {
 	mustContain(t, m, "assistant streaming…", "Confirmed: SQLite", "#5 assistant")
 	mustNotContain(t, m, "↓ streaming")
 	for i := range before {
-		blank := strings.Trim(before[i], "┃ ") == ""
-		if !blank && before[i] != after[i] {
+		// The rows under the newest message are free, the line that said
+		// the session waits for its model among them: the reply takes it.
+		free := strings.Trim(before[i], "┃ ") == "" || strings.Contains(before[i], "waiting for the model")
+		if !free && before[i] != after[i] {
 			t.Fatalf("row %d moved while scrolled up:\nbefore %q\nafter  %q", i, before[i], after[i])
 		}
 	}
@@ -593,4 +595,40 @@ func TestTranscriptTallMessageIsReadWhole(t *testing.T) {
 	mustNotContain(t, m, "#0 system")
 	m, _ = press(t, m, "pgup")
 	mustContain(t, m, "#0 system", "prompt line 01")
+}
+
+// A session waiting for its model's first token says so, and for how long,
+// where the reply will stream: before its first reply its transcript has
+// nothing stored yet, and a local model may read a long prompt for minutes.
+func TestTranscriptSaysTheSessionWaitsForItsModel(t *testing.T) {
+	root := event.SessionInfo{ID: "s-root", Agent: "orchestrator", Title: "Write a haiku", Status: "running"}
+	m, _ := newTestModel(t, event.Snapshot{Run: event.RunInfo{ID: "r-1", Status: "running", StartedAt: t0.Add(-time.Minute)},
+		Sessions: []event.SessionInfo{root}}, 100, 30)
+	started := ev(event.SessionStatus, "s-root")
+	started.Session, started.Time = &root, t0.Add(-47*time.Second)
+	m = apply(m, started)
+	m, cmd := update(m, keyMsg("enter"))
+	m, _ = drive(t, m, cmd)
+	mustContain(t, m, "Transcript · orchestrator", "assistant "+spinnerFrames[0]+" waiting for the model · 47s")
+	mustNotContain(t, m, "no messages yet")
+
+	m = apply(m, deltaEvent("s-root", "An empty cup", false))
+	mustContain(t, m, "assistant streaming…", "An empty cup")
+	mustNotContain(t, m, "waiting for the model")
+
+	// The reply is stored and its tool runs: the tool is what it waits for,
+	// and then the model again.
+	reply := ev(event.MessageAppended, "s-root")
+	reply.Message = &event.MessageInfo{Index: 2, Role: "assistant", Content: "An empty cup, steam rising.",
+		ToolCalls: []event.ToolCall{{ID: "c1", Name: "task_broadcast", Arguments: `{"message":"haiku drafted"}`}}}
+	call := ev(event.ToolStarted, "s-root")
+	call.Tool = &event.ToolInfo{CallID: "c1", Name: "task_broadcast"}
+	m = apply(m, reply, call)
+	mustContain(t, m, "An empty cup, steam rising.")
+	mustNotContain(t, m, "waiting for the model", "streaming…")
+
+	done := ev(event.ToolFinished, "s-root")
+	done.Tool, done.Time = &event.ToolInfo{CallID: "c1", Name: "task_broadcast", Result: "delivered"}, t0.Add(-3*time.Second)
+	m = apply(m, done)
+	mustContain(t, m, "waiting for the model · 3s")
 }
