@@ -646,6 +646,9 @@ func (s *Session) callModel() (*llm.Response, error) {
 			strings.TrimSuffix(rt.Reason, ".")))
 	}
 	resp, err := s.r.e.llm.Stream(s.ctx, req, onDelta)
+	if err == nil {
+		s.r.watchContext(s.id, &req, resp)
+	}
 	s.mu.Lock()
 	retried := s.retrying != ""
 	s.mu.Unlock()

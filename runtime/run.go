@@ -61,6 +61,7 @@ type Run struct {
 	prompts   promptTails
 	human     atomic.Bool // a person can answer questions (dashboard or --control)
 	stopping  atomic.Bool
+	ctxWatch  contextWatch  // prompts larger than the model's context window
 	lock      *runlock.Lock // held while this process runs the run (nil without one)
 	wg        sync.WaitGroup
 	done      chan struct{}

@@ -61,6 +61,7 @@ type accumulator struct {
 	calls          []toolCallAcc
 	finish         string
 	model          string
+	ollama         bool // the server signed a chunk as Ollama
 	usage          Usage
 	hasUsage       bool
 	sent           bool // a delta went out during this attempt
@@ -75,7 +76,7 @@ func (a *accumulator) reset() {
 	a.reasoning, a.reasoningShown, a.thinking = a.reasoning[:0], 0, false
 	clear(a.calls)
 	a.calls = a.calls[:0]
-	a.finish, a.model = "", ""
+	a.finish, a.model, a.ollama = "", "", false
 	a.usage, a.hasUsage, a.sent = Usage{}, false, false
 	a.choices, a.held = false, 0
 }
@@ -116,6 +117,7 @@ func (a *accumulator) feed(ch *chunk, line []byte) error {
 	if a.model == "" && len(ch.Model) > 0 {
 		a.model = string(a.text(ch.Model))
 	}
+	a.ollama = a.ollama || string(ch.Fingerprint) == `"fp_ollama"`
 	if ch.Usage != nil {
 		a.takeUsage(ch.Usage)
 	}
@@ -368,6 +370,7 @@ func (a *accumulator) response(req *Request) *Response {
 		Content:      strings.ToValidUTF8(string(a.content), "\uFFFD"),
 		FinishReason: a.finish,
 		Model:        a.model,
+		FromOllama:   a.ollama,
 		Usage:        a.usage,
 	}
 	if resp.Model == "" {
@@ -405,26 +408,11 @@ func (a *accumulator) response(req *Request) *Response {
 // estimateUsage guesses token counts at about four characters a token, for
 // servers that never report usage, so token budgets still hold.
 func estimateUsage(req *Request, resp *Response, reasoning int) Usage {
-	n := 0
-	for i := range req.Messages {
-		m := &req.Messages[i]
-		n += len(m.Content) + len(m.Name) + len(m.ToolCallID) + 16 // role and framing
-		for _, tc := range m.ToolCalls {
-			n += len(tc.ID) + len(tc.Name) + len(tc.Arguments)
-		}
-	}
-	if req.ToolSet != nil {
-		n += req.ToolSet.chars
-	} else {
-		for _, t := range req.Tools {
-			n += len(t.Name) + len(t.Description) + len(t.Parameters)
-		}
-	}
 	out := len(resp.Content) + reasoning
 	for _, tc := range resp.ToolCalls {
 		out += len(tc.Name) + len(tc.Arguments)
 	}
-	u := Usage{PromptTokens: (n + 3) / 4, CompletionTokens: (out + 3) / 4}
+	u := Usage{PromptTokens: PromptTokens(req), CompletionTokens: (out + 3) / 4}
 	u.TotalTokens = u.PromptTokens + u.CompletionTokens
 	return u
 }

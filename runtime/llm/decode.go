@@ -23,12 +23,13 @@ func isNull(b []byte) bool { return string(b) == "null" }
 
 // chunk is one chat.completion.chunk, read tolerantly.
 type chunk struct {
-	Object  raw           `json:"object"`
-	Model   raw           `json:"model"`
-	Choices []chunkChoice `json:"choices"`
-	Usage   *chunkUsage   `json:"usage"`
-	XGroq   *xGroq        `json:"x_groq"` // Groq reports usage here
-	Error   raw           `json:"error"`
+	Object      raw           `json:"object"`
+	Model       raw           `json:"model"`
+	Fingerprint raw           `json:"system_fingerprint"` // Ollama's is "fp_ollama"
+	Choices     []chunkChoice `json:"choices"`
+	Usage       *chunkUsage   `json:"usage"`
+	XGroq       *xGroq        `json:"x_groq"` // Groq reports usage here
+	Error       raw           `json:"error"`
 
 	// Storage that Usage and XGroq point to, kept from line to line.
 	usage, groqUsage chunkUsage
@@ -127,6 +128,8 @@ func parseChunk(line []byte, ch *chunk) bool {
 			ch.Object = w.raw()
 		case "model":
 			ch.Model = w.raw()
+		case "system_fingerprint":
+			ch.Fingerprint = w.raw()
 		case "error":
 			ch.Error = w.raw()
 		case "choices":

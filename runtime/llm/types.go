@@ -140,6 +140,9 @@ type Response struct {
 	UsageEstimated bool
 	Model          string
 	Attempts       int // 1 when the first attempt succeeded
+	// FromOllama is set when the server signed its answer as Ollama's
+	// (system_fingerprint "fp_ollama"): see Client.ServedContext.
+	FromOllama bool
 }
 
 // Delta is a piece of streamed output, delivered as it arrives so the

@@ -39,6 +39,16 @@ func parseDialect(s string) (dialect, bool) {
 	return dialectOpenAI, false
 }
 
+// fingerprint is the system_fingerprint of the dialect's answers: Ollama
+// signs its own, which tells a client it may ask Ollama's API about the
+// model (see llm.Client.ServedContext).
+func (d dialect) fingerprint() string {
+	if d == dialectOllama {
+		return "fp_ollama"
+	}
+	return "scripted"
+}
+
 // fragment is the size of the argument pieces a dialect streams when the
 // reply is paced; real servers send one or a few tokens per chunk.
 func (d dialect) fragment() int {
@@ -99,7 +109,9 @@ func encodeStream(st *stream, d dialect, respID string, created int64, content s
 	h = append(h, respID...)
 	h = append(h, `","object":"chat.completion.chunk","created":`...)
 	h = strconv.AppendInt(h, created, 10)
-	h = append(h, `,"model":"`+ModelID+`","system_fingerprint":"scripted","choices":[`...)
+	h = append(h, `,"model":"`+ModelID+`","system_fingerprint":"`...)
+	h = append(h, d.fingerprint()...)
+	h = append(h, `","choices":[`...)
 	st.head = h
 
 	first := true // the first chunk carries the role
@@ -269,7 +281,9 @@ func appendCompletion(b []byte, d dialect, respID string, created int64, content
 	b = append(b, respID...)
 	b = append(b, `","object":"chat.completion","created":`...)
 	b = strconv.AppendInt(b, created, 10)
-	b = append(b, `,"model":"`+ModelID+`","system_fingerprint":"scripted","choices":[{"index":0,"message":{"role":"assistant","content":`...)
+	b = append(b, `,"model":"`+ModelID+`","system_fingerprint":"`...)
+	b = append(b, d.fingerprint()...)
+	b = append(b, `","choices":[{"index":0,"message":{"role":"assistant","content":`...)
 	if content == "" && len(calls) > 0 {
 		b = append(b, "null"...)
 	} else {
