@@ -560,16 +560,27 @@ func (p *transcriptPane) streamLines(s *styles, maxRows int) []string {
 // waitLines stand where the reply will stream while the session waits for
 // its model and nothing has arrived: a local model may take minutes to read
 // a long prompt before its first token, and an empty pane would look stuck.
+// A call that failed and is tried again says why, whole: the sessions pane
+// has room for its start only.
 func (p *transcriptPane) waitLines(c *renderCtx) []string {
 	if p.stream != "" || p.streamTool != "" {
 		return nil
+	}
+	s := c.styles
+	head := "  " + s.role["assistant"].Render("assistant") + " "
+	if n := c.st.sessions[p.sessionID]; n != nil && n.info.Status == "running" && n.info.Retrying != "" && c.st.runActive() {
+		text := wrap("↻ model call failed, "+retryText(oneLine(n.info.Retrying), n.retrySince, c.now), max(p.contentWidth()-12, 20))
+		lines := []string{head + s.markWarn.Render(text[0])}
+		for _, l := range text[1:min(len(text), 4)] {
+			lines = append(lines, "    "+s.markWarn.Render(l))
+		}
+		return lines
 	}
 	since, ok := c.st.awaitingModel(p.sessionID)
 	if !ok {
 		return nil
 	}
-	s := c.styles
-	line := "  " + s.role["assistant"].Render("assistant") + " " + s.dim.Render(c.spin()+" waiting for the model")
+	line := head + s.dim.Render(c.spin()+" waiting for the model")
 	if !since.IsZero() {
 		line += s.dim.Render(" · " + fmtDuration(c.now.Sub(since)))
 	}

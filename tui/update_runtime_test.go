@@ -631,4 +631,14 @@ func TestTranscriptSaysTheSessionWaitsForItsModel(t *testing.T) {
 	done.Tool, done.Time = &event.ToolInfo{CallID: "c1", Name: "task_broadcast", Result: "delivered"}, t0.Add(-3*time.Second)
 	m = apply(m, done)
 	mustContain(t, m, "waiting for the model · 3s")
+
+	// The call fails and is tried again: the transcript says why, whole,
+	// and counts the wait down.
+	retrying := root
+	retrying.Retrying = "attempt 2 of 5 in 4s: the server answered 503 Service Unavailable: the model is still loading into memory, try again shortly"
+	status := ev(event.SessionStatus, "s-root")
+	status.Session, status.Time = &retrying, t0.Add(-time.Second)
+	m = apply(m, status)
+	mustContain(t, m, "assistant ↻ model call failed, attempt 2 of 5 in 3s:", "the server answered 503", "again shortly")
+	mustNotContain(t, m, "waiting for the model")
 }
