@@ -59,13 +59,25 @@ func unknownModel(e *Error) bool {
 // serverModels asks the server which models it serves. It returns nil when
 // the server does not answer with a list in time.
 func (c *Client) serverModels(ctx context.Context) []string {
-	ctx, cancel := context.WithTimeout(ctx, modelsWait)
-	defer cancel()
 	base := c.cfg.BaseURL
 	if base == "" {
 		base = "https://api.openai.com/v1"
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(base, "/")+"/models", nil)
+	body := c.getBounded(ctx, strings.TrimSuffix(base, "/")+"/models", modelsWait, maxModelsBody)
+	if body == nil {
+		return nil
+	}
+	return parseModels(body)
+}
+
+// getBounded GETs url from the server, with the call's credentials and
+// headers, and returns the body of a 200 answer of at most limit bytes
+// received within wait; nil for anything else. It serves the questions the
+// client asks besides its calls, which only ever improve a message.
+func (c *Client) getBounded(ctx context.Context, url string, wait time.Duration, limit int) []byte {
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil
 	}
@@ -85,11 +97,11 @@ func (c *Client) serverModels(ctx context.Context) []string {
 		io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
 		return nil
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxModelsBody+1))
-	if err != nil || len(body) > maxModelsBody {
+	body, err := io.ReadAll(io.LimitReader(resp.Body, int64(limit)+1))
+	if err != nil || len(body) > limit {
 		return nil
 	}
-	return parseModels(body)
+	return body
 }
 
 // parseModels reads the ids of an OpenAI model list, {"data":[{"id":..}]},

@@ -3,8 +3,6 @@ package llm
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"net/http"
 	"strings"
 	"time"
 )
@@ -35,28 +33,9 @@ func (c *Client) ServedContext(ctx context.Context, model string) (int, bool) {
 	if c.direct == nil || model == "" {
 		return 0, false
 	}
-	ctx, cancel := context.WithTimeout(ctx, servedWait)
-	defer cancel()
 	root := strings.TrimSuffix(strings.TrimSuffix(c.cfg.BaseURL, "/"), "/v1")
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, root+"/api/ps", nil)
-	if err != nil {
-		return 0, false
-	}
-	req.Header.Set("Accept", "application/json")
-	for k, v := range c.cfg.Headers {
-		req.Header.Set(k, v)
-	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return 0, false
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
-		return 0, false
-	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxServedBody+1))
-	if err != nil || len(body) > maxServedBody {
+	body := c.getBounded(ctx, root+"/api/ps", servedWait, maxServedBody)
+	if body == nil {
 		return 0, false
 	}
 	return servedContext(body, model)
