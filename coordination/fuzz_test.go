@@ -256,6 +256,8 @@ func FuzzParseDelivered(f *testing.F) {
 					"\n</sibling_tasks>"), "<sibling_tasks>\n")}},
 			{FormatNewSibling(taskID, from, body), Delivered{Tag: TagNewSibling, TaskID: taskID, Agent: from, Title: body,
 				Body: "A new sibling task has been created. You can communicate with it using `task_broadcast` or `task_send_message`."}},
+			{FormatRunResumed(word, []string{from + " " + taskID, body}), Delivered{Tag: TagRunResumed, Failure: word,
+				Body: runResumedIntro + from + " " + taskID + ", " + body + ". " + runResumedEnd}},
 		} {
 			got, ok := ParseDelivered(c.content)
 			if !ok || got != c.want {
@@ -276,6 +278,8 @@ func FuzzParseDelivered(f *testing.F) {
 				again = []string{element(TagSiblingTasks, nil, EscapeBody(d.Body))}
 			case TagAnsweredOnYourBehalf:
 				again = []string{element(TagAnsweredOnYourBehalf, []attr{{"question_id", d.Question}, {"asked_by", d.From}}, EscapeBody(d.Body))}
+			case TagRunResumed:
+				again = []string{element(TagRunResumed, []attr{{"failure", d.Failure}}, EscapeBody(d.Body))}
 			default:
 				el, _ := soleElement(body, d.Tag)
 				when, err := time.Parse(time.RFC3339, el.get("timestamp"))

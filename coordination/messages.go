@@ -18,6 +18,7 @@ const (
 	TagHumanBroadcast       = "human_broadcast"
 	TagAnnouncement         = "announcement"
 	TagAnsweredOnYourBehalf = "answered_on_your_behalf"
+	TagRunResumed           = "run_resumed"
 )
 
 // attr is one attribute of a formatted tag; a slice of them keeps the
@@ -452,7 +453,7 @@ func soleElement(content, tag string) (parsedElement, bool) {
 // Delivered is what an agent's message or result said, recovered by
 // ParseDelivered from the tag the runtime wrapped it in.
 type Delivered struct {
-	Tag      string // TagTaskResult, TagTaskMessage, TagSiblingBroadcast, TagAnnouncement, TagNewSibling, TagSiblingTasks or TagAnsweredOnYourBehalf
+	Tag      string // TagTaskResult, TagTaskMessage, TagSiblingBroadcast, TagAnnouncement, TagNewSibling, TagSiblingTasks, TagAnsweredOnYourBehalf or TagRunResumed
 	From     string // the sender's display name (the asker's, for an answer given on the session's behalf); empty for a task result or a new sibling
 	TaskID   string // the sender's (or the new sibling's) task id
 	Agent    string // a task result's or a new sibling's agent
@@ -460,19 +461,20 @@ type Delivered struct {
 	Category string // a broadcast's category
 	Title    string // a new sibling's title
 	Question string // the id of the question answered on the session's behalf
+	Failure  string // why the run failed, in a run_resumed note
 	Body     string // unescaped
 }
 
 // ParseDelivered recovers the parts of a <task_result>, <task_message>,
 // <sibling_broadcast>, <announcement>, <new_sibling>, <sibling_tasks> or
-// <answered_on_your_behalf> as FormatTaskResult, FormatTaskMessage,
-// FormatBroadcast, FormatAnnouncement, FormatNewSibling, FormatSiblingTasks
-// or FormatShadowNote wrote it, so that a person can read the body as its
+// <answered_on_your_behalf> or <run_resumed> as FormatTaskResult,
+// FormatTaskMessage, FormatBroadcast, FormatAnnouncement, FormatNewSibling,
+// FormatSiblingTasks, FormatShadowNote or FormatRunResumed wrote it, so that a person can read the body as its
 // author wrote it while the model keeps reading the escaped form. As with
 // ParseHuman, ok is false unless content is exactly what the format makes
 // of the parts.
 func ParseDelivered(content string) (d Delivered, ok bool) {
-	for _, tag := range []string{TagTaskResult, TagTaskMessage, TagSiblingBroadcast, TagAnnouncement, TagNewSibling, TagSiblingTasks, TagAnsweredOnYourBehalf} {
+	for _, tag := range []string{TagTaskResult, TagTaskMessage, TagSiblingBroadcast, TagAnnouncement, TagNewSibling, TagSiblingTasks, TagAnsweredOnYourBehalf, TagRunResumed} {
 		el, ok := soleElement(content, tag)
 		if !ok {
 			continue
@@ -495,6 +497,9 @@ func ParseDelivered(content string) (d Delivered, ok bool) {
 			d.From, d.Question = el.get("asked_by"), el.get("question_id")
 			question, answer, _ := strings.Cut(strings.TrimPrefix(d.Body, shadowNoteIntro+"Question: "), "\n"+shadowNoteAnswer)
 			want = FormatShadowNote(d.Question, d.From, question, answer)
+		case TagRunResumed:
+			d.Failure = el.get("failure")
+			want = element(TagRunResumed, []attr{{"failure", d.Failure}}, EscapeBody(d.Body))
 		default:
 			ts, err := time.Parse(time.RFC3339, el.get("timestamp"))
 			if err != nil {
@@ -532,6 +537,22 @@ const (
 	shadowNoteIntro = "Another agent asked a question while you were working. " +
 		"It was answered on your behalf from your conversation so far; no reply is needed.\n"
 	shadowNoteAnswer = "Answer given on your behalf: "
+)
+
+// FormatRunResumed renders the passive note a session gets when its failed
+// run is resumed and children it was told had failed come back:
+//
+//	<run_resumed failure="LLM server refused the request: insufficient_quota ...">
+//	The run failed and was resumed once the cause was fixed. These sessions are running again and each will report when it finishes: researcher (r-1) s-3f9a, coder s-77c1. A task_result above that says one of them failed or was cancelled no longer stands.
+//	</run_resumed>
+func FormatRunResumed(failure string, sessions []string) string {
+	body := runResumedIntro + strings.Join(sessions, ", ") + ". " + runResumedEnd
+	return element(TagRunResumed, []attr{{"failure", failure}}, EscapeBody(body))
+}
+
+const (
+	runResumedIntro = "The run failed and was resumed once the cause was fixed. These sessions are running again and each will report when it finishes: "
+	runResumedEnd   = "A task_result above that says one of them failed or was cancelled no longer stands."
 )
 
 // FormatShadowNote renders the passive note a session gets after a shadow

@@ -1176,10 +1176,16 @@ func (s *Session) reportTx(tx *store.Tx) error {
 	if status != StatusCompleted {
 		body = errText
 	}
-	item := &store.InboxItem{Key: fmt.Sprintf("result/%s/%d/%s", s.id, n, status), Kind: "task_result", Waking: true,
+	item := &store.InboxItem{Key: reportKey(s.id, n, status), Kind: "task_result", Waking: true,
 		Content: coordination.FormatTaskResult(s.id, s.agent, status, body), Source: "system", FromSession: s.id}
 	_, err := s.parent.deliverTx(tx, item)
 	return err
+}
+
+// reportKey is the inbox key of a session's report of how it ended, the
+// n-th time (see store.Session.Completions).
+func reportKey(sessionID string, n int, status string) string {
+	return fmt.Sprintf("result/%s/%d/%s", sessionID, n, status)
 }
 
 // fail ends the session with a reason, reports to the parent and cancels
@@ -1202,7 +1208,7 @@ func (s *Session) fail(reason string) {
 		if err := s.reportTx(tx); err != nil {
 			return err
 		}
-		return s.r.cancelChildrenTx(tx, s, "parent "+s.id+" failed")
+		return s.r.cancelChildrenTx(tx, s, reasonParentFailed(s.id))
 	})
 	if err != nil {
 		s.r.e.log.Error("could not record a session failure", "session", s.id, "reason", reason, "err", err)

@@ -18,7 +18,9 @@ import (
 // Resume continues an interrupted run from what is stored: finished
 // sessions stay finished, the others continue from their last stored
 // message, undelivered items are delivered, and tool calls that were cut
-// short are run again (their recorded effects are not repeated).
+// short are run again (their recorded effects are not repeated). A failed
+// run continues too, once the cause is fixed: the sessions its failure
+// ended come back (see revive.go).
 func (e *Engine) Resume(ctx context.Context, runID string) (*Run, error) {
 	st := e.store
 	rec, err := st.Run(ctx, runID)
@@ -26,7 +28,7 @@ func (e *Engine) Resume(ctx context.Context, runID string) (*Run, error) {
 		return nil, err
 	}
 	switch rec.Status {
-	case RunCompleted, RunFailed, RunCancelled:
+	case RunCompleted, RunCancelled:
 		return nil, fmt.Errorf("run %s has already ended (%s), so there is nothing to resume: open it with `swarmdeck view %s`", rec.ID, rec.Status, rec.ID)
 	}
 	e.mu.Lock()
@@ -46,9 +48,25 @@ func (e *Engine) Resume(ctx context.Context, runID string) (*Run, error) {
 		return nil, err
 	}
 	r.lock = lock
-	if err := r.load(ctx); err != nil {
+	msgs, err := r.load(ctx)
+	if err != nil {
 		lock.Release()
 		return nil, fmt.Errorf("resume %s: %w", rec.ID, err)
+	}
+	// A failed run comes back from its failure (see revive.go).
+	var revived *revival
+	if rec.Status == RunFailed {
+		if r.overBudget() {
+			lock.Release()
+			return nil, fmt.Errorf("run %s failed on its token budget: it has used %d tokens and limits.token_budget_per_run is %d; raise the limit in the configuration (0 means none) to resume it",
+				rec.ID, r.rec.Usage.TotalTokens, e.Config().Limits.TokenBudgetPerRun)
+		}
+		reports, err := st.Reports(ctx, rec.ID)
+		if err != nil {
+			lock.Release()
+			return nil, fmt.Errorf("resume %s: %w", rec.ID, err)
+		}
+		revived = r.planRevival(msgs, reports)
 	}
 	// The time it stood stopped is not part of its elapsed time: from its
 	// end, or for a process that was killed, from the last thing stored.
@@ -80,6 +98,11 @@ func (e *Engine) Resume(ctx context.Context, runID string) (*Run, error) {
 		if _, err := tx.Emit(event.Event{Type: event.RunStarted, RunID: r.id, SessionID: r.rootID(), Run: info}); err != nil {
 			return err
 		}
+		if revived != nil {
+			if err := r.reviveTx(tx, revived); err != nil {
+				return err
+			}
+		}
 		// Questions still waiting for the person are asked again: whoever
 		// follows this process (a --control client) has not seen them, and
 		// cannot answer a question whose id it does not know.
@@ -99,41 +122,42 @@ func (e *Engine) Resume(ctx context.Context, runID string) (*Run, error) {
 	return r, nil
 }
 
-// load rebuilds the run's sessions and state from the store.
-func (r *Run) load(ctx context.Context) error {
+// load rebuilds the run's sessions and state from the store, and returns
+// the stored messages by session.
+func (r *Run) load(ctx context.Context) (map[string][]store.Message, error) {
 	st := r.e.store
 	roster := r.e.roster.Load()
 	recs, err := st.Sessions(ctx, r.id)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	msgs, err := st.AllMessages(ctx, r.id)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	inbox, err := st.PendingInbox(ctx, r.id)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	plans, err := st.Plans(ctx, r.id)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	dels, err := st.Delegations(ctx, r.id)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	effects, err := st.Effects(ctx, r.id)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	questions, err := st.Questions(ctx, r.id)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	bcs, err := st.Broadcasts(ctx, r.id, 0, feedKeep)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, b := range bcs {
 		r.feed = append(r.feed, feedInfo(&b))
@@ -164,7 +188,7 @@ func (r *Run) load(ctx context.Context) error {
 		if rec.ParentID != "" {
 			parent = r.sessions[rec.ParentID]
 			if parent == nil {
-				return fmt.Errorf("session %s has an unknown parent %s", rec.ID, rec.ParentID)
+				return nil, fmt.Errorf("session %s has an unknown parent %s", rec.ID, rec.ParentID)
 			}
 		}
 		s := &Session{r: r, role: role, parent: parent, id: rec.ID, agent: rec.Agent, label: rec.Label, title: rec.Title,
@@ -174,7 +198,7 @@ func (r *Run) load(ctx context.Context) error {
 		s.ctx, s.cancel = contextWithCancel(r)
 		if len(rec.SharedContext) > 0 {
 			if err := json.Unmarshal(rec.SharedContext, &s.sharedCtx); err != nil {
-				return fmt.Errorf("session %s: shared context: %w", rec.ID, err)
+				return nil, fmt.Errorf("session %s: shared context: %w", rec.ID, err)
 			}
 		}
 		for _, name := range rec.Refs {
@@ -277,7 +301,7 @@ func (r *Run) load(ctx context.Context) error {
 		qq.rec.Deadline = r.e.now().Add(q.Deadline.Sub(q.CreatedAt))
 		r.questions.open[q.ID] = qq
 	}
-	return nil
+	return msgs, nil
 }
 
 func contextWithCancel(r *Run) (context.Context, context.CancelCauseFunc) {

@@ -386,6 +386,8 @@ func deliveredHead(s *styles, d coordination.Delivered) string {
 		return s.injected.Render("answered on its behalf") + s.dim.Render(" · "+oneLine(d.Question)+" asked by "+oneLine(d.From))
 	case coordination.TagSiblingTasks:
 		return s.injected.Render("sibling tasks")
+	case coordination.TagRunResumed:
+		return s.injected.Render("run resumed") + s.dim.Render(" · failed: "+oneLine(d.Failure))
 	case coordination.TagNewSibling:
 		return s.injected.Render("new sibling") + s.dim.Render(" · "+oneLine(d.Agent)+" "+oneLine(d.TaskID)+" · "+oneLine(d.Title))
 	default:

@@ -410,6 +410,63 @@ func (s *Store) PendingInbox(ctx context.Context, runID string) ([]InboxItem, er
 	return out, rows.Err()
 }
 
+// Report is a child's <task_result> item and what became of it.
+type Report struct {
+	ID          int64
+	SessionID   string // the parent it is addressed to
+	Key         string
+	FromSession string // the child
+	// Index is the index of the message that carries it in the parent's
+	// history, or -1 while no message does.
+	Index int
+	// ConsumedBy is the tool call that returned it instead of a message
+	// (task_wait), or "".
+	ConsumedBy string
+}
+
+// Reports loads every <task_result> item of a run by its key, delivered or
+// not: a resume of a failed run reads from them which failures their
+// parents have already answered.
+func (s *Store) Reports(ctx context.Context, runID string) (map[string]Report, error) {
+	q := s.reader(ctx)
+	carried := map[int64]int{}
+	rows, err := q.QueryContext(ctx, `SELECT inbox_id, idx FROM messages WHERE run_id = ? AND inbox_id <> 0`, runID)
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var id int64
+		var idx int
+		if err := rows.Scan(&id, &idx); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		carried[id] = idx
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	rows, err = q.QueryContext(ctx, `SELECT id, session_id, key, from_session, consumed_by FROM inbox WHERE run_id = ? AND kind = 'task_result'`, runID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]Report{}
+	for rows.Next() {
+		var r Report
+		if err := rows.Scan(&r.ID, &r.SessionID, &r.Key, &r.FromSession, &r.ConsumedBy); err != nil {
+			return nil, err
+		}
+		r.Index = -1
+		if idx, ok := carried[r.ID]; ok {
+			r.Index = idx
+		}
+		out[r.Key] = r
+	}
+	return out, rows.Err()
+}
+
 // Effect is a recorded side effect of a tool call.
 type Effect struct {
 	SessionID string

@@ -75,13 +75,16 @@ type Session struct {
 	Error         string
 	Usage         Usage
 	Turns         int
-	Completions   int
-	SpawnCall     string // the tool call that created it (parent session id + "/" + call id)
-	DelegationID  string
-	LastTool      string
-	CreatedAt     time.Time
-	UpdatedAt     time.Time
-	EndedAt       time.Time
+	// Completions counts the outcomes reported before the current one
+	// (completions, and failures undone by a resume): the key of the next
+	// report.
+	Completions  int
+	SpawnCall    string // the tool call that created it (parent session id + "/" + call id)
+	DelegationID string
+	LastTool     string
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+	EndedAt      time.Time
 }
 
 // ToolCall is a call requested by a model, as stored.
