@@ -75,6 +75,9 @@ func TestCLIRefusesMistakes(t *testing.T) {
 	storeRuns(t, stored, store.Run{ID: "r-000001", Goal: "g", Status: "interrupted", Provider: "scripted", Scripted: true})
 	ended := filepath.Join(dir, "ended.db")
 	storeRuns(t, ended, store.Run{ID: "r-000009", Goal: "g", Status: "completed", Provider: "scripted", Scripted: true})
+	failed := filepath.Join(dir, "failed.db")
+	storeRuns(t, failed, store.Run{ID: "r-000007", Goal: "g", Status: "failed", Provider: "scripted", Scripted: true},
+		store.Run{ID: "r-000008", Goal: "g", Status: "cancelled", Provider: "scripted", Scripted: true})
 	fresh := filepath.Join(dir, "fresh", "x.db")
 	badLog := filepath.Join(dir, "badlog.yaml")
 	if err := os.WriteFile(badLog, []byte("log_file: "+dir+"\n"), 0o600); err != nil {
@@ -129,6 +132,7 @@ func TestCLIRefusesMistakes(t *testing.T) {
 		{[]string{"resume", "--headless", "--db", stored}, 2, "the newest run that can be continued is r-000001 (g, ", ""},
 		{[]string{"resume", "--db", stored}, 2, "`swarmdeck --db " + stored + " resume r-000001`", ""},
 		{[]string{"resume", "--db", ended}, 2, "no stored run can be continued: `swarmdeck --db " + ended + " runs` lists them", ""},
+		{[]string{"resume", "--db", failed}, 2, "the newest run that can be continued is r-000007 (g, ", ""},
 		{[]string{"run", "--headless", "--db", fresh}, 2, "(usage: swarmdeck run [--headless] [--json] [--control -] GOAL)", ""},
 		{[]string{"--db", fresh, "rnus"}, 2, `unknown command "rnus": did you mean run or runs?`, ""},
 		{[]string{"--db", fresh, "exprot"}, 2, `swarmdeck run "exprot"`, ""},

@@ -18,12 +18,15 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/swarmdeck/swarmdeck/runtime/scripted"
 )
 
 // What a script running `swarmdeck run --headless` sees when the LLM
 // server refuses for good: the runtime tests check the run itself; this
 // checks the command line around it (exit status, stdout, stderr, export)
-// on the real binary.
+// on the real binary, and that the command stderr gives to continue the
+// run does so once the server answers again.
 func TestHeadlessCLIReportsFatalServerFault(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary; skipped with -short")
@@ -45,7 +48,14 @@ func TestHeadlessCLIReportsFatalServerFault(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var requests atomic.Int64
+			var fixed atomic.Bool
+			model := scripted.New(scripted.Config{})
+			defer model.Close()
 			hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if fixed.Load() {
+					model.Handler().ServeHTTP(w, r)
+					return
+				}
 				io.Copy(io.Discard, r.Body)
 				requests.Add(1)
 				w.Header().Set("Content-Type", "application/json")
@@ -135,8 +145,43 @@ log_file: %q
 			if m := x.Sessions[0].Messages; len(m) != 2 || m[0].Role != "system" || m[1].Content != "Plan a product launch" {
 				t.Errorf("the messages stored before the failure: %+v", m)
 			}
+
+			// Credit added, key replaced: the command stderr names
+			// continues the run where it failed.
+			m := regexp.MustCompile("once the cause is fixed, continue it with: (swarmdeck resume [^\n]+)").FindStringSubmatch(stderr.String())
+			if m == nil {
+				t.Fatalf("stderr does not say how to continue the run:\n%s", stderr.String())
+			}
+			fields := strings.Fields(m[1])
+			if fields[2] != "--headless" || fields[len(fields)-1] == "" || !strings.Contains(m[1], "--db "+db) {
+				t.Errorf("the command to continue the run: %s", m[1])
+			}
+			fixed.Store(true)
+			resume := exec.CommandContext(ctx, buildSwarmdeck(t), fields[1:]...)
+			resume.Env = append(isolatedEnv(t), "SWARMDECK_TEST_KEY="+key)
+			if out, err := resume.CombinedOutput(); err != nil || ctx.Err() != nil {
+				t.Fatalf("%s: %v\n%s", m[1], err, out)
+			}
+			resumed, err := exec.Command(buildSwarmdeck(t), "export", "--db", db, "--config", cfg).Output()
+			if err != nil {
+				t.Fatalf("export: %v", err)
+			}
+			var after struct {
+				Run      struct{ Status, Error string }
+				Sessions []struct {
+					Status   string
+					Messages []struct{ Role, Content string }
+				}
+			}
+			if err := json.Unmarshal(resumed, &after); err != nil {
+				t.Fatal(err)
+			}
+			if after.Run.Status != "completed" || after.Sessions[0].Status != "completed" || after.Sessions[0].Messages[1].Content != "Plan a product launch" {
+				t.Errorf("after the resume: run %s (%q), root %s", after.Run.Status, after.Run.Error, after.Sessions[0].Status)
+			}
+
 			logData, _ := os.ReadFile(logFile)
-			for what, s := range map[string]string{"stdout": stdout.String(), "stderr": stderr.String(), "export": string(out), "log": string(logData)} {
+			for what, s := range map[string]string{"stdout": stdout.String(), "stderr": stderr.String(), "export": string(out) + string(resumed), "log": string(logData)} {
 				if strings.Contains(s, key) {
 					t.Errorf("the API key the server echoed reached the %s", what)
 				}

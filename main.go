@@ -506,10 +506,21 @@ func headlessRun(ctx context.Context, cf *commonFlags, use engineFor, asJSON, de
 		}
 	}()
 	opts := runtime.HeadlessOptions{JSON: asJSON, Deltas: deltas, Out: stdout, Log: stderr, Control: control, Notices: lines}
-	code, err := eng.Headless(ctx, opts, func(ctx context.Context) (*runtime.Run, error) { return start(ctx, eng) })
+	var run *runtime.Run
+	code, err := eng.Headless(ctx, opts, func(ctx context.Context) (*runtime.Run, error) {
+		r, err := start(ctx, eng)
+		run = r
+		return r, err
+	})
 	var ie *runtime.InterruptedError
 	if errors.As(err, &ie) {
 		err = cf.withResume(ie, true)
+	}
+	if err == nil && code == runtime.ExitFailed && run != nil && run.Status() == runtime.RunFailed {
+		// Why it failed is printed (or in the events); the way back is
+		// not, and a failure is often fixed outside swarmdeck (credit, a
+		// key, a server, a limit in the configuration).
+		err = fmt.Errorf("run %s failed; once the cause is fixed, continue it with: %s", run.ID(), cf.resumeCommand(run.ID(), true))
 	}
 	if code != runtime.ExitOK || err != nil {
 		return &exitError{code, err}
@@ -776,8 +787,8 @@ func resumeCmd(cf *commonFlags, stdin io.Reader, stdout, stderr io.Writer) *cobr
 }
 
 // whichToResume is the error of a resume without a run id: it names the
-// newest run that can be continued (interrupted, or stored as running by a
-// process that is gone), so that the next command is one copy away (the
+// newest run that can be continued (interrupted, failed, or stored as
+// running by a process that is gone), so that the next command is one copy away (the
 // commands an error names get this command's --config and --db). A resume
 // acts, so it never picks that run by itself.
 func (cf *commonFlags) whichToResume(ctx context.Context) error {
@@ -792,7 +803,7 @@ func (cf *commonFlags) whichToResume(ctx context.Context) error {
 		return errors.New(need)
 	}
 	for _, r := range runs {
-		if r.Status == runtime.RunInterrupted || runtime.Orphaned(st.Path(), r.ID, r.Status) {
+		if r.Status == runtime.RunInterrupted || r.Status == runtime.RunFailed || runtime.Orphaned(st.Path(), r.ID, r.Status) {
 			return fmt.Errorf("%s; the newest run that can be continued is %s (%s, %s): `swarmdeck resume %s`",
 				need, r.ID, runtime.TerminalText(clip(r.Goal, 40)), r.CreatedAt.Local().Format("2006-01-02 15:04"), r.ID)
 		}
@@ -1295,7 +1306,14 @@ func (cf *commonFlags) dashboardEnd(run *runtime.Run, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "run %s %s; see it again with: %s  (or: %s)\n", run.ID(), status, cf.commandLine("view", run.ID()), cf.commandLine("export", run.ID()))
 	if status != runtime.RunCompleted {
-		if _, why := run.Result(); why != "" {
+		_, why := run.Result()
+		if status == runtime.RunFailed {
+			if why == "" {
+				why = "run " + run.ID() + " failed"
+			}
+			return &exitError{runtime.ExitFailed, fmt.Errorf("%s; once the cause is fixed, continue it with: %s", why, cf.resumeCommand(run.ID(), false))}
+		}
+		if why != "" {
 			return &exitError{runtime.ExitFailed, errors.New(why)}
 		}
 		return &exitError{runtime.ExitFailed, nil}

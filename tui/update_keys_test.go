@@ -291,12 +291,13 @@ func TestQuitImmediatelyWhenFinished(t *testing.T) {
 
 // A run that ends without completing says why on the status line: the
 // header shows only its status, and the reason was otherwise one transcript
-// away. A run stopped by an outage can be left at once. A completed run
+// away. A run stopped by an outage can be left at once, and so can a failed
+// one, which continues too once its cause is fixed. A completed run
 // says where its answer is.
 func TestRunEndReasonOnTheStatusLine(t *testing.T) {
 	for _, tc := range []struct{ status, reason, want string }{
 		{"failed", "429 Too Many Requests: You exceeded your current quota",
-			"✗ run failed: 429 Too Many Requests: You exceeded your current quota"},
+			"✗ run failed; once the cause is fixed, quit (q), then swarmdeck resume r-7c1e continues it. Why: 429 Too Many Requests: You exceeded your current quota"},
 		// The way back comes first, before a reason that may be cut.
 		{"interrupted", "the model server failed: LLM connection failed after 5 attempts. The run is stored as it was: resume it once the server answers",
 			"✗ run interrupted; quit (q), then swarmdeck resume r-7c1e continues it. Why: the model server failed: LLM connection failed after 5 attempts."},

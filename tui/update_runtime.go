@@ -101,8 +101,9 @@ func (m *model) applyEvent(ev event.Event) {
 }
 
 // runEndLine is what a run that ended without completing says on the status
-// line: why, and for an interrupted run the command that continues it. None
-// for a completed run, or one that gave no reason.
+// line: why, and for an interrupted or failed run the command that
+// continues it. None for a completed run, or a cancelled one that gave no
+// reason.
 func (m *model) runEndLine(r event.RunInfo) statusLine {
 	switch {
 	case r.Status == "interrupted" && !m.readOnly:
@@ -116,6 +117,17 @@ func (m *model) runEndLine(r event.RunInfo) statusLine {
 		// A read-only view: the run is continued from another terminal, and
 		// this view may stay open.
 		text := "run interrupted; " + m.resumeCommand() + " continues it"
+		if r.Error != "" {
+			text += ". Why: " + oneLine(r.Error)
+		}
+		return statusLine{text: text, err: true}
+	case r.Status == "failed":
+		// A failed run continues too, once what made it fail is fixed.
+		text := "run failed; once the cause is fixed, "
+		if !m.readOnly {
+			text += "quit (q), then "
+		}
+		text += m.resumeCommand() + " continues it"
 		if r.Error != "" {
 			text += ". Why: " + oneLine(r.Error)
 		}

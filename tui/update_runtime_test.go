@@ -430,7 +430,8 @@ func TestRunEndReasonComesBack(t *testing.T) {
 	for _, tc := range []struct{ status, reason, want string }{
 		{"interrupted", "the model server failed: connection refused",
 			"✗ run interrupted; quit (q), then swarmdeck resume r-7c1e continues it. Why: the model server failed: connection refused"},
-		{"failed", "429 Too Many Requests", "✗ run failed: 429 Too Many Requests"},
+		{"failed", "429 Too Many Requests", "✗ run failed; once the cause is fixed, quit (q), then swarmdeck resume r-7c1e continues it. Why: 429 Too Many Requests"},
+		{"cancelled", "cancelled by the human", "✗ run cancelled: cancelled by the human"},
 	} {
 		m, _ := demoModel(t, 160, 48)
 		m = apply(m, runFinished(tc.status, tc.reason))
@@ -476,7 +477,7 @@ func TestStoredRunSaysWhyItStopped(t *testing.T) {
 		{"interrupted", "the dashboard was closed while it ran", true,
 			"✗ run interrupted; swarmdeck resume r-7c1e continues it. Why: the dashboard was closed while it ran"},
 		{"interrupted", "", true, "✗ run interrupted; swarmdeck resume r-7c1e continues it"},
-		{"failed", "429 Too Many Requests", true, "✗ run failed: 429 Too Many Requests"},
+		{"failed", "429 Too Many Requests", true, "✗ run failed; once the cause is fixed, swarmdeck resume r-7c1e continues it. Why: 429 Too Many Requests"},
 		{"interrupted", "the model server failed", false,
 			"✗ run interrupted; quit (q), then swarmdeck resume r-7c1e continues it. Why: the model server failed"},
 	} {
