@@ -212,9 +212,7 @@ func readRoot(s *session) *rootState {
 			st.ask = jsonObject(c.result)
 		}
 	}
-	for _, it := range s.itemsOf("task_result") {
-		st.results[it.attr("task_id")] = it
-	}
+	st.results = s.results()
 	for _, c := range s.calls("update_task_status") {
 		a := jsonObject(c.args)
 		if str(a, "status") == "completed" || str(a, "status") == "in_progress" && (str(a, "task_id") == "review" || str(a, "task_id") == "draft") {

@@ -301,6 +301,13 @@ func subOrchestrator(s *session) Reply {
 			result = &it
 		}
 	}
+	if result != nil {
+		if latest, ok := s.results()[result.attr("task_id")]; !ok {
+			result = nil // running again since, after a resume
+		} else {
+			result = &latest
+		}
+	}
 	if len(explorer) > 0 && result == nil && !s.atCap() {
 		return Reply{Content: waitingPrefix + "the explorer (" + explorer[0].taskID + ") to finish scanning the launch assets." + heard(s, s.lastTurnWithoutCalls())}
 	}

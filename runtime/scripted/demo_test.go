@@ -322,6 +322,45 @@ func TestDemoRootReportsOneAtATime(t *testing.T) {
 	}
 }
 
+// A failed run resumed: the researchers' failures, then a <run_resumed>
+// note saying they are running again. The root waits for their new
+// results instead of writing its answer from the failures. (The writer
+// could not start: the first of them had failed already.)
+func TestDemoRootWaitsForChildrenBackAfterAResume(t *testing.T) {
+	c := newConvo(t, sysPrompt("orchestrator", "s-root", ""), goal)
+	rootThroughStep4(t, c)
+	c.answer(map[string]string{"ask_others": askRes,
+		"sessions_spawn": `{"error":"sessions_spawn: sharedContext references \"$research-1\", but sub-agent \"research-1\" (s-r1) ended with status failed"}`})
+	wantWaiting(t, c.turn())
+	c.inject(strings.Join([]string{
+		taskResult("s-r1", "researcher", "failed", "429 quota"),
+		taskResult("s-r2", "researcher", "failed", "429 quota"),
+		`<run_resumed failure="429 quota">` + "\nThe run failed and was resumed once the cause was fixed. These sessions are running again and each will report when it finishes: researcher (research-1) s-r1, researcher (research-2) s-r2. A task_result above that says one of them failed or was cancelled no longer stands.\n</run_resumed>",
+		taskResult("s-sub", "orchestrator", "completed", Prefix+" Launch checklist:\n1. c"),
+	}, "\n\n"))
+	for rep := c.turn(); len(rep.ToolCalls) > 0 || !strings.HasPrefix(rep.Content, waitingPrefix); rep = c.turn() {
+		for _, call := range rep.ToolCalls {
+			if strings.Contains(js(call.Args), `"research"`) || strings.Contains(js(call.Args), `"channels"`) {
+				t.Fatalf("the root acted on failures that no longer stand: %s", js(call.Args))
+			}
+		}
+		if len(rep.ToolCalls) == 0 {
+			t.Fatalf("the root answered before its researchers reported again:\n%s", rep.Content)
+		}
+		c.answer(nil)
+	}
+	c.inject(taskResult("s-r1", "researcher", "completed", Prefix+" Findings\n- Developers love short episodes."))
+	c.inject(taskResult("s-r2", "researcher", "completed", Prefix+" Findings\n- Hacker News first."))
+	rep := c.turn()
+	for ; len(rep.ToolCalls) > 0 || strings.HasPrefix(rep.Content, waitingPrefix); rep = c.turn() {
+		c.answer(nil)
+	}
+	wantFinal(t, rep)
+	if !strings.Contains(rep.Content, "Developers love short episodes.") || strings.Contains(rep.Content, "429 quota") {
+		t.Fatalf("final:\n%s", rep.Content)
+	}
+}
+
 func TestDemoRootResultsBeforeWaiting(t *testing.T) {
 	// With no latency the children may finish before the root's fifth
 	// turn; the results arrive merged into one message.

@@ -11,7 +11,7 @@ import (
 // The tags the policies understand. <new_sibling> has no body.
 var injectedTags = []string{
 	"sibling_tasks", "new_sibling", "sibling_broadcast", "task_message", "task_result",
-	"human_message", "human_broadcast", "announcement", "answered_on_your_behalf", "reminder",
+	"human_message", "human_broadcast", "announcement", "answered_on_your_behalf", "reminder", "run_resumed",
 }
 
 // item is one injected item, or (tag "") a stretch of plain text.

@@ -196,6 +196,26 @@ func (s *session) itemsOf(tag string) []item {
 	return out
 }
 
+// results returns the latest <task_result> of each child, by session id. A
+// <run_resumed> note takes back the results before it of the children it
+// names: they are running again, and will report anew.
+func (s *session) results() map[string]item {
+	out := map[string]item{}
+	for _, it := range s.items {
+		switch it.tag {
+		case "task_result":
+			out[it.attr("task_id")] = it
+		case "run_resumed":
+			for id := range out {
+				if strings.Contains(it.body, id) {
+					delete(out, id)
+				}
+			}
+		}
+	}
+	return out
+}
+
 // humanWords returns what the human wrote to this session, arriving after
 // the given number of assistant turns.
 func (s *session) humanWords(after int) []string {
