@@ -51,12 +51,32 @@ func failedResult(id string) string {
 	return `<task_result task_id="` + id + `" agent="researcher" status="failed">`
 }
 
-// sameBefore checks that every message stored in before is still stored in
-// after, at the same place, unchanged.
-func sameBefore(t *testing.T, before, after *store.Export) {
+// resumeElsewhere resumes e's failed run, as another process would after
+// the fix: it closes e and resumes on a new engine on the same database
+// with the configuration mod makes. It returns the resume's events and the
+// run, failing the test unless the run completed with every message stored
+// in before (if given) still there, at the same place, unchanged.
+func resumeElsewhere(t *testing.T, e *Engine, dir, baseURL string, mod func(*config.Config), before *store.Export) ([]event.Event, *store.Export) {
 	t.Helper()
-	fr := fltRun{x: after, snapshot: before}
-	fr.intact(t)
+	x, err := e.Export(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+	e = recEngine(t, dir, baseURL, mod)
+	events, code, _ := recRun(t, e, true, func(ctx context.Context) (*Run, error) { return e.Resume(ctx, x.Run.ID) })
+	x, err = e.Export(context.Background(), x.Run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code != ExitOK || x.Run.Status != RunCompleted || x.Run.Error != "" {
+		t.Fatalf("after the resume: exit %d, run %s (%q), sessions %s", code, x.Run.Status, x.Run.Error, sessionStates(x))
+	}
+	if before != nil {
+		fr := fltRun{x: x, snapshot: before}
+		fr.intact(t)
+	}
+	return events, x
 }
 
 // The quota runs out while one worker has finished and another is at work:
@@ -96,15 +116,11 @@ func TestFailedRunResumesOnceTheQuotaIsBack(t *testing.T) {
 	e := recEngine(t, dir, hs.URL+"/v1", nil)
 	writeReadme(t, e)
 
-	_, code, _ := recRun(t, e, true, func(ctx context.Context) (*Run, error) { return e.Start(ctx, "Two workers") })
-	x, err := e.Export(context.Background(), "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	x := failRun(t, e, "Two workers")
 	alpha, beta := sessionByLabel(x, "alpha"), sessionByLabel(x, "beta")
-	if code != ExitFailed || x.Run.Status != RunFailed || alpha == nil || beta == nil ||
+	if alpha == nil || beta == nil ||
 		alpha.Status != StatusCompleted || beta.Status != StatusFailed || x.Sessions[0].Status != StatusFailed {
-		t.Fatalf("before the resume: exit %d, run %s, sessions %s", code, x.Run.Status, sessionStates(x))
+		t.Fatalf("before the resume: sessions %s", sessionStates(x))
 	}
 	if !strings.Contains(x.Run.Error, "You exceeded your current quota") {
 		t.Fatalf("run error %q", x.Run.Error)
@@ -113,17 +129,7 @@ func TestFailedRunResumesOnceTheQuotaIsBack(t *testing.T) {
 
 	// Credit is added, and the run resumed by another process.
 	broke.Store(false)
-	e.Close()
-	e = recEngine(t, dir, hs.URL+"/v1", nil)
-	events, code, _ := recRun(t, e, true, func(ctx context.Context) (*Run, error) { return e.Resume(ctx, x.Run.ID) })
-	x, err = e.Export(context.Background(), x.Run.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if code != ExitOK || x.Run.Status != RunCompleted || x.Run.Error != "" {
-		t.Fatalf("after the resume: exit %d, run %s (%q), sessions %s", code, x.Run.Status, x.Run.Error, sessionStates(x))
-	}
-	sameBefore(t, before, x)
+	events, x := resumeElsewhere(t, e, dir, hs.URL+"/v1", nil, before)
 	root := &x.Sessions[0]
 	if got := assistantTexts(root); got[len(got)-1] != "Final answer: alpha and beta are done." {
 		t.Errorf("root's answers: %q", got)
@@ -217,16 +223,12 @@ func TestFailedRunResumesAWholeTree(t *testing.T) {
 	dir := t.TempDir()
 	e := recEngine(t, dir, hs.URL+"/v1", nil)
 	writeReadme(t, e)
-	_, code, _ := recRun(t, e, true, func(ctx context.Context) (*Run, error) { return e.Start(ctx, "A tree") })
+	x := failRun(t, e, "A tree")
 	stopped.open()
-	x, err := e.Export(context.Background(), "")
-	if err != nil {
-		t.Fatal(err)
-	}
 	sub, leaf1, leaf2 := sessionByLabel(x, "sub"), sessionByLabel(x, "leaf1"), sessionByLabel(x, "leaf2")
-	if code != ExitFailed || x.Run.Status != RunFailed || sub == nil || leaf1 == nil || leaf2 == nil ||
+	if sub == nil || leaf1 == nil || leaf2 == nil ||
 		sub.Status != StatusFailed || leaf1.Status != StatusFailed || leaf2.Status != StatusCancelled {
-		t.Fatalf("before the resume: exit %d, run %s, sessions %s", code, x.Run.Status, sessionStates(x))
+		t.Fatalf("before the resume: sessions %s", sessionStates(x))
 	}
 	if len(x.Delegations) != 1 || x.Delegations[0].Status != delegFailed {
 		t.Fatalf("delegations before the resume: %+v", x.Delegations)
@@ -234,17 +236,7 @@ func TestFailedRunResumesAWholeTree(t *testing.T) {
 	before := x
 
 	broke.Store(false)
-	e.Close()
-	e = recEngine(t, dir, hs.URL+"/v1", nil)
-	events, code, _ := recRun(t, e, true, func(ctx context.Context) (*Run, error) { return e.Resume(ctx, x.Run.ID) })
-	x, err = e.Export(context.Background(), x.Run.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if code != ExitOK || x.Run.Status != RunCompleted {
-		t.Fatalf("after the resume: exit %d, run %s (%q), sessions %s", code, x.Run.Status, x.Run.Error, sessionStates(x))
-	}
-	sameBefore(t, before, x)
+	events, x := resumeElsewhere(t, e, dir, hs.URL+"/v1", nil, before)
 	for _, s := range x.Sessions {
 		if s.Status != StatusCompleted {
 			t.Errorf("session %s (%s) is %s: %s", s.ID, s.Label, s.Status, s.Error)
@@ -331,13 +323,9 @@ func TestFailedRunWithdrawsAnUnreadFailure(t *testing.T) {
 	hs := recServer(t, p)
 	dir := t.TempDir()
 	e = recEngine(t, dir, hs.URL+"/v1", nil)
-	_, code, _ := recRun(t, e, true, func(ctx context.Context) (*Run, error) { return e.Start(ctx, "One worker") })
-	x, err := e.Export(context.Background(), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if code != ExitFailed || x.Run.Status != RunFailed || sessionByLabel(x, "worker").Status != StatusFailed {
-		t.Fatalf("before the resume: exit %d, run %s, sessions %s", code, x.Run.Status, sessionStates(x))
+	x := failRun(t, e, "One worker")
+	if sessionByLabel(x, "worker").Status != StatusFailed {
+		t.Fatalf("before the resume: sessions %s", sessionStates(x))
 	}
 	worker := sessionByLabel(x, "worker").ID
 	for _, m := range x.Sessions[0].Messages {
@@ -347,17 +335,7 @@ func TestFailedRunWithdrawsAnUnreadFailure(t *testing.T) {
 	}
 	before := x
 	fixed.Store(true)
-	e.Close()
-	e = recEngine(t, dir, hs.URL+"/v1", nil)
-	_, code, _ = recRun(t, e, true, func(ctx context.Context) (*Run, error) { return e.Resume(ctx, x.Run.ID) })
-	x, err = e.Export(context.Background(), x.Run.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if code != ExitOK || x.Run.Status != RunCompleted {
-		t.Fatalf("after the resume: exit %d, run %s (%q), sessions %s", code, x.Run.Status, x.Run.Error, sessionStates(x))
-	}
-	sameBefore(t, before, x)
+	_, x = resumeElsewhere(t, e, dir, hs.URL+"/v1", nil, before)
 	for _, m := range x.Sessions[0].Messages {
 		if strings.HasPrefix(m.Content, failedResult(worker)) || strings.HasPrefix(m.Content, "<"+coordination.TagRunResumed) {
 			t.Errorf("the root was told of a failure it never read: %s", m.Content)
@@ -393,27 +371,13 @@ func TestFailedRunKeepsAnsweredFailures(t *testing.T) {
 	dir := t.TempDir()
 	e := recEngine(t, dir, hs.URL+"/v1", nil)
 	writeReadme(t, e)
-	_, code, _ := recRun(t, e, true, func(ctx context.Context) (*Run, error) { return e.Start(ctx, "One worker") })
-	x, err := e.Export(context.Background(), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if code != ExitFailed || x.Run.Status != RunFailed || sessionByLabel(x, "worker").Status != StatusFailed {
-		t.Fatalf("before the resume: exit %d, run %s, sessions %s", code, x.Run.Status, sessionStates(x))
+	x := failRun(t, e, "One worker")
+	if sessionByLabel(x, "worker").Status != StatusFailed {
+		t.Fatalf("before the resume: sessions %s", sessionStates(x))
 	}
 	before := x
 	broke.Store(false)
-	e.Close()
-	e = recEngine(t, dir, hs.URL+"/v1", nil)
-	_, code, _ = recRun(t, e, true, func(ctx context.Context) (*Run, error) { return e.Resume(ctx, x.Run.ID) })
-	x, err = e.Export(context.Background(), x.Run.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if code != ExitOK || x.Run.Status != RunCompleted {
-		t.Fatalf("after the resume: exit %d, run %s (%q), sessions %s", code, x.Run.Status, x.Run.Error, sessionStates(x))
-	}
-	sameBefore(t, before, x)
+	_, x = resumeElsewhere(t, e, dir, hs.URL+"/v1", nil, before)
 	w := sessionByLabel(x, "worker")
 	if w.Status != StatusFailed || len(w.Messages) != len(sessionByLabel(before, "worker").Messages) {
 		t.Errorf("the worker whose failure was answered came back: %s, %d messages", w.Status, len(w.Messages))
@@ -449,13 +413,9 @@ func TestFailedRunOnItsBudgetResumesOnceRaised(t *testing.T) {
 	}
 	e := recEngine(t, dir, hs.URL+"/v1", budget(1))
 	writeReadme(t, e)
-	_, code, _ := recRun(t, e, true, func(ctx context.Context) (*Run, error) { return e.Start(ctx, "One worker") })
-	x, err := e.Export(context.Background(), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if code != ExitFailed || x.Run.Status != RunFailed || !strings.Contains(x.Run.Error, "token budget exhausted") {
-		t.Fatalf("exit %d, run %s (%q)", code, x.Run.Status, x.Run.Error)
+	x := failRun(t, e, "One worker")
+	if !strings.Contains(x.Run.Error, "token budget exhausted") {
+		t.Fatalf("run error %q", x.Run.Error)
 	}
 	e.Close()
 	e = recEngine(t, dir, hs.URL+"/v1", budget(1))
@@ -466,22 +426,27 @@ func TestFailedRunOnItsBudgetResumesOnceRaised(t *testing.T) {
 	if got, _ := e.Export(context.Background(), x.Run.ID); got.Run.Status != RunFailed {
 		t.Fatalf("a refused resume left the run %s", got.Run.Status)
 	}
-	e.Close()
-
-	e = recEngine(t, dir, hs.URL+"/v1", budget(0))
-	_, code, _ = recRun(t, e, true, func(ctx context.Context) (*Run, error) { return e.Resume(ctx, x.Run.ID) })
-	x, err = e.Export(context.Background(), x.Run.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if code != ExitOK || x.Run.Status != RunCompleted {
-		t.Fatalf("after the resume: exit %d, run %s (%q), sessions %s", code, x.Run.Status, x.Run.Error, sessionStates(x))
-	}
+	_, x = resumeElsewhere(t, e, dir, hs.URL+"/v1", budget(0), x)
 	for _, s := range x.Sessions {
 		if s.Status != StatusCompleted {
 			t.Errorf("session %s (%s) is %s: %s", s.ID, s.Label, s.Status, s.Error)
 		}
 	}
+}
+
+// failRun runs goal on e, headless, and returns the run, failing the test
+// unless the run failed.
+func failRun(t *testing.T, e *Engine, goal string) *store.Export {
+	t.Helper()
+	_, code, _ := recRun(t, e, true, func(ctx context.Context) (*Run, error) { return e.Start(ctx, goal) })
+	x, err := e.Export(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code != ExitFailed || x.Run.Status != RunFailed {
+		t.Fatalf("exit %d, run %s (%q), sessions %s; want a failed run", code, x.Run.Status, x.Run.Error, sessionStates(x))
+	}
+	return x
 }
 
 func sessionStates(x *store.Export) string {
