@@ -788,8 +788,8 @@ func resumeCmd(cf *commonFlags, stdin io.Reader, stdout, stderr io.Writer) *cobr
 
 // whichToResume is the error of a resume without a run id: it names the
 // newest run that can be continued (interrupted, failed, or stored as
-// running by a process that is gone), so that the next command is one copy away (the
-// commands an error names get this command's --config and --db). A resume
+// running by a process that is gone), so that the next command is one copy
+// away (the commands an error names get this command's --config and --db). A resume
 // acts, so it never picks that run by itself.
 func (cf *commonFlags) whichToResume(ctx context.Context) error {
 	const need = "resume: which run? give its id (usage: swarmdeck resume [--headless] RUN_ID)"

@@ -466,11 +466,12 @@ type Delivered struct {
 }
 
 // ParseDelivered recovers the parts of a <task_result>, <task_message>,
-// <sibling_broadcast>, <announcement>, <new_sibling>, <sibling_tasks> or
+// <sibling_broadcast>, <announcement>, <new_sibling>, <sibling_tasks>,
 // <answered_on_your_behalf> or <run_resumed> as FormatTaskResult,
 // FormatTaskMessage, FormatBroadcast, FormatAnnouncement, FormatNewSibling,
-// FormatSiblingTasks, FormatShadowNote or FormatRunResumed wrote it, so that a person can read the body as its
-// author wrote it while the model keeps reading the escaped form. As with
+// FormatSiblingTasks, FormatShadowNote or FormatRunResumed wrote it, so
+// that a person can read the body as its author wrote it while the model
+// keeps reading the escaped form. As with
 // ParseHuman, ok is false unless content is exactly what the format makes
 // of the parts.
 func ParseDelivered(content string) (d Delivered, ok bool) {
