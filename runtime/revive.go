@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/swarmdeck/swarmdeck/coordination"
-	"github.com/swarmdeck/swarmdeck/runtime/event"
 	"github.com/swarmdeck/swarmdeck/runtime/store"
 )
 
@@ -197,29 +196,17 @@ func (s *Session) reviveTx(tx *store.Tx) error {
 		status = StatusWaiting
 	}
 	s.mu.Lock()
-	prev := s.rec.Status
 	if status == StatusWaiting {
 		// What its history ends with is answered with the children's
 		// results, when the first of them wakes it.
 		s.passiveTail = true
 	}
-	rec := s.rec
-	rec.Status, rec.Reason, rec.Error = status, reasonRevived, ""
-	rec.EndedAt = time.Time{}
+	s.rec.Error = ""
 	// The next report gets a key of its own: the failure's was used.
-	rec.Completions++
-	if err := tx.UpsertSession(&rec); err != nil {
-		s.mu.Unlock()
-		return err
-	}
-	s.rec = rec
+	s.rec.Completions++
 	s.startedAt = s.r.e.now()
-	info := s.infoLocked()
 	s.mu.Unlock()
-	if _, err := tx.Emit(event.Event{Type: event.SessionStatus, RunID: s.r.id, SessionID: s.id, Session: info}); err != nil {
-		return err
-	}
-	if err := s.r.statusChanged(tx, s, prev, status); err != nil {
+	if err := s.changeStatusTx(tx, status, reasonRevived, true); err != nil {
 		return err
 	}
 	if s.delegationID != "" {

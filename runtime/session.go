@@ -260,9 +260,15 @@ func messageInfo(m *store.Message) *event.MessageInfo {
 // setStatusTx changes the status inside a store operation and emits
 // session.status. s.mu must NOT be held.
 func (s *Session) setStatusTx(tx *store.Tx, status, reason string) error {
+	return s.changeStatusTx(tx, status, reason, false)
+}
+
+// changeStatusTx is setStatusTx; revive lets a failed or cancelled session
+// come back, which only a resume of a failed run does (see revive.go).
+func (s *Session) changeStatusTx(tx *store.Tx, status, reason string, revive bool) error {
 	s.mu.Lock()
 	prev := s.rec.Status
-	if (prev == StatusFailed || prev == StatusCancelled) && status != prev {
+	if (prev == StatusFailed || prev == StatusCancelled) && status != prev && !revive {
 		// Failed and cancelled are final (a completed session may still be
 		// woken by a message). The callers check before they get here; a
 		// goroutine that raced with the end and did not is refused without
