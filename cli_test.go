@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -416,6 +418,55 @@ func TestDashboardEndSaysHowTheRunEnded(t *testing.T) {
 		t.Fatalf("a completed run: %v, want exit status 0", err)
 	}
 	if !strings.Contains(out.String(), "completed; see it again with: swarmdeck view --config "+fast+" --db "+db) {
+		t.Fatalf("stdout %q", out.String())
+	}
+}
+
+// A run that failed while the dashboard showed it exits 1 with its reason
+// and the command that continues it once the cause is fixed.
+func TestDashboardEndSaysHowToContinueAFailedRun(t *testing.T) {
+	dir := cliEnv(t)
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusTooManyRequests)
+		io.WriteString(w, `{"error":{"message":"You exceeded your current quota.","type":"insufficient_quota","code":"insufficient_quota"}}`)
+	}))
+	defer hs.Close()
+	cfg := filepath.Join(dir, "quota.yaml")
+	yaml := "provider: hosted\nproviders:\n  hosted:\n    type: openai\n    base_url: " + strconv.Quote(hs.URL+"/v1") +
+		"\n    api_key_env: SWARMDECK_TEST_KEY\n    model: test-model\n"
+	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("SWARMDECK_TEST_KEY", "sk-test-0123456789abcdef")
+	db := filepath.Join(dir, "q.db")
+	cf := &commonFlags{config: cfg, db: db}
+	eng, closeEng, err := newEngine(context.Background(), cf, forNewRun, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeEng()
+	run, err := eng.Start(context.Background(), "a goal with no quota left")
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-run.Done():
+	case <-time.After(time.Minute):
+		t.Fatal("the run did not end")
+	}
+	var out bytes.Buffer
+	err = cf.dashboardEnd(run, &out)
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != 1 {
+		t.Fatalf("a failed run: %v, want exit status 1", err)
+	}
+	want := "once the cause is fixed, continue it with: swarmdeck resume --config " + cfg + " --db " + db + " " + run.ID()
+	if msg := err.Error(); !strings.Contains(msg, "You exceeded your current quota") || !strings.Contains(msg, want) {
+		t.Fatalf("message %q does not give the reason and %q", msg, want)
+	}
+	if !strings.Contains(out.String(), "run "+run.ID()+" failed; see it again with: swarmdeck view --config "+cfg) {
 		t.Fatalf("stdout %q", out.String())
 	}
 }
