@@ -656,7 +656,8 @@ func TestCompletionAndClosedOutput(t *testing.T) {
 	db := filepath.Join(dir, "c.db")
 	storeRuns(t, db,
 		store.Run{ID: "r-000001", Goal: "first goal", Status: "completed", Provider: "scripted", Scripted: true},
-		store.Run{ID: "r-000002", Goal: "second goal", Status: "interrupted", Provider: "scripted", Scripted: true})
+		store.Run{ID: "r-000002", Goal: "second goal", Status: "interrupted", Provider: "scripted", Scripted: true},
+		store.Run{ID: "r-000003", Goal: "third goal", Status: "failed", Provider: "scripted", Scripted: true})
 	cli := func(w io.Writer, args ...string) (int, string) {
 		var errOut bytes.Buffer
 		return run(args, strings.NewReader(""), w, &errOut), errOut.String()
@@ -668,7 +669,7 @@ func TestCompletionAndClosedOutput(t *testing.T) {
 	}
 	out.Reset()
 	if code, _ := cli(&out, "__complete", "--db", db, "resume", ""); code != 0 ||
-		strings.Contains(out.String(), "r-000001") || !strings.Contains(out.String(), "r-000002") {
+		strings.Contains(out.String(), "r-000001") || !strings.Contains(out.String(), "r-000002") || !strings.Contains(out.String(), "r-000003\tfailed: third goal") {
 		t.Errorf("resume completes %q", out.String())
 	}
 	out.Reset()

@@ -752,10 +752,17 @@ func resumeCmd(cf *commonFlags, stdin io.Reader, stdout, stderr io.Writer) *cobr
 	var headless, asJSON, deltas bool
 	var control string
 	cmd := &cobra.Command{
-		Use:               "resume [--headless] RUN_ID",
-		Short:             "Continue an interrupted run",
-		Args:              cobra.MaximumNArgs(1),
-		ValidArgsFunction: completeRunIDs(cf, func(r *store.Run) bool { return r.Status == runtime.RunInterrupted || r.Status == runtime.RunRunning }),
+		Use:   "resume [--headless] RUN_ID",
+		Short: "Continue an interrupted or failed run",
+		Long: `resume continues a stored run where it stopped: one that was interrupted
+(Ctrl-C, the dashboard closed, the process killed) or one that failed, once
+the cause is fixed (a quota, an API key, a server; for a run stopped by its
+token budget, limits.token_budget_per_run raised). No stored message is
+changed or removed; the sessions cut short go on from their last message.`,
+		Args: cobra.MaximumNArgs(1),
+		ValidArgsFunction: completeRunIDs(cf, func(r *store.Run) bool {
+			return r.Status == runtime.RunInterrupted || r.Status == runtime.RunRunning || r.Status == runtime.RunFailed
+		}),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usageErr(cf.whichToResume(cmd.Context()))
