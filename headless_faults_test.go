@@ -125,20 +125,28 @@ log_file: %q
 				t.Errorf("stderr does not say why the run failed:\n%s", stderr.String())
 			}
 
-			out, err := exec.Command(buildSwarmdeck(t), "export", "--db", db, "--config", cfg).Output()
-			if err != nil {
-				t.Fatalf("export: %v", err)
-			}
-			var x struct {
+			// export reads the run back as a script would; it returns the
+			// JSON as printed, to look for the key in.
+			type stored struct {
 				Run      struct{ Status, Error string }
 				Sessions []struct {
 					Status, Error string
 					Messages      []struct{ Role, Content string }
 				}
 			}
-			if err := json.Unmarshal(out, &x); err != nil {
-				t.Fatal(err)
+			export := func(x *stored) string {
+				t.Helper()
+				out, err := exec.Command(buildSwarmdeck(t), "export", "--db", db, "--config", cfg).Output()
+				if err != nil {
+					t.Fatalf("export: %v", err)
+				}
+				if err := json.Unmarshal(out, x); err != nil {
+					t.Fatal(err)
+				}
+				return string(out)
 			}
+			var x stored
+			out := export(&x)
 			if x.Run.Status != "failed" || len(x.Sessions) != 1 || x.Sessions[0].Status != "failed" || !has(x.Sessions[0].Error) {
 				t.Errorf("export: run %s (%q), sessions %+v", x.Run.Status, x.Run.Error, x.Sessions)
 			}
@@ -162,26 +170,14 @@ log_file: %q
 			if out, err := resume.CombinedOutput(); err != nil || ctx.Err() != nil {
 				t.Fatalf("%s: %v\n%s", m[1], err, out)
 			}
-			resumed, err := exec.Command(buildSwarmdeck(t), "export", "--db", db, "--config", cfg).Output()
-			if err != nil {
-				t.Fatalf("export: %v", err)
-			}
-			var after struct {
-				Run      struct{ Status, Error string }
-				Sessions []struct {
-					Status   string
-					Messages []struct{ Role, Content string }
-				}
-			}
-			if err := json.Unmarshal(resumed, &after); err != nil {
-				t.Fatal(err)
-			}
+			var after stored
+			resumed := export(&after)
 			if after.Run.Status != "completed" || after.Sessions[0].Status != "completed" || after.Sessions[0].Messages[1].Content != "Plan a product launch" {
 				t.Errorf("after the resume: run %s (%q), root %s", after.Run.Status, after.Run.Error, after.Sessions[0].Status)
 			}
 
 			logData, _ := os.ReadFile(logFile)
-			for what, s := range map[string]string{"stdout": stdout.String(), "stderr": stderr.String(), "export": string(out) + string(resumed), "log": string(logData)} {
+			for what, s := range map[string]string{"stdout": stdout.String(), "stderr": stderr.String(), "export": out + resumed, "log": string(logData)} {
 				if strings.Contains(s, key) {
 					t.Errorf("the API key the server echoed reached the %s", what)
 				}
