@@ -104,6 +104,12 @@ type Store struct {
 	restart  chan struct{}
 	restarts atomic.Int64
 	appID    string // the database's application_id, read by the first restartWAL
+	// ckptDone is closed when checkpointLoop has returned: Close waits for
+	// a checkpoint in progress before its own.
+	ckptDone chan struct{}
+	// beforeCheckpoint, when set by a test, runs just before a checkpoint,
+	// with the checkpointer's connection taken.
+	beforeCheckpoint func(*sql.Conn)
 
 	seqMu    sync.Mutex
 	seqs     map[string]int64 // last event sequence per run
@@ -194,6 +200,7 @@ func Open(path string, publish func([]event.Event)) (*Store, error) {
 	s.committed = make(chan struct{}, 1)
 	s.restart = make(chan struct{}, 1)
 	s.ckQuiet, s.ckLatest = checkpointQuiet, checkpointLatest
+	s.ckptDone = make(chan struct{})
 	go s.checkpointLoop()
 	s.coalesce = time.NewTimer(time.Hour)
 	s.coalesce.Stop()
@@ -605,6 +612,7 @@ const checkpointLatest = 5 * time.Second
 // pause after a commit (PASSIVE: it never waits for the writer or readers).
 // It sleeps while nothing is written.
 func (s *Store) checkpointLoop() {
+	defer close(s.ckptDone)
 	t := time.NewTimer(time.Hour)
 	t.Stop()
 	defer t.Stop()
@@ -640,8 +648,7 @@ func (s *Store) checkpointLoop() {
 		case <-s.committed:
 		default:
 		}
-		var busy, frames, folded int
-		err := s.ckpt.QueryRowContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &frames, &folded)
+		busy, frames, folded, err := s.checkpoint()
 		s.checkpoints.Add(1)
 		if err == nil && busy == 0 && frames > 0 && folded == frames {
 			select {
@@ -650,6 +657,21 @@ func (s *Store) checkpointLoop() {
 			}
 		}
 	}
+}
+
+// checkpoint runs one passive checkpoint on the checkpointer's connection.
+func (s *Store) checkpoint() (busy, frames, folded int, err error) {
+	ctx := context.Background()
+	c, err := s.ckpt.Conn(ctx)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	defer c.Close()
+	if s.beforeCheckpoint != nil {
+		s.beforeCheckpoint(c)
+	}
+	err = c.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &frames, &folded)
+	return busy, frames, folded, err
 }
 
 // restartWAL starts the WAL afresh, while the writer has nothing else to
@@ -789,7 +811,12 @@ func (s *Store) Close() error {
 		st.Close()
 	}
 	s.closeBatch()
-	// Fold the WAL back into the main file so a copied .db is complete.
+	// Fold the WAL back into the main file so a copied .db is complete. A
+	// checkpoint still folding on its own connection (one that started as a
+	// run ended: tens of milliseconds in a large database) would make this
+	// one give up busy, and the process could then exit with the WAL left
+	// beside the database: it finishes first.
+	<-s.ckptDone
 	s.conn.ExecContext(context.Background(), "PRAGMA wal_checkpoint(TRUNCATE)")
 	s.conn.Close()
 	s.ckpt.Close()

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"database/sql/driver"
 	"encoding/binary"
 	"encoding/json"
@@ -638,6 +639,51 @@ func TestCheckpointWaitsForAPause(t *testing.T) {
 	}
 	close(release)
 	waitFor(1)
+}
+
+// Close folds the WAL back even when a checkpoint of its own is under way
+// as the store closes (a run's end in a large database, where folding takes
+// tens of milliseconds): the database file is then complete on its own, with
+// no WAL left beside it for a process that exits right after.
+func TestCloseWaitsForACheckpointInProgress(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.db")
+	s, err := Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	starting := make(chan struct{})
+	var once sync.Once
+	s.ckQuiet, s.ckLatest = 5*time.Millisecond, time.Hour
+	// The checkpoint holds its connection, open on the WAL, until well
+	// after Close began.
+	s.beforeCheckpoint = func(c *sql.Conn) {
+		var n int
+		if err := c.QueryRowContext(context.Background(), "SELECT count(*) FROM messages").Scan(&n); err != nil {
+			t.Error(err)
+		}
+		once.Do(func() { close(starting) })
+		<-s.closing
+		time.Sleep(200 * time.Millisecond)
+	}
+	for i := range 20 {
+		writeMessage(t, s, i)
+	}
+	<-starting
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(path + "-wal"); err == nil {
+		t.Fatalf("a WAL of %d bytes is left beside the database after Close", fi.Size())
+	}
+	ro, err := OpenReadOnly(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if n, err := ro.MessageCount(context.Background(), "r-1"); err != nil || n != 20 {
+		t.Fatalf("the closed database holds %d messages (%v), want 20", n, err)
+	}
 }
 
 // A message refers to a shared text for all of its content or for its end;
