@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/swarmdeck/swarmdeck/runtime/event"
 	"github.com/swarmdeck/swarmdeck/runtime/scripted"
@@ -165,6 +166,33 @@ func TestProgressLines(t *testing.T) {
 		"  ? q-2 closed: the session that asked it ended\n"
 	if w.String() != want {
 		t.Errorf("progress:\n%s\nwant:\n%s", w.String(), want)
+	}
+}
+
+// A headless run's progress keeps each line short: a long goal and a long
+// broadcast are cut, at a character and not inside one.
+func TestProgressCutsLongText(t *testing.T) {
+	var w bytes.Buffer
+	p := &progress{w: &w}
+	goal := "Write the design\nnote: " + strings.Repeat("設計 ", 400)
+	p.print(event.Event{Type: event.RunStarted, Run: &event.RunInfo{ID: "r-1", Goal: goal, Provider: "openai", Model: "m"}})
+	p.print(event.Event{Type: event.BroadcastSent, Broadcast: &event.BroadcastInfo{Kind: "discovery", From: "s-1", Target: "siblings",
+		Message: strings.Repeat("é", 150)}})
+	lines := strings.Split(strings.TrimSuffix(w.String(), "\n"), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("progress:\n%s", w.String())
+	}
+	if !utf8.ValidString(w.String()) {
+		t.Errorf("progress is not valid UTF-8:\n%q", w.String())
+	}
+	if got := utf8.RuneCountInString(lines[0]); got != len("run r-1 started: ")+goalShown+1 {
+		t.Errorf("the run's line is %d characters, want the goal cut to %d:\n%s", got, goalShown, lines[0])
+	}
+	if !strings.HasPrefix(lines[0], "run r-1 started: Write the design note: 設計 設計") || !strings.HasSuffix(lines[0], "…") {
+		t.Errorf("the run's line: %s", lines[0])
+	}
+	if want := "  ✉ discovery s-1 → siblings: " + strings.Repeat("é", 100) + "…"; lines[2] != want {
+		t.Errorf("the broadcast's line:\n%s\nwant:\n%s", lines[2], want)
 	}
 }
 

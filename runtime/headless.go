@@ -174,7 +174,7 @@ func (p *progress) print(ev event.Event) {
 		if r.Resumed {
 			verb = "resumed"
 		}
-		fmt.Fprintf(p.w, "run %s %s: %s\n  provider %s, model %s%s\n", r.ID, verb, r.Goal, r.Provider, r.Model, note)
+		fmt.Fprintf(p.w, "run %s %s: %s\n  provider %s, model %s%s\n", r.ID, verb, oneLine(r.Goal, goalShown), r.Provider, r.Model, note)
 	case event.SessionCreated:
 		s := ev.Session
 		if s.ParentID != "" {
@@ -253,13 +253,23 @@ func name(s *event.SessionInfo) string {
 	return s.Agent
 }
 
+// oneLine is s with its runs of white space made one space, cut to n
+// characters with an ellipsis.
 func oneLine(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > n {
-		return s[:n] + "…"
+	i := 0
+	for at := range s {
+		if i == n {
+			return s[:at] + "…"
+		}
+		i++
 	}
 	return s
 }
+
+// goalShown is how much of a goal the line that starts a run shows: the
+// whole goal is stored, and a goal read from a file may be pages long.
+const goalShown = 300
 
 // terminalSafe passes text to a terminal with its control characters shown
 // as escapes (\x1b, \u009b), line feeds and tabs excepted: what is printed
