@@ -276,6 +276,9 @@ type SearchResult struct {
 	Truncated bool    `json:"truncated,omitempty"`
 }
 
+// matchShown is how many characters of a matching line a search shows.
+const matchShown = 200
+
 // Search finds lines containing query (case-insensitive) in text files
 // under p whose base name matches glob (if given).
 func (w *Workspace) Search(query, p, glob string, limit int) (*SearchResult, error) {
@@ -339,8 +342,8 @@ func (w *Workspace) Search(query, p, glob string, limit int) (*SearchResult, err
 					return fs.SkipAll
 				}
 				text := strings.TrimSpace(string(line))
-				if len(text) > 200 {
-					text = text[:200] + "…"
+				if utf8.RuneCountInString(text) > matchShown {
+					text = string([]rune(text)[:matchShown]) + "…"
 				}
 				out.Matches = append(out.Matches, Match{Path: name, Line: i + 1, Text: text})
 			}

@@ -89,6 +89,12 @@ func TestWorkspaceTools(t *testing.T) {
 	if err != nil || len(sr.Matches) != 1 || sr.Matches[0].Line != 2 {
 		t.Errorf("Search = %+v, %v", sr, err)
 	}
+	// A long matching line is cut at a character, never inside one.
+	os.WriteFile(filepath.Join(dir, "long.txt"), []byte("needle "+strings.Repeat("語", 300)+"\n"), 0o644)
+	sr, err = w.Search("needle", "", "long.txt", 0)
+	if want := "needle " + strings.Repeat("語", matchShown-7) + "…"; err != nil || len(sr.Matches) != 1 || sr.Matches[0].Text != want {
+		t.Errorf("Search of a long line = %+v, %v; want the text %q", sr, err, want)
+	}
 	path, content, n, err := w.PlanEdit("notes/plan.md", "two", "2", false)
 	if err != nil || n != 1 || string(content) != "one\n2\nthree\n" || path != "notes/plan.md" {
 		t.Errorf("PlanEdit = %q %q %d %v", path, content, n, err)

@@ -256,15 +256,7 @@ func name(s *event.SessionInfo) string {
 // oneLine is s with its runs of white space made one space, cut to n
 // characters with an ellipsis.
 func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	i := 0
-	for at := range s {
-		if i == n {
-			return s[:at] + "…"
-		}
-		i++
-	}
-	return s
+	return clip(strings.Join(strings.Fields(s), " "), n)
 }
 
 // goalShown is how much of a goal the line that starts a run shows: the
