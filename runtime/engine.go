@@ -445,13 +445,19 @@ func (e *Engine) now() time.Time { return time.Now().UTC() }
 // scriptedName reports whether the provider is the scripted model.
 func (e *Engine) isScripted() bool { return e.scripted != nil }
 
-func trimTitle(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len([]rune(s)) <= n {
-		return s
+// clip is s cut to at most n characters, the last of them an ellipsis
+// where it was cut: never inside a character.
+func clip(s string, n int) string {
+	if c := firstRunes(s, n); len(c) < len(s) {
+		return firstRunes(c, n-1) + "…"
 	}
-	r := []rune(s)
-	return string(r[:n-1]) + "…"
+	return s
+}
+
+// oneLine is s with its runs of white space made one space, clipped to n
+// characters.
+func oneLine(s string, n int) string {
+	return clip(strings.Join(strings.Fields(s), " "), n)
 }
 
 // ErrDatabase marks the errors of New that come from the database it was

@@ -253,12 +253,6 @@ func name(s *event.SessionInfo) string {
 	return s.Agent
 }
 
-// oneLine is s with its runs of white space made one space, cut to n
-// characters with an ellipsis.
-func oneLine(s string, n int) string {
-	return clip(strings.Join(strings.Fields(s), " "), n)
-}
-
 // goalShown is how much of a goal the line that starts a run shows: the
 // whole goal is stored, and a goal read from a file may be pages long.
 const goalShown = 300

@@ -599,14 +599,6 @@ func transcript(k *Session) string {
 	return head + "Your conversation so far:\n" + strings.Join(parts, "\n")
 }
 
-// clip is s cut to n characters, with an ellipsis where it was cut.
-func clip(s string, n int) string {
-	if c := firstRunes(s, n); len(c) < len(s) {
-		return c + "…"
-	}
-	return s
-}
-
 // answerHuman records the human's answer (or skip) to a question.
 func (r *Run) answerHuman(ctx context.Context, id, text string, skip bool) error {
 	b := r.questions
