@@ -750,6 +750,9 @@ const runExistsQuery = `SELECT 1 FROM runs WHERE id = ?`
 func (s *Store) LastSeq(ctx context.Context, runID string) (int64, error) {
 	var seq sql.NullInt64
 	err := s.reader(ctx).QueryRowContext(ctx, lastSeqSQL, runID).Scan(&seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
 	return seq.Int64, err
 }
 

@@ -1,7 +1,7 @@
 -- The schema of a new database: what the migrations in migrations/ leave,
 -- as SQLite stores it. Written by
 -- go test ./runtime/store -run TestSchemaMatchesMigrations -update
--- version: 6
+-- version: 7
 
 CREATE TABLE runs (
     id                TEXT PRIMARY KEY,
@@ -193,9 +193,11 @@ CREATE TABLE human_answers (
 ) WITHOUT ROWID;
 
 CREATE TABLE events (
+    id       INTEGER PRIMARY KEY,
     run_id   TEXT NOT NULL,
     seq      INTEGER NOT NULL,
     last_seq INTEGER NOT NULL,
-    data     TEXT NOT NULL,
-    PRIMARY KEY (run_id, seq)
-) WITHOUT ROWID;
+    data     TEXT NOT NULL
+);
+
+CREATE UNIQUE INDEX events_run_seq ON events (run_id, seq);

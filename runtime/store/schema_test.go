@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/swarmdeck/swarmdeck/runtime/event"
 )
 
 var updateSchema = flag.Bool("update", false, "rewrite schema.sql from the migrations")
@@ -133,6 +135,69 @@ func TestOlderDatabaseTakesItsMigrations(t *testing.T) {
 	all, _ := migrationList()
 	if latest := all[len(all)-1].version; version != latest {
 		t.Fatalf("version %d after opening, want %d", version, latest)
+	}
+}
+
+// Migration 7 moves the event log to a table with row ids: a database
+// whose log was kept in its key's B-tree keeps every event, in order, and
+// its runs go on numbering their events from where they were.
+func TestEventLogKeepsItsEventsThroughMigration7(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "v1.db")
+	group := func(run string, seqs ...int) string {
+		var evs []string
+		for _, n := range seqs {
+			evs = append(evs, fmt.Sprintf(`{"seq":%d,"type":"session.status","run_id":"%s"}`, n, run))
+		}
+		return fmt.Sprintf(`INSERT INTO events (run_id, seq, last_seq, data) VALUES ('%s', %d, %d, '[%s]')`,
+			run, seqs[0], seqs[len(seqs)-1], strings.Join(evs, ","))
+	}
+	makeVersion1(t, path, group("r-1", 1, 2, 3), group("r-2", 1, 2), group("r-1", 4))
+	s, err := Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	seqs := func(run string, after int64) []int64 {
+		t.Helper()
+		evs, err := s.EventsAfter(ctx, run, after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []int64
+		for _, e := range evs {
+			if e.RunID != run {
+				t.Errorf("run %s's log holds an event of %s", run, e.RunID)
+			}
+			out = append(out, e.Seq)
+		}
+		return out
+	}
+	if got := seqs("r-1", 0); !slices.Equal(got, []int64{1, 2, 3, 4}) {
+		t.Errorf("r-1's events after the migration: %v", got)
+	}
+	if got := seqs("r-1", 2); !slices.Equal(got, []int64{3, 4}) {
+		t.Errorf("r-1's events after 2: %v", got)
+	}
+	if got := seqs("r-2", 0); !slices.Equal(got, []int64{1, 2}) {
+		t.Errorf("r-2's events: %v", got)
+	}
+	for run, want := range map[string]int64{"r-1": 4, "r-2": 2, "r-3": 0} {
+		if n, err := s.EventCount(ctx, run); err != nil || n != int(want) {
+			t.Errorf("EventCount(%s) = %d, %v; want %d", run, n, err, want)
+		}
+		if last, err := s.LastSeq(ctx, run); err != nil || last != want {
+			t.Errorf("LastSeq(%s) = %d, %v; want %d", run, last, err, want)
+		}
+	}
+	if err := s.Do(ctx, func(tx *Tx) error {
+		_, err := tx.Emit(event.Event{Type: event.SessionStatus, RunID: "r-1"})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := seqs("r-1", 3); !slices.Equal(got, []int64{4, 5}) {
+		t.Errorf("r-1's events after a new one: %v", got)
 	}
 }
 

@@ -170,9 +170,19 @@ var insertRunSQL = hot(`INSERT INTO runs (id, goal, status, provider, model, scr
 
 // InsertRun creates a run.
 func (tx *Tx) InsertRun(r *Run) error {
-	_, err := tx.exec(insertRunSQL,
-		r.ID, r.Goal, r.Status, r.Provider, r.Model, b2i(r.Scripted), r.Workspace, Time(r.CreatedAt), Time(r.CreatedAt), r.BaseURL)
-	return err
+	if _, err := tx.exec(insertRunSQL,
+		r.ID, r.Goal, r.Status, r.Provider, r.Model, b2i(r.Scripted), r.Workspace, Time(r.CreatedAt), Time(r.CreatedAt), r.BaseURL); err != nil {
+		return err
+	}
+	// A new run has logged nothing: its first event is 1 without a look
+	// into the events table (see LastSeq).
+	s := tx.s
+	s.seqMu.Lock()
+	if _, ok := s.seqs[r.ID]; !ok {
+		s.setSeqLocked(r.ID, 0)
+	}
+	s.seqMu.Unlock()
+	return nil
 }
 
 var updateRunSQL = hot(`UPDATE runs SET status = ?, provider = ?, model = ?, scripted = ?, result = ?, error = ?,
@@ -705,7 +715,9 @@ func (tx *Tx) RememberAnswer(key, answer string) error {
 	return err
 }
 
-var lastSeqSQL = hot(`SELECT MAX(last_seq) FROM events WHERE run_id = ?`)
+// lastSeqSQL reads a run's last logged event: the rows of a run do not
+// overlap, so the one with the highest seq holds it.
+var lastSeqSQL = hot(`SELECT last_seq FROM events WHERE run_id = ? ORDER BY seq DESC LIMIT 1`)
 
 // LastSeq is the sequence number of the last event emitted for a run.
 func (tx *Tx) LastSeq(runID string) (int64, error) {
@@ -721,7 +733,7 @@ func (tx *Tx) LastSeq(runID string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if err := st.QueryRowContext(tx.ctx, runID).Scan(&max); err != nil {
+	if err := st.QueryRowContext(tx.ctx, runID).Scan(&max); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return 0, err
 	}
 	s.seqMu.Lock()
