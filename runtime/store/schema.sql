@@ -1,7 +1,7 @@
 -- The schema of a new database: what the migrations in migrations/ leave,
 -- as SQLite stores it. Written by
 -- go test ./runtime/store -run TestSchemaMatchesMigrations -update
--- version: 7
+-- version: 8
 
 CREATE TABLE runs (
     id                TEXT PRIMARY KEY,
@@ -21,37 +21,6 @@ CREATE TABLE runs (
     updated_at        TEXT NOT NULL,
     ended_at          TEXT NOT NULL DEFAULT ''
 , base_url TEXT NOT NULL DEFAULT '', pauses TEXT NOT NULL DEFAULT '');
-
-CREATE TABLE sessions (
-    run_id            TEXT NOT NULL,
-    id                TEXT NOT NULL,
-    parent_id         TEXT NOT NULL DEFAULT '',
-    agent             TEXT NOT NULL,
-    label             TEXT NOT NULL DEFAULT '',
-    title             TEXT NOT NULL DEFAULT '',
-    task              TEXT NOT NULL DEFAULT '',
-    kind              TEXT NOT NULL DEFAULT 'task',
-    status            TEXT NOT NULL,
-    reason            TEXT NOT NULL DEFAULT '',
-    depth             INTEGER NOT NULL DEFAULT 0,
-    shared_context    TEXT NOT NULL DEFAULT '{}',
-    wait_on           TEXT NOT NULL DEFAULT '[]',
-    refs              TEXT NOT NULL DEFAULT '[]',
-    result            TEXT NOT NULL DEFAULT '',
-    error             TEXT NOT NULL DEFAULT '',
-    prompt_tokens     INTEGER NOT NULL DEFAULT 0,
-    completion_tokens INTEGER NOT NULL DEFAULT 0,
-    total_tokens      INTEGER NOT NULL DEFAULT 0,
-    turns             INTEGER NOT NULL DEFAULT 0,
-    completions       INTEGER NOT NULL DEFAULT 0,
-    spawn_call        TEXT NOT NULL DEFAULT '',
-    delegation_id     TEXT NOT NULL DEFAULT '',
-    last_tool         TEXT NOT NULL DEFAULT '',
-    created_at        TEXT NOT NULL,
-    updated_at        TEXT NOT NULL,
-    ended_at          TEXT NOT NULL DEFAULT '',
-    PRIMARY KEY (run_id, id)
-) WITHOUT ROWID;
 
 CREATE TABLE messages (
     id                INTEGER PRIMARY KEY,
@@ -139,24 +108,6 @@ CREATE TABLE plan_tasks (
     PRIMARY KEY (run_id, session_id, id)
 ) WITHOUT ROWID;
 
-CREATE TABLE delegations (
-    run_id         TEXT NOT NULL,
-    id             TEXT NOT NULL,
-    parent_session TEXT NOT NULL,
-    session_id     TEXT NOT NULL DEFAULT '',
-    plan_task_id   TEXT NOT NULL DEFAULT '',
-    description    TEXT NOT NULL,
-    status         TEXT NOT NULL,
-    depth          INTEGER NOT NULL,
-    custom_config  TEXT NOT NULL DEFAULT '{}',
-    result         TEXT NOT NULL DEFAULT '',
-    error          TEXT NOT NULL DEFAULT '',
-    created_at     TEXT NOT NULL,
-    started_at     TEXT NOT NULL DEFAULT '',
-    ended_at       TEXT NOT NULL DEFAULT '',
-    PRIMARY KEY (run_id, id)
-) WITHOUT ROWID;
-
 CREATE TABLE questions (
     run_id          TEXT NOT NULL,
     id              TEXT NOT NULL,
@@ -201,3 +152,54 @@ CREATE TABLE events (
 );
 
 CREATE UNIQUE INDEX events_run_seq ON events (run_id, seq);
+
+CREATE TABLE sessions (
+    run_id            TEXT NOT NULL,
+    id                TEXT NOT NULL,
+    parent_id         TEXT NOT NULL DEFAULT '',
+    agent             TEXT NOT NULL,
+    label             TEXT NOT NULL DEFAULT '',
+    title             TEXT NOT NULL DEFAULT '',
+    task              TEXT NOT NULL DEFAULT '',
+    kind              TEXT NOT NULL DEFAULT 'task',
+    status            TEXT NOT NULL,
+    reason            TEXT NOT NULL DEFAULT '',
+    depth             INTEGER NOT NULL DEFAULT 0,
+    shared_context    TEXT NOT NULL DEFAULT '{}',
+    wait_on           TEXT NOT NULL DEFAULT '[]',
+    refs              TEXT NOT NULL DEFAULT '[]',
+    result            TEXT NOT NULL DEFAULT '',
+    error             TEXT NOT NULL DEFAULT '',
+    prompt_tokens     INTEGER NOT NULL DEFAULT 0,
+    completion_tokens INTEGER NOT NULL DEFAULT 0,
+    total_tokens      INTEGER NOT NULL DEFAULT 0,
+    turns             INTEGER NOT NULL DEFAULT 0,
+    completions       INTEGER NOT NULL DEFAULT 0,
+    spawn_call        TEXT NOT NULL DEFAULT '',
+    delegation_id     TEXT NOT NULL DEFAULT '',
+    last_tool         TEXT NOT NULL DEFAULT '',
+    created_at        TEXT NOT NULL,
+    updated_at        TEXT NOT NULL,
+    ended_at          TEXT NOT NULL DEFAULT ''
+);
+
+CREATE UNIQUE INDEX sessions_key ON sessions (run_id, id);
+
+CREATE TABLE delegations (
+    run_id         TEXT NOT NULL,
+    id             TEXT NOT NULL,
+    parent_session TEXT NOT NULL,
+    session_id     TEXT NOT NULL DEFAULT '',
+    plan_task_id   TEXT NOT NULL DEFAULT '',
+    description    TEXT NOT NULL,
+    status         TEXT NOT NULL,
+    depth          INTEGER NOT NULL,
+    custom_config  TEXT NOT NULL DEFAULT '{}',
+    result         TEXT NOT NULL DEFAULT '',
+    error          TEXT NOT NULL DEFAULT '',
+    created_at     TEXT NOT NULL,
+    started_at     TEXT NOT NULL DEFAULT '',
+    ended_at       TEXT NOT NULL DEFAULT ''
+);
+
+CREATE UNIQUE INDEX delegations_key ON delegations (run_id, id);

@@ -201,6 +201,61 @@ func TestEventLogKeepsItsEventsThroughMigration7(t *testing.T) {
 	}
 }
 
+// Migration 8 moves sessions and delegations to tables with row ids: every
+// row keeps its text, and writing a session or a delegation again still
+// changes its row instead of adding one.
+func TestSessionsKeepTheirRowsThroughMigration8(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "v1.db")
+	result := strings.Repeat("a long final answer ", 250)
+	makeVersion1(t, path,
+		`INSERT INTO sessions (run_id, id, parent_id, agent, task, status, depth, result, created_at, updated_at)
+			VALUES ('r-1', 's-1', '', 'orchestrator', 'the goal', 'completed', 0, '`+result+`', '2026-01-01T00:00:00Z', '2026-01-01T00:00:01Z')`,
+		`INSERT INTO sessions (run_id, id, parent_id, agent, task, status, depth, created_at, updated_at)
+			VALUES ('r-1', 's-2', 's-1', 'researcher', 'a task', 'running', 1, '2026-01-01T00:00:02Z', '2026-01-01T00:00:02Z')`,
+		`INSERT INTO delegations (run_id, id, parent_session, session_id, description, status, depth, result, created_at)
+			VALUES ('r-1', 'd-1', 's-1', 's-2', 'the checklist', 'running', 1, '`+result+`', '2026-01-01T00:00:02Z')`)
+	s, err := Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	sessions := func() []Session {
+		t.Helper()
+		out, err := s.Sessions(ctx, "r-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	got := sessions()
+	if len(got) != 2 || got[0].ID != "s-1" || got[0].Result != result || got[1].ID != "s-2" || got[1].ParentID != "s-1" || got[1].Status != "running" {
+		t.Fatalf("sessions after the migration: %+v", got)
+	}
+	ds, err := s.Delegations(ctx, "r-1")
+	if err != nil || len(ds) != 1 || ds[0].SessionID != "s-2" || ds[0].Result != result {
+		t.Fatalf("delegations after the migration: %+v, %v", ds, err)
+	}
+	next := got[1]
+	next.Status, next.Result = "completed", "done"
+	d := ds[0]
+	d.Status = "completed"
+	if err := s.Do(ctx, func(tx *Tx) error {
+		if err := tx.UpsertSession(&next); err != nil {
+			return err
+		}
+		return tx.UpsertDelegation(&d)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := sessions(); len(got) != 2 || got[1].Status != "completed" || got[1].Result != "done" || got[0].Result != result {
+		t.Errorf("sessions after writing s-2 again: %+v", got)
+	}
+	if ds, err := s.Delegations(ctx, "r-1"); err != nil || len(ds) != 1 || ds[0].Status != "completed" {
+		t.Errorf("delegations after writing d-1 again: %+v, %v", ds, err)
+	}
+}
+
 // makeVersion1 writes a database as version 1 of the schema left it, with
 // the given statements run on it after.
 func makeVersion1(t *testing.T, path string, then ...string) {
