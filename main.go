@@ -62,6 +62,9 @@ type commonFlags struct {
 	// the run, as none was given. They are no flags the person typed, and
 	// the next resume finds them in the run again.
 	providerFromRun bool
+	// stderr is where a command says what it does before its output,
+	// such as upgrading the database.
+	stderr io.Writer
 }
 
 func main() {
@@ -142,7 +145,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 func newRootCmd(stdin io.Reader, stdout, stderr io.Writer) (*cobra.Command, *commonFlags) {
-	var cf commonFlags
+	cf := commonFlags{stderr: stderr}
 	root := &cobra.Command{
 		Use:   "swarmdeck [GOAL]",
 		Short: "Run a local swarm of LLM agents and watch it from a terminal dashboard",
@@ -376,7 +379,7 @@ func newEngine(ctx context.Context, cf *commonFlags, use engineFor, notices chan
 	if err != nil {
 		return nil, nil, usageErr(err)
 	}
-	eng, err := runtime.New(runtime.Options{Config: cfg, Resolved: res, Logger: log, View: use == forView})
+	eng, err := runtime.New(runtime.Options{Config: cfg, Resolved: res, Logger: log, View: use == forView, Upgrading: cf.upgrading})
 	if err != nil {
 		undoLog()
 		return nil, nil, usageErr(err)
@@ -1171,6 +1174,15 @@ func (e *noDBError) Error() string {
 	return fmt.Sprintf("no database at %s: nothing is stored there yet (check --db, or start a run with `swarmdeck \"your goal\"`)", e.path)
 }
 
+// upgrading says that a database written by an older swarmdeck is being
+// brought up to date: a large one takes seconds, before anything else shows.
+func (cf *commonFlags) upgrading(path string, from, to int) {
+	if cf.stderr != nil {
+		fmt.Fprintf(cf.stderr, "swarmdeck: upgrading the database %s from schema %d to %d, once (a large one takes a few seconds)\n",
+			runtime.TerminalText(path), from, to)
+	}
+}
+
 // openStore opens the database named by the configuration read-only, for
 // commands that only read it: a database the user may only read can be
 // listed and exported. One written by an older swarmdeck is opened for
@@ -1182,7 +1194,7 @@ func openStore(cf *commonFlags) (*store.Store, func(), error) {
 	}
 	st, err := store.OpenReadOnly(db)
 	if errors.Is(err, store.ErrOldSchema) {
-		if st, err = store.Open(db, nil); err != nil {
+		if st, err = store.OpenWith(db, nil, store.OpenOptions{Upgrading: cf.upgrading}); err != nil {
 			err = fmt.Errorf("%s was written by an older swarmdeck and must be upgraded before this one can read it, which needs write access to it and its directory: %w", db, err)
 		}
 	}

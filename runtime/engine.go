@@ -49,6 +49,9 @@ type Options struct {
 	// database it may not write, the file or its directory, is read as it
 	// is instead of refused.
 	View bool
+	// Upgrading is told before a database written by an older swarmdeck
+	// is brought up to date (see store.OpenOptions).
+	Upgrading func(path string, from, to int)
 }
 
 // Model is what sessions call for completions.
@@ -156,7 +159,7 @@ func New(opts Options) (*Engine, error) {
 	if err = checkWritable(dbPath); err != nil && opts.View {
 		st, err = openToView(dbPath, err)
 	} else if err == nil {
-		st, err = store.Open(dbPath, func(evs []event.Event) { e.bus.Publish(evs...) })
+		st, err = store.OpenWith(dbPath, func(evs []event.Event) { e.bus.Publish(evs...) }, store.OpenOptions{Upgrading: opts.Upgrading})
 	}
 	if err != nil {
 		return nil, dbError(err)

@@ -119,22 +119,39 @@ func writeSchema(t *testing.T, db *sql.DB, version int) {
 }
 
 // A database at an older version takes only its pending migrations, not
-// the whole schema.
+// the whole schema, and says so first; a new one and an up-to-date one do
+// not.
 func TestOlderDatabaseTakesItsMigrations(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "v1.db")
+	dir := t.TempDir()
+	path := filepath.Join(dir, "v1.db")
 	makeVersion1(t, path)
-	s, err := Open(path, nil)
+	var told []string
+	o := OpenOptions{Upgrading: func(p string, from, to int) {
+		told = append(told, fmt.Sprintf("%s %d->%d", filepath.Base(p), from, to))
+	}}
+	s, err := OpenWith(path, nil, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
 	var version int
 	if err := s.read.QueryRowContext(context.Background(), "PRAGMA user_version").Scan(&version); err != nil {
 		t.Fatal(err)
 	}
+	s.Close()
 	all, _ := migrationList()
-	if latest := all[len(all)-1].version; version != latest {
+	latest := all[len(all)-1].version
+	if version != latest {
 		t.Fatalf("version %d after opening, want %d", version, latest)
+	}
+	for _, p := range []string{path, filepath.Join(dir, "new.db")} {
+		s, err := OpenWith(p, nil, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+	}
+	if want := []string{fmt.Sprintf("v1.db 1->%d", latest)}; !slices.Equal(told, want) {
+		t.Errorf("told of upgrades %q, want %q", told, want)
 	}
 }
 

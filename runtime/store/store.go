@@ -137,6 +137,19 @@ type op struct {
 // up to date. publish receives the events of each committed batch in order;
 // it must not block.
 func Open(path string, publish func([]event.Event)) (*Store, error) {
+	return OpenWith(path, publish, OpenOptions{})
+}
+
+// OpenOptions are the rarer settings of OpenWith.
+type OpenOptions struct {
+	// Upgrading, when set, is told before a database written by an older
+	// swarmdeck is brought up to date (schema version from to to), which
+	// takes a while in a large one. A new database is not upgraded.
+	Upgrading func(path string, from, to int)
+}
+
+// OpenWith is Open with options.
+func OpenWith(path string, publish func([]event.Event), o OpenOptions) (*Store, error) {
 	if path == "" {
 		return nil, errors.New("store: no database path")
 	}
@@ -176,7 +189,7 @@ func Open(path string, publish func([]event.Event)) (*Store, error) {
 		write.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	if err := s.migrate(ctx); err != nil {
+	if err := s.migrate(ctx, o.Upgrading); err != nil {
 		s.conn.Close()
 		write.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -218,7 +231,7 @@ func isBusy(err error) bool {
 // Path is the database file.
 func (s *Store) Path() string { return s.path }
 
-func (s *Store) migrate(ctx context.Context) error {
+func (s *Store) migrate(ctx context.Context, upgrading func(path string, from, to int)) error {
 	var version int
 	if err := s.conn.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
 		return fmt.Errorf("read schema version: %w", err)
@@ -249,6 +262,9 @@ func (s *Store) migrate(ctx context.Context) error {
 	// version under the write lock.
 	if err := s.conn.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
 		return rollback(fmt.Errorf("read schema version: %w", err))
+	}
+	if version > 0 && version < latest && upgrading != nil {
+		upgrading(s.path, version, latest)
 	}
 	if v, ok := schemaVersion(schema); ok && version == 0 && v == latest {
 		if _, err := s.conn.ExecContext(ctx, schema); err != nil {
