@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -711,6 +712,46 @@ func TestViewFollowsARunRunningElsewhere(t *testing.T) {
 		t.Errorf("a viewer's broadcast = %v, want it refused as read-only", err)
 	}
 	run.Interrupt()
+}
+
+// A viewer puts back the content of logged message events by their row
+// ids, and by their session and index when the log holds no id.
+func TestFillMessages(t *testing.T) {
+	st, err := store.Open(filepath.Join(t.TempDir(), "swarmdeck.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	var stored []*store.Message
+	if err := st.Do(ctx, func(tx *store.Tx) error {
+		for i, sid := range []string{"s-1", "s-2", "s-1", "s-2"} {
+			m := &store.Message{RunID: "r-1", SessionID: sid, Index: i / 2, Role: "assistant", Content: fmt.Sprintf("answer %d", i)}
+			if err := tx.InsertMessage(m); err != nil {
+				return err
+			}
+			stored = append(stored, m)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ev := func(m *store.Message, withID bool) event.Event {
+		info := &event.MessageInfo{Index: m.Index, Role: m.Role}
+		if withID {
+			info.ID = m.ID
+		}
+		return event.Event{Type: event.MessageAppended, RunID: "r-1", SessionID: m.SessionID, Message: info}
+	}
+	evs := []event.Event{ev(stored[3], true), ev(stored[0], true), ev(stored[2], false), {Type: event.SessionStatus, RunID: "r-1"}}
+	if err := fillMessages(ctx, st, "r-1", evs); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{"answer 3", "answer 0", "answer 2"} {
+		if got := evs[i].Message.Content; got != want {
+			t.Errorf("event %d holds %q, want %q", i, got, want)
+		}
+	}
 }
 
 // `swarmdeck view` opened while the run it follows waits for the person's

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -363,6 +364,36 @@ func (s *Store) Messages(ctx context.Context, runID, sessionID string, from, lim
 		return nil, err
 	}
 	return scanMessages(rows)
+}
+
+// MessagesByID loads the messages of a run with the given row ids, in id
+// order; an id that is not one of the run's is left out. The ids a batch
+// of logged events refers to are close together, so they are read as one
+// range of row ids.
+func (s *Store) MessagesByID(ctx context.Context, runID string, ids []int64) ([]Message, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	lo, hi := slices.Min(ids), slices.Max(ids)
+	rows, err := s.reader(ctx).QueryContext(ctx, `SELECT `+msgCols+msgFrom+`WHERE m.id BETWEEN ? AND ? AND m.run_id = ? ORDER BY m.id`, lo, hi, runID)
+	if err != nil {
+		return nil, err
+	}
+	msgs, err := scanMessages(rows)
+	if err != nil {
+		return nil, err
+	}
+	want := make(map[int64]bool, len(ids))
+	for _, id := range ids {
+		want[id] = true
+	}
+	out := msgs[:0]
+	for _, m := range msgs {
+		if want[m.ID] {
+			out = append(out, m)
+		}
+	}
+	return out, nil
 }
 
 // AllMessages loads every message of a run, grouped by session, in order.

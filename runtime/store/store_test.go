@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -683,6 +684,42 @@ func TestCloseWaitsForACheckpointInProgress(t *testing.T) {
 	defer ro.Close()
 	if n, err := ro.MessageCount(context.Background(), "r-1"); err != nil || n != 20 {
 		t.Fatalf("the closed database holds %d messages (%v), want 20", n, err)
+	}
+}
+
+// MessagesByID reads the messages asked for, of the run asked for only,
+// whatever else was written between them.
+func TestMessagesByID(t *testing.T) {
+	s := openTest(t, nil)
+	ctx := context.Background()
+	var ids []int64
+	if err := s.Do(ctx, func(tx *Tx) error {
+		for i := range 6 {
+			run := []string{"r-1", "r-2"}[i%2]
+			m := &Message{RunID: run, SessionID: "s-" + strconv.Itoa(i%3), Index: i, Role: "user", Content: fmt.Sprintf("m%d", i)}
+			if err := tx.InsertMessage(m); err != nil {
+				return err
+			}
+			ids = append(ids, m.ID)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// ids[0], ids[2], ids[4] are r-1's; ask for two of them and one of r-2's.
+	got, err := s.MessagesByID(ctx, "r-1", []int64{ids[4], ids[1], ids[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var contents []string
+	for _, m := range got {
+		contents = append(contents, m.Content)
+	}
+	if !slices.Equal(contents, []string{"m0", "m4"}) {
+		t.Errorf("MessagesByID = %q, want m0 and m4 (r-2's m1 left out)", contents)
+	}
+	if got, err := s.MessagesByID(ctx, "r-1", nil); err != nil || len(got) != 0 {
+		t.Errorf("MessagesByID of no ids = %v, %v", got, err)
 	}
 }
 
