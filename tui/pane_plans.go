@@ -98,7 +98,17 @@ func (p *plansPane) Render(c *renderCtx) []string {
 	default:
 		title += " · " + c.st.sessionName(p.session)
 		tasks := planView(plan.Tasks)
-		body = append(body, " "+s.dim.Render(planSummary(tasks)))
+		summary := planSummary(tasks)
+		if n := c.st.sessions[p.session]; n != nil && c.st.waitingHuman(n) {
+			// Only its owner moves a plan, and it is held by a question:
+			// its children may have finished meanwhile.
+			if c.readOnly {
+				summary += " · on hold: its owner waits for the person"
+			} else {
+				summary += " · on hold until you answer"
+			}
+		}
+		body = append(body, " "+s.dim.Render(summary))
 		idw := 2
 		for _, t := range tasks {
 			idw = max(idw, min(cellWidth(t.ID), 10))

@@ -105,6 +105,24 @@ func TestEventPlanUpdated(t *testing.T) {
 	mustNotContain(t, m, "after 3, 4")
 }
 
+// A plan whose owner waits for the person's answer says it is on hold: only
+// its owner moves it, whatever its children finish meanwhile.
+func TestPlanOnHoldWhileItsOwnerAsks(t *testing.T) {
+	m, _ := demoModel(t, 160, 48)
+	mustContain(t, m, "Plans · orchestrator")
+	mustNotContain(t, m, "on hold")
+	q := event.QuestionInfo{ID: "q-9", FromSession: "s-root", From: "orchestrator", Question: "Which launch window?", AllowHuman: true, Status: "open"}
+	e := ev(event.QuestionOpened, "s-root")
+	e.Question = &q
+	m = apply(m, e)
+	mustContain(t, m, "blocked · on hold until you answer")
+	closed := event.QuestionInfo{ID: "q-9", Status: "answered", HumanResponded: true}
+	e = ev(event.QuestionAnswered, "s-root")
+	e.Question = &closed
+	m = apply(m, e)
+	mustNotContain(t, m, "on hold")
+}
+
 func TestEventDelegationUpdated(t *testing.T) {
 	m, _ := demoModel(t, 160, 48)
 	d := event.DelegationInfo{ID: "dl-4", ParentSession: "s-dlg1", PlanTaskID: "b", Description: "Review in depth", Status: "pending", Depth: 2, CreatedAt: t0}
