@@ -111,15 +111,10 @@ func TestPlanOnHoldWhileItsOwnerAsks(t *testing.T) {
 	m, _ := demoModel(t, 160, 48)
 	mustContain(t, m, "Plans · orchestrator")
 	mustNotContain(t, m, "on hold")
-	q := event.QuestionInfo{ID: "q-9", FromSession: "s-root", From: "orchestrator", Question: "Which launch window?", AllowHuman: true, Status: "open"}
-	e := ev(event.QuestionOpened, "s-root")
-	e.Question = &q
-	m = apply(m, e)
+	m = applyQuestion(m, event.QuestionOpened, "s-root", event.QuestionInfo{ID: "q-9", FromSession: "s-root", From: "orchestrator",
+		Question: "Which launch window?", AllowHuman: true, Status: "open"})
 	mustContain(t, m, "blocked · on hold until you answer")
-	closed := event.QuestionInfo{ID: "q-9", Status: "answered", HumanResponded: true}
-	e = ev(event.QuestionAnswered, "s-root")
-	e.Question = &closed
-	m = apply(m, e)
+	m = applyQuestion(m, event.QuestionAnswered, "s-root", event.QuestionInfo{ID: "q-9", Status: "answered", HumanResponded: true})
 	mustNotContain(t, m, "on hold")
 }
 
@@ -151,41 +146,35 @@ func TestDelegationTaskIDIsNotCut(t *testing.T) {
 	mustNotContain(t, m, "task che…")
 }
 
+// applyQuestion applies a question event of typ from session.
+func applyQuestion(m Model, typ event.Type, session string, q event.QuestionInfo) Model {
+	e := ev(typ, session)
+	e.Question = &q
+	return apply(m, e)
+}
+
 func TestEventQuestionOpenedAnsweredClosed(t *testing.T) {
 	m, _ := demoModel(t, 160, 48)
-	q := event.QuestionInfo{ID: "q-3", FromSession: "s-exe1", From: "executor (e-1)", Question: "May I run go test?", AllowHuman: true, Status: "open"}
-	e := ev(event.QuestionOpened, "s-exe1")
-	e.Question = &q
-	m = apply(m, e)
+	m = applyQuestion(m, event.QuestionOpened, "s-exe1", event.QuestionInfo{ID: "q-3", FromSession: "s-exe1", From: "executor (e-1)",
+		Question: "May I run go test?", AllowHuman: true, Status: "open"})
 	mustContain(t, m, "1 of 3", "Sessions · 11 · 5 running · 3 ask you", "⠋ ? executor (e-1)")
 	// A question not for the human is not shown.
-	q2 := event.QuestionInfo{ID: "q-4", FromSession: "s-exe1", Question: "agents only", AllowHuman: false, Status: "open"}
-	e = ev(event.QuestionOpened, "s-exe1")
-	e.Question = &q2
-	m = apply(m, e)
+	m = applyQuestion(m, event.QuestionOpened, "s-exe1", event.QuestionInfo{ID: "q-4", FromSession: "s-exe1",
+		Question: "agents only", AllowHuman: false, Status: "open"})
 	mustContain(t, m, "1 of 3")
 
-	done := event.QuestionInfo{ID: "q-1", Status: "answered", HumanResponded: false}
-	e = ev(event.QuestionAnswered, "s-res1")
-	e.Question = &done
-	m = apply(m, e)
+	m = applyQuestion(m, event.QuestionAnswered, "s-res1", event.QuestionInfo{ID: "q-1", Status: "answered", HumanResponded: false})
 	mustContain(t, m, "researcher (r-2) asks", "1 of 2")
 	mustNotContain(t, m, "⠋ ? researcher (r-1)")
 
-	closed := event.QuestionInfo{ID: "q-2", Status: "timed_out"}
-	e = ev(event.QuestionClosed, "s-res2")
-	e.Question = &closed
-	m = apply(m, e)
+	m = applyQuestion(m, event.QuestionClosed, "s-res2", event.QuestionInfo{ID: "q-2", Status: "timed_out"})
 	mustContain(t, m, "executor (e-1) asks: May I run go test?", "1 of 1")
 }
 
 func TestQuestionClosedWhileAnswering(t *testing.T) {
 	m, _ := demoModel(t, 160, 48)
 	m, _ = press(t, m, "a")
-	closed := event.QuestionInfo{ID: "q-1", Status: "timed_out"}
-	e := ev(event.QuestionClosed, "s-res1")
-	e.Question = &closed
-	m = apply(m, e)
+	m = applyQuestion(m, event.QuestionClosed, "s-res1", event.QuestionInfo{ID: "q-1", Status: "timed_out"})
 	if m.dialog.kind != dialogNone {
 		t.Fatal("the answer dialog stayed open for a question that closed")
 	}
