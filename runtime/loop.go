@@ -42,6 +42,7 @@ func (s *Session) start() {
 // loop is the session's goroutine: turns until it completes, fails, is
 // cancelled, or the run is interrupted.
 func (s *Session) loop() {
+	growStack()
 	defer s.r.wg.Done()
 	defer func() {
 		if p := recover(); p != nil {
@@ -781,6 +782,7 @@ func (s *Session) runTools(calls []llm.ToolCall) {
 		}
 		wg.Add(1)
 		go func() {
+			growStack()
 			defer wg.Done()
 			s.runTool(c)
 		}()
@@ -788,6 +790,7 @@ func (s *Session) runTools(calls []llm.ToolCall) {
 	if len(lane) > 0 {
 		wg.Add(1)
 		go func() {
+			growStack()
 			defer wg.Done()
 			for _, c := range lane {
 				s.runTool(c)
