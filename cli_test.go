@@ -775,6 +775,27 @@ func TestRunsEscapesTerminalControls(t *testing.T) {
 	}
 }
 
+// `runs` keeps one line per run: a goal of many lines and thousands of
+// characters is listed as its first 60 characters, cut with an ellipsis.
+func TestRunsShowsALongGoalOnOneLine(t *testing.T) {
+	dir := cliEnv(t)
+	db := filepath.Join(dir, "d.db")
+	goal := "Überblick:\n\n  plan   the launch\n" + strings.Repeat("ä", 5000)
+	storeRuns(t, db, store.Run{ID: "r-000001", Goal: goal, Status: "completed", Provider: "scripted", Scripted: true})
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"runs", "--db", db}, strings.NewReader(""), &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	lines := strings.Split(strings.TrimRight(stdout.String(), "\n"), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("runs printed %d lines, want a header and one run:\n%s", len(lines), stdout.String())
+	}
+	want := "Überblick: plan the launch " + strings.Repeat("ä", 32) + "…"
+	if !strings.HasSuffix(lines[1], "  "+want) {
+		t.Errorf("the run's line is %q, want it to end in %q", lines[1], want)
+	}
+}
+
 // Every flag the README documents is in the help of its command.
 func TestHelpListsDocumentedFlags(t *testing.T) {
 	cliEnv(t)

@@ -683,7 +683,7 @@ stopped* run is "interrupted" there, with "stopped": true, as export says.`,
 						orphan = l.ID
 					}
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", l.ID, status, l.CreatedAt.Local().Format("2006-01-02 15:04"), l.Usage.TotalTokens, runtime.TerminalText(clip(l.Goal, 60)))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", l.ID, status, l.CreatedAt.Local().Format("2006-01-02 15:04"), l.Usage.TotalTokens, runtime.TerminalText(runtime.OneLine(l.Goal, 60)))
 			}
 			if err := tw.Flush(); err != nil {
 				return err
@@ -702,14 +702,6 @@ stopped* run is "interrupted" there, with "stopped": true, as export says.`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per run and line")
 	cmd.Flags().IntVar(&limit, "limit", 0, "list only the newest N runs (0: all)")
 	return cmd
-}
-
-func clip(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
 }
 
 func exportCmd(cf *commonFlags, stdout io.Writer) *cobra.Command {
@@ -815,7 +807,7 @@ func (cf *commonFlags) whichToResume(ctx context.Context) error {
 	for _, r := range runs {
 		if r.Status == runtime.RunInterrupted || r.Status == runtime.RunFailed || runtime.Orphaned(st.Path(), r.ID, r.Status) {
 			return fmt.Errorf("%s; the newest run that can be continued is %s (%s, %s): `swarmdeck resume %s`",
-				need, r.ID, runtime.TerminalText(clip(r.Goal, 40)), r.CreatedAt.Local().Format("2006-01-02 15:04"), r.ID)
+				need, r.ID, runtime.TerminalText(runtime.OneLine(r.Goal, 40)), r.CreatedAt.Local().Format("2006-01-02 15:04"), r.ID)
 		}
 	}
 	return errors.New(need + "; no stored run can be continued: `swarmdeck runs` lists them")
@@ -1136,7 +1128,7 @@ func completeRunIDs(cf *commonFlags, keep func(*store.Run) bool) cobra.Completio
 		for i := range runs {
 			r := &runs[i]
 			if strings.HasPrefix(r.ID, toComplete) && (keep == nil || keep(r)) {
-				out = append(out, cobra.CompletionWithDesc(r.ID, r.Status+": "+clip(r.Goal, 50)))
+				out = append(out, cobra.CompletionWithDesc(r.ID, r.Status+": "+runtime.OneLine(r.Goal, 50)))
 			}
 		}
 		return out, cobra.ShellCompDirectiveNoFileComp

@@ -195,7 +195,7 @@ func (h *host) Delegate(ctx context.Context, c *agents.Call, req agents.Delegate
 		r.mu.Lock()
 		id := r.newDelegationIDLocked()
 		r.mu.Unlock()
-		title := oneLine(req.Description, 80)
+		title := OneLine(req.Description, 80)
 		child = r.newSession(s, role, kindDelegation, cc.Label, title, req.Description, s.depth+1)
 		child.delegationID = id
 		child.spawnCall = s.id + "/" + callID(c)

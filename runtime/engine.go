@@ -457,9 +457,10 @@ func clip(s string, n int) string {
 	return s
 }
 
-// oneLine is s with its runs of white space made one space, clipped to n
-// characters.
-func oneLine(s string, n int) string {
+// OneLine is s with its runs of white space made one space, clipped to n
+// characters, the last of them an ellipsis when it is cut: a goal or a
+// message in a one-line listing.
+func OneLine(s string, n int) string {
 	return clip(strings.Join(strings.Fields(s), " "), n)
 }
 

@@ -174,7 +174,7 @@ func (p *progress) print(ev event.Event) {
 		if r.Resumed {
 			verb = "resumed"
 		}
-		fmt.Fprintf(p.w, "run %s %s: %s\n  provider %s, model %s%s\n", r.ID, verb, oneLine(r.Goal, goalShown), r.Provider, r.Model, note)
+		fmt.Fprintf(p.w, "run %s %s: %s\n  provider %s, model %s%s\n", r.ID, verb, OneLine(r.Goal, goalShown), r.Provider, r.Model, note)
 	case event.SessionCreated:
 		s := ev.Session
 		if s.ParentID != "" {
@@ -210,7 +210,7 @@ func (p *progress) print(ev event.Event) {
 		fmt.Fprintf(p.w, "    %s → %s\n", ev.SessionID, ev.Tool.Name)
 	case event.BroadcastSent:
 		b := ev.Broadcast
-		fmt.Fprintf(p.w, "  ✉ %s %s → %s: %s\n", b.Kind, b.From, b.Target, oneLine(b.Message, 100))
+		fmt.Fprintf(p.w, "  ✉ %s %s → %s: %s\n", b.Kind, b.From, b.Target, OneLine(b.Message, 100))
 	case event.QuestionOpened:
 		q := ev.Question
 		if q.AllowHuman {

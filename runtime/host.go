@@ -250,7 +250,7 @@ func (h *host) Spawn(ctx context.Context, c *agents.Call, req agents.SpawnReques
 		}
 		var batch []*Session
 		for i, task := range req.Tasks {
-			title := oneLine(task, 80)
+			title := OneLine(task, 80)
 			if i < len(req.Titles) && req.Titles[i] != "" {
 				title = req.Titles[i]
 			}

@@ -214,7 +214,7 @@ func (e *Engine) Start(ctx context.Context, goal string) (*Run, error) {
 		if r, err = e.newRun(id, goal, rec); err != nil {
 			return nil, workspaceError(e.Config(), err)
 		}
-		root = r.newSession(nil, role, "root", "", oneLine(goal, 80), goal, 0)
+		root = r.newSession(nil, role, "root", "", OneLine(goal, 80), goal, 0)
 		root.rec.Status = StatusRunning
 		// A new id is nobody else's: the lock only guards the run from a
 		// resume in another process, and is taken while the run is stored.
