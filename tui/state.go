@@ -450,6 +450,33 @@ func (s *runState) awaitingModel(id string) (since time.Time, ok bool) {
 	return n.activeSince, true
 }
 
+// finishedIn counts the sessions a broadcast to target reaches ("" or
+// "all": every session; otherwise a session and its subtree) that have
+// completed or failed. A broadcast is passive: such a session reads it only
+// if something wakes it, a message from the person among others.
+func (s *runState) finishedIn(target string) int {
+	var nodes []*sessionNode
+	if target == "" || target == "all" {
+		nodes = s.roots
+	} else if n := s.sessions[target]; n != nil {
+		nodes = []*sessionNode{n}
+	}
+	count := 0
+	var walk func(n *sessionNode)
+	walk = func(n *sessionNode) {
+		if n.info.Status == "completed" || n.info.Status == "failed" {
+			count++
+		}
+		for _, c := range n.children {
+			walk(c)
+		}
+	}
+	for _, n := range nodes {
+		walk(n)
+	}
+	return count
+}
+
 // unfinished reports whether a session with status has yet to end: it goes
 // on while its run does, and when the run resumes.
 func unfinished(status string) bool {

@@ -37,6 +37,31 @@ func TestPlanViewReadiness(t *testing.T) {
 	}
 }
 
+// finishedIn counts who a broadcast reaches but will not read: completed and
+// failed sessions, not cancelled ones (the runtime skips those) nor any that
+// is still going.
+func TestFinishedInCountsWhoWillNotRead(t *testing.T) {
+	s := newRunState()
+	s.applySnapshot(tuitest.Demo(time.Now()))
+	for _, tc := range []struct {
+		target string
+		want   int
+	}{
+		{"all", 3},    // plan and x-1 completed, x-3 failed; e-9 cancelled
+		{"", 3},       // the same: every session
+		{"s-res1", 1}, // running, with x-1 completed below it
+		{"s-res2", 1}, // waiting, x-2 running, x-3 failed
+		{"s-dlg1", 0}, // running, e-1 running, v-1 pending
+		{"s-plan", 1}, // itself
+		{"s-cxl", 0},  // cancelled
+		{"s-none", 0}, // not in the run
+	} {
+		if got := s.finishedIn(tc.target); got != tc.want {
+			t.Errorf("finishedIn(%q) = %d, want %d", tc.target, got, tc.want)
+		}
+	}
+}
+
 // The feed keeps the last feedKeep broadcasts while following, however many
 // arrive, and the view still shows the newest.
 func TestFeedIsBoundedWhileFollowing(t *testing.T) {

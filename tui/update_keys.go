@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"charm.land/bubbles/v2/key"
@@ -236,8 +237,18 @@ func (m *model) dialogKey(k tea.KeyPressMsg) tea.Cmd {
 				target, to = d.target, "the subtree of "+m.st.sessionName(d.target)
 			}
 			cat := categories[d.category]
+			detail := "broadcast sent to " + to + " · " + cat
+			// A broadcast is passive: a session that has ended reads it only
+			// if something wakes it, which the person should know now.
+			switch n := m.st.finishedIn(target); n {
+			case 0:
+			case 1:
+				detail += " · 1 finished won't read it (" + label(keys.Message) + " wakes it)"
+			default:
+				detail += fmt.Sprintf(" · %d finished won't read it (%s wakes one)", n, label(keys.Message))
+			}
 			d.sending, d.err = true, ""
-			return actionCmd(m.ctx, actBroadcast, "broadcast sent to "+to+" · "+cat, "", func(ctx context.Context) error {
+			return actionCmd(m.ctx, actBroadcast, detail, "", func(ctx context.Context) error {
 				return ctl.Broadcast(ctx, text, target, cat)
 			})
 		}

@@ -51,7 +51,8 @@ func TestBroadcastToSubtreeWithCategory(t *testing.T) {
 	if m.dialog.kind != dialogNone {
 		t.Fatal("the dialog stays open after a successful send")
 	}
-	mustContain(t, m, "broadcast sent to the subtree of researcher (r-1) · context")
+	// x-1 below r-1 has completed: the person learns it will not read this.
+	mustContain(t, m, "broadcast sent to the subtree of researcher (r-1) · context · 1 finished won't read it (m wakes it)")
 	mustNotContain(t, m, "> use sqlite")
 }
 
@@ -61,7 +62,7 @@ func TestBroadcastToAllDefaults(t *testing.T) {
 	m = typeText(t, m, "stop and report")
 	m, _ = press(t, m, "tab", "tab", "ctrl+t", "ctrl+t", "ctrl+t", "ctrl+t", "enter") // toggles and cycles back
 	wantCalls(t, ctl, tuitest.Call{Op: "broadcast", Text: "stop and report", Target: "all", Category: "discovery"})
-	mustContain(t, m, "broadcast sent to all sessions · discovery")
+	mustContain(t, m, "broadcast sent to all sessions · discovery · 3 finished won't read it (m wakes one)")
 }
 
 func TestBroadcastEscAndEmpty(t *testing.T) {
