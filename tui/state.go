@@ -455,23 +455,28 @@ func (s *runState) awaitingModel(id string) (since time.Time, ok bool) {
 // completed or failed. A broadcast is passive: such a session reads it only
 // if something wakes it, a message from the person among others.
 func (s *runState) finishedIn(target string) int {
-	var nodes []*sessionNode
-	if target == "" || target == "all" {
-		nodes = s.roots
-	} else if n := s.sessions[target]; n != nil {
-		nodes = []*sessionNode{n}
-	}
+	finished := func(n *sessionNode) bool { return n.info.Status == "completed" || n.info.Status == "failed" }
 	count := 0
+	if target == "" || target == "all" {
+		// Every session the dashboard knows, those still waiting for
+		// their parent to appear among them.
+		for _, n := range s.sessions {
+			if finished(n) {
+				count++
+			}
+		}
+		return count
+	}
 	var walk func(n *sessionNode)
 	walk = func(n *sessionNode) {
-		if n.info.Status == "completed" || n.info.Status == "failed" {
+		if finished(n) {
 			count++
 		}
 		for _, c := range n.children {
 			walk(c)
 		}
 	}
-	for _, n := range nodes {
+	if n := s.sessions[target]; n != nil {
 		walk(n)
 	}
 	return count
