@@ -36,6 +36,7 @@ func (s *Session) start() {
 	s.running = true
 	s.mu.Unlock()
 	s.r.wg.Add(1)
+	s.r.loopStarted()
 	go s.loop()
 }
 
@@ -44,6 +45,7 @@ func (s *Session) start() {
 func (s *Session) loop() {
 	growStack()
 	defer s.r.wg.Done()
+	defer s.r.loopEnded()
 	defer func() {
 		if p := recover(); p != nil {
 			s.r.e.log.Error("session panicked", "run", s.r.id, "session", s.id, "panic", p, "stack", string(debug.Stack()))

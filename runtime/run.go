@@ -64,6 +64,8 @@ type Run struct {
 	ctxWatch  contextWatch  // prompts larger than the model's context window
 	lock      *runlock.Lock // held while this process runs the run (nil without one)
 	wg        sync.WaitGroup
+	loops     int           // session goroutines running, under mu (wg cannot be waited on while sessions may start)
+	quiet     chan struct{} // closed when loops falls to 0 or the run reopens; under mu, nil until wanted
 	done      chan struct{}
 	doneOnce  sync.Once
 	startedAt time.Time
@@ -452,14 +454,66 @@ func (r *Run) maybeFinishTx(tx *store.Tx) error {
 	if _, err := tx.Emit(event.Event{Type: event.RunFinished, RunID: r.id, SessionID: root.id, Run: info}); err != nil {
 		return err
 	}
-	// Close Done only once this operation is committed: the barrier below
-	// runs after the current batch.
+	// Close Done only once this operation is committed (the barrier below
+	// runs after the current batch) and the sessions' goroutines have
+	// returned: a session cancelled as the run ended may still be recording
+	// how it stopped (the question it was waiting on, closed), and whoever
+	// waits on Done closes the engine next, which would stop it halfway.
 	go func() {
 		r.e.store.Do(context.Background(), func(*store.Tx) error { return nil })
+		r.awaitUnwound(10 * time.Second)
 		r.questions.closeAll("the run finished")
 		r.doneOnce.Do(func() { close(r.done) })
 	}()
 	return nil
+}
+
+// loopStarted and loopEnded count the session goroutines running.
+func (r *Run) loopStarted() {
+	r.mu.Lock()
+	r.loops++
+	r.mu.Unlock()
+}
+
+func (r *Run) loopEnded() {
+	r.mu.Lock()
+	if r.loops--; r.loops == 0 {
+		r.wakeQuietLocked()
+	}
+	r.mu.Unlock()
+}
+
+func (r *Run) wakeQuietLocked() {
+	if r.quiet != nil {
+		close(r.quiet)
+		r.quiet = nil
+	}
+}
+
+// awaitUnwound waits, limit at most, until no session goroutine of a
+// finished run is running. It stops waiting if the run is reopened
+// meanwhile (a person woke a session): the run is not over then.
+func (r *Run) awaitUnwound(limit time.Duration) {
+	timeout := time.NewTimer(limit)
+	defer timeout.Stop()
+	for {
+		r.mu.Lock()
+		if r.loops == 0 || !r.finished {
+			r.mu.Unlock()
+			return
+		}
+		if r.quiet == nil {
+			r.quiet = make(chan struct{})
+		}
+		quiet, loops := r.quiet, r.loops
+		r.mu.Unlock()
+		select {
+		case <-quiet:
+		case <-timeout.C:
+			r.e.log.Warn("sessions still running after the run finished", "run", r.id, "sessions", loops)
+			return
+		}
+	}
 }
 
 // reopen marks a finished run as running again (a person woke a session).
@@ -470,6 +524,7 @@ func (r *Run) reopenTx(tx *store.Tx) error {
 		return nil
 	}
 	r.finished = false
+	r.wakeQuietLocked()
 	r.rec.Status = RunRunning
 	r.rec.EndedAt = time.Time{}
 	rec := r.rec
