@@ -26,6 +26,7 @@ import (
 	"github.com/swarmdeck/swarmdeck/runtime/config"
 	"github.com/swarmdeck/swarmdeck/runtime/event"
 	"github.com/swarmdeck/swarmdeck/runtime/internal/runlock"
+	"github.com/swarmdeck/swarmdeck/runtime/internal/textcut"
 	"github.com/swarmdeck/swarmdeck/runtime/llm"
 	"github.com/swarmdeck/swarmdeck/runtime/scripted"
 	"github.com/swarmdeck/swarmdeck/runtime/store"
@@ -448,21 +449,10 @@ func (e *Engine) now() time.Time { return time.Now().UTC() }
 // scriptedName reports whether the provider is the scripted model.
 func (e *Engine) isScripted() bool { return e.scripted != nil }
 
-// clip is s cut to at most n characters, the last of them an ellipsis
-// where it was cut: never inside a character.
-func clip(s string, n int) string {
-	if c := firstRunes(s, n); len(c) < len(s) {
-		return firstRunes(c, n-1) + "…"
-	}
-	return s
-}
-
 // OneLine is s with its runs of white space made one space, clipped to n
 // characters, the last of them an ellipsis when it is cut: a goal or a
 // message in a one-line listing.
-func OneLine(s string, n int) string {
-	return clip(strings.Join(strings.Fields(s), " "), n)
-}
+func OneLine(s string, n int) string { return textcut.OneLine(s, n) }
 
 // ErrDatabase marks the errors of New that come from the database it was
 // given: one it cannot make, open or write, or that is not a swarmdeck

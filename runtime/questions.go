@@ -14,6 +14,7 @@ import (
 	"github.com/swarmdeck/swarmdeck/coordination"
 	"github.com/swarmdeck/swarmdeck/prompts"
 	"github.com/swarmdeck/swarmdeck/runtime/event"
+	"github.com/swarmdeck/swarmdeck/runtime/internal/textcut"
 	"github.com/swarmdeck/swarmdeck/runtime/llm"
 	"github.com/swarmdeck/swarmdeck/runtime/store"
 )
@@ -581,11 +582,11 @@ func transcript(k *Session) string {
 		if len(m.ToolCalls) > 0 {
 			var names []string
 			for _, c := range m.ToolCalls {
-				names = append(names, c.Name+"("+clip(c.Arguments, 200)+")")
+				names = append(names, c.Name+"("+textcut.Clip(c.Arguments, 200)+")")
 			}
 			text = strings.TrimSpace(text + "\ncalls: " + strings.Join(names, ", "))
 		}
-		text = clip(text, 1500)
+		text = textcut.Clip(text, 1500)
 		total += len(text)
 		parts = append(parts, "["+m.Role+"] "+text)
 	}
@@ -594,7 +595,7 @@ func transcript(k *Session) string {
 	}
 	head := ""
 	if len(hist) > 0 {
-		head = "Your role and instructions:\n" + clip(hist[0].Content, 1500) + "\n\n"
+		head = "Your role and instructions:\n" + textcut.Clip(hist[0].Content, 1500) + "\n\n"
 	}
 	return head + "Your conversation so far:\n" + strings.Join(parts, "\n")
 }

@@ -11,6 +11,8 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/swarmdeck/swarmdeck/runtime/internal/textcut"
 )
 
 // streamError is an error event inside a stream.
@@ -103,14 +105,14 @@ func (a *accumulator) feed(ch *chunk, line []byte) error {
 		if t := bytes.TrimSpace(line); len(t) > 0 && t[0] == '{' {
 			// A chunk that is cut or broken: skipped, its part of the
 			// answer would be lost without a word.
-			return &badAnswer{reason: "the server sent a chunk that is not valid JSON: " + oneLine(string(t), 200)}
+			return &badAnswer{reason: "the server sent a chunk that is not valid JSON: " + textcut.OneLine(string(t), 200)}
 		}
 		return nil // not JSON (a stray "data: ping"): skip it
 	}
 	if (len(ch.Error) > 0 && string(ch.Error) != `""` && string(ch.Error) != "{}") || string(a.text(ch.Object)) == "error" {
 		f, _ := parseErrorBody(line) // rare: decode again, generously
 		if f.Message == "" {
-			f.Message = oneLine(string(line), 300)
+			f.Message = textcut.OneLine(string(line), 300)
 		}
 		return &streamError{f}
 	}

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/swarmdeck/swarmdeck/runtime/internal/textcut"
 )
 
 // Config configures a Client.
@@ -443,7 +445,7 @@ func unfinished(info *respInfo, acc *accumulator) error {
 			statusLine(info.okStatus), mediaType(info.contentType), readableBody(info.head))}
 	case info.whole && !acc.choices:
 		return &badAnswer{hint: hint, reason: fmt.Sprintf("the server answered %s with JSON that holds no chat completion: %s",
-			statusLine(info.okStatus), oneLine(string(info.head), 300))}
+			statusLine(info.okStatus), textcut.OneLine(string(info.head), 300))}
 	}
 	return errTruncated
 }
@@ -469,7 +471,7 @@ func mediaType(contentType string) string {
 
 func (c *Client) httpError(info *respInfo, err error) *Error {
 	f, ok := parseErrorBody(info.body)
-	msg := oneLine(f.Message, 500)
+	msg := textcut.OneLine(f.Message, 500)
 	if !ok || msg == "" {
 		msg = readableBody(info.body)
 	}
@@ -535,7 +537,7 @@ func noSuchPath(f errorFields) bool {
 // clean makes a message one line and keeps the API key out of it, in case a
 // server or proxy echoes the request back.
 func (c *Client) clean(msg string) string {
-	msg = oneLine(msg, 500)
+	msg = textcut.OneLine(msg, 500)
 	if k := c.cfg.APIKey; len(k) >= 4 {
 		msg = strings.ReplaceAll(msg, k, "[redacted]")
 	}

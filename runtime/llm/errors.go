@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/swarmdeck/swarmdeck/runtime/internal/textcut"
 )
 
 // Kind says what went wrong with an LLM call, in terms a caller can act on.
@@ -312,9 +314,9 @@ func readableBody(body []byte) string {
 	s := string(bytes.TrimSpace(body))
 	if looksLikeHTML(s) {
 		s = stripTags(s)
-		return oneLine(html.UnescapeString(s), 200)
+		return textcut.OneLine(html.UnescapeString(s), 200)
 	}
-	return oneLine(s, 300)
+	return textcut.OneLine(s, 300)
 }
 
 func looksLikeHTML(s string) bool {
@@ -354,20 +356,4 @@ func stripTags(s string) string {
 		b.WriteByte(' ')
 	}
 	return b.String()
-}
-
-// oneLine collapses whitespace and cuts s to at most max runes.
-func oneLine(s string, max int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if utf8.RuneCountInString(s) <= max {
-		return s
-	}
-	n := 0
-	for i := range s {
-		if n == max {
-			return strings.TrimRight(s[:i], " ") + "…"
-		}
-		n++
-	}
-	return s
 }

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/swarmdeck/swarmdeck/runtime/internal/textcut"
 )
 
 // A server that does not know the model asked for says so, but rarely says
@@ -123,7 +125,7 @@ func parseModels(body []byte) []string {
 	}
 	var ids []string
 	add := func(id string) {
-		if id = oneLine(id, 200); id != "" && !slices.Contains(ids, id) {
+		if id = textcut.OneLine(id, 200); id != "" && !slices.Contains(ids, id) {
 			ids = append(ids, id)
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/swarmdeck/swarmdeck/runtime/internal/textcut"
 )
 
 // Bench returns the policy `swarmdeck bench` runs: every session's task is
@@ -241,7 +243,7 @@ func (benchPolicy) Reply(req *Request) Reply {
 	b = strconv.AppendInt(b, int64(spec.size), 10)
 	if strings.HasPrefix(strings.TrimSpace(res), `{"error"`) {
 		b = append(b, ": spawning failed: "...)
-		b = append(b, clip(resultError(res), 200)...)
+		b = append(b, textcut.Clip(resultError(res), 200)...)
 		return Reply{Content: string(b)}
 	}
 	b = append(b, ": "...)

@@ -3,6 +3,8 @@ package scripted
 import (
 	"fmt"
 	"strings"
+
+	"github.com/swarmdeck/swarmdeck/runtime/internal/textcut"
 )
 
 // Demo returns the default policy: a believable run for any goal a user
@@ -72,11 +74,11 @@ func (s *session) acknowledge(final int) Reply {
 		}
 		switch it.tag {
 		case "human_message", "human_broadcast":
-			notes = append(notes, "you said “"+clip(oneLine(it.body), 160)+"”")
+			notes = append(notes, "you said “"+textcut.OneLine(it.body, 160)+"”")
 		case "task_result":
 			notes = append(notes, "the result of "+it.attr("task_id")+" ("+it.attr("status")+")")
 		case "task_message":
-			notes = append(notes, "the message from "+it.attr("from")+": “"+clip(oneLine(it.body), 120)+"”")
+			notes = append(notes, "the message from "+it.attr("from")+": “"+textcut.OneLine(it.body, 120)+"”")
 		}
 	}
 	lead := ackNothing
@@ -166,7 +168,7 @@ func labelIs(label string) func(map[string]any) bool {
 
 func readRoot(s *session) *rootState {
 	st := &rootState{
-		goal:      clip(oneLine(s.task), 120),
+		goal:      textcut.OneLine(s.task, 120),
 		sessions:  map[string]string{},
 		results:   map[string]item{},
 		completed: map[string]bool{},
@@ -245,7 +247,7 @@ func root(s *session) Reply {
 		func() (string, []Call) {
 			n := "Now a plan that can run, and a look at the workspace."
 			if st.cyclicErr != "" {
-				n = "The runtime rejected that plan (" + clip(st.cyclicErr, 100) + "). " + n
+				n = "The runtime rejected that plan (" + textcut.Clip(st.cyclicErr, 100) + "). " + n
 			}
 			return n, []Call{
 				{Name: "create_task_plan", Args: kv{"tasks", []kv{
@@ -367,7 +369,7 @@ func heard(s *session, since int) string {
 	if len(words) == 0 {
 		return ""
 	}
-	return " Noted your message: “" + clip(oneLine(words[len(words)-1]), 160) + "”."
+	return " Noted your message: “" + textcut.OneLine(words[len(words)-1], 160) + "”."
 }
 
 // pending describes the children the root still waits for.
@@ -435,7 +437,7 @@ func rootFinal(s *session, st *rootState, capped bool) string {
 		case !ok:
 			fmt.Fprintf(&b, "- %s: no result yet from %s.\n", title, sid)
 		case res.attr("status") != "completed":
-			fmt.Fprintf(&b, "- %s: %s ended %s: %s\n", title, sid, res.attr("status"), clip(oneLine(unlabel(res.body)), 160))
+			fmt.Fprintf(&b, "- %s: %s ended %s: %s\n", title, sid, res.attr("status"), textcut.OneLine(unlabel(res.body), 160))
 		default:
 			fmt.Fprintf(&b, "- %s: %s\n", title, summaryLine(res.body))
 		}
@@ -443,21 +445,21 @@ func rootFinal(s *session, st *rootState, capped bool) string {
 	b.WriteString("\nWhat the team found\n")
 	spawnFail := ""
 	if st.researchErr != "" {
-		spawnFail = "not researched: starting the researchers failed (" + clip(st.researchErr, 120) + ")."
+		spawnFail = "not researched: starting the researchers failed (" + textcut.Clip(st.researchErr, 120) + ")."
 	}
 	cite("Audience (research-1)", "research", spawnFail)
 	cite("Channels (research-2)", "channels", spawnFail)
 	writerFail := ""
 	switch {
 	case st.writerErr != "":
-		writerFail = "no draft: starting the writer failed (" + clip(st.writerErr, 120) + ")."
+		writerFail = "no draft: starting the writer failed (" + textcut.Clip(st.writerErr, 120) + ")."
 	case st.researchErr != "":
 		writerFail = "no draft: the writer needs the research results."
 	}
 	cite("Draft (writer)", "draft", writerFail)
 	checklistFail := ""
 	if st.delegErr != "" {
-		checklistFail = "no checklist: the delegation failed (" + clip(st.delegErr, 120) + ")."
+		checklistFail = "no checklist: the delegation failed (" + textcut.Clip(st.delegErr, 120) + ")."
 	}
 	if res, ok := st.results[st.sessions["checklist"]]; ok && res.attr("status") == "completed" {
 		b.WriteString("- Checklist (delegated to a sub-orchestrator):\n")
@@ -474,7 +476,7 @@ func rootFinal(s *session, st *rootState, capped bool) string {
 
 	b.WriteString("\nLaunch window: " + launchWindow(st) + "\n")
 	if words := s.humanWords(0); len(words) > 0 {
-		b.WriteString("You told me: “" + clip(oneLine(strings.Join(words, " / ")), 240) + "” — taken into account above.\n")
+		b.WriteString("You told me: “" + textcut.OneLine(strings.Join(words, " / "), 240) + "” — taken into account above.\n")
 	}
 
 	b.WriteString("\nNext steps\n")
@@ -487,7 +489,7 @@ func rootFinal(s *session, st *rootState, capped bool) string {
 	b.WriteString("3. Launch to developers first, then widen through the channels the research names.\n")
 	switch {
 	case st.planErr != "":
-		b.WriteString("\n(The task plan could not be created: " + clip(st.planErr, 120) + ")")
+		b.WriteString("\n(The task plan could not be created: " + textcut.Clip(st.planErr, 120) + ")")
 	case st.cyclicErr != "":
 		b.WriteString("\n(The first plan was rejected because of a dependency cycle; the second one ran.)")
 	}
@@ -501,7 +503,7 @@ func rootFinal(s *session, st *rootState, capped bool) string {
 func launchWindow(st *rootState) string {
 	if st.ask == nil {
 		if st.askErr != "" {
-			return "none was given: the question failed (" + clip(st.askErr, 120) + ")."
+			return "none was given: the question failed (" + textcut.Clip(st.askErr, 120) + ")."
 		}
 		return "none was given: the question was not asked."
 	}
@@ -511,7 +513,7 @@ func launchWindow(st *rootState) string {
 		if l, ok := labels[strings.ToLower(h)]; ok {
 			h = l
 		}
-		return "“" + clip(oneLine(h), 120) + "”, as you chose."
+		return "“" + textcut.OneLine(h, 120) + "”, as you chose."
 	}
 	out := "none was given by you"
 	switch str(st.ask, "status") {
@@ -523,7 +525,7 @@ func launchWindow(st *rootState) string {
 	var agents []string
 	for _, k := range sortedKeys(resp) {
 		if v, ok := resp[k].(string); ok && k != "human" {
-			agents = append(agents, k+": "+clip(oneLine(unlabel(v)), 100))
+			agents = append(agents, k+": "+textcut.OneLine(unlabel(v), 100))
 		}
 	}
 	if len(agents) > 0 {

@@ -3,6 +3,8 @@ package scripted
 import (
 	"fmt"
 	"strings"
+
+	"github.com/swarmdeck/swarmdeck/runtime/internal/textcut"
 )
 
 // The demo's sub-agents: researchers, the writer, the sub-orchestrator and
@@ -38,7 +40,7 @@ func researcher(s *session) Reply {
 				calls = append(calls,
 					Call{Name: "task_send_message", Args: kv{
 						"task_id", sb.taskID,
-						"message", "Hi from " + me + ": I'm on “" + clip(oneLine(s.task), 80) + "” and just broadcast my first finding. Tell me if yours contradicts it.",
+						"message", "Hi from " + me + ": I'm on “" + textcut.OneLine(s.task, 80) + "” and just broadcast my first finding. Tell me if yours contradicts it.",
 						"noReply", true,
 					}},
 					Call{Name: "task_output", Args: kv{"task_id", sb.taskID}},
@@ -69,7 +71,7 @@ func nameOf(sb sibling) string {
 // discovery is the researcher's finding: concrete-sounding, varied by what
 // the task is about, and labelled as scripted by the answer around it.
 func discovery(task, goal string) string {
-	g := "For \"" + clip(oneLine(goal), 60) + "\", "
+	g := "For \"" + textcut.OneLine(goal, 60) + "\", "
 	t := strings.ToLower(task)
 	switch {
 	case strings.Contains(t, "channel") || strings.Contains(t, "competitor"):
@@ -83,7 +85,7 @@ func discovery(task, goal string) string {
 
 func researcherFinal(s *session) string {
 	var b strings.Builder
-	b.WriteString(Prefix + " Findings on: " + clip(oneLine(s.task), 100) + "\n")
+	b.WriteString(Prefix + " Findings on: " + textcut.OneLine(s.task, 100) + "\n")
 	b.WriteString("- " + discovery(s.task, s.goal()) + "\n")
 	if w := workspaceLine(s); w != "" {
 		b.WriteString("- " + w + "\n")
@@ -99,7 +101,7 @@ func researcherFinal(s *session) string {
 		}
 		switch {
 		case c.failed():
-			b.WriteString("- Checking on " + who + " failed: " + clip(resultError(c.result), 120) + "\n")
+			b.WriteString("- Checking on " + who + " failed: " + textcut.Clip(resultError(c.result), 120) + "\n")
 		case str(o, "output") != "":
 			b.WriteString("- " + who + " already reported: " + summaryLine(str(o, "output")) + "\n")
 		default:
@@ -122,7 +124,7 @@ func heardFromOthers(s *session) []string {
 	var out []string
 	seen := map[string]bool{}
 	add := func(from, msg string) {
-		msg = clip(oneLine(msg), 160)
+		msg = textcut.OneLine(msg, 160)
 		if msg == "" || seen[msg] {
 			return
 		}
@@ -146,7 +148,7 @@ func heardFromOthers(s *session) []string {
 		out = append(out, "No sibling broadcasts reached me.")
 	}
 	for _, it := range s.itemsOf("task_message") {
-		out = append(out, it.attr("from")+" wrote to me: “"+clip(oneLine(it.body), 160)+"”")
+		out = append(out, it.attr("from")+" wrote to me: “"+textcut.OneLine(it.body, 160)+"”")
 	}
 	return out
 }
@@ -155,14 +157,14 @@ func heardFromOthers(s *session) []string {
 // (announcements, questions answered on the session's behalf).
 func writeHumanAndNotes(b *strings.Builder, s *session) {
 	if words := s.humanWords(0); len(words) > 0 {
-		b.WriteString("- You told me: “" + clip(oneLine(strings.Join(words, " / ")), 240) + "”.\n")
+		b.WriteString("- You told me: “" + textcut.OneLine(strings.Join(words, " / "), 240) + "”.\n")
 	}
 	for _, it := range s.itemsOf("announcement") {
-		b.WriteString("- Announcement seen: “" + clip(oneLine(it.body), 140) + "”.\n")
+		b.WriteString("- Announcement seen: “" + textcut.OneLine(it.body, 140) + "”.\n")
 		break
 	}
 	for _, it := range s.itemsOf("answered_on_your_behalf") {
-		b.WriteString("- A question was answered on my behalf: “" + clip(oneLine(it.body), 140) + "”.\n")
+		b.WriteString("- A question was answered on my behalf: “" + textcut.OneLine(it.body, 140) + "”.\n")
 		break
 	}
 }
@@ -172,7 +174,7 @@ func workspaceLine(s *session) string {
 	var parts []string
 	if c, ok := s.called("list_files", nil); ok && c.done {
 		if c.failed() {
-			parts = append(parts, "listing the workspace failed ("+clip(resultError(c.result), 80)+")")
+			parts = append(parts, "listing the workspace failed ("+textcut.Clip(resultError(c.result), 80)+")")
 		} else {
 			var names []string
 			entries := list(jsonObject(c.result), "entries")
@@ -195,7 +197,7 @@ func workspaceLine(s *session) string {
 	if c, ok := s.called("search_files", nil); ok && c.done {
 		q := str(jsonObject(c.args), "query")
 		if c.failed() {
-			parts = append(parts, "searching for “"+q+"” failed ("+clip(resultError(c.result), 80)+")")
+			parts = append(parts, "searching for “"+q+"” failed ("+textcut.Clip(resultError(c.result), 80)+")")
 		} else {
 			matches := list(jsonObject(c.result), "matches")
 			p := fmt.Sprintf("a search for “%s” found %s", q, plural(len(matches), "match", "matches"))
@@ -235,7 +237,7 @@ func writer(s *session) Reply {
 	// goal (the root passes only references), so the title names it only
 	// when known.
 	if g := sharedValue(s.sys, "projectGoal"); g != "" {
-		b.WriteString(Prefix + " Draft plan for “" + clip(oneLine(g), 100) + "”")
+		b.WriteString(Prefix + " Draft plan for “" + textcut.OneLine(g, 100) + "”")
 	} else {
 		b.WriteString(Prefix + " Draft plan from the research")
 	}
@@ -263,7 +265,7 @@ func writer(s *session) Reply {
 // ---- sub-orchestrator ----
 
 func subOrchestrator(s *session) Reply {
-	goal := clip(oneLine(s.goal()), 100)
+	goal := textcut.OneLine(s.goal(), 100)
 	spawn, spawned := s.called("sessions_spawn", labelIs("assets"))
 	var explorer []child
 	spawnErr := ""
@@ -340,16 +342,16 @@ func subOrchestrator(s *session) Reply {
 	case result != nil && result.attr("status") == "completed":
 		b.WriteString("2. Prepare the launch assets the explorer found: " + summaryLine(result.body) + "\n")
 	case result != nil:
-		b.WriteString("2. Prepare the launch assets (the explorer ended " + result.attr("status") + ": " + clip(oneLine(unlabel(result.body)), 120) + ").\n")
+		b.WriteString("2. Prepare the launch assets (the explorer ended " + result.attr("status") + ": " + textcut.OneLine(unlabel(result.body), 120) + ").\n")
 	case spawnErr != "":
-		b.WriteString("2. Collect the launch assets by hand: starting the explorer failed (" + clip(spawnErr, 120) + ").\n")
+		b.WriteString("2. Collect the launch assets by hand: starting the explorer failed (" + textcut.Clip(spawnErr, 120) + ").\n")
 	default:
 		b.WriteString("2. Collect the launch assets (no explorer report).\n")
 	}
 	b.WriteString("3. Write the announcement and a five-minute quickstart for early adopters.\n")
 	b.WriteString("4. Check launch dependencies: hosting, docs, a support channel.\n")
 	if c, ok := s.called("delegate_task", nil); ok && c.failed() {
-		b.WriteString("Note: the nested delegation was refused (" + clip(resultError(c.result), 120) + "), so I kept the work here.\n")
+		b.WriteString("Note: the nested delegation was refused (" + textcut.Clip(resultError(c.result), 120) + "), so I kept the work here.\n")
 	}
 	writeHumanAndNotes(&b, s)
 	if s.atCap() {
@@ -374,7 +376,7 @@ func explorer(s *session) Reply {
 		}
 	}
 	var b strings.Builder
-	b.WriteString(Prefix + " " + strings.ToUpper(s.role[:1]) + s.role[1:] + " report on: " + clip(oneLine(s.task), 100) + "\n")
+	b.WriteString(Prefix + " " + strings.ToUpper(s.role[:1]) + s.role[1:] + " report on: " + textcut.OneLine(s.task, 100) + "\n")
 	if w := workspaceLine(s); w != "" {
 		b.WriteString("- " + w + "\n")
 	} else {
@@ -384,7 +386,7 @@ func explorer(s *session) Reply {
 		ctx, _ := jsonObject(c.result)["shared_context"].(map[string]any)
 		var parts []string
 		for _, k := range sortedKeys(ctx) {
-			parts = append(parts, k+"="+clip(oneLine(fmt.Sprint(ctx[k])), 60))
+			parts = append(parts, k+"="+textcut.OneLine(fmt.Sprint(ctx[k]), 60))
 		}
 		if len(parts) > 0 {
 			b.WriteString("- Shared context I worked from: " + strings.Join(parts, ", ") + ".\n")

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+
+	"github.com/swarmdeck/swarmdeck/runtime/internal/textcut"
 )
 
 // summaryLine picks the line of a result worth quoting: its first bullet,
@@ -21,10 +23,10 @@ func summaryLine(s string) string {
 			first = line
 		}
 		if rest, ok := strings.CutPrefix(line, "- "); ok {
-			return clip(rest, 240)
+			return textcut.Clip(rest, 240)
 		}
 	}
-	return clip(first, 240)
+	return textcut.Clip(first, 240)
 }
 
 // numberedLines returns up to n lines that start with "1.", "2." and so on.
@@ -37,7 +39,7 @@ func numberedLines(s string, n int) []string {
 			i++
 		}
 		if i > 0 && i < len(line) && line[i] == '.' {
-			out = append(out, clip(line, 160))
+			out = append(out, textcut.Clip(line, 160))
 			if len(out) == n {
 				break
 			}

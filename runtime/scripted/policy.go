@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"time"
+
+	"github.com/swarmdeck/swarmdeck/runtime/internal/textcut"
 )
 
 // Policy decides the scripted model's reply to one chat completion request.
@@ -196,7 +198,7 @@ func lastUserText(msgs []Message) string {
 
 // plainReply answers a request with no recognisable role.
 func plainReply(req *Request) Reply {
-	said := clip(oneLine(plainOf(lastUserText(req.Messages))), 80)
+	said := textcut.OneLine(plainOf(lastUserText(req.Messages)), 80)
 	if said == "" {
 		return Reply{Content: Prefix + " Hello from swarmdeck's scripted model: it runs offline and answers from a script."}
 	}
@@ -262,26 +264,6 @@ func hashString(s string) uint32 {
 		h *= 16777619
 	}
 	return h
-}
-
-// clip shortens s to at most n runes, marking the cut.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	k := 0
-	for i := range s {
-		if k == n {
-			return strings.TrimRight(s[:i], " ,;:") + "…"
-		}
-		k++
-	}
-	return s
-}
-
-// oneLine joins the lines of s with spaces.
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
 }
 
 // unlabel removes the scripted-model prefix from a text quoted in another.
