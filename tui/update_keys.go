@@ -82,8 +82,7 @@ func (m *model) goalKey(k tea.KeyPressMsg) tea.Cmd {
 		g.err, g.starting = "", true
 		return startCmd(m.ctx, m.opts.Start, goal)
 	}
-	var cmd tea.Cmd
-	g.input, cmd = g.input.Update(k)
+	cmd := editInput(&g.input, k)
 	if g.input.Value() != "" {
 		g.err = "" // answered by typing
 	}
@@ -300,9 +299,8 @@ func (m *model) dialogKey(k tea.KeyPressMsg) tea.Cmd {
 			})
 		}
 	}
-	var cmd tea.Cmd
 	before := d.input.Value()
-	d.input, cmd = d.input.Update(k)
+	cmd := editInput(&d.input, k)
 	d.err = ""
 	d.restored = d.restored && d.input.Value() == before
 	return cmd
@@ -344,8 +342,7 @@ func (m *model) filterKey(k tea.KeyPressMsg) tea.Cmd {
 		p.input.Blur()
 		return nil
 	}
-	var cmd tea.Cmd
-	p.input, cmd = p.input.Update(k)
+	cmd := editInput(&p.input, k)
 	p.setFilter(p.input.Value())
 	return cmd
 }

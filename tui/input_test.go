@@ -1,0 +1,80 @@
+package tui
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"charm.land/bubbles/v2/textinput"
+
+	"github.com/swarmdeck/swarmdeck/runtime/event"
+)
+
+// The text inputs move and delete by what a reader sees as one character.
+// A "|" in before and after marks the cursor.
+func TestEditInputByCluster(t *testing.T) {
+	for _, c := range []struct {
+		name, before string
+		keys         []string
+		after        string
+	}{
+		{"left over a letter and its vowel sign", "हि|", []string{"left"}, "|हि"},
+		{"left twice in Hindi", "हिन्दी|", []string{"left", "left"}, "हि|न्दी"},
+		{"right over a letter and its vowel sign", "|हिन्दी", []string{"right"}, "हि|न्दी"},
+		{"typing after left stays out of the cluster", "लिखो|", []string{"left", "left", "X"}, "X|लिखो"},
+		{"backspace takes a vowel sign alone", "लिखो|", []string{"backspace"}, "लिख|"},
+		{"backspace then the letter", "लिखो|", []string{"backspace", "backspace"}, "लि|"},
+		{"backspace takes a whole emoji sequence", "hi 👩‍💻|", []string{"backspace"}, "hi |"},
+		{"backspace takes a whole flag", "🇫🇷|!", []string{"backspace"}, "|!"},
+		{"delete takes a whole cluster", "|हिन्दी", []string{"delete"}, "|न्दी"},
+		{"delete takes a whole emoji sequence", "a|👩‍💻b", []string{"delete"}, "a|b"},
+		{"plain text goes by code point", "abc|", []string{"left", "backspace", "right", "delete"}, "ac|"},
+		{"at the ends nothing moves", "|é", []string{"left", "backspace"}, "|é"},
+		{"decomposed e and its accent go together", "e\u0301|", []string{"left"}, "|e\u0301"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			in := textinput.New()
+			in.Focus()
+			value, pos := splitCursor(c.before)
+			in.SetValue(value)
+			in.SetCursor(pos)
+			for _, k := range c.keys {
+				editInput(&in, keyMsg(k))
+			}
+			got := string([]rune(in.Value())[:in.Position()]) + "|" + string([]rune(in.Value())[in.Position():])
+			if got != c.after {
+				t.Errorf("%q after %v = %q; want %q", c.before, c.keys, got, c.after)
+			}
+		})
+	}
+}
+
+func splitCursor(s string) (string, int) {
+	before, after, _ := strings.Cut(s, "|")
+	return before + after, utf8.RuneCountInString(before)
+}
+
+// In the goal prompt and a dialog, as a person types.
+func TestInputsKeepClustersWhole(t *testing.T) {
+	m := New(Options{Theme: "dark", Start: func(context.Context, string) (event.Controller, error) { return nil, nil }})
+	t.Cleanup(m.cancel)
+	m.now, m.ticks = func() time.Time { return t0 }, false
+	m, _ = update(m, windowSize(100, 30))
+	m = typeText(t, m, "लिखो")
+	m, _ = press(t, m, "left", "left")
+	m = typeText(t, m, "X")
+	if got := m.goal.input.Value(); got != "Xलिखो" {
+		t.Errorf("the goal is %q; want X before the whole of लि", got)
+	}
+
+	m, _ = demoModel(t, 100, 30)
+	m, _ = press(t, m, "b")
+	m = typeText(t, m, "ship 🇫🇷")
+	m, _ = press(t, m, "backspace")
+	m = typeText(t, m, "now")
+	if got := m.dialog.input.Value(); got != "ship now" {
+		t.Errorf("the broadcast is %q; want the flag gone whole", got)
+	}
+}
