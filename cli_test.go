@@ -138,6 +138,10 @@ func TestCLIRefusesMistakes(t *testing.T) {
 		{[]string{"run", "--headless", "--db", fresh}, 2, "(usage: swarmdeck run [--headless] [--json] [--control -] GOAL)", ""},
 		{[]string{"--db", fresh, "rnus"}, 2, `unknown command "rnus": did you mean run or runs?`, ""},
 		{[]string{"--db", fresh, "exprot"}, 2, `swarmdeck run "exprot"`, ""},
+		// Words people use for a command elsewhere point to it.
+		{[]string{"--db", fresh, "list"}, 2, `unknown command "list": did you mean runs?`, ""},
+		{[]string{"--db", fresh, "continue"}, 2, `unknown command "continue": did you mean resume?`, ""},
+		{[]string{"--db", fresh, "show"}, 2, `unknown command "show": did you mean view?`, ""},
 		// A database that does not exist is not made by reading it.
 		{[]string{"runs", "--db", fresh}, 0, "", "no runs stored: there is no database at " + fresh + " yet (check --db, or start a run with `swarmdeck --db " + fresh + ` "your goal"`},
 		// --db naming something that is not a database is bad usage, for

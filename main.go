@@ -600,8 +600,9 @@ func runsCmd(cf *commonFlags, stdout io.Writer) *cobra.Command {
 	var asJSON bool
 	var limit int
 	cmd := &cobra.Command{
-		Use:   "runs [--json] [--limit N]",
-		Short: "List stored runs, newest first",
+		Use:        "runs [--json] [--limit N]",
+		SuggestFor: []string{"list", "ls", "ps", "history"},
+		Short:      "List stored runs, newest first",
 		Long: `runs lists the stored runs, newest first: id, status, start, tokens and goal.
 A run marked stopped* is stored as running but no swarmdeck process runs it
 any more (it was killed or crashed); resume continues it.
@@ -707,6 +708,7 @@ stopped* run is "interrupted" there, with "stopped": true, as export says.`,
 func exportCmd(cf *commonFlags, stdout io.Writer) *cobra.Command {
 	return &cobra.Command{
 		Use:               "export [RUN_ID]",
+		SuggestFor:        []string{"dump"},
 		Short:             "Print one run as JSON (default: the latest)",
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: completeRunIDs(cf, nil),
@@ -747,8 +749,9 @@ func resumeCmd(cf *commonFlags, stdin io.Reader, stdout, stderr io.Writer) *cobr
 	var headless, asJSON, deltas bool
 	var control string
 	cmd := &cobra.Command{
-		Use:   "resume [--headless] RUN_ID",
-		Short: "Continue an interrupted or failed run",
+		Use:        "resume [--headless] RUN_ID",
+		SuggestFor: []string{"continue"},
+		Short:      "Continue an interrupted or failed run",
 		Long: `resume continues a stored run where it stopped: one that was interrupted
 (Ctrl-C, the dashboard closed, the process killed) or one that failed, once
 the cause is fixed (a quota, an API key, a server; for a run stopped by its
@@ -890,6 +893,7 @@ func (cf *commonFlags) keepRunProvider(ctx context.Context, id string) error {
 func viewCmd(cf *commonFlags, stdout io.Writer) *cobra.Command {
 	return &cobra.Command{
 		Use:               "view [RUN_ID]",
+		SuggestFor:        []string{"open", "show", "inspect"},
 		Short:             "Open a run read-only in the dashboard (default: the latest; follows a run another process is running)",
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: completeRunIDs(cf, nil),
