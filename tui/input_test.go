@@ -78,3 +78,31 @@ func TestInputsKeepClustersWhole(t *testing.T) {
 		t.Errorf("the broadcast is %q; want the flag gone whole", got)
 	}
 }
+
+// Whatever is typed and however the cursor is moved, the text stays valid
+// and the cursor stops only between clusters.
+func FuzzEditInput(f *testing.F) {
+	f.Add("हिन्दी में लिखो", []byte{0, 0, 2, 1, 3, 4, 5})
+	f.Add("hi 👩‍💻 🇫🇷 e\u0301", []byte{0, 0, 0, 2, 3, 1, 5, 4})
+	f.Add("", []byte{2, 3, 0, 1})
+	keys := []string{"left", "right", "backspace", "delete", "x", "\u093f"} // the last: a vowel sign typed alone
+	f.Fuzz(func(t *testing.T, s string, ops []byte) {
+		if !utf8.ValidString(s) || len(ops) > 64 {
+			return
+		}
+		in := textinput.New()
+		in.Focus()
+		in.SetValue(s)
+		for _, op := range ops {
+			k := keys[int(op)%len(keys)]
+			editInput(&in, keyMsg(k))
+			v, pos := in.Value(), in.Position()
+			if !utf8.ValidString(v) || pos < 0 || pos > utf8.RuneCountInString(v) {
+				t.Fatalf("after %s: value %q, cursor %d", k, v, pos)
+			}
+			if (k == "left" || k == "right") && clusterStart(v, pos) != pos {
+				t.Fatalf("after %s the cursor is inside a cluster: %q at %d", k, v, pos)
+			}
+		}
+	})
+}
