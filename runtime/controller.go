@@ -168,6 +168,14 @@ func (r *Run) SendMessage(ctx context.Context, sessionID, text string, noReply b
 	if st := s.status(); st == StatusCancelled {
 		return fmt.Errorf("session %s was cancelled: it cannot receive messages", sessionID)
 	}
+	// A cancelled run was ended on purpose: a message would start it again
+	// (and spend tokens), or, passive, reach nobody.
+	r.mu.Lock()
+	cancelled := r.finished && r.rec.Status == RunCancelled
+	r.mu.Unlock()
+	if cancelled {
+		return fmt.Errorf("run %s was cancelled: it takes no more messages (start a new run instead)", r.id)
+	}
 	return r.e.store.Do(ctx, func(tx *store.Tx) error {
 		item := &store.InboxItem{Kind: "human", Waking: !noReply, Content: coordination.FormatHumanMessage(text), Source: "human"}
 		ok, err := s.deliverTx(tx, item)

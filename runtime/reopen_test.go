@@ -191,3 +191,61 @@ func TestResumeAfterAKillDoesNotReuseAnEarlierEnd(t *testing.T) {
 			second.From.Format(time.StampMicro), second.To.Format(time.StampMicro), first.From.Format(time.StampMicro), first.To.Format(time.StampMicro))
 	}
 }
+
+// A run the person cancelled stays ended: a message to a session that had
+// completed before the cancel is refused, waking or not, and no model call
+// follows.
+func TestMessageRefusedInACancelledRun(t *testing.T) {
+	held, release := newGate(), newGate()
+	defer release.open() // before the engine's cleanup, which waits for the held call
+	var calls atomic.Int32
+	p := policyFor(func(c *convo) scripted.Reply {
+		calls.Add(1)
+		switch {
+		case c.isRoot() && c.turns == 0:
+			return do(call("sessions_spawn", obj{"task": "Read the README", "label": "worker", "agent": "researcher"}))
+		case c.isRoot() && c.saw("Worker done."):
+			held.open()
+			release.wait()
+			return say("too late")
+		case c.isRoot():
+			return say("Waiting for the worker.")
+		default:
+			return say("Worker done.")
+		}
+	})
+	e := testEngine(t, nil, p, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r, err := e.Start(ctx, "work and be cancelled")
+	if err != nil {
+		t.Fatal(err)
+	}
+	held.wait()
+	if err := r.Cancel(ctx, r.root.id); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Wait(ctx); err != nil || r.Status() != RunCancelled {
+		t.Fatalf("run %s (%v); want cancelled", r.Status(), err)
+	}
+	var worker *Session
+	for _, s := range r.allSessions() {
+		if s.label == "worker" {
+			worker = s
+		}
+	}
+	if worker == nil || worker.status() != StatusCompleted {
+		t.Fatalf("worker %+v; want it completed before the cancel", worker)
+	}
+	before := calls.Load()
+	for _, noReply := range []bool{false, true} {
+		err := r.SendMessage(ctx, worker.id, "hello after cancel", noReply)
+		if err == nil || !strings.Contains(err.Error(), "was cancelled: it takes no more messages") {
+			t.Errorf("message (no_reply %v) to a completed session of a cancelled run: %v", noReply, err)
+		}
+	}
+	time.Sleep(50 * time.Millisecond)
+	if n := calls.Load(); n != before || r.Status() != RunCancelled {
+		t.Errorf("after the refused messages: %d more model calls, run %s", n-before, r.Status())
+	}
+}

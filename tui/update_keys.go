@@ -129,6 +129,10 @@ func (m *model) startAction(k tea.KeyPressMsg) tea.Cmd {
 			m.setStatus("select a session to message first", true)
 			return nil
 		}
+		if m.st.run.Status == "cancelled" {
+			m.setStatus("the run was cancelled: it takes no more messages (start a new run instead)", true)
+			return nil
+		}
 		if n := m.st.sessions[sel]; n != nil && n.info.Status == "cancelled" {
 			// Refused before anything is typed, as the runtime would refuse it.
 			m.setStatus(m.st.sessionName(sel)+" was cancelled: it cannot receive messages", true)

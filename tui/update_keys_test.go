@@ -752,6 +752,23 @@ func TestMessageToACancelledSessionIsRefusedBeforeTyping(t *testing.T) {
 	wantCalls(t, ctl)
 }
 
+// In a run the person cancelled, m is refused at once: the runtime takes
+// no more messages there, waking or not.
+func TestMessageInACancelledRunIsRefusedBeforeTyping(t *testing.T) {
+	snap := tuitest.Demo(t0)
+	snap.Run.Status = "cancelled"
+	m, ctl := newTestModel(t, snap, 160, 48)
+	if m.selectedSession() == "" {
+		t.Fatal("no session selected")
+	}
+	m, _ = press(t, m, "m")
+	if m.dialog.kind != dialogNone {
+		t.Fatalf("m opened a dialog in a cancelled run")
+	}
+	mustContain(t, m, "the run was cancelled: it takes no more messages")
+	wantCalls(t, ctl)
+}
+
 // An action's error shown in its dialog goes with the dialog: after esc the
 // status line no longer shows it.
 func TestDialogErrorGoesWithTheDialog(t *testing.T) {
