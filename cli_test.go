@@ -284,21 +284,27 @@ func TestResumeKeepsTheRunsProvider(t *testing.T) {
 	}
 	t.Setenv("OPENAI_API_KEY", "sk-test-not-used")
 	for _, tc := range []struct {
-		id, flagProvider, flagURL string
-		provider, model, baseURL  string // chosen
-		err                       string // or refused with
+		id, flagProvider, flagURL, flagModel string
+		provider, model, baseURL             string // chosen
+		err                                  string // or refused with
 	}{
 		{id: "r-000001", provider: "scripted"},
 		{id: "r-000002", provider: "openai", model: "gpt-test"},
 		{id: "r-000003", err: `was started on openai (127.0.0.1:11434), but provider "openai" is now openai (api.openai.com): give --base-url`},
 		{id: "r-000004", err: `run r-000004 was started on gone (example.com), and the configuration has no provider "gone" now`},
 		{id: "r-000005", provider: "openai", model: "llama3.1", baseURL: "http://127.0.0.1:11434/v1"},
-		// Flags choose for themselves.
+		// Flags choose for themselves; what they leave out comes from the
+		// run, unless a provider is chosen anew.
 		{id: "r-000001", flagProvider: "openai", provider: "openai"},
-		{id: "r-000003", flagURL: "http://127.0.0.1:11434/v1"},
+		{id: "r-000002", flagProvider: "openai", provider: "openai"},
+		{id: "r-000003", flagURL: "http://127.0.0.1:11434/v1", provider: "openai", model: "llama3.1"},
+		{id: "r-000005", flagModel: "qwen2.5:7b", provider: "openai", model: "qwen2.5:7b", baseURL: "http://127.0.0.1:11434/v1"},
+		{id: "r-000002", flagModel: "gpt-other", provider: "openai", model: "gpt-other"},
+		{id: "r-000001", flagModel: "any", provider: "scripted", model: "any"},
+		{id: "r-000001", flagURL: "http://127.0.0.1:11434/v1"},
 		{id: "r-nope", err: `run "r-nope": not found`},
 	} {
-		cf := &commonFlags{db: db, provider: tc.flagProvider, baseURL: tc.flagURL}
+		cf := &commonFlags{db: db, provider: tc.flagProvider, baseURL: tc.flagURL, model: tc.flagModel}
 		err := cf.keepRunProvider(ctx, tc.id)
 		switch {
 		case tc.err != "":
@@ -308,7 +314,7 @@ func TestResumeKeepsTheRunsProvider(t *testing.T) {
 		case err != nil:
 			t.Errorf("%s: %v", tc.id, err)
 		case cf.provider != tc.provider || cf.model != tc.model || (tc.flagURL == "" && cf.baseURL != tc.baseURL):
-			t.Errorf("%s (flags %q %q): resumes on provider %q model %q at %q, want %q %q %q", tc.id, tc.flagProvider, tc.flagURL,
+			t.Errorf("%s (flags %q %q %q): resumes on provider %q model %q at %q, want %q %q %q", tc.id, tc.flagProvider, tc.flagURL, tc.flagModel,
 				cf.provider, cf.model, cf.baseURL, tc.provider, tc.model, tc.baseURL)
 		}
 	}
@@ -352,6 +358,8 @@ func TestResumeCommandAfterAResume(t *testing.T) {
 		{"r-000001", commonFlags{db: db, provider: "scripted"}, "swarmdeck resume --headless --provider scripted --db " + db + " r-000001"},
 		{"r-000002", commonFlags{db: db, baseURL: "http://127.0.0.1:11434/v1"},
 			"swarmdeck resume --headless --base-url http://127.0.0.1:11434/v1 --db " + db + " r-000002"},
+		// Only the model was given: the provider and server came from the run.
+		{"r-000002", commonFlags{db: db, model: "qwen2.5:7b"}, "swarmdeck resume --headless --model qwen2.5:7b --db " + db + " r-000002"},
 	} {
 		cf := tc.cf
 		if err := cf.keepRunProvider(context.Background(), tc.id); err != nil {

@@ -58,10 +58,10 @@ type commonFlags struct {
 	latencySet                                      bool
 	scriptedSpeed                                   int
 	speedSet                                        bool
-	// providerFromRun: resume filled provider, baseURL and model in from
-	// the run, as none was given. They are no flags the person typed, and
-	// the next resume finds them in the run again.
-	providerFromRun bool
+	// fromRun marks the provider, base URL and model that resume filled in
+	// from the run, where no flag gave them. They are no flags the person
+	// typed, and the next resume finds them in the run again.
+	fromRun struct{ provider, baseURL, model bool }
 	// stderr is where a command says what it does before its output,
 	// such as upgrading the database.
 	stderr io.Writer
@@ -544,8 +544,11 @@ func (cf *commonFlags) resumeCommand(id string, headless bool) string {
 	if headless {
 		args = append(args, "--headless")
 	}
-	for _, f := range []struct{ name, value string }{{"--provider", cf.provider}, {"--base-url", cf.baseURL}, {"--model", cf.model}} {
-		if f.value != "" && !cf.providerFromRun {
+	for _, f := range []struct {
+		name, value string
+		fromRun     bool
+	}{{"--provider", cf.provider, cf.fromRun.provider}, {"--base-url", cf.baseURL, cf.fromRun.baseURL}, {"--model", cf.model, cf.fromRun.model}} {
+		if f.value != "" && !f.fromRun {
 			args = append(args, f.name, shellQuote(f.value))
 		}
 	}
@@ -816,14 +819,19 @@ func (cf *commonFlags) whichToResume(ctx context.Context) error {
 	return errors.New(need + "; no stored run can be continued: `swarmdeck runs` lists them")
 }
 
-// keepRunProvider makes a resume continue on the provider and model its
-// run was started with. Flags that name a provider, a base URL or a model
-// choose for themselves; without them, what the configuration and the
-// environment resolve to now (an API key set since, an edited config) must
-// not move a run elsewhere unnoticed, such as from the offline scripted
-// model to a paid one.
+// keepRunProvider makes a resume continue on the provider, server and
+// model its run was started with, each unless a flag gives it: --model
+// alone changes the model on the same server, --base-url alone moves the
+// same provider and model to another address, and --provider chooses
+// anew (its server and model then come from the flags or the
+// configuration). What the configuration and the environment resolve to
+// now (an API key set since, an edited config) must not move a run
+// elsewhere unnoticed, such as from the offline scripted model to a paid
+// one.
 func (cf *commonFlags) keepRunProvider(ctx context.Context, id string) error {
-	if cf.provider != "" || cf.baseURL != "" || cf.model != "" {
+	if cf.provider != "" {
+		// Another provider, chosen anew: the run's server and model were
+		// the old one's.
 		return nil
 	}
 	st, closeStore, err := openStore(cf)
@@ -835,9 +843,11 @@ func (cf *commonFlags) keepRunProvider(ctx context.Context, id string) error {
 	if err != nil {
 		return notFound(err)
 	}
-	cf.providerFromRun = true
 	if rec.Scripted {
-		cf.provider = config.TypeScripted
+		if cf.baseURL != "" {
+			return nil // an offline run taken to a server
+		}
+		cf.provider, cf.fromRun.provider = config.TypeScripted, true
 		return nil
 	}
 	name, _, _ := strings.Cut(rec.Provider, " (")
@@ -849,7 +859,13 @@ func (cf *commonFlags) keepRunProvider(ctx context.Context, id string) error {
 		return usageErr(fmt.Errorf("run %s was started on %s, and the configuration has no provider %q now: choose what to continue it on with --provider, --base-url and --model",
 			id, rec.Provider, name))
 	}
-	cf.provider, cf.model = name, rec.Model
+	cf.provider, cf.fromRun.provider = name, true
+	if cf.model == "" {
+		cf.model, cf.fromRun.model = rec.Model, true
+	}
+	if cf.baseURL != "" {
+		return nil // the run's server, moved: the flag says where it is now
+	}
 	label := func() (string, error) {
 		next, err := cf.configFile()
 		if err != nil {
@@ -878,7 +894,7 @@ func (cf *commonFlags) keepRunProvider(ctx context.Context, id string) error {
 	if now != rec.Provider && rec.BaseURL != "" {
 		// Started with --base-url (or a configuration that has changed
 		// since): the run says where its server was.
-		cf.baseURL = rec.BaseURL
+		cf.baseURL, cf.fromRun.baseURL = rec.BaseURL, true
 		if now, err = label(); err != nil {
 			return err
 		}
