@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -247,5 +248,73 @@ func TestMessageRefusedInACancelledRun(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	if n := calls.Load(); n != before || r.Status() != RunCancelled {
 		t.Errorf("after the refused messages: %d more model calls, run %s", n-before, r.Status())
+	}
+}
+
+// A finished child woken by a person completes again and wakes its parent,
+// which had completed too: the run reopens once and finishes once, when
+// the parent has answered again, not in the instant between the child's
+// end and its report reaching the parent.
+func TestWokenChildDoesNotFinishTheRunEarly(t *testing.T) {
+	p := policyFor(func(c *convo) scripted.Reply {
+		switch {
+		case c.isRoot() && c.turns == 0:
+			return do(call("sessions_spawn", obj{"task": "Read the README", "label": "worker", "agent": "researcher"}))
+		case c.isRoot() && c.saw("Worker again."):
+			return say("Final two.")
+		case c.isRoot() && c.saw("Worker done."):
+			return say("Final one.")
+		case c.isRoot():
+			return say("Waiting for the worker.")
+		case c.saw("more please"):
+			return say("Worker again.")
+		default:
+			return say("Worker done.")
+		}
+	})
+	e := testEngine(t, nil, p, nil)
+	sub := e.Bus().Subscribe(4096)
+	defer sub.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r, err := e.Start(ctx, "work twice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// runEvents reads run.started and run.finished until a run.finished.
+	runEvents := func() []string {
+		t.Helper()
+		var out []string
+		for {
+			select {
+			case ev := <-sub.C:
+				if ev.RunID != r.ID() || (ev.Type != event.RunStarted && ev.Type != event.RunFinished) {
+					continue
+				}
+				entry := string(ev.Type) + " " + ev.Run.Status
+				if ev.Type == event.RunFinished {
+					return append(out, entry+" "+ev.Run.Result)
+				}
+				out = append(out, entry)
+			case <-ctx.Done():
+				t.Fatalf("the run did not finish; saw %q", out)
+			}
+		}
+	}
+	if got := runEvents(); len(got) != 2 || got[1] != "run.finished completed Final one." {
+		t.Fatalf("first run: %q", got)
+	}
+	var worker *Session
+	for _, s := range r.allSessions() {
+		if s.label == "worker" {
+			worker = s
+		}
+	}
+	if err := r.SendMessage(ctx, worker.id, "more please", false); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"run.started running", "run.finished completed Final two."}
+	if got := runEvents(); !slices.Equal(got, want) {
+		t.Errorf("after waking the worker: %q; want %q", got, want)
 	}
 }

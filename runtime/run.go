@@ -417,7 +417,13 @@ func (r *Run) statusChanged(tx *store.Tx, s *Session, prev, next string) error {
 			return err
 		}
 	}
-	return r.maybeFinishTx(tx)
+	// Whether the run is over is asked once the operation has done all it
+	// does: a session that ends reports to its parent after this, and the
+	// report may wake a parent that had ended (a finished session woken by
+	// a person, completing again). Asked now, the run would finish and
+	// reopen in one breath, and whoever waits for its end would go.
+	tx.AtEnd(r.maybeFinishTx)
+	return nil
 }
 
 // maybeFinishTx ends the run when the root has ended and no session is active.

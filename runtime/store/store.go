@@ -509,7 +509,11 @@ func (s *Store) run(batch []*op) {
 		rows := tx.rowMark()
 		tx.events = tx.events[:0]
 		writes := tx.writes
+		tx.atEnd = tx.atEnd[:0]
 		err := o.fn(tx)
+		for i := 0; err == nil && i < len(tx.atEnd); i++ {
+			err = tx.atEnd[i](tx)
+		}
 		results = append(results, nil)
 		if tx.broken != nil {
 			return false

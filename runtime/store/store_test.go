@@ -1246,3 +1246,59 @@ func TestDriverValueAsDatabaseSQL(t *testing.T) {
 		t.Error("a struct converted without an error")
 	}
 }
+
+// AtEnd runs after the operation's own function, in order, in the same
+// transaction, and only when that function succeeded; an error from it
+// refuses the operation like one from the function would.
+func TestAtEndRunsAfterTheOperation(t *testing.T) {
+	var mu sync.Mutex
+	var published []string
+	s := openTest(t, func(evs []event.Event) {
+		mu.Lock()
+		for _, e := range evs {
+			published = append(published, e.Error)
+		}
+		mu.Unlock()
+	})
+	ctx := context.Background()
+	var order []string
+	err := s.Do(ctx, func(tx *Tx) error {
+		tx.AtEnd(func(tx *Tx) error {
+			order = append(order, "first")
+			tx.AtEnd(func(*Tx) error { order = append(order, "added by first"); return nil })
+			_, err := tx.Emit(event.Event{Type: event.Error, RunID: "r-1", Error: "at end"})
+			return err
+		})
+		tx.AtEnd(func(*Tx) error { order = append(order, "second"); return nil })
+		order = append(order, "fn")
+		_, err := tx.Emit(event.Event{Type: event.Error, RunID: "r-1", Error: "in fn"})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"fn", "first", "second", "added by first"}; !slices.Equal(order, want) {
+		t.Errorf("order %q; want %q", order, want)
+	}
+	order = nil
+	refused := errors.New("refused at the end")
+	err = s.Do(ctx, func(tx *Tx) error {
+		tx.AtEnd(func(*Tx) error { return refused })
+		return errors.New("the function failed")
+	})
+	if err == nil || errors.Is(err, refused) {
+		t.Errorf("an operation that failed ran its end: %v", err)
+	}
+	err = s.Do(ctx, func(tx *Tx) error {
+		tx.AtEnd(func(*Tx) error { return refused })
+		return nil
+	})
+	if !errors.Is(err, refused) {
+		t.Errorf("an end that failed: %v; want %v", err, refused)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"in fn", "at end"}; !slices.Equal(published, want) {
+		t.Errorf("published %q; want %q", published, want)
+	}
+}

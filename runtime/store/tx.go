@@ -31,7 +31,14 @@ type Tx struct {
 	savepoints []bool
 	writes     int // statements that changed the database (and queued messages)
 	broken     error
+	atEnd      []func(*Tx) error // the current operation's, see AtEnd
 }
+
+// AtEnd has fn run in the same transaction once the current operation's
+// function has returned without an error: a check that must see all the
+// operation changed, not the state halfway through it. Functions run in
+// the order they were given, and may give more.
+func (tx *Tx) AtEnd(fn func(*Tx) error) { tx.atEnd = append(tx.atEnd, fn) }
 
 func (tx *Tx) stmt(query string) (*sql.Stmt, error) {
 	if st, ok := tx.s.stmts[query]; ok {
