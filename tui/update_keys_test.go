@@ -318,6 +318,16 @@ func TestRunEndReasonOnTheStatusLine(t *testing.T) {
 		m = apply(m, runFinished("completed", ""))
 		mustContain(t, m, "run completed: the answer is the orchestrator's last message (enter on it)")
 	}
+	// Reopened (a person woke a session), the run's end is not shown any
+	// more: neither the completion nor a failure's reason.
+	for _, status := range []string{"completed", "failed"} {
+		m, _ := demoModel(t, 160, 24)
+		m = apply(m, runFinished(status, "quota"))
+		again := runFinished("running", "")
+		again.Type = event.RunStarted
+		m = apply(m, again)
+		mustNotContain(t, m, "run completed", "run failed")
+	}
 }
 
 // Keys that would act on nothing say so instead: x on a subtree that has

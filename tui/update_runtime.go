@@ -86,6 +86,13 @@ func (m *model) applyEvent(ev event.Event) {
 		}
 	case event.Error:
 		m.setStatus("runtime: "+oneLine(ev.Error), true)
+	case event.RunStarted:
+		// Reopened (a person woke a session of a run that had ended): what
+		// the status line said about its end is not so any more.
+		m.runEnd = statusLine{}
+		if m.status.text == runCompletedText {
+			m.status = statusLine{}
+		}
 	case event.RunFinished:
 		// A run that did not complete says why, where the person looks, and
 		// keeps saying it once other lines have come and gone.
@@ -95,10 +102,12 @@ func (m *model) applyEvent(ev event.Event) {
 		m.runEnd = m.runEndLine(*ev.Run)
 		m.status = statusLine{}
 		if ev.Run.Status == "completed" && !m.readOnly {
-			m.setStatus("run completed: the answer is the orchestrator's last message (enter on it)", false)
+			m.setStatus(runCompletedText, false)
 		}
 	}
 }
+
+const runCompletedText = "run completed: the answer is the orchestrator's last message (enter on it)"
 
 // runEndLine is what a run that ended without completing says on the status
 // line: why, and for an interrupted or failed run the command that
