@@ -63,10 +63,16 @@ func (m *model) openDialog(d dialog) {
 	in.CharLimit = 0
 	in.SetWidth(dialogInputWidth(m.width))
 	in.Focus()
-	if v, ok := m.drafts[draftKey(&d)]; ok {
-		in.SetValue(v)
+	if dr, ok := m.drafts[draftKey(&d)]; ok {
+		in.SetValue(dr.text)
 		in.CursorEnd()
 		d.restored = true
+		// What was chosen comes back with the text: one enter must not
+		// send it to everyone, or wake a session, against that choice.
+		d.category, d.noReply = dr.category, dr.noReply
+		if dr.subtree && dr.target != "" {
+			d.subtree, d.target = true, dr.target
+		}
 	}
 	d.input = in
 	m.dialog = d
@@ -146,18 +152,28 @@ func draftKey(d *dialog) string {
 	return ""
 }
 
+// draft is what a dialog closed with esc held: its text and its choices.
+type draft struct {
+	text     string
+	target   string // the broadcast's subtree
+	subtree  bool
+	category int
+	noReply  bool
+}
+
 // keepDraft keeps what the open dialog holds, for the next time the same
 // dialog opens: esc on a long answer must not lose it.
 func (m *model) keepDraft() {
-	k := draftKey(&m.dialog)
+	d := &m.dialog
+	k := draftKey(d)
 	if k == "" {
 		return
 	}
-	if v := m.dialog.input.Value(); strings.TrimSpace(v) != "" {
+	if v := d.input.Value(); strings.TrimSpace(v) != "" {
 		if m.drafts == nil {
-			m.drafts = map[string]string{}
+			m.drafts = map[string]draft{}
 		}
-		m.drafts[k] = v
+		m.drafts[k] = draft{text: v, target: d.target, subtree: d.subtree, category: d.category, noReply: d.noReply}
 	} else {
 		delete(m.drafts, k)
 	}

@@ -116,9 +116,10 @@ type model struct {
 	transcript  transcriptPane
 
 	dialog dialog
-	// drafts keeps what was typed into a dialog closed with esc, by the
-	// dialog it was typed into (draftKey), until it is sent.
-	drafts     map[string]string
+	// drafts keeps what was typed into a dialog closed with esc, and what
+	// was chosen there, by the dialog it was typed into (draftKey), until
+	// it is sent.
+	drafts     map[string]draft
 	showHelp   bool
 	helpScroll sheetScroll
 	detail     broadcastSheet

@@ -963,6 +963,34 @@ func TestEscKeepsWhatWasTyped(t *testing.T) {
 	mustNotContain(t, m, "what you typed before")
 }
 
+// What was chosen in a dialog closed with esc comes back with its text:
+// the broadcast's target and category, the message's no-reply. One enter
+// must not send to everyone, or wake a session, against that choice.
+func TestEscKeepsWhatWasChosen(t *testing.T) {
+	m, ctl := demoModel(t, 160, 48)
+	sel := m.selectedSession()
+	m, _ = press(t, m, "b", "tab", "ctrl+t")
+	m = typeText(t, m, "look at the docs")
+	m, _ = press(t, m, "esc", "down", "b")
+	if d := m.dialog; !d.subtree || d.target != sel || categories[d.category] != "warning" {
+		t.Fatalf("the broadcast reopened with subtree %v of %q, category %s; want the subtree of %q, warning",
+			d.subtree, d.target, categories[d.category], sel)
+	}
+	m, _ = press(t, m, "enter")
+	wantCalls(t, ctl, tuitest.Call{Op: "broadcast", Text: "look at the docs", Target: sel, Category: "warning"})
+
+	m, _ = press(t, m, "m", "tab")
+	m = typeText(t, m, "FYI only")
+	m, _ = press(t, m, "esc", "m")
+	if !m.dialog.noReply {
+		t.Fatal("the message reopened as waking; it was no-reply")
+	}
+	m, _ = press(t, m, "enter")
+	if calls := ctl.Calls(); len(calls) == 0 || !calls[len(calls)-1].NoReply {
+		t.Errorf("calls %+v; want the message sent no-reply", calls)
+	}
+}
+
 // Who is asked is said as it is: a stored run in view, where nobody can
 // answer, has sessions that ask the person running it, not "you"; and S on
 // a run that has ended, with no question left, says none can come instead
