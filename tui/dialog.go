@@ -278,8 +278,12 @@ func (m *model) sheetLines(w int) []string {
 			body = append(body, s.dim.Render(how))
 		}
 		if q.Remembered != "" {
-			body = append(body, s.dim.Render("you answered this before: ")+"“"+oneLine(q.Remembered)+"”"+
-				s.dim.Render("  ("+label(k.UseRemembered)+" to use it)"))
+			// On one line: a long answer given before must not push the
+			// question and its options out of the sheet (the key puts it
+			// in whole).
+			head, tail := "you answered this before: ", "  ("+label(k.UseRemembered)+" to use it)"
+			room := max(inner-cellWidth(head+"“”"+tail), 10)
+			body = append(body, s.dim.Render(head)+"“"+truncate(oneLine(q.Remembered), room, "…")+"”"+s.dim.Render(tail))
 		}
 		body = append(body, inputView(&d.input))
 		footer()

@@ -148,6 +148,26 @@ func TestAnswerFooterOffersRememberedOnlyWhenThereIsOne(t *testing.T) {
 	mustContain(t, m, "you answered this before: “90 days”", "tab use remembered")
 }
 
+// A long answer given before is shown on one line: the question and its
+// options stay in the sheet at 80x24, and tab still puts in all of it.
+func TestLongRememberedAnswerKeepsTheQuestionInSight(t *testing.T) {
+	snap := tuitest.Demo(t0)
+	long := strings.Repeat("a reason to wait ", 300)
+	for i := range snap.Questions {
+		snap.Questions[i].Remembered = long
+	}
+	m, ctl := newTestModel(t, snap, 80, 24)
+	m, _ = press(t, m, "a")
+	q := snap.Questions[0]
+	mustContain(t, m, "you answered this before: “a reason to wait", "…”", "> ")
+	mustContain(t, m, strings.Fields(q.Question)[0])
+	if len(q.Options) > 0 {
+		mustContain(t, m, "1. "+q.Options[0].Label)
+	}
+	m, _ = press(t, m, "tab", "enter")
+	wantCalls(t, ctl, tuitest.Call{Op: "answer", QuestionID: q.ID, Text: strings.TrimSpace(long)})
+}
+
 func TestAnswerEmptyIsRefused(t *testing.T) {
 	m, ctl := demoModel(t, 100, 30)
 	m, _ = press(t, m, "a", "enter")
