@@ -138,6 +138,9 @@ func TestCLIRefusesMistakes(t *testing.T) {
 		{[]string{"run", "--headless", "--db", fresh}, 2, "(usage: swarmdeck run [--headless] [--json] [--control -] GOAL)", ""},
 		{[]string{"--db", fresh, "rnus"}, 2, `unknown command "rnus": did you mean run or runs?`, ""},
 		{[]string{"--db", fresh, "exprot"}, 2, `swarmdeck run "exprot"`, ""},
+		// So does one followed by a run id; a goal of several words is a goal.
+		{[]string{"--db", fresh, "resum", "r-af3162"}, 2, `unknown command "resum": did you mean resume? (to run it as a goal: swarmdeck run "resum r-af3162")`, ""},
+		{[]string{"--db", fresh, "rnus", "the", "tests"}, 2, "the dashboard needs a terminal", ""},
 		// Words people use for a command elsewhere point to it.
 		{[]string{"--db", fresh, "list"}, 2, `unknown command "list": did you mean runs?`, ""},
 		{[]string{"--db", fresh, "continue"}, 2, `unknown command "continue": did you mean resume?`, ""},

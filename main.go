@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	goruntime "runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -144,6 +145,21 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return runtime.ExitUsage
 }
 
+// looksLikeRunID reports whether s has the shape of a run's id: r- and
+// six hex digits.
+func looksLikeRunID(s string) bool {
+	hex, ok := strings.CutPrefix(s, "r-")
+	if !ok || len(hex) != 6 {
+		return false
+	}
+	for _, c := range hex {
+		if !strings.ContainsRune("0123456789abcdef", c) {
+			return false
+		}
+	}
+	return true
+}
+
 func newRootCmd(stdin io.Reader, stdout, stderr io.Writer) (*cobra.Command, *commonFlags) {
 	cf := commonFlags{stderr: stderr}
 	root := &cobra.Command{
@@ -158,11 +174,13 @@ Without an API key it uses the scripted model, so "swarmdeck" works offline.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			// A lone word close to a command's name is a typo, not a goal.
-			if len(args) == 1 && !strings.ContainsAny(args[0], " \t") {
+			// A lone word close to a command's name is a typo, not a goal;
+			// so is one followed by a run id (`swarmdeck resum r-3f9a1c`).
+			if len(args) > 0 && !strings.ContainsAny(args[0], " \t") && (len(args) == 1 || slices.ContainsFunc(args[1:], looksLikeRunID)) {
 				if near := cmd.SuggestionsFor(args[0]); len(near) > 0 {
+					goal := strings.Join(args, " ")
 					return usageErr(fmt.Errorf("unknown command %q: did you mean %s? (to run it as a goal: swarmdeck run %q)",
-						args[0], strings.Join(near, " or "), args[0]))
+						args[0], strings.Join(near, " or "), goal))
 				}
 			}
 			return dashboard(cmd.Context(), &cf, strings.Join(args, " "), "", false, stdout)
