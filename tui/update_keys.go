@@ -37,6 +37,11 @@ func (m *model) handleKey(k tea.KeyPressMsg) tea.Cmd {
 	case m.broadcasts.filtering:
 		return m.filterKey(k)
 	}
+	if m.status.note {
+		// A note answers the key before this one ("no next sibling"): the
+		// next key acts anew, and may say something of its own.
+		m.status = statusLine{}
+	}
 
 	switch {
 	case key.Matches(k, keys.Quit):

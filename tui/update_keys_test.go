@@ -1045,3 +1045,17 @@ func TestHeaderProviderWholeOrNot(t *testing.T) {
 	m, _ = demoModel(t, 100, 30)
 	mustNotContain(t, m, "· scripted /")
 }
+
+// A note answers one key: the next key that works takes it away, in a
+// transcript as on the dashboard.
+func TestNoteGoesWithTheNextKey(t *testing.T) {
+	m, _ := demoModel(t, 160, 48)
+	m, _ = press(t, m, "enter", "p")
+	mustContain(t, m, "no parent: this is a root session")
+	m, _ = press(t, m, "c")
+	mustNotContain(t, m, "no parent")
+	m, _ = press(t, m, "esc", "p", "p")
+	mustContain(t, m, "no parent: this is a root session")
+	m, _ = press(t, m, "down")
+	mustNotContain(t, m, "no parent")
+}
