@@ -108,6 +108,15 @@ type model struct {
 	width, height int
 	screen        screen
 	focus         focus
+	// back is where esc from a transcript returns when it was opened from
+	// another pane than Sessions (a plan task, a delegation, a broadcast):
+	// that pane, with the tree's selection as it was, so the pane shows
+	// what it showed.
+	back struct {
+		set      bool
+		focus    focus
+		selected string
+	}
 
 	sessions    sessionsPane
 	broadcasts  broadcastsPane

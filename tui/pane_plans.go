@@ -96,7 +96,8 @@ func (p *plansPane) Render(c *renderCtx) []string {
 		title += " · " + c.st.sessionName(p.session)
 		body = append(body, " "+s.dim.Render("the plan is empty"))
 	default:
-		title += " · " + c.st.sessionName(p.session)
+		// With its id: two orchestrators' plans are told apart.
+		title += " · " + c.st.sessionName(p.session) + " · " + p.session
 		tasks := planView(plan.Tasks)
 		summary := planSummary(tasks)
 		if n := c.st.sessions[p.session]; n != nil && c.st.waitingHuman(n) {

@@ -58,6 +58,7 @@ func (m *model) broadcastSheetKey(k tea.KeyPressMsg) tea.Cmd {
 			return nil
 		}
 		m.closeBroadcastSheet()
+		m.comeBackHere()
 		return m.openSession(id)
 	default:
 		m.detail.scroll.key(k, keys)

@@ -487,6 +487,7 @@ func (m *model) openPlanTask() tea.Cmd {
 // is none.
 func (m *model) openDelegation(d *event.DelegationInfo) tea.Cmd {
 	if d.SessionID != "" && m.st.sessions[d.SessionID] != nil {
+		m.comeBackHere()
 		return m.openSession(d.SessionID)
 	}
 	why := "has no session to open"
@@ -583,6 +584,12 @@ func (m *model) relative(id string, k tea.KeyPressMsg) (string, bool) {
 	return to.info.ID, true
 }
 
+// comeBackHere has esc from the transcript about to open return to the
+// focused pane with the tree's selection as it is now.
+func (m *model) comeBackHere() {
+	m.back.set, m.back.focus, m.back.selected = true, m.focus, m.sessions.selected
+}
+
 // openSession opens the session view on a session and reads its transcript.
 func (m *model) openSession(id string) tea.Cmd {
 	n := m.st.sessions[id]
@@ -604,6 +611,11 @@ func (m *model) sessionKey(k tea.KeyPressMsg) tea.Cmd {
 		m.screen = screenDashboard
 		m.focus = focusSessions
 		m.sessions.selectID(m.st, t.sessionID)
+		if m.back.set {
+			m.focus = m.back.focus
+			m.sessions.selectID(m.st, m.back.selected)
+			m.back.set = false
+		}
 		return nil
 	case key.Matches(k, keys.Parent, keys.PrevSibling, keys.NextSibling, keys.FirstChild):
 		if id, ok := m.relative(t.sessionID, k); ok {

@@ -164,7 +164,7 @@ func TestLongRememberedAnswerKeepsTheQuestionInSight(t *testing.T) {
 	if len(q.Options) > 0 {
 		mustContain(t, m, "1. "+q.Options[0].Label)
 	}
-	m, _ = press(t, m, "tab", "enter")
+	press(t, m, "tab", "enter")
 	wantCalls(t, ctl, tuitest.Call{Op: "answer", QuestionID: q.ID, Text: strings.TrimSpace(long)})
 }
 
@@ -944,7 +944,13 @@ func TestPlanTaskOpensItsDelegatedSession(t *testing.T) {
 	}
 	mustContain(t, m, "Transcript · orchestrator (d-1) · s-dlg1")
 
-	m, _ = press(t, m, "esc", "shift+tab", "down", "enter") // Delegations: dl-2
+	// Esc returns to the Plans pane, on the plan it showed.
+	m, _ = press(t, m, "esc")
+	if m.focus != focusPlans || m.plans.session != "s-root" {
+		t.Fatalf("esc returned to pane %d showing the plan of %q; want Plans with the root's", m.focus, m.plans.session)
+	}
+	mustContain(t, m, "Plans · orchestrator · s-root")
+	m, _ = press(t, m, "tab", "down", "enter") // Delegations: dl-2
 	mustContain(t, m, "· delegation dl-2 failed before it started a session")
 }
 
@@ -1005,7 +1011,7 @@ func TestEscKeepsWhatWasChosen(t *testing.T) {
 	if !m.dialog.noReply {
 		t.Fatal("the message reopened as waking; it was no-reply")
 	}
-	m, _ = press(t, m, "enter")
+	press(t, m, "enter")
 	if calls := ctl.Calls(); len(calls) == 0 || !calls[len(calls)-1].NoReply {
 		t.Errorf("calls %+v; want the message sent no-reply", calls)
 	}
