@@ -127,7 +127,7 @@ func (m *model) helpContent(width int) []string {
 	}
 
 	out = append(out, "")
-	for _, l := range wrap("Sessions: TIME is the session's own, TOKENS the session's and everything under it.", width) {
+	for _, l := range wrap("Sessions: TIME runs from the session's start to its last end (a session woken again counts the time between), TOKENS are the session's and everything under it.", width) {
 		out = append(out, s.dim.Render(l))
 	}
 	return out
