@@ -109,6 +109,10 @@ func TestCLIRefusesMistakes(t *testing.T) {
 	if err := os.WriteFile(notDB, []byte(strings.Repeat("not a database\n", 100)), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	badLimits := filepath.Join(dir, "badlimits.yaml")
+	if err := os.WriteFile(badLimits, []byte("limits:\n  max_turns_per_session: -3\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		args   []string
 		code   int
@@ -174,6 +178,11 @@ func TestCLIRefusesMistakes(t *testing.T) {
 		// A log_file that cannot be written is named, not dropped silently.
 		{[]string{"run", "--headless", "--config", badLog, "--db", fresh, "a goal"}, 2, badLog + ":1: log_file: cannot write the log at " + dir + ": is a directory", ""},
 		{[]string{"runs", "--db", dir}, 2, dir, ""},
+		// A configuration with a mistake does not stop reading the database
+		// --db names; without --db it names the database, so it is refused.
+		{[]string{"runs", "--config", badLimits, "--db", stored}, 0, "reading " + stored + " without the configuration, which has a mistake: " + badLimits + ":2:", "r-000001"},
+		{[]string{"export", "--config", badLimits, "--db", stored, "r-000001"}, 0, "without the configuration", `"id": "r-000001"`},
+		{[]string{"runs", "--config", badLimits}, 2, badLimits + ":2: limits.max_turns_per_session", ""},
 		{[]string{"export", "--db", notDB}, 2, notDB, ""},
 		{[]string{"export", "--db", fresh}, 2, "no database at " + fresh, ""},
 		{[]string{"view", "--db", fresh, "r-000001"}, 2, "no database at " + fresh, ""},

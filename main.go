@@ -1179,7 +1179,17 @@ func completeRunIDs(cf *commonFlags, keep func(*store.Run) bool) cobra.Completio
 func storedDB(cf *commonFlags) (string, *config.Config, error) {
 	cfg, err := cf.configFile()
 	if err != nil {
-		return "", nil, err
+		if cf.db == "" {
+			return "", nil, err
+		}
+		// --db names the database, so reading it needs nothing else from a
+		// configuration that cannot be read: it is said, not refused.
+		if cf.stderr != nil {
+			fmt.Fprintf(cf.stderr, "swarmdeck: reading %s without the configuration, which has a mistake: %s\n",
+				runtime.TerminalText(cf.db), runtime.TerminalText(err.Error()))
+		}
+		cfg = config.Defaults()
+		cfg.DB = cf.db
 	}
 	db := cfg.DBPath()
 	if _, err := os.Stat(db); errors.Is(err, os.ErrNotExist) {
