@@ -1,11 +1,14 @@
 package runtime
 
 import (
+	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/swarmdeck/swarmdeck/agents"
 	"github.com/swarmdeck/swarmdeck/runtime/config"
+	"github.com/swarmdeck/swarmdeck/runtime/event"
 	"github.com/swarmdeck/swarmdeck/runtime/scripted"
 	"github.com/swarmdeck/swarmdeck/runtime/store"
 )
@@ -452,5 +455,63 @@ func TestBroadcastDuringFinalTurnReachesHistory(t *testing.T) {
 	}
 	if listener.Turns != 1 || listener.Status != "completed" {
 		t.Errorf("listener %s after %d turns", listener.Status, listener.Turns)
+	}
+}
+
+// A person's broadcast or message names, in its event, the session it went
+// to, or the orchestrator's when it went to the whole run: every event
+// line names a session.
+func TestHumanBroadcastEventNamesASession(t *testing.T) {
+	held, release := newGate(), newGate()
+	defer release.open()
+	p := policyFor(func(c *convo) scripted.Reply {
+		switch {
+		case c.isRoot() && c.turns == 0:
+			return do(call("sessions_spawn", obj{"task": "Read the README", "label": "worker", "agent": "researcher"}))
+		case c.isRoot():
+			return say("Waiting for the worker.")
+		}
+		held.open()
+		release.wait()
+		return say("done")
+	})
+	e := testEngine(t, nil, p, nil)
+	sub := e.Bus().Subscribe(1024)
+	defer sub.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r, err := e.Start(ctx, "hold on")
+	if err != nil {
+		t.Fatal(err)
+	}
+	held.wait()
+	if err := r.Broadcast(ctx, "all of you", "all", "context"); err != nil {
+		t.Fatal(err)
+	}
+	var worker string
+	for _, s := range r.allSessions() {
+		if s.label == "worker" {
+			worker = s.id
+		}
+	}
+	if err := r.SendMessage(ctx, worker, "just you", true); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range [][2]string{{"all of you", r.root.id}, {"just you", worker}} {
+		want, to := w[0], w[1]
+		for {
+			select {
+			case ev := <-sub.C:
+				if ev.Type != event.BroadcastSent || ev.Broadcast.Message != want {
+					continue
+				}
+				if ev.SessionID != to {
+					t.Errorf("broadcast.sent of %q names session %q; want %q", want, ev.SessionID, to)
+				}
+			case <-ctx.Done():
+				t.Fatalf("no broadcast.sent for %q", want)
+			}
+			break
+		}
 	}
 }

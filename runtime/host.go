@@ -708,7 +708,16 @@ func (r *Run) recordFeedTx(tx *store.Tx, b *store.Broadcast) error {
 			info.Recipients = append(info.Recipients, rc.SessionID)
 		}
 	}
-	ev, err := tx.Emit(event.Event{Type: event.BroadcastSent, RunID: r.id, SessionID: b.FromSession, Broadcast: info})
+	sid := b.FromSession
+	if sid == "" {
+		// A person's: the event names the session it went to, or the
+		// orchestrator's when it went to the whole run.
+		sid = r.rootID()
+		if b.Target != "" && b.Target != "all" && r.session(b.Target) != nil {
+			sid = b.Target
+		}
+	}
+	ev, err := tx.Emit(event.Event{Type: event.BroadcastSent, RunID: r.id, SessionID: sid, Broadcast: info})
 	if err != nil {
 		return err
 	}
