@@ -351,6 +351,21 @@ func TestResumeCommandCarriesTheFlags(t *testing.T) {
 	}
 }
 
+// The command that continues a failed run repeats the flags given, except
+// a model the server does not have: another one fixes that failure.
+func TestResumeAfterFailureDropsAModelTheServerLacks(t *testing.T) {
+	cf := commonFlags{db: "/tmp/a.db", provider: "ollama", model: "llama3"}
+	noModel := `404 Not Found: model "llama3" not found (the server has no model "llama3" but serves 2 models: llama3.1:latest, qwen2.5:7b)`
+	for _, tc := range []struct{ why, want string }{
+		{"429 Too Many Requests: quota", "swarmdeck resume --headless --provider ollama --model llama3 --db /tmp/a.db r-1"},
+		{noModel, "swarmdeck resume --headless --provider ollama --model MODEL --db /tmp/a.db r-1 (MODEL: one the server serves)"},
+	} {
+		if got := cf.resumeAfterFailure("r-1", tc.why, true); got != tc.want {
+			t.Errorf("after %q:\n got %s\nwant %s", tc.why, got, tc.want)
+		}
+	}
+}
+
 // The command that continues a resumed run repeats the provider flags the
 // person gave, not those the resume took from the run, which the next
 // resume takes from it again.

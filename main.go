@@ -30,6 +30,7 @@ import (
 	"github.com/swarmdeck/swarmdeck/runtime/bench"
 	"github.com/swarmdeck/swarmdeck/runtime/config"
 	"github.com/swarmdeck/swarmdeck/runtime/event"
+	"github.com/swarmdeck/swarmdeck/runtime/llm"
 	"github.com/swarmdeck/swarmdeck/runtime/scripted"
 	"github.com/swarmdeck/swarmdeck/runtime/store"
 	"github.com/swarmdeck/swarmdeck/tui"
@@ -541,7 +542,8 @@ func headlessRun(ctx context.Context, cf *commonFlags, use engineFor, asJSON, de
 		// Why it failed is printed (or in the events); the way back is
 		// not, and a failure is often fixed outside swarmdeck (credit, a
 		// key, a server, a limit in the configuration).
-		err = fmt.Errorf("run %s failed; once the cause is fixed, continue it with: %s", run.ID(), cf.resumeCommand(run.ID(), true))
+		_, why := run.Result()
+		err = fmt.Errorf("run %s failed; once the cause is fixed, continue it with: %s", run.ID(), cf.resumeAfterFailure(run.ID(), why, true))
 	}
 	if code != runtime.ExitOK || err != nil {
 		return &exitError{code, err}
@@ -552,6 +554,19 @@ func headlessRun(ctx context.Context, cf *commonFlags, use engineFor, asJSON, de
 // withResume is an interrupted run's error with the command that continues it.
 func (cf *commonFlags) withResume(ie *runtime.InterruptedError, headless bool) error {
 	return fmt.Errorf("%w; continue it with: %s", ie, cf.resumeCommand(ie.RunID, headless))
+}
+
+// resumeAfterFailure is the command that continues a failed run once the
+// cause is fixed. A model the server does not have is fixed by naming
+// another, so the command does not repeat the one given: MODEL stands for
+// one the server serves, which the failure lists.
+func (cf *commonFlags) resumeAfterFailure(id, why string, headless bool) string {
+	if llm.SaysNoSuchModel(why) {
+		c := *cf
+		c.model, c.fromRun.model = "MODEL", false
+		return c.resumeCommand(id, headless) + " (MODEL: one the server serves)"
+	}
+	return cf.resumeCommand(id, headless)
 }
 
 // resumeCommand is the command line that continues run id, on the provider
@@ -1370,7 +1385,7 @@ func (cf *commonFlags) dashboardEnd(run *runtime.Run, stdout io.Writer) error {
 			if why == "" {
 				why = "run " + run.ID() + " failed"
 			}
-			return &exitError{runtime.ExitFailed, fmt.Errorf("%s; once the cause is fixed, continue it with: %s", why, cf.resumeCommand(run.ID(), false))}
+			return &exitError{runtime.ExitFailed, fmt.Errorf("%s; once the cause is fixed, continue it with: %s", why, cf.resumeAfterFailure(run.ID(), why, false))}
 		}
 		if why != "" {
 			return &exitError{runtime.ExitFailed, errors.New(why)}

@@ -668,7 +668,7 @@ func (r *Run) storeFailed(err error) {
 	if finished || !r.stopping.CompareAndSwap(false, true) {
 		return
 	}
-	reason := fmt.Sprintf("the database failed, so the run stopped where it was (what was stored before stays; `swarmdeck resume %s` continues it once the cause is fixed): %v", r.id, err)
+	reason := fmt.Sprintf("the database failed, so the run stopped where it was (what was stored before stays; resume the run once the cause is fixed): %v", err)
 	r.halt(errors.New(reason))
 	r.mu.Lock()
 	r.finished = true

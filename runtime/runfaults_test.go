@@ -786,7 +786,7 @@ func TestRunStopsWhenTheStoreFails(t *testing.T) {
 		}
 	}
 	if last.Type != event.RunFinished || last.Run == nil || last.Run.Status != RunFailed || !strings.Contains(last.Run.Error, "the database failed") ||
-		!strings.Contains(last.Run.Error, "a write half done") || !strings.Contains(last.Run.Error, "swarmdeck resume "+run.ID()) {
+		!strings.Contains(last.Run.Error, "a write half done") || !strings.Contains(last.Run.Error, "resume the run once the cause is fixed") {
 		t.Fatalf("last event %s %+v, want run.finished, failed, with the database's error and how to resume", last.Type, last.Run)
 	}
 	if got := run.Status(); got != RunFailed {

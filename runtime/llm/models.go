@@ -138,6 +138,13 @@ func parseModels(body []byte) []string {
 	return ids
 }
 
+// noModelPhrase starts the hint for a model the server does not have.
+const noModelPhrase = "the server has no model "
+
+// SaysNoSuchModel reports whether a failure's reason is that the server
+// does not have the model asked for: another model fixes it, not a retry.
+func SaysNoSuchModel(reason string) bool { return strings.Contains(reason, noModelPhrase) }
+
 // modelsHint is the hint for a model the server does not know, given the
 // models it lists; "" when the list does not help (empty, or it holds the
 // model after all, and the default hint stands).
@@ -164,7 +171,7 @@ func modelsHint(model string, models []string) string {
 	}
 	ranked = append(ranked, rest...)
 	var b strings.Builder
-	b.WriteString("the server has no model ")
+	b.WriteString(noModelPhrase)
 	b.WriteString(strconv.Quote(model))
 	b.WriteString(" but serves ")
 	if len(ranked) > 1 {
