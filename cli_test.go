@@ -145,6 +145,9 @@ func TestCLIRefusesMistakes(t *testing.T) {
 		// So does one followed by a run id; a goal of several words is a goal.
 		{[]string{"--db", fresh, "resum", "r-af3162"}, 2, `unknown command "resum": did you mean resume? (to run it as a goal: swarmdeck run "resum r-af3162")`, ""},
 		{[]string{"--db", fresh, "rnus", "the", "tests"}, 2, "the dashboard needs a terminal", ""},
+		// Help on something that is no command says so.
+		{[]string{"help", "nosuch"}, 2, `no help on "nosuch": there is no such command`, ""},
+		{[]string{"help", "resume"}, 0, "", "resume continues a stored run"},
 		// Words people use for a command elsewhere point to it.
 		{[]string{"--db", fresh, "list"}, 2, `unknown command "list": did you mean runs?`, ""},
 		{[]string{"--db", fresh, "continue"}, 2, `unknown command "continue": did you mean resume?`, ""},

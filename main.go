@@ -207,6 +207,20 @@ Without an API key it uses the scripted model, so "swarmdeck" works offline.`,
 	for _, c := range root.Commands() {
 		c.Args = argsWithUsage(c.Args)
 	}
+	// cobra's help command shows the root's help, with status 0, for a
+	// topic it does not know: a typo would look answered.
+	root.SetHelpCommand(&cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		RunE: func(c *cobra.Command, args []string) error {
+			cmd, rest, err := c.Root().Find(args)
+			if err != nil || cmd == nil || len(rest) > 0 || (len(args) > 0 && cmd == c.Root()) {
+				return usageErr(fmt.Errorf("no help on %q: there is no such command (swarmdeck --help lists them)", strings.Join(args, " ")))
+			}
+			cmd.InitDefaultHelpFlag()
+			return cmd.Help()
+		},
+	})
 	// cobra's completion command shows its help, with status 0, for a shell
 	// it does not know: `completion tcsh > file` filled the file with help.
 	root.InitDefaultCompletionCmd()
