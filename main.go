@@ -212,6 +212,15 @@ Without an API key it uses the scripted model, so "swarmdeck" works offline.`,
 	root.SetHelpCommand(&cobra.Command{
 		Use:   "help [command]",
 		Short: "Help about any command",
+		ValidArgsFunction: func(c *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+			var names []string
+			for _, sc := range c.Root().Commands() {
+				if len(args) == 0 && sc.IsAvailableCommand() && strings.HasPrefix(sc.Name(), toComplete) {
+					names = append(names, sc.Name())
+				}
+			}
+			return names, cobra.ShellCompDirectiveNoFileComp
+		},
 		RunE: func(c *cobra.Command, args []string) error {
 			cmd, rest, err := c.Root().Find(args)
 			if err != nil || cmd == nil || len(rest) > 0 || (len(args) > 0 && cmd == c.Root()) {
