@@ -17,6 +17,7 @@ import (
 	"github.com/swarmdeck/swarmdeck/agents"
 	"github.com/swarmdeck/swarmdeck/runtime/config"
 	"github.com/swarmdeck/swarmdeck/runtime/event"
+	"github.com/swarmdeck/swarmdeck/runtime/internal/runlock"
 	"github.com/swarmdeck/swarmdeck/runtime/scripted"
 	"github.com/swarmdeck/swarmdeck/runtime/store"
 )
@@ -821,5 +822,49 @@ func TestViewOfARunLeftByADeadProcess(t *testing.T) {
 	}
 	if run := v.Snapshot().Run; run.Status != RunInterrupted || !strings.Contains(run.Error, "no swarmdeck process is running it") {
 		t.Fatalf("viewed as %s (%q)", run.Status, run.Error)
+	}
+}
+
+// A view that follows a run another process runs shows it stopped once
+// that process is gone without a word (killed), instead of running for
+// ever.
+func TestViewNoticesTheRunsProcessDied(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "swarmdeck.db")
+	e := limEngineAt(t, db, nil)
+	err := e.Store().Do(context.Background(), func(tx *store.Tx) error {
+		return tx.InsertRun(&store.Run{ID: "r-live01", Goal: "g", Status: RunRunning, CreatedAt: time.Now()})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lock, err := runlock.Acquire(runlock.Dir(db), "r-live01") // the other process
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	v, err := e.View(ctx, "r-live01")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run := v.Snapshot().Run; run.Status != RunRunning {
+		t.Fatalf("viewed as %s while its process runs", run.Status)
+	}
+	sub := v.Subscribe(64)
+	defer sub.Close()
+	lock.Release() // killed
+	for {
+		select {
+		case ev := <-sub.C:
+			if ev.Type != event.RunFinished {
+				continue
+			}
+			if ev.Run.Status != RunInterrupted || !strings.Contains(ev.Run.Error, "no swarmdeck process is running it") {
+				t.Fatalf("run.finished says %s (%q)", ev.Run.Status, ev.Run.Error)
+			}
+			return
+		case <-ctx.Done():
+			t.Fatal("the view never noticed that the run's process is gone")
+		}
 	}
 }

@@ -160,6 +160,8 @@ func (v *storedRun) follow(ctx context.Context, after int64) {
 	t := time.NewTicker(followEvery)
 	defer t.Stop()
 	st := v.e.store
+	run := v.snap.Run // as last seen
+	var quietSince time.Time
 	for {
 		select {
 		case <-t.C:
@@ -176,15 +178,51 @@ func (v *storedRun) follow(ctx context.Context, after int64) {
 			continue
 		}
 		if len(evs) == 0 {
+			// A run whose process died writes nothing more, and says
+			// nothing of it: after a quiet while, ask whether a process
+			// still runs it, and show it stopped if none does.
+			if run.Status != RunRunning {
+				continue
+			}
+			if quietSince.IsZero() {
+				quietSince = time.Now()
+			} else if time.Since(quietSince) >= orphanCheckEvery {
+				quietSince = time.Now()
+				if Orphaned(st.Path(), v.id, RunRunning) {
+					run.Status, run.Error = RunInterrupted, OrphanedRunReason
+					info := run
+					v.e.bus.Publish(event.Event{Type: event.RunFinished, Time: v.e.now(), RunID: v.id, SessionID: v.rootID(), Run: &info})
+				}
+			}
 			continue
 		}
+		quietSince = time.Time{}
 		if err := fillMessages(ctx, st, v.id, evs); err != nil {
 			v.e.log.Warn("view: could not read the run's new messages", "run", v.id, "err", err)
 			continue
 		}
+		for _, e := range evs {
+			if (e.Type == event.RunStarted || e.Type == event.RunFinished) && e.Run != nil {
+				run = *e.Run
+			}
+		}
 		v.e.bus.Publish(evs...)
 		after = evs[len(evs)-1].Seq
 	}
+}
+
+// orphanCheckEvery is how long a followed run that is stored as running
+// may stay quiet before the view asks whether a process still runs it.
+const orphanCheckEvery = 2 * time.Second
+
+// rootID is the viewed run's root session.
+func (v *storedRun) rootID() string {
+	for _, s := range v.snap.Sessions {
+		if s.ParentID == "" {
+			return s.ID
+		}
+	}
+	return ""
 }
 
 // fillMessages puts back the content of the messages that logged events
