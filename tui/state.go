@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"slices"
 	"time"
 
 	"github.com/swarmdeck/swarmdeck/runtime/event"
@@ -83,6 +84,7 @@ type runState struct {
 
 	questions []event.QuestionInfo // open questions for the human, oldest first
 	asking    map[string]int       // open questions per asking session
+	held      []event.QuestionInfo // open questions of a run that has stopped, shown again if it goes on
 }
 
 func newRunState() *runState {
@@ -153,6 +155,19 @@ func (s *runState) apply(ev event.Event) bool {
 			s.runEnded = ev.Time
 			if ev.Run != nil && !ev.Run.EndedAt.IsZero() {
 				s.runEnded = ev.Run.EndedAt
+			}
+		}
+		switch {
+		case !s.runActive() && len(s.questions) > 0:
+			// A stopped run's questions cannot be answered until it is
+			// resumed: they leave the banner, and come back with the run.
+			s.held = append(s.held, s.questions...)
+			s.questions, s.asking = nil, map[string]int{}
+		case s.runActive() && len(s.held) > 0:
+			held := s.held
+			s.held = nil
+			for _, q := range held {
+				s.openQuestion(q)
 			}
 		}
 	case event.SessionCreated, event.SessionStatus:
@@ -352,6 +367,7 @@ func (s *runState) openQuestion(q event.QuestionInfo) {
 }
 
 func (s *runState) closeQuestion(id string) {
+	s.held = slices.DeleteFunc(s.held, func(q event.QuestionInfo) bool { return q.ID == id })
 	for i := range s.questions {
 		if s.questions[i].ID == id {
 			s.asking[s.questions[i].FromSession]--

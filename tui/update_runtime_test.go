@@ -352,6 +352,23 @@ func TestInterruptedRunShowsItsSessionsStopped(t *testing.T) {
 	wantCalls(t, ctl)
 }
 
+// A stopped run's questions cannot be answered: the banner and the count
+// of sessions that ask go, and come back if the run goes on (a resume
+// followed in a view), less any question closed meanwhile.
+func TestStoppedRunHidesItsQuestionsUntilResumed(t *testing.T) {
+	m, _ := demoModel(t, 160, 48)
+	mustContain(t, m, " asks: ", "2 ask you")
+	m = apply(m, runFinished("interrupted", "killed"))
+	mustNotContain(t, m, " asks: ", "ask you")
+	closed := ev(event.QuestionClosed, "")
+	closed.Question = &event.QuestionInfo{ID: m.st.held[1].ID, Status: "closed"}
+	m = apply(m, closed)
+	again := runFinished("running", "")
+	again.Type = event.RunStarted
+	m = apply(m, again)
+	mustContain(t, m, " asks: ", "1 of 1", "1 asks you")
+}
+
 // sessionStatus applies a session.status event for id, its info as the
 // model has it, changed by change.
 func sessionStatus(m Model, id string, change func(*event.SessionInfo)) Model {
