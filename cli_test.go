@@ -186,6 +186,8 @@ func TestCLIRefusesMistakes(t *testing.T) {
 		{[]string{"runs", "--config", badLimits, "--db", stored}, 0, "reading " + stored + " without the configuration, which has a mistake: " + badLimits + ":2:", "r-000001"},
 		{[]string{"export", "--config", badLimits, "--db", stored, "r-000001"}, 0, "without the configuration", `"id": "r-000001"`},
 		{[]string{"runs", "--config", badLimits}, 2, badLimits + ":2: limits.max_turns_per_session", ""},
+		// view needs the configuration (its keys): one message, no promise.
+		{[]string{"view", "--config", badLimits, "--db", stored}, 2, badLimits + ":2: limits.max_turns_per_session", ""},
 		{[]string{"export", "--db", notDB}, 2, notDB, ""},
 		{[]string{"export", "--db", fresh}, 2, "no database at " + fresh, ""},
 		{[]string{"view", "--db", fresh, "r-000001"}, 2, "no database at " + fresh, ""},

@@ -64,6 +64,10 @@ type commonFlags struct {
 	// from the run, where no flag gave them. They are no flags the person
 	// typed, and the next resume finds them in the run again.
 	fromRun struct{ provider, baseURL, model bool }
+	// onlyDB: the command needs the database and nothing else from the
+	// configuration (runs, export), so with --db a configuration that
+	// cannot be read is left out instead of refused.
+	onlyDB bool
 	// stderr is where a command says what it does before its output,
 	// such as upgrading the database.
 	stderr io.Writer
@@ -678,6 +682,7 @@ stopped* run is "interrupted" there, with "stopped": true, as export says.`,
 			if limit < 0 {
 				return usageErr(fmt.Errorf("--limit %d is negative: give how many of the newest runs to list, or 0 for all", limit))
 			}
+			cf.onlyDB = true
 			st, closeStore, err := openStore(cf)
 			var nd *noDBError
 			if errors.As(err, &nd) {
@@ -772,6 +777,7 @@ func exportCmd(cf *commonFlags, stdout io.Writer) *cobra.Command {
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: completeRunIDs(cf, nil),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			cf.onlyDB = true
 			st, closeStore, err := openStore(cf)
 			if err != nil {
 				return err
@@ -1217,7 +1223,7 @@ func completeRunIDs(cf *commonFlags, keep func(*store.Run) bool) cobra.Completio
 func storedDB(cf *commonFlags) (string, *config.Config, error) {
 	cfg, err := cf.configFile()
 	if err != nil {
-		if cf.db == "" {
+		if cf.db == "" || !cf.onlyDB {
 			return "", nil, err
 		}
 		// --db names the database, so reading it needs nothing else from a
