@@ -189,7 +189,7 @@ func (m *model) renderFooter() string {
 		h := sessionHelp{&m.keys}
 		full, short = h.ShortHelp(), h.compactHelp()
 	default:
-		full, short = m.keys.ShortHelp(), m.keys.compactHelp()
+		full, short = m.keys.ShortHelp(), m.keys.compactHelp(len(m.st.questions) > 0)
 	}
 	if m.dialog.kind == dialogNone && (m.readOnly || m.st.run.Status == "interrupted") {
 		full, short = m.keys.withoutActions(full), m.keys.withoutActions(short)

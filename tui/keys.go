@@ -168,9 +168,15 @@ func (k keyMap) withoutActions(bs []key.Binding) []key.Binding {
 	return out
 }
 
-// compactHelp is the footer when ShortHelp does not fit.
-func (k keyMap) compactHelp() []key.Binding {
-	return []key.Binding{k.FocusNext, k.Open, k.Broadcast, k.Answer, k.Help, k.Quit}
+// compactHelp is the footer when ShortHelp does not fit; where even that
+// does not fit, the keys before help and quit go from the last. asking
+// puts the answer key first, as the banner's question waits for it;
+// without a question it is left out.
+func (k keyMap) compactHelp(asking bool) []key.Binding {
+	if asking {
+		return []key.Binding{k.Answer, k.FocusNext, k.Open, k.Broadcast, k.Help, k.Quit}
+	}
+	return []key.Binding{k.FocusNext, k.Open, k.Broadcast, k.Help, k.Quit}
 }
 
 // FullHelp is every action, grouped as on the `?` sheet (which adds the
@@ -193,7 +199,7 @@ func (h sessionHelp) ShortHelp() []key.Binding {
 
 func (h sessionHelp) compactHelp() []key.Binding {
 	k := h.k
-	return []key.Binding{k.Collapse, k.Parent, k.FirstChild, k.Back, k.Help, k.Quit}
+	return []key.Binding{k.Back, k.Collapse, k.Parent, k.FirstChild, k.Help, k.Quit}
 }
 func (h sessionHelp) FullHelp() [][]key.Binding { return h.k.FullHelp() }
 
