@@ -109,14 +109,10 @@ type model struct {
 	screen        screen
 	focus         focus
 	// back is where esc from a transcript returns when it was opened from
-	// another pane than Sessions (a plan task, a delegation, a broadcast):
-	// that pane, with the tree's selection as it was, so the pane shows
-	// what it showed.
-	back struct {
-		set      bool
-		focus    focus
-		selected string
-	}
+	// another pane than Sessions: that pane, and for a plan task the
+	// tree's selection as it was (the Plans pane shows the selected
+	// session's plan), for a broadcast its sheet.
+	back backTo
 
 	sessions    sessionsPane
 	broadcasts  broadcastsPane
@@ -305,6 +301,14 @@ func (m *model) handleTick() tea.Cmd {
 		return tickCmd(tickFast)
 	}
 	return tickCmd(tickSlow)
+}
+
+// backTo is where esc from a transcript goes (see model.back).
+type backTo struct {
+	set      bool
+	focus    focus
+	selected string               // the tree's selection to restore; "" keeps the transcript's
+	sheet    *event.BroadcastInfo // the broadcast sheet to open again
 }
 
 func (m *model) setStatus(text string, isErr bool) {

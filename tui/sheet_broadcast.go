@@ -57,8 +57,8 @@ func (m *model) broadcastSheetKey(k tea.KeyPressMsg) tea.Cmd {
 			m.setNote("no transcript to open: " + id + " is not in this run's tree")
 			return nil
 		}
-		m.closeBroadcastSheet()
 		m.comeBackHere()
+		m.closeBroadcastSheet()
 		return m.openSession(id)
 	default:
 		m.detail.scroll.key(k, keys)

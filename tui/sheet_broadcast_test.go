@@ -180,6 +180,14 @@ func TestBroadcastSheetKeys(t *testing.T) {
 	if m.screen != screenSession || m.transcript.sessionID != "s-res1" || m.detail.open {
 		t.Fatalf("enter did not open the sender's transcript:\n%s", plainView(m))
 	}
+	// Esc comes back to the sheet, over the Broadcasts pane, with the
+	// tree on the sender.
+	m, _ = press(t, m, "esc")
+	if m.screen != screenDashboard || !m.detail.open || m.focus != focusBroadcasts || m.sessions.selected != "s-res1" {
+		t.Fatalf("esc from the sender's transcript: screen %d, sheet open %v, focus %d, selected %q",
+			m.screen, m.detail.open, m.focus, m.sessions.selected)
+	}
+	mustContain(t, m, "┏━ Broadcast ━", "researcher (r-1) · s-res1")
 }
 
 // The sheet holds what it opened: new broadcasts do not move the marked

@@ -429,6 +429,7 @@ func (m *model) dashboardKey(k tea.KeyPressMsg) tea.Cmd {
 	case focusSessions:
 		switch {
 		case key.Matches(k, keys.Open):
+			m.back = backTo{}
 			return m.openSession(m.sessions.selected)
 		case key.Matches(k, keys.Collapse):
 			m.sessions.toggleFold(m.st)
@@ -585,9 +586,18 @@ func (m *model) relative(id string, k tea.KeyPressMsg) (string, bool) {
 }
 
 // comeBackHere has esc from the transcript about to open return to the
-// focused pane with the tree's selection as it is now.
+// focused pane: from Plans with the tree's selection as it is now, so
+// that the pane shows the same plan; from a broadcast's sheet to that
+// sheet.
 func (m *model) comeBackHere() {
-	m.back.set, m.back.focus, m.back.selected = true, m.focus, m.sessions.selected
+	m.back = backTo{set: true, focus: m.focus}
+	if m.focus == focusPlans {
+		m.back.selected = m.sessions.selected
+	}
+	if m.detail.open {
+		b := m.detail.b
+		m.back.sheet = &b
+	}
 }
 
 // openSession opens the session view on a session and reads its transcript.
@@ -611,10 +621,15 @@ func (m *model) sessionKey(k tea.KeyPressMsg) tea.Cmd {
 		m.screen = screenDashboard
 		m.focus = focusSessions
 		m.sessions.selectID(m.st, t.sessionID)
-		if m.back.set {
-			m.focus = m.back.focus
-			m.sessions.selectID(m.st, m.back.selected)
-			m.back.set = false
+		if b := m.back; b.set {
+			m.back = backTo{}
+			m.focus = b.focus
+			if b.selected != "" {
+				m.sessions.selectID(m.st, b.selected)
+			}
+			if b.sheet != nil {
+				m.openBroadcastSheet(*b.sheet)
+			}
 		}
 		return nil
 	case key.Matches(k, keys.Parent, keys.PrevSibling, keys.NextSibling, keys.FirstChild):
