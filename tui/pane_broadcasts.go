@@ -170,11 +170,21 @@ func (p *broadcastsPane) match(b *event.BroadcastInfo, needle string) bool {
 	if b == nil {
 		return false
 	}
-	if containsFold(b.From, needle) || containsFold(b.Category, needle) || containsFold(b.Kind, needle) ||
-		containsFold(b.Message, needle) || containsFold(b.Target, needle) {
+	if containsFold(b.From, needle) || containsFold(b.FromSession, needle) || containsFold(b.Category, needle) ||
+		containsFold(b.Kind, needle) || containsFold(b.Message, needle) || containsFold(b.Target, needle) {
 		return true
 	}
-	return p.name != nil && containsFold(p.name(b.Target), needle)
+	if p.name != nil && containsFold(p.name(b.Target), needle) {
+		return true
+	}
+	// A session's id finds what it received too (ids only: names of
+	// hundreds of recipients per row would slow every key typed).
+	for _, r := range b.Recipients {
+		if containsFold(r, needle) {
+			return true
+		}
+	}
+	return false
 }
 
 func containsFold(s, lowerNeedle string) bool {

@@ -522,6 +522,13 @@ func TestFilterBroadcasts(t *testing.T) {
 	m, _ = press(t, m, "/")
 	m = typeText(t, m, "(r-2)")
 	mustContain(t, m, "1 match for", "Wrap up the analytics survey")
+	m, _ = press(t, m, "esc")
+
+	// A session's id finds what it sent and what reached it: among many
+	// sessions of one label, that is how one is told apart.
+	m, _ = press(t, m, "/")
+	m = typeText(t, m, "s-exp3")
+	mustContain(t, m, "3 matches for", "golang.org/x/time/rate", "base62 encoder", "Do not store raw IP")
 	press(t, m, "esc")
 }
 
