@@ -44,6 +44,7 @@ func (r *Run) snapshotLocked() event.Snapshot {
 	snap.Run.Resumed = r.resumed
 	sessions := append([]*Session(nil), r.order...)
 	snap.Broadcasts = append([]event.BroadcastInfo(nil), r.feed...)
+	snap.BroadcastTotal = r.feedTotal
 	var dels []store.Delegation
 	for _, d := range r.delegations {
 		dels = append(dels, d.rec)

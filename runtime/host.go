@@ -730,6 +730,7 @@ func (r *Run) recordFeedTx(tx *store.Tx, b *store.Broadcast) error {
 		r.feed = append(r.feed[:0], r.feed[len(r.feed)-feedKeep/2:]...)
 	}
 	r.feed = append(r.feed, *info)
+	r.feedTotal++
 	r.mu.Unlock()
 	return nil
 }

@@ -868,3 +868,33 @@ func TestViewNoticesTheRunsProcessDied(t *testing.T) {
 		}
 	}
 }
+
+// A view of a run with more broadcasts than it loads at first says how
+// many there are in all.
+func TestViewCountsEveryBroadcast(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "swarmdeck.db")
+	e := limEngineAt(t, db, nil)
+	const n = feedKeep + 7
+	err := e.Store().Do(context.Background(), func(tx *store.Tx) error {
+		if err := tx.InsertRun(&store.Run{ID: "r-many01", Goal: "g", Status: RunCompleted, CreatedAt: time.Now()}); err != nil {
+			return err
+		}
+		for i := range n {
+			b := &store.Broadcast{RunID: "r-many01", ID: fmt.Sprintf("b-%d", i), Seq: int64(i + 1), Kind: event.KindAnnounce, Target: "all", Message: "m"}
+			if err := tx.InsertBroadcast(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := e.View(context.Background(), "r-many01")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap := v.Snapshot(); len(snap.Broadcasts) != feedKeep || snap.BroadcastTotal != n {
+		t.Errorf("the view loaded %d broadcasts of %d; want %d of %d", len(snap.Broadcasts), snap.BroadcastTotal, feedKeep, n)
+	}
+}

@@ -162,6 +162,12 @@ func (r *Run) load(ctx context.Context) (map[string][]store.Message, error) {
 	for _, b := range bcs {
 		r.feed = append(r.feed, feedInfo(&b))
 	}
+	r.feedTotal = len(bcs)
+	if len(bcs) == feedKeep {
+		if r.feedTotal, err = st.BroadcastCount(ctx, r.id); err != nil {
+			return nil, err
+		}
+	}
 	for _, ef := range effects {
 		r.effects[effectKey(ef.SessionID, ef.CallID, ef.N)] = ef.Result
 	}

@@ -52,6 +52,7 @@ type Run struct {
 	finished    bool
 	budgetHit   bool
 	feed        []event.BroadcastInfo // the most recent feed items, for snapshots
+	feedTotal   int                   // every feed item of the run, stored before or since
 	resumed     bool                  // continued by Resume; snapshots say so as run.started did
 
 	llmSem  chan struct{}

@@ -88,6 +88,12 @@ func (v *storedRun) load(ctx context.Context, runID string) error {
 	for _, b := range bcs {
 		snap.Broadcasts = append(snap.Broadcasts, feedInfo(&b))
 	}
+	snap.BroadcastTotal = len(bcs)
+	if len(bcs) == feedKeep {
+		if snap.BroadcastTotal, err = st.BroadcastCount(ctx, rec.ID); err != nil {
+			return err
+		}
+	}
 	plans, err := st.Plans(ctx, rec.ID)
 	if err != nil {
 		return err

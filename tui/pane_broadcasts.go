@@ -248,6 +248,11 @@ func (p *broadcastsPane) title(f *feed, total int) string {
 	t := "Broadcasts · " + fmtCount(total)
 	if p.filter != "" {
 		t += " · " + plural(len(p.matches), "match", "matches") + " for “" + trunc(p.filter, 20) + "”"
+		if loaded := len(f.items); loaded < total {
+			// Older items are read from the store as the person scrolls
+			// back: the count is of those read so far.
+			t += " in the " + fmtCount(loaded) + " newest"
+		}
 	}
 	if f.loadingOlder {
 		t += " · loading older…"

@@ -116,7 +116,8 @@ func (s *runState) applySnapshot(snap event.Snapshot) {
 		}
 	}
 	s.feed.items = append([]event.BroadcastInfo(nil), snap.Broadcasts...)
-	s.feed.total = len(snap.Broadcasts)
+	s.feed.total = max(snap.BroadcastTotal, len(snap.Broadcasts))
+	s.feed.counted = snap.BroadcastTotal > 0
 	s.feed.trimFront(len(s.feed.items) - feedKeep)
 	for _, p := range snap.Plans {
 		s.plans[p.SessionID] = p
@@ -514,8 +515,10 @@ type feed struct {
 	// live feed, more while they read back through history.
 	limit int
 	// total counts every broadcast the dashboard has seen, including those
-	// dropped from memory since.
-	total int
+	// dropped from memory since; with counted, every broadcast of the run,
+	// those older than the snapshot too.
+	total   int
+	counted bool
 
 	olderDone    bool // the store has nothing older than items[0]
 	loadingOlder bool
@@ -562,7 +565,9 @@ func (f *feed) prepend(older []event.BroadcastInfo) {
 	}
 	items := make([]event.BroadcastInfo, 0, len(older)+len(f.items))
 	items = append(items, older...)
-	f.total += len(older)
+	if !f.counted {
+		f.total += len(older)
+	}
 	f.items = append(items, f.items...)
 	f.base -= len(older)
 }

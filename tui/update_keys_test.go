@@ -532,6 +532,18 @@ func TestFilterBroadcasts(t *testing.T) {
 	press(t, m, "esc")
 }
 
+// A run with more broadcasts than the dashboard has read says how many
+// there are, and a filter says its count is of those read.
+func TestBroadcastCountsOfALongRun(t *testing.T) {
+	snap := tuitest.Demo(t0)
+	snap.BroadcastTotal = 5000
+	m, _ := newTestModel(t, snap, 160, 48)
+	mustContain(t, m, "Broadcasts · 5,000")
+	m, _ = press(t, m, "/")
+	m = typeText(t, m, "BLOCKER")
+	mustContain(t, m, "Broadcasts · 5,000 · 2 matches for “BLOCKER” in the 7 newest")
+}
+
 // While the filter is edited every printable key is typed into it, so the
 // footer lists only the keys that are not: the dashboard's "b broadcast" or
 // "q quit" there would be typed, not done.

@@ -41,11 +41,14 @@ type Controller interface {
 
 // Snapshot is the state of a run at one moment.
 type Snapshot struct {
-	Run         RunInfo
-	Sessions    []SessionInfo   // parents before children
-	Broadcasts  []BroadcastInfo // the most recent, oldest first
-	Plans       []PlanInfo
-	Delegations []DelegationInfo
-	Questions   []QuestionInfo // open questions for the human, oldest first
-	LastSeq     int64
+	Run        RunInfo
+	Sessions   []SessionInfo   // parents before children
+	Broadcasts []BroadcastInfo // the most recent, oldest first
+	// BroadcastTotal counts every feed item of the run, Broadcasts holding
+	// only the most recent; 0 when not known (then len(Broadcasts)).
+	BroadcastTotal int
+	Plans          []PlanInfo
+	Delegations    []DelegationInfo
+	Questions      []QuestionInfo // open questions for the human, oldest first
+	LastSeq        int64
 }

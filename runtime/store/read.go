@@ -695,6 +695,13 @@ func (s *Store) MessageCount(ctx context.Context, runID string) (int, error) {
 	return n, err
 }
 
+// BroadcastCount counts the feed items stored for a run.
+func (s *Store) BroadcastCount(ctx context.Context, runID string) (int, error) {
+	var n int
+	err := s.reader(ctx).QueryRowContext(ctx, `SELECT COUNT(*) FROM broadcasts WHERE run_id = ?`, runID).Scan(&n)
+	return n, err
+}
+
 // RunCount counts the stored runs.
 func (s *Store) RunCount(ctx context.Context) (int, error) {
 	var n int
