@@ -375,6 +375,9 @@ func (s *Schema) checkObject(path string, obj map[string]any, lenient bool) (any
 	if s.AdditionalProperties != nil && !*s.AdditionalProperties {
 		for k := range obj {
 			if _, ok := s.Properties[k]; !ok {
+				if len(s.Properties) == 0 && path == "" {
+					return nil, &ArgError{fmt.Sprintf("unknown %s; this tool takes no arguments: call it with {}", where(join(path, k)))}
+				}
 				return nil, &ArgError{fmt.Sprintf("unknown %s; valid arguments are: %s", where(join(path, k)), s.propertyList())}
 			}
 		}

@@ -60,6 +60,19 @@ func TestNormalizeArguments(t *testing.T) {
 	}
 }
 
+// A tool without arguments says so when it is given one, instead of
+// listing none.
+func TestNoArgumentsToolSaysSo(t *testing.T) {
+	tool, ok := NewRegistry().Get("get_shared_context")
+	if !ok {
+		t.Fatal("no get_shared_context")
+	}
+	_, err := tool.Schema.Normalize([]byte(`{"junk":"x"}`))
+	if err == nil || !strings.Contains(err.Error(), `unknown argument "junk"; this tool takes no arguments: call it with {}`) {
+		t.Errorf("error %v", err)
+	}
+}
+
 func TestEveryToolSchemaIsValid(t *testing.T) {
 	r := NewRegistry()
 	if len(r.Names()) < 25 {

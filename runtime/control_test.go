@@ -197,14 +197,15 @@ func TestProgressCutsLongText(t *testing.T) {
 }
 
 // A headless run's progress shows the control characters of what it
-// prints as escapes: a goal, a label, a task title or a message written by
-// a model can hold terminal sequences (set the title or the clipboard,
-// clear the screen), and stderr is most often a terminal.
+// prints as escapes: a goal, a task title or a message written by a model
+// can hold terminal sequences (set the title or the clipboard, clear the
+// screen), and stderr is most often a terminal. (A label with one is
+// refused at the spawn: see TestSpawnLimits.)
 func TestProgressEscapesTerminalControls(t *testing.T) {
 	p := policyFor(func(c *convo) scripted.Reply {
 		switch {
 		case c.isRoot() && c.turns == 0:
-			return do(call("sessions_spawn", obj{"task": "Title \x1b]0;pwned\x07 with \x1b[2J escapes", "label": "x\x1b[31m", "wait": true}),
+			return do(call("sessions_spawn", obj{"task": "Title \x1b]0;pwned\x07 with \x1b[2J escapes", "label": "x", "wait": true}),
 				call("announce", obj{"message": "note \x1b]52;c;ZWNobyBoaQ==\x07 copied \u009b1m"}))
 		case c.isRoot():
 			return say("done")
@@ -224,7 +225,7 @@ func TestProgressEscapesTerminalControls(t *testing.T) {
 	if strings.ContainsAny(log, "\x1b\x07\u009b") {
 		t.Errorf("progress holds raw terminal controls:\n%q", log)
 	}
-	for _, want := range []string{`goal \x1b[5mblink`, `(x\x1b[31m)`, `Title \x1b]0;pwned\x07 with \x1b[2J escapes`, `note \x1b]52;c;ZWNobyBoaQ==\x07 copied \u009b1m`} {
+	for _, want := range []string{`goal \x1b[5mblink`, `Title \x1b]0;pwned\x07 with \x1b[2J escapes`, `note \x1b]52;c;ZWNobyBoaQ==\x07 copied \u009b1m`} {
 		if !strings.Contains(log, want) {
 			t.Errorf("progress does not show %s:\n%s", want, log)
 		}

@@ -187,6 +187,9 @@ func (h *host) Delegate(ctx context.Context, c *agents.Call, req agents.Delegate
 			}
 			planTask = t
 		}
+		if err := checkLabel(cc.Label); err != nil {
+			return nil, err
+		}
 		if cc.Label != "" {
 			if k := findChild(s.childList(), cc.Label); k != nil {
 				return nil, agents.Errorf("label %q is already used by your child %s", cc.Label, k.id)

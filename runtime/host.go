@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/swarmdeck/swarmdeck/agents"
 	"github.com/swarmdeck/swarmdeck/coordination"
@@ -147,6 +148,16 @@ func (h *host) Intent(ctx context.Context, c *agents.Call, data []byte) ([]byte,
 
 // ---- spawning ----
 
+// checkLabel refuses a label a model gave that holds a control character:
+// a label is printed into prompts and tables on one line, and a line break
+// in it would start a line of its own there.
+func checkLabel(label string) error {
+	if strings.IndexFunc(label, unicode.IsControl) >= 0 {
+		return agents.Errorf("label %q holds a control character (a line break, a tab); give a label of one line of plain text", label)
+	}
+	return nil
+}
+
 func (h *host) Spawn(ctx context.Context, c *agents.Call, req agents.SpawnRequest) (*agents.SpawnResult, error) {
 	s := h.s()
 	r := s.r
@@ -165,6 +176,9 @@ func (h *host) Spawn(ctx context.Context, c *agents.Call, req agents.SpawnReques
 	}
 	if max := cfg.Limits.MaxSpawnDepth; s.depth+1 > max {
 		return nil, agents.Errorf("spawn refused: a child would be at depth %d but max_spawn_depth is %d; do this work yourself", s.depth+1, max)
+	}
+	if err := checkLabel(req.Label); err != nil {
+		return nil, err
 	}
 	var given coordination.Context
 	var refs []coordination.Reference
@@ -199,6 +213,10 @@ func (h *host) Spawn(ctx context.Context, c *agents.Call, req agents.SpawnReques
 		total := len(r.order)
 		r.mu.Unlock()
 		if max := cfg.Limits.MaxSessionsPerRun; max > 0 && total+n > max {
+			if n > 1 && total < max {
+				return nil, agents.Errorf("spawn refused: %d sub-agents asked for, but the run has %d sessions and max_sessions_per_run is %d, so %d more at most; spawn fewer, or finish with the sub-agents you have",
+					n, total, max, max-total)
+			}
 			return nil, agents.Errorf("spawn refused: the run has %d sessions and max_sessions_per_run is %d; finish with the sub-agents you have", total, max)
 		}
 		family := s.childList()
