@@ -17,6 +17,11 @@ import (
 type delegation struct {
 	rec     store.Delegation // guarded by Run.mu
 	session *Session
+	// taskText is the linked plan task's description when it was
+	// delegated: a plan replaced meanwhile may have another task under
+	// the same id, which the delegation's end must not mark. "" when not
+	// known (a delegation restored by a resume).
+	taskText string
 }
 
 // Delegation statuses.
@@ -207,7 +212,7 @@ func (h *host) Delegate(ctx context.Context, c *agents.Call, req agents.Delegate
 		s.mu.Unlock()
 		d := &delegation{session: child, rec: store.Delegation{RunID: r.id, ID: id, ParentSession: s.id, SessionID: child.id,
 			PlanTaskID: planTask.ID, Description: req.Description, Status: delegPending, Depth: depth,
-			CustomConfig: req.CustomConfig, CreatedAt: r.e.now()}}
+			CustomConfig: req.CustomConfig, CreatedAt: r.e.now()}, taskText: planTask.Description}
 		r.mu.Lock()
 		r.delegations[id] = d
 		r.mu.Unlock()
@@ -267,9 +272,20 @@ func (r *Run) newDelegationIDLocked() string {
 
 // markPlanTaskTx sets the status of one task of s's plan and stores it.
 func (s *Session) markPlanTaskTx(tx *store.Tx, taskID, status, note string) error {
+	return s.markDelegatedTaskTx(tx, taskID, "", status, note)
+}
+
+// markDelegatedTaskTx is markPlanTaskTx for the task a delegation worked
+// on, whose description was text ("" when not known): a task of that id
+// with another description is another task (the plan was replaced, the
+// task deleted and its id used again), and is left as it is.
+func (s *Session) markDelegatedTaskTx(tx *store.Tx, taskID, text, status, note string) error {
 	s.planMu.Lock()
 	defer s.planMu.Unlock()
 	if s.plan == nil {
+		return nil
+	}
+	if t, ok := s.plan.Get(taskID); !ok || (text != "" && t.Description != text) {
 		return nil
 	}
 	if _, _, err := s.plan.SetStatus(taskID, status, note); err != nil {
@@ -304,14 +320,14 @@ func (r *Run) delegationEndedTx(tx *store.Tx, s *Session) error {
 	if d.rec.StartedAt.IsZero() {
 		d.rec.StartedAt = d.rec.EndedAt
 	}
-	rec := d.rec
+	rec, text := d.rec, d.taskText
 	r.mu.Unlock()
 	if err := r.saveDelegationTx(tx, d); err != nil {
 		return err
 	}
 	if rec.PlanTaskID != "" && s.parent != nil {
 		if status == StatusCompleted {
-			if err := s.parent.markPlanTaskTx(tx, rec.PlanTaskID, coordination.TaskCompleted, "completed by delegation "+rec.ID); err != nil {
+			if err := s.parent.markDelegatedTaskTx(tx, rec.PlanTaskID, text, coordination.TaskCompleted, "completed by delegation "+rec.ID); err != nil {
 				return err
 			}
 		} else {
@@ -319,7 +335,7 @@ func (r *Run) delegationEndedTx(tx *store.Tx, s *Session) error {
 			if why == "" {
 				why = status
 			}
-			if err := s.parent.markPlanTaskTx(tx, rec.PlanTaskID, coordination.TaskBlocked, fmt.Sprintf("delegation %s %s: %s", rec.ID, status, why)); err != nil {
+			if err := s.parent.markDelegatedTaskTx(tx, rec.PlanTaskID, text, coordination.TaskBlocked, fmt.Sprintf("delegation %s %s: %s", rec.ID, status, why)); err != nil {
 				return err
 			}
 		}

@@ -279,3 +279,40 @@ func TestDelegationTimeoutAndQueue(t *testing.T) {
 		t.Errorf("timed-out session %s: %s", s.Status, s.Error)
 	}
 }
+
+// A delegation ends on the task it was given: a plan replaced meanwhile
+// with another task under the same id keeps that task as it was.
+func TestDelegationDoesNotMarkAnotherTaskOfItsID(t *testing.T) {
+	release := newGate()
+	defer release.open()
+	p := policyFor(func(c *convo) scripted.Reply {
+		switch {
+		case c.label == "slowa":
+			release.wait()
+			return say("old A done")
+		case c.isRoot() && c.turns == 0:
+			return do(call("create_task_plan", obj{"tasks": []obj{{"id": "a", "description": "Old task A"}}}))
+		case c.isRoot() && c.turns == 1:
+			return do(call("delegate_task", obj{"description": "do old A", "task_id": "a", "custom_config": obj{"label": "slowa"}}))
+		case c.isRoot() && c.turns == 2:
+			return do(call("create_task_plan", obj{"tasks": []obj{{"id": "a", "description": "Brand-new unrelated A"}}}))
+		case c.isRoot() && c.turns == 3:
+			release.open()
+			return say("Waiting for the delegation.")
+		default:
+			return say("Root done.")
+		}
+	})
+	e := testEngine(t, nil, p, nil)
+	if _, code := headless(t, e, "replan", nil); code != ExitOK {
+		t.Fatalf("exit %d", code)
+	}
+	x := exportLatest(t, e)
+	task := exportedPlanTask(x, x.Sessions[0].ID, "a")
+	if task.Description != "Brand-new unrelated A" || task.Status == "completed" {
+		t.Errorf("the new task a is %+v; the old one's delegation must not have completed it", task)
+	}
+	if d := x.Delegations; len(d) != 1 || d[0].Status != "completed" {
+		t.Errorf("delegations %+v; want the one, completed", d)
+	}
+}
