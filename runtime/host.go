@@ -614,6 +614,10 @@ func (h *host) TaskOutput(ctx context.Context, c *agents.Call, taskID string, wa
 		return nil, invalidTask(taskID)
 	}
 	if wait {
+		if err := s.beginWait([]*Session{k}); err != nil {
+			return nil, err
+		}
+		defer s.endWait()
 		outs, _ := s.waitTerminal(ctx, c, []*Session{k}, timeout)
 		return &outs[0], nil
 	}
@@ -637,8 +641,48 @@ func (h *host) WaitTasks(ctx context.Context, c *agents.Call, ids []string, time
 		}
 		targets = append(targets, k)
 	}
+	if err := s.beginWait(targets); err != nil {
+		return nil, err
+	}
+	defer s.endWait()
 	outs, timedOut := s.waitTerminal(ctx, c, targets, timeout)
 	return &agents.WaitResult{Results: outs, TimedOut: timedOut}, nil
+}
+
+// beginWait records that s is about to wait for targets (its children or
+// siblings) to end, unless that wait could never end before its timeout:
+// a target waits, itself or through others it waits for, for s. Two
+// sessions waiting for each other would otherwise both sit out the whole
+// timeout. endWait ends the record.
+func (s *Session) beginWait(targets []*Session) error {
+	r := s.r
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, t := range targets {
+		seen := map[*Session]bool{}
+		for todo := []*Session{t}; len(todo) > 0; {
+			x := todo[len(todo)-1]
+			todo = todo[:len(todo)-1]
+			if x == s {
+				return agents.Errorf("%s is waiting, itself or through the sessions it waits for, for you: waiting for it would never end; finish your own task, or message it instead", t.id)
+			}
+			if !seen[x] {
+				seen[x] = true
+				todo = append(todo, r.waitsOn[x]...)
+			}
+		}
+	}
+	if r.waitsOn == nil {
+		r.waitsOn = map[*Session][]*Session{}
+	}
+	r.waitsOn[s] = targets
+	return nil
+}
+
+func (s *Session) endWait() {
+	s.r.mu.Lock()
+	delete(s.r.waitsOn, s)
+	s.r.mu.Unlock()
 }
 
 func (h *host) Siblings(ctx context.Context) []agents.TaskRef {

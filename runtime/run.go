@@ -51,9 +51,10 @@ type Run struct {
 	delegations map[string]*delegation
 	finished    bool
 	budgetHit   bool
-	feed        []event.BroadcastInfo // the most recent feed items, for snapshots
-	feedTotal   int                   // every feed item of the run, stored before or since
-	resumed     bool                  // continued by Resume; snapshots say so as run.started did
+	feed        []event.BroadcastInfo   // the most recent feed items, for snapshots
+	feedTotal   int                     // every feed item of the run, stored before or since
+	waitsOn     map[*Session][]*Session // who waits (task_output, task_wait) for whom
+	resumed     bool                    // continued by Resume; snapshots say so as run.started did
 
 	llmSem  chan struct{}
 	slotSem chan struct{}

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/swarmdeck/swarmdeck/coordination"
 	"github.com/swarmdeck/swarmdeck/runtime/scripted"
@@ -263,5 +264,45 @@ func TestSiblingTableComesBeforeAnnouncements(t *testing.T) {
 		if strings.Join(order, ",") != strings.Join(want, ",") {
 			t.Errorf("k%d history: %v, want %v", i, order, want)
 		}
+	}
+}
+
+// Two siblings that wait for each other are told at once that the wait
+// would never end, instead of both sitting out its whole timeout.
+func TestWaitsThatWouldNeverEndAreRefused(t *testing.T) {
+	p := policyFor(func(c *convo) scripted.Reply {
+		switch {
+		case c.isRoot() && c.turns == 0:
+			return do(call("sessions_spawn", obj{"task": []string{"one", "two"}, "parallel": true, "agent": "researcher", "label": "r"}))
+		case c.isRoot():
+			return say("Root done.")
+		case c.label == "r-1" && c.turns == 0:
+			return do(call("task_output", obj{"task_id": "r-2", "wait": true, "timeout": 60}))
+		case c.label == "r-2" && c.turns == 0:
+			return do(call("task_output", obj{"task_id": "r-1", "wait": true, "timeout": 60}))
+		default:
+			return say(c.label + " done.")
+		}
+	})
+	e := testEngine(t, nil, p, nil)
+	start := time.Now()
+	if _, code := headless(t, e, "wait for each other", nil); code != ExitOK {
+		t.Fatalf("exit %d", code)
+	}
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("the run took %s: a wait sat out its timeout", d)
+	}
+	x := exportLatest(t, e)
+	var refused []string
+	for _, label := range []string{"r-1", "r-2"} {
+		for _, res := range toolResults(sessionByLabel(x, label), "task_output") {
+			if strings.Contains(res, "waiting for it would never end") {
+				refused = append(refused, label+": "+res)
+			}
+		}
+	}
+	// One of the pair is refused; the other's wait then ends with it.
+	if len(refused) != 1 {
+		t.Errorf("refused waits:\n%s", strings.Join(refused, "\n"))
 	}
 }
