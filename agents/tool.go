@@ -70,6 +70,10 @@ type Call struct {
 	ID   string
 	Name string
 	Host Host
+	// MaxOutput is how many characters of the result's JSON the runtime
+	// keeps in the history (0: no bound); a tool that can return less,
+	// and say where the rest starts, does better than the runtime's cut.
+	MaxOutput int
 }
 
 // Error is a tool error the model can act on.

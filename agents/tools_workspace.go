@@ -25,7 +25,12 @@ var readFile = &Tool{
 		if err := decode(args, &a); err != nil {
 			return nil, err
 		}
-		return c.Host.Workspace().Read(a.Path, a.Offset, a.Limit)
+		// What the JSON around the content takes: path, numbers, names.
+		budget := 0
+		if c.MaxOutput > 0 {
+			budget = max(c.MaxOutput-300-len(a.Path), 200)
+		}
+		return c.Host.Workspace().ReadWithin(a.Path, a.Offset, a.Limit, budget)
 	},
 }
 

@@ -36,6 +36,23 @@ const (
 	maxSearchFile = 1 << 20
 )
 
+// jsonChars is how many characters b takes as a JSON string's content,
+// encoded as the runtime encodes tool results (no HTML escaping).
+func jsonChars(b []byte) int {
+	n := 0
+	for _, r := range string(b) {
+		switch {
+		case r == '"' || r == '\\' || r == '\t' || r == '\r':
+			n += 2
+		case r < 0x20 || r == 0x2028 || r == 0x2029:
+			n += 6 // \u00XX, as encoding/json escapes them
+		default:
+			n++
+		}
+	}
+	return n
+}
+
 // OpenWorkspace opens dir as a workspace.
 func OpenWorkspace(dir string) (*Workspace, error) {
 	abs, err := filepath.Abs(dir)
@@ -122,10 +139,18 @@ type FileContent struct {
 	Lines      int    `json:"lines"`
 	TotalLines int    `json:"total_lines"`
 	Truncated  bool   `json:"truncated"`
+	NextOffset int    `json:"next_offset,omitempty"` // where to go on reading, when truncated
 }
 
 // Read reads a text file, from line offset (1-based) for at most limit lines.
 func (w *Workspace) Read(p string, offset, limit int) (*FileContent, error) {
+	return w.ReadWithin(p, offset, limit, 0)
+}
+
+// ReadWithin is Read with the content bounded to budget characters as
+// JSON encodes it (0: no bound beyond the workspace's own): whole lines
+// only, and NextOffset says where the rest starts.
+func (w *Workspace) ReadWithin(p string, offset, limit, budget int) (*FileContent, error) {
 	clean, err := w.Clean(p)
 	if err != nil {
 		return nil, err
@@ -152,23 +177,27 @@ func (w *Workspace) Read(p string, offset, limit int) (*FileContent, error) {
 	var buf strings.Builder
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	line := 0
+	line, encoded := 0, 0
 	for sc.Scan() {
 		line++
 		if line < offset {
 			continue
 		}
-		if out.Lines >= limit || buf.Len()+len(sc.Bytes()) > maxReadBytes {
-			out.Truncated = true
+		b := sc.Bytes()
+		n := jsonChars(b) + 2 // and its line break, as \n
+		if out.Lines >= limit || buf.Len()+len(b) > maxReadBytes || (budget > 0 && encoded+n > budget) {
+			if !out.Truncated {
+				out.Truncated, out.NextOffset = true, line
+			}
 			continue
 		}
-		b := sc.Bytes()
 		if !utf8.Valid(b) || bytes.IndexByte(b, 0) >= 0 {
 			return nil, Errorf("%s is not a text file", clean)
 		}
 		buf.Write(b)
 		buf.WriteByte('\n')
 		out.Lines++
+		encoded += n
 	}
 	if err := sc.Err(); err != nil {
 		return nil, Errorf("%s: %v (is it a text file?)", clean, err)

@@ -1,6 +1,8 @@
 package agents
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -112,5 +114,36 @@ func TestWorkspaceTools(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "blob"), []byte{0, 1, 2, '\n'}, 0o644)
 	if _, err := w.Read("blob", 0, 0); err == nil || !strings.Contains(err.Error(), "not a text file") {
 		t.Errorf("binary read: %v", err)
+	}
+}
+
+// A read bounded by what the runtime keeps of a result returns whole
+// lines that fit, encoded, counts them right, and says where to go on.
+func TestReadWithinABudget(t *testing.T) {
+	w, dir, _ := testWorkspace(t)
+	var b strings.Builder
+	for i := 1; i <= 2000; i++ {
+		fmt.Fprintf(&b, "line %04d: \"quoted\" and a tab\there\n", i)
+	}
+	os.WriteFile(filepath.Join(dir, "big.txt"), []byte(b.String()), 0o644)
+	const budget = 4000
+	fc, err := w.ReadWithin("big.txt", 1, 0, budget)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, _ := json.Marshal(fc.Content)
+	if len(enc)-2 > budget || !fc.Truncated || fc.TotalLines != 2000 {
+		t.Fatalf("content of %d encoded characters (budget %d), truncated %v, total %d", len(enc)-2, budget, fc.Truncated, fc.TotalLines)
+	}
+	if got := strings.Count(fc.Content, "\n"); got != fc.Lines || fc.NextOffset != fc.Lines+1 {
+		t.Errorf("%d lines in the content, %d said, next offset %d", got, fc.Lines, fc.NextOffset)
+	}
+	next, err := w.ReadWithin("big.txt", fc.NextOffset, 0, budget)
+	if err != nil || !strings.HasPrefix(next.Content, fmt.Sprintf("line %04d:", fc.NextOffset)) || next.StartLine != fc.NextOffset {
+		t.Errorf("reading on from %d: %v, starts %q", fc.NextOffset, err, next.Content[:20])
+	}
+	// Unbounded, the whole file fits and nothing says to go on.
+	if all, err := w.Read("big.txt", 0, 0); err != nil || all.Truncated || all.NextOffset != 0 || all.Lines != 2000 {
+		t.Errorf("an unbounded read: %v, truncated %v, next %d, lines %d", err, all.Truncated, all.NextOffset, all.Lines)
 	}
 }

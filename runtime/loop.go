@@ -1054,7 +1054,7 @@ func (s *Session) execTool(c llm.ToolCall) (content string, isErr bool, panicked
 	if tool == nil {
 		return toolErrorJSON(c.Name, agents.UnknownTool(c.Name, available).Error()), true, nil
 	}
-	res, err := tool.Run(s.ctx, &agents.Call{ID: c.ID, Name: c.Name, Host: (*host)(s)}, c.Arguments)
+	res, err := tool.Run(s.ctx, &agents.Call{ID: c.ID, Name: c.Name, Host: (*host)(s), MaxOutput: s.r.e.Config().Limits.MaxToolOutput}, c.Arguments)
 	if err != nil {
 		if !agents.IsToolError(err) && s.ctx.Err() == nil {
 			s.r.e.log.Warn("tool failed", "tool", c.Name, "session", s.id, "err", err)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -12,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/swarmdeck/swarmdeck/agents"
 	"github.com/swarmdeck/swarmdeck/runtime/config"
 	"github.com/swarmdeck/swarmdeck/runtime/event"
 	"github.com/swarmdeck/swarmdeck/runtime/scripted"
@@ -342,5 +345,39 @@ func TestToolErrorPrefix(t *testing.T) {
 		if got := toolErrorJSON(tc.name, tc.msg); got != tc.want {
 			t.Errorf("toolErrorJSON(%q, %q) = %s, want %s", tc.name, tc.msg, got, tc.want)
 		}
+	}
+}
+
+// read_file of a file longer than the runtime keeps of a result returns
+// the whole lines that fit and where to go on, not a content cut in the
+// middle by the runtime with counts that no longer match it.
+func TestReadFileFitsTheToolOutputLimit(t *testing.T) {
+	p := policyFor(func(c *convo) scripted.Reply {
+		if c.turns == 0 {
+			return do(call("read_file", obj{"path": "big.txt"}))
+		}
+		return say("done")
+	})
+	e := testEngine(t, nil, p, nil)
+	var b strings.Builder
+	for i := 1; i <= 2000; i++ {
+		fmt.Fprintf(&b, "line %04d of a long file\n", i)
+	}
+	if err := os.WriteFile(filepath.Join(e.Config().Workspace, "big.txt"), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, code := headless(t, e, "read it", nil); code != ExitOK {
+		t.Fatalf("exit %d", code)
+	}
+	res := toolResults(&exportLatest(t, e).Sessions[0], "read_file")
+	if len(res) != 1 {
+		t.Fatalf("results %q", res)
+	}
+	var fc agents.FileContent
+	decode(t, res[0], &fc)
+	if strings.Contains(res[0], "[cut]") || !fc.Truncated || fc.NextOffset != fc.Lines+1 || strings.Count(fc.Content, "\n") != fc.Lines ||
+		len([]rune(res[0])) > e.Config().Limits.MaxToolOutput {
+		t.Errorf("read_file gave %d characters: lines %d, next %d, truncated %v, cut by the runtime %v",
+			len([]rune(res[0])), fc.Lines, fc.NextOffset, fc.Truncated, strings.Contains(res[0], "[cut]"))
 	}
 }
