@@ -154,13 +154,11 @@ func (s *Session) questionRecipients(specific []string) ([]*Session, error) {
 		if k == s {
 			continue
 		}
+		// A session spawned a moment ago that has not yet built its
+		// history is asked too: its shadow answers from its task (see
+		// transcript), as its spawn result already said it runs.
 		if st := k.status(); st == StatusRunning || st == StatusWaiting {
-			k.mu.Lock()
-			started := k.started
-			k.mu.Unlock()
-			if started {
-				all = append(all, k)
-			}
+			all = append(all, k)
 		}
 	}
 	if len(specific) == 0 {
@@ -596,6 +594,10 @@ func transcript(k *Session) string {
 	head := ""
 	if len(hist) > 0 {
 		head = "Your role and instructions:\n" + textcut.Clip(hist[0].Content, 1500) + "\n\n"
+	} else {
+		// Not started yet: its task is all it has.
+		head = "You are the " + k.agent + " agent of this swarm, and have just been given this task, not yet begun:\n" +
+			textcut.Clip(k.task, 1500) + "\n\n"
 	}
 	return head + "Your conversation so far:\n" + strings.Join(parts, "\n")
 }

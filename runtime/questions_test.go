@@ -675,3 +675,13 @@ func TestAskOthersRefusesUnclearAnswersAndOptions(t *testing.T) {
 		}
 	}
 }
+
+// A session asked before it has built its history (spawned a moment ago)
+// is answered for from its task.
+func TestTranscriptOfASessionNotStarted(t *testing.T) {
+	k := &Session{agent: "researcher", task: "Compare storage engines for the shortener"}
+	got := transcript(k)
+	if !strings.Contains(got, "You are the researcher agent") || !strings.Contains(got, "Compare storage engines for the shortener") {
+		t.Errorf("transcript of a session not started:\n%s", got)
+	}
+}
