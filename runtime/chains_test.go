@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/swarmdeck/swarmdeck/runtime/internal/textcut"
 	"github.com/swarmdeck/swarmdeck/runtime/scripted"
 	"github.com/swarmdeck/swarmdeck/runtime/store"
 )
@@ -214,5 +215,64 @@ func TestEndedSessionStaysEnded(t *testing.T) {
 		root.mu.Lock()
 		root.rec.Status = StatusRunning
 		root.mu.Unlock()
+	}
+}
+
+// A session cancelled in the middle of a tool call (its sessions_spawn
+// waiting for a child) keeps no call without a result: the export shows
+// what became of every call, and a history sent to a model again is one
+// a chat API accepts.
+func TestCancelledSessionAnswersItsCalls(t *testing.T) {
+	blocked, release := newGate(), newGate()
+	defer release.open()
+	p := policyFor(func(c *convo) scripted.Reply {
+		switch {
+		case c.isRoot() && c.turns == 0:
+			return do(call("sessions_spawn", obj{"task": "Plan the work", "label": "p", "agent": "planner", "wait": false}))
+		case c.isRoot() && c.turns == 1:
+			blocked.wait()
+			return do(call("task_cancel", obj{"task_id": "p"}))
+		case c.isRoot():
+			return say("Root done.")
+		case c.label == "p" && c.turns == 0:
+			return do(call("sessions_spawn", obj{"task": "Slow part", "label": "slow", "agent": "researcher", "wait": true}))
+		case c.label == "slow":
+			blocked.open()
+			release.wait()
+			return say("slow done")
+		default:
+			return say("done")
+		}
+	})
+	e := testEngine(t, nil, p, nil)
+	if _, code := headless(t, e, "cancel mid-call", nil); code != ExitOK {
+		t.Fatalf("exit %d", code)
+	}
+	x := exportLatest(t, e)
+	for _, s := range x.Sessions {
+		results := map[string]int{}
+		var calls []string
+		for _, m := range s.Messages {
+			for _, tc := range m.ToolCalls {
+				calls = append(calls, tc.ID+" "+tc.Name)
+			}
+			if m.Role == "tool" {
+				results[m.ToolCallID]++
+			}
+		}
+		for _, c := range calls {
+			id, name, _ := strings.Cut(c, " ")
+			if results[id] != 1 {
+				t.Errorf("%s (%s, %s): call %s has %d results", s.ID, s.Label, s.Status, name, results[id])
+				for _, m := range s.Messages {
+					t.Logf("  %s %q %d calls, for %s", m.Role, textcut.Clip(m.Content, 120), len(m.ToolCalls), m.ToolCallID)
+				}
+			}
+		}
+	}
+	if planner := sessionByLabel(x, "p"); planner == nil || planner.Status != StatusCancelled {
+		t.Fatalf("planner %+v; want it cancelled", planner)
+	} else if res := toolResults(planner, "sessions_spawn"); len(res) != 1 || !strings.Contains(res[0], "cancelled") {
+		t.Errorf("the planner's spawn ended with %q", res)
 	}
 }

@@ -51,6 +51,7 @@ func (s *Session) loop() {
 			s.r.e.log.Error("session panicked", "run", s.r.id, "session", s.id, "panic", p, "stack", string(debug.Stack()))
 			s.fail(fmt.Sprintf("internal error in swarmdeck (please report it): %v", p))
 		}
+		s.closeUnansweredCalls()
 		s.releaseSlot()
 		s.mu.Lock()
 		s.running = false
@@ -802,6 +803,41 @@ func (s *Session) runTools(calls []llm.ToolCall) {
 	wg.Wait()
 }
 
+// closeUnansweredCalls gives each tool call a session that has ended
+// (cancelled, failed) left without a result one saying so: every call in
+// a history has its result, as chat APIs require of a history sent back,
+// and the export shows what became of it. A run being stopped is left as
+// it is: a resume runs those calls again.
+func (s *Session) closeUnansweredCalls() {
+	if s.r.stopping.Load() {
+		return
+	}
+	s.mu.Lock()
+	status, why := s.rec.Status, s.rec.Error
+	s.mu.Unlock()
+	if status != StatusCancelled && status != StatusFailed {
+		return
+	}
+	if why == "" {
+		why = status
+	}
+	err := s.r.e.store.Do(context.Background(), func(tx *store.Tx) error {
+		for _, c := range s.pendingToolCalls() {
+			o := toolOutcome{call: c, isErr: true, content: toolErrorJSON(c.Name, "not run to its end: the session "+status+" ("+why+")")}
+			if err := s.recordResultTx(tx, o); err != nil {
+				return err
+			}
+		}
+		// What it added to its history since its last write (a result
+		// stored with its call's effect) would go with its next write,
+		// and an ended session makes none.
+		return s.flushTx(tx)
+	})
+	if err != nil {
+		s.r.e.log.Error("could not close the calls of an ended session", "session", s.id, "err", err)
+	}
+}
+
 func (s *Session) allPure(calls []llm.ToolCall) bool {
 	for _, c := range calls {
 		if t, ok := s.r.e.tools.Get(c.Name); !ok || !t.Pure {
@@ -1018,7 +1054,10 @@ func (s *Session) runTool(c llm.ToolCall) {
 		s.fail(panicked.msg)
 		return
 	}
-	if s.ctx.Err() != nil {
+	if s.ctx.Err() != nil && (s.r.stopping.Load() || !terminal(s.status())) {
+		// Stopped with the run, the call is run again on resume; a session
+		// that ends otherwise records what the call came to (see also
+		// closeUnansweredCalls).
 		return
 	}
 	s.mu.Lock()

@@ -371,11 +371,9 @@ func (s *Session) awaitAnswers(ctx context.Context, q *question) (*agents.AskRes
 		// the store and a resumed run waits for it again.
 		return nil, errInterrupted
 	}
-	res, err := s.closeQuestion(q, closed)
-	if ctx.Err() != nil {
-		return nil, context.Cause(ctx)
-	}
-	return res, err
+	// The asker may have ended meanwhile: the call's result still says
+	// what became of its question.
+	return s.closeQuestion(q, closed)
 }
 
 // closeQuestion records the outcome and tells the asker what arrived.
