@@ -229,8 +229,7 @@ func (benchPolicy) Reply(req *Request) Reply {
 		return Reply{ToolCalls: benchSpawn(spec)}
 	}
 	// The spawn waited for the children, so its result is the last tool
-	// message. Counting statuses by substring avoids decoding a result that
-	// lists every child.
+	// message.
 	res := ""
 	for i := len(msgs) - 1; i >= 0; i-- {
 		if msgs[i].Role == "tool" {
@@ -246,8 +245,18 @@ func (benchPolicy) Reply(req *Request) Reply {
 		b = append(b, textcut.Clip(resultError(res), 200)...)
 		return Reply{Content: string(b)}
 	}
+	var spawned struct {
+		Sessions []struct{ Status string } `json:"sessions"`
+	}
+	json.Unmarshal([]byte(res), &spawned)
+	done := 0
+	for _, k := range spawned.Sessions {
+		if k.Status == "completed" {
+			done++
+		}
+	}
 	b = append(b, ": "...)
-	b = strconv.AppendInt(b, int64(strings.Count(res, `"status":"completed"`)), 10)
+	b = strconv.AppendInt(b, int64(done), 10)
 	b = append(b, " children completed"...)
 	return Reply{Content: string(b)}
 }

@@ -222,6 +222,17 @@ func TestBenchNodeReportsSpawnFailure(t *testing.T) {
 	}
 }
 
+// A node's answer counts its children that completed, not the spawn's own
+// status beside theirs.
+func TestBenchNodeCountsItsChildren(t *testing.T) {
+	res := `{"status":"completed","sessions":[{"task_id":"s-1","status":"completed"},{"task_id":"s-2","status":"failed"},{"task_id":"s-3","status":"completed"}]}`
+	msgs := []Message{{Role: "user", Content: BenchGoal(5, 3, 1, 0)}, {Role: "assistant"}, {Role: "tool", Content: res}}
+	rep := Bench().Reply(&Request{Messages: msgs})
+	if !strings.HasSuffix(rep.Content, ": 2 children completed") {
+		t.Errorf("the node said %q", rep.Content)
+	}
+}
+
 // BenchChildren divides the sessions below a node among at most fanout
 // children, as evenly as possible, and agrees with BenchShape and
 // BenchCalls when the tree is walked with it.
