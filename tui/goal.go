@@ -7,6 +7,7 @@ type goalPrompt struct {
 	input    textinput.Model
 	starting bool
 	err      string
+	note     string // what became of a paste: line breaks made spaces, a cut
 }
 
 func newGoalPrompt() goalPrompt {
@@ -40,6 +41,10 @@ func (m *model) renderGoal() string {
 	case m.goal.err != "":
 		for _, l := range wrap(oneLine(m.goal.err), w-2) {
 			body = append(body, s.errText.Render(l))
+		}
+	case m.goal.note != "":
+		for _, l := range wrap(m.goal.note, w-2) {
+			body = append(body, s.dim.Render(l))
 		}
 	}
 	back := " quit"

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"charm.land/bubbles/v2/textinput"
+	tea "charm.land/bubbletea/v2"
 
 	"github.com/swarmdeck/swarmdeck/runtime/event"
 )
@@ -105,4 +106,25 @@ func FuzzEditInput(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A paste into the goal prompt, which is one line and bounded, says what
+// became of it: line breaks made spaces, a cut at the limit.
+func TestGoalPasteSaysWhatBecameOfIt(t *testing.T) {
+	m := New(Options{Theme: "dark", Start: func(context.Context, string) (event.Controller, error) { return nil, nil }})
+	t.Cleanup(m.cancel)
+	m.now, m.ticks = func() time.Time { return t0 }, false
+	m, _ = update(m, windowSize(100, 30))
+	m, _ = update(m, tea.PasteMsg{Content: "Ship v2:\n- docs\n- release notes"})
+	if got := m.goal.input.Value(); got != "Ship v2: - docs - release notes" {
+		t.Errorf("the goal is %q", got)
+	}
+	mustContain(t, m, "Pasted: its line breaks became spaces.")
+	m, _ = press(t, m, "esc")
+	mustNotContain(t, m, "Pasted:")
+	m, _ = update(m, tea.PasteMsg{Content: strings.Repeat("long goal ", 500)})
+	if n := utf8.RuneCountInString(m.goal.input.Value()); n != m.goal.input.CharLimit {
+		t.Errorf("the goal holds %d characters", n)
+	}
+	mustContain(t, m, "it was cut at 4,000 characters")
 }

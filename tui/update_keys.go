@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
@@ -72,7 +73,7 @@ func (m *model) goalKey(k tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(k, m.keys.Back) && g.input.Value() != "" && !g.starting:
 		// A typed goal is cleared first, not lost with the program.
 		g.input.SetValue("")
-		g.err = ""
+		g.err, g.note = "", ""
 		return nil
 	case key.Matches(k, m.keys.Back):
 		return m.quit()
@@ -360,7 +361,19 @@ func (m *model) handlePaste(msg tea.PasteMsg) tea.Cmd {
 	var cmd tea.Cmd
 	switch {
 	case m.screen == screenGoal:
+		before := utf8.RuneCountInString(m.goal.input.Value())
 		m.goal.input, cmd = m.goal.input.Update(msg)
+		// The prompt is one line, and bounded: say what it did to a paste.
+		var said []string
+		if strings.ContainsAny(msg.Content, "\n\r") {
+			said = append(said, "its line breaks became spaces")
+		}
+		if n := utf8.RuneCountInString(m.goal.input.Value()); n-before < utf8.RuneCountInString(msg.Content) && n >= m.goal.input.CharLimit {
+			said = append(said, "it was cut at "+fmtCount(m.goal.input.CharLimit)+" characters")
+		}
+		if len(said) > 0 {
+			m.goal.note = "Pasted: " + strings.Join(said, ", and ") + `. A goal of several lines, or a longer one, goes on the command line: swarmdeck "$(cat goal.md)".`
+		}
 	case m.dialog.kind != dialogNone && m.dialog.kind != dialogConfirm && !m.dialog.sending:
 		m.dialog.input, cmd = m.dialog.input.Update(msg)
 	case m.broadcasts.filtering:
