@@ -718,7 +718,13 @@ func (h *host) SendMessage(ctx context.Context, c *agents.Call, taskID, message 
 		case !noReply && before == StatusCompleted:
 			res.Note = "the task had completed: it was woken to answer"
 		case before == StatusFailed:
+			k.mu.Lock()
+			started := k.started
+			k.mu.Unlock()
 			res.Note = "the task has failed: the message is in its history but it will not act on it"
+			if !started {
+				res.Note = "the task failed before it started: the message waits for it, and is read only if the run is resumed and the task runs again"
+			}
 		}
 		err = s.r.recordFeedTx(tx, &store.Broadcast{Kind: event.KindMessage, FromSession: s.id, FromLabel: s.display(),
 			Target: k.id, Message: message, NoReply: noReply, Recipients: []store.Recipient{{SessionID: k.id, Status: "delivered"}}})
