@@ -280,23 +280,26 @@ func TestCancelledSessionAnswersItsCalls(t *testing.T) {
 // A message to a task that failed before it started says it waits for the
 // task, not that it is in a history the task never had.
 func TestMessageToATaskThatNeverStarted(t *testing.T) {
+	broken := newGate()
 	p := policyFor(func(c *convo) scripted.Reply {
 		switch {
 		case c.isRoot() && c.turns == 0:
 			return do(call("sessions_spawn", obj{"task": "Breaks", "label": "broken"}),
 				call("sessions_spawn", obj{"task": "After broken", "label": "after", "dependsOn": []string{"broken"}}))
 		case c.isRoot() && c.turns == 1:
+			broken.open() // both are spawned by now
 			return do(call("task_wait", obj{"task_ids": []string{"broken", "after"}, "timeout": 30}))
 		case c.isRoot() && c.turns == 2:
 			return do(call("task_send_message", obj{"task_id": "after", "message": "FYI", "noReply": true}))
 		case c.isRoot():
 			return say("done")
 		case c.label == "broken":
+			broken.wait()
 			return scripted.Reply{Fault: &scripted.Fault{Status: 400, Body: `{"error":{"message":"this model cannot do that","type":"invalid_request_error"}}`}}
 		}
 		return say("should not run: " + c.label)
 	})
-	x, _, code := swarm(t, p, nil)
+	x, _, code := swarm(t, p, nil, broken)
 	mustComplete(t, x, code)
 	res := toolResults(rootOf(x), "task_send_message")
 	if len(res) != 1 || !strings.Contains(res[0], "failed before it started: the message waits for it") {
