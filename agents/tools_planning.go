@@ -3,6 +3,7 @@ package agents
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 
 	"github.com/swarmdeck/swarmdeck/coordination"
@@ -71,12 +72,24 @@ var createTaskPlan = &Tool{
 		if len(specs) == 0 {
 			return nil, Errorf("tasks is empty: give at least one task")
 		}
-		return c.Host.PlanOp(ctx, c, func(_ *coordination.Plan) (*coordination.Plan, any, error) {
+		return c.Host.PlanOp(ctx, c, func(old *coordination.Plan) (*coordination.Plan, any, error) {
 			p, err := coordination.NewPlan(specs, c.Host.Self().MaxTasksPerPlan)
 			if err != nil {
 				return nil, nil, &Error{err.Error()}
 			}
-			return p, map[string]any{"tasks": ViewTasks(p.Tasks()), "ready": readyIDs(p)}, nil
+			res := map[string]any{"tasks": ViewTasks(p.Tasks()), "ready": readyIDs(p)}
+			if old != nil {
+				if prev := old.Tasks(); len(prev) > 0 {
+					done := 0
+					for _, t := range prev {
+						if t.Status == coordination.TaskCompleted {
+							done++
+						}
+					}
+					res["note"] = fmt.Sprintf("this replaced your previous plan of %d tasks (%d of them completed)", len(prev), done)
+				}
+			}
+			return p, res, nil
 		})
 	},
 }
@@ -148,6 +161,15 @@ var updateTaskStatus = &Tool{
 			res := map[string]any{"task": ViewTask(t)}
 			if a.Status == "completed" {
 				res["newly_ready_tasks"] = ViewTasks(ready)
+				var open []string
+				for _, d := range t.DependsOn {
+					if dt, ok := p.Get(d); ok && dt.Status != coordination.TaskCompleted {
+						open = append(open, d)
+					}
+				}
+				if len(open) > 0 {
+					res["note"] = "marked completed, but it depends on tasks not completed yet: " + strings.Join(open, ", ")
+				}
 			}
 			return p, res, nil
 		})

@@ -346,3 +346,29 @@ func TestBlockedTaskReminderSaysWhy(t *testing.T) {
 		t.Errorf("the reminder lists a blocked task as waiting on nothing:\n%s", reminder)
 	}
 }
+
+// A plan replaced says what it replaced, and a task completed before what
+// it depends on says so: neither is refused, but neither goes unsaid.
+func TestPlanChangesThatLoseTrackAreSaid(t *testing.T) {
+	p := policyFor(func(c *convo) scripted.Reply {
+		switch c.turns {
+		case 0:
+			return do(call("create_task_plan", obj{"tasks": []obj{{"id": "a", "description": "First"}, {"id": "b", "description": "Second", "depends_on": []string{"a"}}}}))
+		case 1:
+			return do(call("update_task_status", obj{"task_id": "b", "status": "completed"}))
+		case 2:
+			return do(call("create_task_plan", obj{"tasks": []string{"Start over"}}))
+		}
+		return say("done")
+	})
+	x, _, code := swarm(t, p, nil)
+	mustComplete(t, x, code)
+	root := rootOf(x)
+	if res := callResults(root, "update_task_status"); len(res) != 1 || !strings.Contains(res[0], "depends on tasks not completed yet: a") {
+		t.Errorf("completing b before a: %q", res)
+	}
+	res := callResults(root, "create_task_plan")
+	if len(res) != 2 || strings.Contains(res[0], "replaced") || !strings.Contains(res[1], "this replaced your previous plan of 2 tasks (1 of them completed)") {
+		t.Errorf("create_task_plan results: %q", res)
+	}
+}
