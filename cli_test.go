@@ -160,6 +160,9 @@ func TestCLIRefusesMistakes(t *testing.T) {
 		// Flags a mode does not use are refused, not ignored.
 		{[]string{"bench", "--startup", "--agents", "5"}, 2, "--agents has no effect with --startup", ""},
 		{[]string{"bench", "--runs", "3"}, 2, "--runs applies to bench --startup only", ""},
+		{[]string{"bench", "--floor", "--cpuprofile", filepath.Join(dir, "cpu.prof")}, 2, "--cpuprofile has no effect with --floor", ""},
+		{[]string{"bench", "--startup", "--db", fresh}, 2, "--db has no effect with --startup", ""},
+		{[]string{"bench", "--agents", "100000"}, 2, "--agents 100000: at most 20000", ""},
 		// A --db that cannot be used is bad usage for bench as for run.
 		{[]string{"bench", "--agents", "2", "--latency", "0", "--db", dir}, 2, "open the database " + dir, ""},
 		{[]string{"bench", "--agents", "2", "--latency", "0", "--db", notDB}, 2, notDB + ": file is not a database", ""},

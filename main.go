@@ -1084,8 +1084,8 @@ Targets on a 2-core machine:
 			progress := stderr
 			// Flags a mode does not use are refused rather than ignored.
 			ignored := map[string][]string{
-				"startup": {"agents", "turns", "broadcasts-per-agent", "floor"},
-				"floor":   {"runs"},
+				"startup": {"agents", "turns", "broadcasts-per-agent", "floor", "cpuprofile", "memprofile", "db"},
+				"floor":   {"runs", "broadcasts-per-agent", "cpuprofile", "memprofile", "db"},
 				"":        {"runs"},
 			}
 			mode := ""

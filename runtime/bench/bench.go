@@ -75,10 +75,17 @@ func (e *dbError) Error() string        { return e.err.Error() }
 func (e *dbError) Unwrap() error        { return e.err }
 func (e *dbError) Is(target error) bool { return target == ErrBadOptions }
 
+// maxAgents bounds a bench swarm: past it, memory, not the runtime, is
+// what a run would measure.
+const maxAgents = 20000
+
 func (o *Options) check() error {
 	switch {
 	case o.Agents < 1:
 		return badOption("--agents %d: a swarm has at least 1 agent (the orchestrator)", o.Agents)
+	case o.Agents > maxAgents:
+		return badOption("--agents %d: at most %d (a run holds about 0.2 MB per agent, so %d would need about %.0f GB)",
+			o.Agents, maxAgents, o.Agents, float64(o.Agents)*0.22/1024)
 	case o.Fanout < 1:
 		return badOption("--fanout %d: each parent spawns at least 1 child", o.Fanout)
 	case o.Turns < 1:

@@ -89,9 +89,14 @@ func WriteReport(w io.Writer, r *Report) error {
 		}
 		return many
 	}
-	fmt.Fprintf(w, "swarmdeck bench: %d agents (tree of depth %d, fanout %d), %d %s per leaf at %s latency, %d %s per leaf\n\n",
+	broadcasts := fmt.Sprintf("%d %s per leaf", r.BroadcastsPerAgent, plural(r.BroadcastsPerAgent, "broadcast", "broadcasts"))
+	if r.Turns == 1 && r.BroadcastsPerAgent > 0 {
+		// A leaf broadcasts on its first turn and answers on its last.
+		broadcasts = "no broadcasts (a leaf of one turn has no turn to broadcast in; give --turns 2 or more)"
+	}
+	fmt.Fprintf(w, "swarmdeck bench: %d agents (tree of depth %d, fanout %d), %d %s per leaf at %s latency, %s\n\n",
 		r.Agents, r.Depth, r.Fanout, r.Turns, plural(r.Turns, "turn", "turns"),
-		time.Duration(r.LatencyS*float64(time.Second)), r.BroadcastsPerAgent, plural(r.BroadcastsPerAgent, "broadcast", "broadcasts"))
+		time.Duration(r.LatencyS*float64(time.Second)), broadcasts)
 	var table bytes.Buffer
 	tw := tabwriter.NewWriter(&table, 0, 4, 2, ' ', 0)
 	row := func(name, value, key, unit string) {

@@ -163,19 +163,13 @@ func benchPath(n, fanout, turns int) int {
 	if r > 0 {
 		sizes = append(sizes, q+1)
 	}
-	subtrees, leaves := 0, false
+	// The node's first call spawns every child at once, and its second
+	// follows the slowest of them.
+	longest := 0
 	for _, size := range sizes {
-		if size == 1 {
-			leaves = true
-		} else {
-			subtrees = max(subtrees, benchPath(size, fanout, turns))
-		}
+		longest = max(longest, benchPath(size, fanout, turns))
 	}
-	path := 2 + subtrees
-	if leaves {
-		path += turns
-	}
-	return path
+	return 2 + longest
 }
 
 // BenchCalls is the number of LLM calls a bench run makes: two per
@@ -245,12 +239,15 @@ func (benchPolicy) Reply(req *Request) Reply {
 		b = append(b, textcut.Clip(resultError(res), 200)...)
 		return Reply{Content: string(b)}
 	}
-	var spawned struct {
+	// The last tool message is the spawn's result, or the task_wait's
+	// that followed two spawns.
+	var waited struct {
 		Sessions []struct{ Status string } `json:"sessions"`
+		Results  []struct{ Status string } `json:"results"`
 	}
-	json.Unmarshal([]byte(res), &spawned)
+	json.Unmarshal([]byte(res), &waited)
 	done := 0
-	for _, k := range spawned.Sessions {
+	for _, k := range append(waited.Sessions, waited.Results...) {
 		if k.Status == "completed" {
 			done++
 		}
@@ -304,6 +301,13 @@ func benchSpawn(spec benchSpec) []Call {
 			leaves = append(leaves, size)
 		}
 	}
+	// Sub-orchestrators and leaves have different roles, so a node with
+	// both spawns them in two calls; those run one after the other, so
+	// then neither waits, and a task_wait for all the children follows.
+	wait := "true"
+	if len(planners) > 0 && len(leaves) > 0 {
+		wait = "false"
+	}
 	var calls []Call
 	for _, g := range []struct {
 		sizes        []int
@@ -326,8 +330,13 @@ func benchSpawn(spec benchSpec) []Call {
 		b = append(b, g.label...)
 		b = append(b, `","agent":"`...)
 		b = append(b, g.agent...)
-		b = append(b, `","parallel":true,"wait":true}`...)
+		b = append(b, `","parallel":true,"wait":`...)
+		b = append(b, wait...)
+		b = append(b, '}')
 		calls = append(calls, Call{Name: "sessions_spawn", Args: json.RawMessage(b)})
+	}
+	if wait == "false" {
+		calls = append(calls, Call{Name: "task_wait", Args: json.RawMessage(`{"timeout":86400}`)})
 	}
 	return calls
 }
