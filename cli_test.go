@@ -198,6 +198,9 @@ func TestCLIRefusesMistakes(t *testing.T) {
 		// An unknown run is bad usage wherever it is named.
 		// ... and the commands an error suggests find the same database.
 		{[]string{"export", "--db", stored, "r-nope"}, 2, "run \"r-nope\": not found (list runs with `swarmdeck --db " + stored + " runs`)", ""},
+		// An id that names no run, or more than one, is bad usage too.
+		{[]string{"export", "--db", failed, "r-00000"}, 2, `run "r-00000" is ambiguous: more than one run's id starts so`, ""},
+		{[]string{"export", "--db", stored, ""}, 2, "an empty run id names no run", ""},
 		{[]string{"resume", "--db", stored, "r-nope"}, 2, `run "r-nope": not found`, ""},
 		{[]string{"resume", "--headless", "--db", stored, "r-nope"}, 2, `run "r-nope": not found`, ""},
 	} {

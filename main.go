@@ -1298,7 +1298,7 @@ func notFound(err error) error {
 	switch {
 	case errors.As(err, &ee):
 		return err
-	case errors.As(err, &nd), errors.Is(err, store.ErrNotFound):
+	case errors.As(err, &nd), errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrAmbiguous):
 		return usageErr(err)
 	}
 	return &exitError{runtime.ExitFailed, err}

@@ -16,6 +16,16 @@ import (
 // ErrNotFound is returned for an unknown run.
 var ErrNotFound = errors.New("not found")
 
+// ErrAmbiguous is a run id prefix that more than one run has (or none
+// given at all).
+var ErrAmbiguous = errors.New("ambiguous")
+
+// ambiguousError is an ErrAmbiguous that says it in its own words.
+type ambiguousError string
+
+func (e ambiguousError) Error() string        { return string(e) }
+func (e ambiguousError) Is(target error) bool { return target == ErrAmbiguous }
+
 // querier is what the reads of this file run on: the read pool, or the one
 // read transaction of a Snapshot.
 type querier interface {
@@ -138,6 +148,9 @@ func (s *Store) LastWrite(ctx context.Context, runID string) (time.Time, error) 
 
 // Run loads one run. An id prefix is accepted when it is unambiguous.
 func (s *Store) Run(ctx context.Context, id string) (*Run, error) {
+	if strings.TrimSpace(id) == "" {
+		return nil, ambiguousError("an empty run id names no run: give one (`swarmdeck runs` lists them)")
+	}
 	r, err := scanRun(s.reader(ctx).QueryRowContext(ctx, `SELECT `+runCols+` FROM runs WHERE id = ?`, id))
 	if err == nil {
 		return r, nil
@@ -164,7 +177,7 @@ func (s *Store) Run(ctx context.Context, id string) (*Run, error) {
 	case 0:
 		return nil, fmt.Errorf("run %q: %w (list runs with `swarmdeck runs`)", id, ErrNotFound)
 	default:
-		return nil, fmt.Errorf("run %q is ambiguous: give more of its id", id)
+		return nil, fmt.Errorf("run %q is %w: more than one run's id starts so; give more of it", id, ErrAmbiguous)
 	}
 }
 
