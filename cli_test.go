@@ -722,6 +722,19 @@ func TestCompletionAndClosedOutput(t *testing.T) {
 		strings.Contains(out.String(), "r-000001") || !strings.Contains(out.String(), "r-000002") || !strings.Contains(out.String(), "r-000003\tfailed: third goal") {
 		t.Errorf("resume completes %q", out.String())
 	}
+	// A goal's terminal controls are escaped, and a run another process
+	// runs is not offered to resume.
+	_, live := startSlowRun(t, db, "live \x1b[31mred")
+	defer live.Interrupt()
+	out.Reset()
+	if code, _ := cli(&out, "__complete", "--db", db, "export", ""); code != 0 ||
+		!strings.Contains(out.String(), live.ID()+"\trunning: live \\x1b[31mred") || strings.Contains(out.String(), "\x1b") {
+		t.Errorf("export completes %q", out.String())
+	}
+	out.Reset()
+	if code, _ := cli(&out, "__complete", "--db", db, "resume", ""); code != 0 || strings.Contains(out.String(), live.ID()) {
+		t.Errorf("resume completes %q, a run live in this process among them", out.String())
+	}
 	out.Reset()
 	if code, msg := cli(&out, "completion", "tcsh"); code != 2 || !strings.Contains(msg, `no script for the shell "tcsh"`) || out.Len() != 0 {
 		t.Errorf("completion tcsh: exit %d, %q, stdout %d bytes", code, msg, out.Len())

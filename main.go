@@ -823,8 +823,10 @@ the cause is fixed (a quota, an API key, a server; for a run stopped by its
 token budget, limits.token_budget_per_run raised). No stored message is
 changed or removed; the sessions cut short go on from their last message.`,
 		Args: cobra.MaximumNArgs(1),
-		ValidArgsFunction: completeRunIDs(cf, func(r *store.Run) bool {
-			return r.Status == runtime.RunInterrupted || r.Status == runtime.RunRunning || r.Status == runtime.RunFailed
+		ValidArgsFunction: completeRunIDs(cf, func(r *store.Run, live bool) bool {
+			// A run another process is running is not offered: resume
+			// would refuse it.
+			return r.Status == runtime.RunInterrupted || r.Status == runtime.RunFailed || (r.Status == runtime.RunRunning && !live)
 		}),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
@@ -1192,7 +1194,7 @@ func writeJSON(w io.Writer, v any) error {
 // completeRunIDs completes a run id from the database the flags name,
 // newest first, with its status and goal as the description; keep, when
 // set, picks the runs that make sense for the command.
-func completeRunIDs(cf *commonFlags, keep func(*store.Run) bool) cobra.CompletionFunc {
+func completeRunIDs(cf *commonFlags, keep func(r *store.Run, live bool) bool) cobra.CompletionFunc {
 	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		if len(args) > 0 {
 			return nil, cobra.ShellCompDirectiveNoFileComp
@@ -1209,9 +1211,20 @@ func completeRunIDs(cf *commonFlags, keep func(*store.Run) bool) cobra.Completio
 		var out []cobra.Completion
 		for i := range runs {
 			r := &runs[i]
-			if strings.HasPrefix(r.ID, toComplete) && (keep == nil || keep(r)) {
-				out = append(out, cobra.CompletionWithDesc(r.ID, r.Status+": "+runtime.OneLine(r.Goal, 50)))
+			if !strings.HasPrefix(r.ID, toComplete) {
+				continue
 			}
+			live, known := runtime.RunIsLive(st.Path(), r.ID)
+			if keep != nil && !keep(r, live) {
+				continue
+			}
+			// As runs shows it: a run no process runs is stopped, and a
+			// goal's control characters are escaped.
+			status := r.Status
+			if r.Status == runtime.RunRunning && known && !live {
+				status = "stopped*"
+			}
+			out = append(out, cobra.CompletionWithDesc(r.ID, status+": "+runtime.TerminalText(runtime.OneLine(r.Goal, 50))))
 		}
 		return out, cobra.ShellCompDirectiveNoFileComp
 	}
