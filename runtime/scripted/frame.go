@@ -136,7 +136,7 @@ func encodeStream(st *stream, d dialect, respID string, created int64, content s
 			st.callsClose()
 			st.end("", false)
 		}
-	case !paced && d == dialectOpenAI:
+	case !paced && d == dialectOpenAI && len(calls) > 0:
 		st.begin(first)
 		st.callsOpen()
 		for i, c := range calls {

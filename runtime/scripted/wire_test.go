@@ -223,3 +223,15 @@ func TestIdentify(t *testing.T) {
 		t.Fatalf("id = %+v", id)
 	}
 }
+
+// An answer without tool calls, streamed unpaced, carries no tool_calls
+// field at all: OpenAI never sends an empty one, and a client that tells
+// a call by the field being there would see one.
+func TestUnpacedTextStreamHasNoToolCalls(t *testing.T) {
+	var st stream
+	encodeStream(&st, dialectOpenAI, "chatcmpl-1", 1, "Just text.", nil, false, true, usage{})
+	body := string(st.buf)
+	if strings.Contains(body, "tool_calls") || !strings.Contains(body, `"content":"Just text."`) {
+		t.Errorf("stream:\n%s", body)
+	}
+}
