@@ -736,6 +736,9 @@ func TestCompletionAndClosedOutput(t *testing.T) {
 		t.Errorf("resume completes %q, a run live in this process among them", out.String())
 	}
 	out.Reset()
+	if code, msg := cli(&out, "completion"); code != 2 || !strings.Contains(msg, "completion: which shell?") || out.Len() != 0 {
+		t.Errorf("completion without a shell: exit %d, %q, stdout %d bytes", code, msg, out.Len())
+	}
 	if code, msg := cli(&out, "completion", "tcsh"); code != 2 || !strings.Contains(msg, `no script for the shell "tcsh"`) || out.Len() != 0 {
 		t.Errorf("completion tcsh: exit %d, %q, stdout %d bytes", code, msg, out.Len())
 	}

@@ -241,7 +241,7 @@ Without an API key it uses the scripted model, so "swarmdeck" works offline.`,
 		c.Args = cobra.ArbitraryArgs
 		c.RunE = func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				return cmd.Help()
+				return usageErr(errors.New("completion: which shell? give bash, zsh, fish or powershell (swarmdeck completion --help says how to install each)"))
 			}
 			return usageErr(fmt.Errorf("completion: no script for the shell %q: choose bash, zsh, fish or powershell", args[0]))
 		}

@@ -92,6 +92,19 @@ func TestModelsListsTheScriptedModel(t *testing.T) {
 	}
 }
 
+// A GET on the chat endpoint is refused with 405 and says what is allowed.
+func TestChatEndpointAllowsPostOnly(t *testing.T) {
+	_, _, base := startServer(t, Config{})
+	resp, err := http.Get(base + "/chat/completions")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != http.MethodPost {
+		t.Errorf("GET: %d, Allow %q", resp.StatusCode, resp.Header.Get("Allow"))
+	}
+}
+
 func TestNonStreamingReply(t *testing.T) {
 	t.Run("content", func(t *testing.T) {
 		_, c, _ := startServer(t, Config{Policy: fixedPolicy(Reply{Content: Prefix + " hello"})})
