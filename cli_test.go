@@ -736,6 +736,10 @@ func TestCompletionAndClosedOutput(t *testing.T) {
 		t.Errorf("resume completes %q, a run live in this process among them", out.String())
 	}
 	out.Reset()
+	if code, _ := cli(&out, "__complete", "--provider", ""); code != 0 || !strings.HasPrefix(out.String(), "auto\nopenai\nscripted\n") {
+		t.Errorf("--provider completes %q", out.String())
+	}
+	out.Reset()
 	if code, msg := cli(&out, "completion"); code != 2 || !strings.Contains(msg, "completion: which shell?") || out.Len() != 0 {
 		t.Errorf("completion without a shell: exit %d, %q, stdout %d bytes", code, msg, out.Len())
 	}

@@ -211,6 +211,25 @@ Without an API key it uses the scripted model, so "swarmdeck" works offline.`,
 	for _, c := range root.Commands() {
 		c.Args = argsWithUsage(c.Args)
 	}
+	// --provider completes to the configuration's providers.
+	root.RegisterFlagCompletionFunc("provider", func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		cfg, err := cf.configFile()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		names := []string{config.ProviderAuto}
+		for name := range cfg.Providers {
+			names = append(names, name)
+		}
+		slices.Sort(names[1:])
+		var out []cobra.Completion
+		for _, n := range names {
+			if strings.HasPrefix(n, toComplete) {
+				out = append(out, n)
+			}
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	})
 	// cobra's help command shows the root's help, with status 0, for a
 	// topic it does not know: a typo would look answered.
 	root.SetHelpCommand(&cobra.Command{
