@@ -155,19 +155,14 @@ func (r *Run) load(ctx context.Context) (map[string][]store.Message, error) {
 	if err != nil {
 		return nil, err
 	}
-	bcs, err := st.Broadcasts(ctx, r.id, 0, feedKeep)
+	bcs, total, err := recentFeed(ctx, st, r.id)
 	if err != nil {
 		return nil, err
 	}
 	for _, b := range bcs {
 		r.feed = append(r.feed, feedInfo(&b))
 	}
-	r.feedTotal = len(bcs)
-	if len(bcs) == feedKeep {
-		if r.feedTotal, err = st.BroadcastCount(ctx, r.id); err != nil {
-			return nil, err
-		}
-	}
+	r.feedTotal = total
 	for _, ef := range effects {
 		r.effects[effectKey(ef.SessionID, ef.CallID, ef.N)] = ef.Result
 	}

@@ -81,19 +81,14 @@ func (v *storedRun) load(ctx context.Context, runID string) error {
 			Title: s.Title, Status: s.Status, Depth: s.Depth, Kind: s.Kind, SharedContext: sc, Reason: s.Reason, Result: s.Result,
 			Error: s.Error, Usage: event.Usage(s.Usage), Turns: s.Turns, LastTool: s.LastTool, CreatedAt: s.CreatedAt, EndedAt: s.EndedAt})
 	}
-	bcs, err := st.Broadcasts(ctx, rec.ID, 0, feedKeep)
+	bcs, total, err := recentFeed(ctx, st, rec.ID)
 	if err != nil {
 		return err
 	}
 	for _, b := range bcs {
 		snap.Broadcasts = append(snap.Broadcasts, feedInfo(&b))
 	}
-	snap.BroadcastTotal = len(bcs)
-	if len(bcs) == feedKeep {
-		if snap.BroadcastTotal, err = st.BroadcastCount(ctx, rec.ID); err != nil {
-			return err
-		}
-	}
+	snap.BroadcastTotal = total
 	plans, err := st.Plans(ctx, rec.ID)
 	if err != nil {
 		return err
@@ -305,4 +300,15 @@ func (v *storedRun) Transcript(ctx context.Context, sessionID string, from, limi
 
 func (v *storedRun) Broadcasts(ctx context.Context, before string, limit int) ([]event.BroadcastInfo, error) {
 	return feedFrom(ctx, v.e.store, v.id, before, limit)
+}
+
+// recentFeed reads a run's most recent feed items (feedKeep at most) and
+// how many it has in all, counted only when there are more than were read.
+func recentFeed(ctx context.Context, st *store.Store, runID string) ([]store.Broadcast, int, error) {
+	bcs, err := st.Broadcasts(ctx, runID, 0, feedKeep)
+	if err != nil || len(bcs) < feedKeep {
+		return bcs, len(bcs), err
+	}
+	total, err := st.BroadcastCount(ctx, runID)
+	return bcs, total, err
 }
