@@ -92,6 +92,7 @@ type TaskRef struct {
 type SpawnResult struct {
 	Status   string        `json:"status"`
 	Sessions []TaskOutcome `json:"sessions"`
+	Note     string        `json:"note,omitempty"`
 }
 
 // TaskOutcome is the state and output of one task.

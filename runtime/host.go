@@ -313,6 +313,7 @@ func (h *host) Spawn(ctx context.Context, c *agents.Call, req agents.SpawnReques
 		if len(started) == 0 {
 			res.Status = "pending"
 		}
+		res.Note = slotNote(r, len(started), req.Wait)
 		return res, nil
 	})
 	if err != nil {
@@ -336,7 +337,7 @@ func (h *host) Spawn(ctx context.Context, c *agents.Call, req agents.SpawnReques
 	}
 	outcomes, _ := s.waitTerminal(ctx, c, targets, req.Timeout)
 	res.Sessions = outcomes
-	res.Status = "completed"
+	res.Status, res.Note = "completed", ""
 	for _, o := range outcomes {
 		if o.Status != StatusCompleted {
 			res.Status = "finished"
@@ -347,6 +348,28 @@ func (h *host) Spawn(ctx context.Context, c *agents.Call, req agents.SpawnReques
 		}
 	}
 	return &res, nil
+}
+
+// slotNote says how many of n sessions about to start will first wait for
+// a max_concurrent_sessions slot: those the free slots do not cover, the
+// spawning session's own counted as free when it is about to wait.
+func slotNote(r *Run, n int, wait bool) string {
+	free := cap(r.slotSem) - len(r.slotSem)
+	if wait {
+		free++
+	}
+	queued := n - max(free, 0)
+	if queued <= 0 {
+		return ""
+	}
+	lim := r.e.Config().Limits.MaxConcurrentSessions
+	if n == 1 {
+		return fmt.Sprintf("it waits for a free session slot first (max_concurrent_sessions is %d): it starts as a running session finishes or waits", lim)
+	}
+	if queued == n {
+		return fmt.Sprintf("all %d wait for a free session slot first (max_concurrent_sessions is %d): they start as running sessions finish or wait", n, lim)
+	}
+	return fmt.Sprintf("%d of the %d wait for a free session slot first (max_concurrent_sessions is %d): they start as running sessions finish or wait", queued, n, lim)
 }
 
 func callID(c *agents.Call) string {

@@ -313,6 +313,56 @@ func TestConcurrentSessionLimitQueuesSessions(t *testing.T) {
 	}
 }
 
+// TestSpawnResultSaysWhichWaitForASlot checks that a spawn the session
+// limit cannot start at once says so, instead of only "running".
+func TestSpawnResultSaysWhichWaitForASlot(t *testing.T) {
+	cases := []struct {
+		name string
+		wait bool
+		want string // in the spawn's result; "" for no note
+	}{
+		{"no wait", false, `"note":"3 of the 4 wait for a free session slot first (max_concurrent_sessions is 2)`},
+		{"wait", true, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var result atomic.Value
+			policy := scripted.PolicyFunc(func(req *scripted.Request) scripted.Reply {
+				if firstLineRole(req) != "orchestrator" {
+					return limSay("ok")
+				}
+				switch turnsOf(req) {
+				case 0:
+					return limDo(scripted.Call{Name: "sessions_spawn", Args: limArgs{"task": []string{"1", "2", "3", "4"}, "parallel": true, "wait": tc.wait}})
+				case 1:
+					result.Store(lastToolResult(req))
+					if !tc.wait {
+						return limDo(scripted.Call{Name: "task_wait", Args: limArgs{}})
+					}
+				}
+				return limSay("done")
+			})
+			e := testEngine(t, nil, policy, func(c *config.Config) {
+				c.Limits.MaxConcurrentSessions = 2
+				c.Providers["scripted"].Latency = config.Duration(20 * time.Millisecond)
+			})
+			if _, code := headless(t, e, "queue", nil); code != ExitOK {
+				t.Fatalf("exit %d", code)
+			}
+			got, _ := result.Load().(string)
+			if tc.want == "" {
+				if strings.Contains(got, `"note"`) {
+					t.Errorf("a waiting spawn's result kept a note about slots: %s", got)
+				}
+				return
+			}
+			if !strings.Contains(got, tc.want) {
+				t.Errorf("spawn result = %s\nwant it to contain %s", got, tc.want)
+			}
+		})
+	}
+}
+
 // TestResumeAfterStop stops a run mid-way (as a crash would: the sessions'
 // statuses stay as stored) and resumes it in a new engine on the same
 // database.
