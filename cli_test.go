@@ -166,6 +166,11 @@ func TestCLIRefusesMistakes(t *testing.T) {
 		// A --db that cannot be used is bad usage for bench as for run.
 		{[]string{"bench", "--agents", "2", "--latency", "0", "--db", dir}, 2, "open the database " + dir, ""},
 		{[]string{"bench", "--agents", "2", "--latency", "0", "--db", notDB}, 2, notDB + ": file is not a database", ""},
+		{[]string{"bench", "--scripted-latency", "1s"}, 2, "--scripted-latency has no effect on bench: the model's delay is --latency", ""},
+		{[]string{"bench", "--floor", "--model", "big"}, 2, "--model has no effect on bench", ""},
+		// The scripted model's flags on a run of another model are refused.
+		{[]string{"run", "--headless", "--provider", "openai", "--base-url", "http://127.0.0.1:9/v1", "--scripted-latency", "1s", "--db", fresh, "a goal"}, 2,
+			`--scripted-latency applies to the built-in scripted model only, and this run talks to provider "openai" (http://127.0.0.1:9/v1): leave the flag out, or run on the scripted model with --provider scripted`, ""},
 		{[]string{"mock-llm", "--latency", "-1s"}, 2, "a latency cannot be negative", ""},
 		{[]string{"mock-llm", "--scripted-latency", "5s"}, 2, "takes its delay from --latency", ""},
 		{[]string{"mock-llm", "--scripted-stream-speed", "0"}, 2, "takes its speed from --stream-speed", ""},

@@ -433,6 +433,18 @@ func newEngine(ctx context.Context, cf *commonFlags, use engineFor, notices chan
 	if err != nil {
 		return nil, nil, err
 	}
+	if use != forView && res.Provider.Type != config.TypeScripted {
+		// Refused rather than ignored: the person asked for a delay or a
+		// pace this run's model will not have.
+		for _, f := range []struct {
+			set  bool
+			name string
+		}{{cf.latencySet, "scripted-latency"}, {cf.speedSet, "scripted-stream-speed"}} {
+			if f.set {
+				return nil, nil, usageErr(fmt.Errorf("--%s applies to the built-in scripted model only, and this run talks to provider %q (%s): leave the flag out, or run on the scripted model with --provider scripted", f.name, res.Name, res.Provider.BaseURL))
+			}
+		}
+	}
 	if use == forNewRun {
 		// Before the log and the database are made: a start refused for
 		// its workspace leaves nothing behind.
@@ -1108,6 +1120,18 @@ Targets on a 2-core machine:
 				"startup": {"agents", "turns", "broadcasts-per-agent", "floor", "cpuprofile", "memprofile", "db"},
 				"floor":   {"runs", "broadcasts-per-agent", "cpuprofile", "memprofile", "db"},
 				"":        {"runs"},
+			}
+			// bench always measures the scripted model on the runtime's
+			// defaults: the flags that choose or shape a run's model and
+			// configuration would be ignored.
+			for _, name := range []string{"config", "provider", "base-url", "model", "workspace", "scripted-latency", "scripted-stream-speed"} {
+				if cmd.Flags().Changed(name) {
+					hint := "bench measures the built-in scripted model on the runtime's defaults"
+					if name == "scripted-latency" {
+						hint = "the model's delay is --latency"
+					}
+					return usageErr(fmt.Errorf("--%s has no effect on bench: %s", name, hint))
+				}
 			}
 			mode := ""
 			switch {
