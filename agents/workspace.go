@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"unicode/utf8"
 )
 
@@ -22,9 +23,17 @@ import (
 // absolute paths, ".." and symbolic links that leave it are refused (os.Root
 // enforces the last one against races too).
 type Workspace struct {
-	dir   string
-	root  *os.Root
-	locks sync.Map // clean path -> *sync.Mutex, see LockPath
+	dir       string
+	root      *os.Root
+	locks     sync.Map // clean path -> *sync.Mutex, see LockPath
+	protected []protectedPath
+}
+
+// protectedPath is a file or directory of swarmdeck's own that the file
+// tools must not change, see Protect.
+type protectedPath struct {
+	path string // absolute, symbolic links resolved
+	what string
 }
 
 // Workspace limits.
@@ -76,6 +85,94 @@ func (w *Workspace) LockPath(clean string) (unlock func()) {
 	mu := m.(*sync.Mutex)
 	mu.Lock()
 	return mu.Unlock
+}
+
+// Protect keeps the write tools off the file or directory at p (nothing
+// when p is ""): swarmdeck's own configuration, database, log and prompt
+// templates, when they lie inside the workspace. An agent that could write
+// the configuration file would raise its own limits at the next reload.
+// what names it in the tool error. Call it before the tools run.
+func (w *Workspace) Protect(p, what string) {
+	if p == "" {
+		return
+	}
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return
+	}
+	w.protected = append(w.protected, protectedPath{path: resolveLoose(abs), what: what})
+}
+
+// refuseProtected is the tool error for writing clean when it is, or lies
+// under, a protected path, through symbolic links too.
+func (w *Workspace) refuseProtected(clean string) error {
+	if len(w.protected) == 0 {
+		return nil
+	}
+	target := resolveLoose(filepath.Join(w.dir, filepath.FromSlash(clean)))
+	for _, p := range w.protected {
+		if target == p.path || strings.HasPrefix(target, p.path+string(filepath.Separator)) {
+			return Errorf("%s is swarmdeck's own %s, which agents may not change; write your work to another file", clean, p.what)
+		}
+	}
+	return nil
+}
+
+// resolveLoose resolves the symbolic links of an absolute path whose last
+// parts may not exist yet: those of its deepest existing ancestor, with
+// the rest joined on as given.
+func resolveLoose(p string) string {
+	rest := ""
+	for dir := p; ; {
+		if r, err := filepath.EvalSymlinks(dir); err == nil {
+			return filepath.Join(r, rest)
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return p
+		}
+		rest = filepath.Join(filepath.Base(dir), rest)
+		dir = parent
+	}
+}
+
+// openRegular opens clean without waiting on it (a named pipe would block
+// the tool forever) and refuses anything but a regular file or, when
+// dirOK, a directory.
+func (w *Workspace) openRegular(clean string, flag int, perm fs.FileMode, dirOK bool) (*os.File, fs.FileInfo, error) {
+	f, err := w.root.OpenFile(clean, flag|syscall.O_NONBLOCK, perm)
+	if err != nil {
+		if errors.Is(err, syscall.ENXIO) {
+			return nil, nil, Errorf("%s is not a regular file (a named pipe or a socket); only regular files can be used", clean)
+		}
+		return nil, nil, w.explain(clean, err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, w.explain(clean, err)
+	}
+	if !st.Mode().IsRegular() && !(dirOK && st.IsDir()) {
+		f.Close()
+		if st.IsDir() {
+			return nil, nil, Errorf("%s is a directory, not a file", clean)
+		}
+		return nil, nil, Errorf("%s is not a regular file (%s); only regular files can be used", clean, fileKind(st.Mode()))
+	}
+	return f, st, nil
+}
+
+// fileKind names a mode that is not a regular file's.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "a special file"
 }
 
 // Dir is the absolute workspace directory.
@@ -140,6 +237,24 @@ type FileContent struct {
 	TotalLines int    `json:"total_lines"`
 	Truncated  bool   `json:"truncated"`
 	NextOffset int    `json:"next_offset,omitempty"` // where to go on reading, when truncated
+	// LineEndings is "crlf" when lines end in CR LF; the content shows
+	// them as LF.
+	LineEndings string `json:"line_endings,omitempty"`
+}
+
+// scanLinesKeepCR is bufio.ScanLines without dropping a CR before the LF,
+// so that Read can tell which line endings a file has.
+func scanLinesKeepCR(data []byte, atEOF bool) (advance int, token []byte, err error) {
+	if atEOF && len(data) == 0 {
+		return 0, nil, nil
+	}
+	if i := bytes.IndexByte(data, '\n'); i >= 0 {
+		return i + 1, data[:i], nil
+	}
+	if atEOF {
+		return len(data), data, nil
+	}
+	return 0, nil, nil
 }
 
 // Read reads a text file, from line offset (1-based) for at most limit lines.
@@ -155,15 +270,11 @@ func (w *Workspace) ReadWithin(p string, offset, limit, budget int) (*FileConten
 	if err != nil {
 		return nil, err
 	}
-	f, err := w.root.Open(clean)
+	f, st, err := w.openRegular(clean, os.O_RDONLY, 0, true)
 	if err != nil {
-		return nil, w.explain(clean, err)
+		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, w.explain(clean, err)
-	}
 	if st.IsDir() {
 		return nil, Errorf("%s is a directory; use list_files to see its entries", clean)
 	}
@@ -177,13 +288,19 @@ func (w *Workspace) ReadWithin(p string, offset, limit, budget int) (*FileConten
 	var buf strings.Builder
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	sc.Split(scanLinesKeepCR)
 	line, encoded := 0, 0
 	for sc.Scan() {
 		line++
+		b := sc.Bytes()
+		if n := len(b); n > 0 && b[n-1] == '\r' {
+			// Shown without its CR: edit_file matches either way.
+			b = b[:n-1]
+			out.LineEndings = "crlf"
+		}
 		if line < offset {
 			continue
 		}
-		b := sc.Bytes()
 		n := jsonChars(b) + 2 // and its line break, as \n
 		if out.Lines >= limit || buf.Len()+len(b) > maxReadBytes || (budget > 0 && encoded+n > budget) {
 			if !out.Truncated {
@@ -405,6 +522,9 @@ func (w *Workspace) Write(p string, content []byte) (*WriteResult, error) {
 	if len(content) > maxWriteBytes {
 		return nil, Errorf("content is %d bytes; the limit is %d", len(content), maxWriteBytes)
 	}
+	if err := w.refuseProtected(clean); err != nil {
+		return nil, err
+	}
 	created := false
 	mode := fs.FileMode(0o644)
 	fi, err := w.root.Lstat(clean)
@@ -413,6 +533,10 @@ func (w *Workspace) Write(p string, content []byte) (*WriteResult, error) {
 		created = true
 	case err == nil && fi.Mode().IsRegular():
 		mode = fi.Mode().Perm()
+	case err == nil && fi.IsDir():
+		return nil, Errorf("%s is a directory; give a file path to write", clean)
+	case err == nil && fi.Mode()&fs.ModeSymlink == 0:
+		return nil, Errorf("%s is not a regular file (%s); only regular files can be written", clean, fileKind(fi.Mode()))
 	}
 	if dir := path.Dir(clean); dir != "." {
 		if err := w.root.MkdirAll(dir, 0o755); err != nil {
@@ -428,7 +552,9 @@ func (w *Workspace) Write(p string, content []byte) (*WriteResult, error) {
 	// process killed mid-write leaves the old content or the new, never an
 	// empty or half-written file (a re-run after a crash then repeats the
 	// recorded write).
-	tmp := path.Join(path.Dir(clean), "."+path.Base(clean)+".swarmdeck-"+strconv.FormatUint(rand.Uint64(), 36))
+	// Its name is short whatever the target's: a name near the file
+	// system's limit of 255 bytes would not fit a longer one.
+	tmp := path.Join(path.Dir(clean), ".swarmdeck-"+strconv.FormatUint(rand.Uint64(), 36)+".tmp")
 	f, err := w.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
 	if err != nil {
 		return nil, w.explain(clean, err)
@@ -449,8 +575,12 @@ func (w *Workspace) Write(p string, content []byte) (*WriteResult, error) {
 
 // writeInPlace truncates and rewrites the file clean.
 func (w *Workspace) writeInPlace(clean string, content []byte, created bool) (*WriteResult, error) {
-	f, err := w.root.OpenFile(clean, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, _, err := w.openRegular(clean, os.O_WRONLY|os.O_CREATE, 0o644, false)
 	if err != nil {
+		return nil, err
+	}
+	if err := f.Truncate(0); err != nil {
+		f.Close()
 		return nil, w.explain(clean, err)
 	}
 	if _, err := f.Write(content); err != nil {
@@ -473,11 +603,27 @@ func (w *Workspace) PlanEdit(p, old, new string, all bool) (string, []byte, int,
 	if old == "" {
 		return "", nil, 0, Errorf("old_string must not be empty; to write a whole file use write_file")
 	}
-	data, err := w.root.ReadFile(clean)
+	if err := w.refuseProtected(clean); err != nil {
+		return "", nil, 0, err
+	}
+	f, _, err := w.openRegular(clean, os.O_RDONLY, 0, false)
+	if err != nil {
+		return "", nil, 0, err
+	}
+	data, err := io.ReadAll(f)
+	f.Close()
 	if err != nil {
 		return "", nil, 0, w.explain(clean, err)
 	}
 	n := bytes.Count(data, []byte(old))
+	if n == 0 && bytes.Contains(data, []byte("\r\n")) && strings.Contains(old, "\n") && !strings.Contains(old, "\r") {
+		// read_file shows a CR LF file's lines with LF: match the text as
+		// shown, and keep the file's line endings in what replaces it.
+		crlf := strings.ReplaceAll(old, "\n", "\r\n")
+		if n = bytes.Count(data, []byte(crlf)); n > 0 {
+			old, new = crlf, strings.ReplaceAll(new, "\n", "\r\n")
+		}
+	}
 	switch {
 	case n == 0:
 		return "", nil, 0, Errorf("old_string was not found in %s; read the file again and copy the exact text, including spaces", clean)

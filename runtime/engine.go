@@ -81,6 +81,8 @@ type Engine struct {
 	human atomic.Bool // new and resumed runs start with a person attached
 
 	toolSets sync.Map // "groups|write" -> *llm.ToolSet, encoded once
+
+	dbPath string // the database file, kept from the agents' write tools
 }
 
 // toolSet returns the encoded tool definitions for a set of groups: every
@@ -166,6 +168,7 @@ func New(opts Options) (*Engine, error) {
 		return nil, dbError(err)
 	}
 	e.store = st
+	e.dbPath = dbPath
 	go e.watchStore()
 
 	switch p.Type {

@@ -160,6 +160,7 @@ func (e *Engine) newRun(id, goal string, rec store.Run) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
+	e.protectOwnFiles(ws, cfg)
 	ctx, cancel := context.WithCancelCause(context.Background())
 	lim := cfg.Limits
 	r := &Run{e: e, id: id, goal: goal, ws: ws, ctx: ctx, cancel: cancel, rec: rec,
@@ -170,6 +171,27 @@ func (e *Engine) newRun(id, goal string, rec store.Run) (*Run, error) {
 	r.questions = newQuestionBoard(r)
 	r.human.Store(e.human.Load())
 	return r, nil
+}
+
+// protectOwnFiles keeps the agents' write tools off swarmdeck's own files
+// where they lie in the workspace: an agent that rewrote the configuration
+// file would raise its own limits at the next reload, and one that wrote
+// the database or the log would break the run.
+func (e *Engine) protectOwnFiles(ws *agents.Workspace, cfg *config.Config) {
+	ws.Protect(cfg.Path, "configuration file")
+	ws.Protect(cfg.PromptsDir, "prompt templates")
+	ws.Protect(cfg.LogPath(), "log")
+	if e.dbPath != "" {
+		for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
+			ws.Protect(e.dbPath+suffix, "database")
+		}
+		ws.Protect(runlock.Dir(e.dbPath), "run locks")
+	}
+	for _, pr := range cfg.Providers {
+		if pr != nil {
+			ws.Protect(pr.Scenario, "scripted model's scenario")
+		}
+	}
 }
 
 // CheckWorkspace reports why a new run could not use the workspace cfg

@@ -210,6 +210,48 @@ func TestWorkspaceCallsOfAnAnswerRunInOrder(t *testing.T) {
 	}
 }
 
+// The write tools leave swarmdeck's own files alone when they lie in the
+// workspace: an agent rewriting the configuration would raise its own
+// limits at the next reload.
+func TestWriteToolsLeaveSwarmdecksFiles(t *testing.T) {
+	policy := scripted.PolicyFunc(func(req *scripted.Request) scripted.Reply {
+		if turnsOf(req) == 0 {
+			return limDo(
+				scripted.Call{Name: "write_file", Args: limArgs{"path": "config.yaml", "content": "limits:\n  max_turns_per_session: 1000\n"}},
+				scripted.Call{Name: "edit_file", Args: limArgs{"path": "swarm.log", "old_string": "x", "new_string": "y"}},
+				scripted.Call{Name: "write_file", Args: limArgs{"path": "notes.md", "content": "mine"}},
+			)
+		}
+		return limSay("done")
+	})
+	var cfgPath string
+	e := testEngine(t, nil, policy, func(c *config.Config) {
+		cfgPath = filepath.Join(c.Workspace, "config.yaml")
+		os.WriteFile(cfgPath, []byte("limits:\n  max_turns_per_session: 3\n"), 0o644)
+		c.Path = cfgPath
+		c.LogFile = filepath.Join(c.Workspace, "swarm.log")
+		for i := range c.Agents {
+			if c.Agents[i].Role == "orchestrator" {
+				c.Agents[i].CanWrite = true
+			}
+		}
+	})
+	if _, code := headless(t, e, "write", nil); code != ExitOK {
+		t.Fatalf("exit %d", code)
+	}
+	root := rootOf(exportLatest(t, e))
+	writes := toolResults(root, "write_file")
+	if len(writes) != 2 || !strings.Contains(writes[0], "config.yaml is swarmdeck's own configuration file") || !strings.Contains(writes[1], `"bytes":4`) {
+		t.Errorf("write_file answered %q", writes)
+	}
+	if edits := toolResults(root, "edit_file"); len(edits) != 1 || !strings.Contains(edits[0], "swarm.log is swarmdeck's own log") {
+		t.Errorf("edit_file answered %q", edits)
+	}
+	if b, _ := os.ReadFile(cfgPath); !strings.Contains(string(b), "max_turns_per_session: 3") {
+		t.Errorf("the configuration changed: %s", b)
+	}
+}
+
 // Arguments over the tools' limit are refused, and are not sent back with
 // every later request of the session: the history carries {} in their
 // place (the store keeps what the model wrote).
