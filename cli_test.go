@@ -101,6 +101,10 @@ func TestCLIRefusesMistakes(t *testing.T) {
 	if err := os.WriteFile(badScenario, []byte("providers:\n  scripted:\n    scenario: "+filepath.Join(dir, "none.yaml")+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	noModel := filepath.Join(dir, "nomodel.yaml")
+	if err := os.WriteFile(noModel, []byte("provider: mine\nproviders:\n  mine:\n    type: openai\n    base_url: http://127.0.0.1:9/v1\n    model: \"\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	badRole := filepath.Join(dir, "badrole.yaml")
 	if err := os.WriteFile(badRole, []byte("agents:\n  - role: orchestrator\n    prompt: nosuch\n    tools: [spawn, tasks]\n    can_spawn: true\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -185,7 +189,8 @@ func TestCLIRefusesMistakes(t *testing.T) {
 		{[]string{"runs", "--config", badDB}, 2, "swarmdeck: " + badDB + ":3: db: the database " + dir + " is a directory", ""},
 		// A flag has no line: its value is named by the error.
 		{[]string{"run", "--headless", "--config", badWorkspace, "--workspace", notDB, "--db", stored, "a goal"}, 2, "swarmdeck: workspace " + notDB + ": open " + notDB + ": not a directory", ""},
-		{[]string{"run", "--headless", "--config", badRole, "--db", fresh, "a goal"}, 2, badRole + `: agents: role "orchestrator" names prompt "nosuch", which is not a template`, ""},
+		{[]string{"run", "--headless", "--config", noModel, "--db", fresh, "a goal"}, 2, noModel + `:6: providers.mine.model: provider "mine" names no model`, ""},
+		{[]string{"run", "--headless", "--config", badRole, "--db", fresh, "a goal"}, 2, badRole + `:3: agents[0].prompt: role "orchestrator" names prompt "nosuch", which is not a template`, ""},
 		// A log_file that cannot be written is named, not dropped silently.
 		{[]string{"run", "--headless", "--config", badLog, "--db", fresh, "a goal"}, 2, badLog + ":1: log_file: cannot write the log at " + dir + ": is a directory", ""},
 		{[]string{"runs", "--db", dir}, 2, dir, ""},

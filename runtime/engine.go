@@ -210,13 +210,17 @@ func promptsDirError(cfg *config.Config, err error) error {
 // session would quietly get another prompt than the one meant. (A live
 // reload only warns, since a new prompts_dir may bring the template.)
 func checkRolePrompts(cfg *config.Config, templates []string) error {
-	for _, a := range cfg.Agents {
+	for i, a := range cfg.Agents {
 		if a.Prompt == "" || slices.Contains(templates, a.Prompt) {
 			continue
 		}
-		where := "agents"
-		if cfg.Path != "" {
+		where, ok := cfg.Where(fmt.Sprintf("agents[%d].prompt", i))
+		switch {
+		case ok:
+		case cfg.Path != "":
 			where = cfg.Path + ": agents"
+		default:
+			where = "agents"
 		}
 		dir := "the built-in templates"
 		if cfg.PromptsDir != "" {

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -80,7 +81,13 @@ func (c *Config) Resolve(getenv func(string) string) (Resolved, error) {
 	}
 
 	if r.Model == "" {
-		return Resolved{}, fmt.Errorf("provider %q names no model: set providers.%s.model in the config file, or pass --model", name, name)
+		msg := fmt.Sprintf("provider %q names no model: set providers.%s.model in the config file, or pass --model", name, name)
+		for _, key := range []string{"providers." + name + ".model", "providers." + name} {
+			if where, ok := c.Where(key); ok {
+				return Resolved{}, fmt.Errorf("%s: %s", where, msg)
+			}
+		}
+		return Resolved{}, errors.New(msg)
 	}
 	if pr.APIKeyEnv != "" {
 		r.APIKey = getenv(pr.APIKeyEnv)
