@@ -143,7 +143,11 @@ func New(opts Options) (*Engine, error) {
 	p := opts.Resolved.Provider
 	policy := opts.Policy
 	if (p.Type == "scripted" || p.Type == "") && policy == nil && p.Scenario != "" {
-		if policy, err = scripted.LoadScenario(p.Scenario); err != nil {
+		policy, err = scripted.LoadScenario(p.Scenario)
+		if err == nil {
+			err = scripted.CheckScenarioRoles(policy, p.Scenario, e.roster.Load().Names())
+		}
+		if err != nil {
 			if where, ok := cfg.Where("providers." + opts.Resolved.Name + ".scenario"); ok {
 				return nil, fmt.Errorf("%s: %w", where, err)
 			}

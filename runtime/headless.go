@@ -168,7 +168,7 @@ func (p *progress) print(ev event.Event) {
 		r := ev.Run
 		note := ""
 		if r.Scripted {
-			note = " (scripted model: offline demo)"
+			note = " (the built-in scripted model, offline)"
 		}
 		verb := "started"
 		if r.Resumed {

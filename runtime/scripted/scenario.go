@@ -5,12 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
 )
 
 // A scenario file scripts the scripted model by role and turn, in YAML or
@@ -81,6 +85,8 @@ type scenario struct {
 	def     *scenarioReply
 	mu      sync.Mutex
 	firings map[string]int // fault key -> times served
+
+	roleLines map[string]int // where roles: names each role
 }
 
 // LoadScenario reads a scenario file (YAML or JSON) into a policy. Errors
@@ -92,22 +98,224 @@ func LoadScenario(path string) (Policy, error) {
 	}
 	sc, err := ParseScenario(data)
 	if err != nil {
+		var se *ScenarioError
+		if errors.As(err, &se) && se.Line > 0 {
+			return nil, fmt.Errorf("scenario %s:%d: %s", path, se.Line, se.Msg)
+		}
 		return nil, fmt.Errorf("scenario %s: %w", path, err)
 	}
 	return sc, nil
 }
 
-// ParseScenario reads a scenario from YAML or JSON text.
+// ScenarioError is a mistake in a scenario, at a line of it when known.
+type ScenarioError struct {
+	Line int // from 1; 0 when not known
+	Msg  string
+}
+
+func (e *ScenarioError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("line %d: %s", e.Line, e.Msg)
+	}
+	return e.Msg
+}
+
+// scenarioPathError is a mistake found in a decoded value, at its key path
+// (roles.orchestrator[0].tool_calls[1]); ParseScenario finds its line.
+type scenarioPathError struct {
+	path []any // string keys and int indexes
+	msg  string
+}
+
+func (e *scenarioPathError) Error() string { return pathText(e.path) + ": " + e.msg }
+
+func pathText(path []any) string {
+	var b strings.Builder
+	for _, p := range path {
+		switch p := p.(type) {
+		case int:
+			fmt.Fprintf(&b, "[%d]", p)
+		default:
+			if b.Len() > 0 {
+				b.WriteByte('.')
+			}
+			fmt.Fprint(&b, p)
+		}
+	}
+	return b.String()
+}
+
+func at(path []any, more ...any) []any {
+	return append(append([]any(nil), path...), more...)
+}
+
+// goTypeWord says a Go type a value was decoded from or into as a person
+// would.
+func goTypeWord(t string) string {
+	t = strings.TrimPrefix(t, "*")
+	switch {
+	case strings.HasPrefix(t, "[]"):
+		return "a list"
+	case strings.HasPrefix(t, "map["), strings.HasPrefix(t, "scripted."):
+		return "a mapping"
+	case t == "string":
+		return "text"
+	case t == "bool":
+		return "true or false"
+	case strings.HasPrefix(t, "int"), strings.HasPrefix(t, "uint"), strings.HasPrefix(t, "float"):
+		return "a number"
+	}
+	return t
+}
+
+var yamlKindError = regexp.MustCompile(`^(\w+) was used where (\w+) is expected`)
+
+func yamlKindWord(k string) string {
+	switch k {
+	case "sequence":
+		return "a list"
+	case "mapping":
+		return "a mapping"
+	}
+	return k
+}
+
+var goDecodeError = regexp.MustCompile(`cannot unmarshal (.+?) into Go (?:struct field \S+|value) of type (.+)$`)
+
+// decodeError turns a decoding error into one line at the line it names,
+// without the source excerpt or Go's type names.
+func decodeError(err error) error {
+	var yerr yaml.Error
+	if !errors.As(err, &yerr) {
+		return &ScenarioError{Msg: strings.Join(strings.Fields(err.Error()), " ")}
+	}
+	line := 0
+	if tk := yerr.GetToken(); tk != nil && tk.Position != nil {
+		line = tk.Position.Line
+	}
+	msg := yerr.GetMessage()
+	if m := yamlKindError.FindStringSubmatch(msg); m != nil {
+		msg = fmt.Sprintf("%s where %s is expected", yamlKindWord(m[1]), yamlKindWord(m[2]))
+	}
+	if m := goDecodeError.FindStringSubmatch(msg); m != nil {
+		msg = fmt.Sprintf("%s where %s is expected", goTypeWord(m[1]), goTypeWord(m[2]))
+	}
+	return &ScenarioError{Line: line, Msg: strings.Join(strings.Fields(msg), " ")}
+}
+
+// lineAt finds the line of the value at path in the document, 0 if it
+// is not there as written.
+func lineAt(file *ast.File, path []any) int {
+	if file == nil || len(file.Docs) == 0 || file.Docs[0] == nil {
+		return 0
+	}
+	n := file.Docs[0].Body
+	line := 0
+	for _, p := range path {
+		for {
+			switch v := n.(type) {
+			case *ast.TagNode:
+				n = v.Value
+				continue
+			case *ast.AnchorNode:
+				n = v.Value
+				continue
+			}
+			break
+		}
+		var next ast.Node
+		switch p := p.(type) {
+		case int:
+			if seq, ok := n.(*ast.SequenceNode); ok && p < len(seq.Values) {
+				next = seq.Values[p]
+			}
+		case string:
+			var pairs []*ast.MappingValueNode
+			switch m := n.(type) {
+			case *ast.MappingNode:
+				pairs = m.Values
+			case *ast.MappingValueNode:
+				pairs = []*ast.MappingValueNode{m}
+			}
+			for _, kv := range pairs {
+				if kv != nil && kv.Key != nil && kv.Key.GetToken() != nil && kv.Key.GetToken().Value == p {
+					next = kv.Value
+					if tk := kv.Key.GetToken(); tk.Position != nil {
+						line = tk.Position.Line
+					}
+				}
+			}
+		}
+		if next == nil {
+			return line
+		}
+		n = next
+		if tk := n.GetToken(); tk != nil && tk.Position != nil {
+			if _, isKey := p.(string); !isKey {
+				line = tk.Position.Line
+			}
+		}
+	}
+	return line
+}
+
+// ParseScenario reads a scenario from YAML or JSON text. Its errors are
+// *ScenarioError, with the line of the mistake when it has one.
 func ParseScenario(data []byte) (Policy, error) {
 	var f scenarioFile
 	if err := yaml.UnmarshalWithOptions(data, &f, yaml.DisallowUnknownField()); err != nil {
-		return nil, errors.New(yaml.FormatError(err, false, true))
+		return nil, decodeError(err)
 	}
+	file, _ := parser.ParseBytes(data, 0)
+	sc, err := compileScenario(&f)
+	if err != nil {
+		var pe *scenarioPathError
+		if errors.As(err, &pe) {
+			return nil, &ScenarioError{Line: lineAt(file, pe.path), Msg: pe.Error()}
+		}
+		return nil, &ScenarioError{Msg: err.Error()}
+	}
+	sc.roleLines = map[string]int{}
+	for role := range sc.roles {
+		sc.roleLines[role] = lineAt(file, []any{"roles", role})
+	}
+	return sc, nil
+}
+
+// CheckScenarioRoles refuses a scenario loaded from path whose roles:
+// names a role that no agent has (known, besides sub-orchestrator): its
+// steps would never be played, and the run would get the scenario's "no
+// reply" answer instead, with nothing said at the start.
+func CheckScenarioRoles(p Policy, path string, known []string) error {
+	sc, ok := p.(*scenario)
+	if !ok {
+		return nil
+	}
+	var unknown []string
+	for role := range sc.roles {
+		if role != "sub-orchestrator" && !slices.Contains(known, role) {
+			unknown = append(unknown, role)
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	slices.Sort(unknown)
+	role := unknown[0]
+	where := "scenario " + path
+	if line := sc.roleLines[role]; line > 0 {
+		where += ":" + strconv.Itoa(line)
+	}
+	return fmt.Errorf("%s: roles.%s: no agent has the role %q; script one of %s, or sub-orchestrator (or give the steps under labels: by a session's label)",
+		where, role, role, strings.Join(known, ", "))
+}
+
+func compileScenario(f *scenarioFile) (*scenario, error) {
 	sc := &scenario{roles: map[string][]scenarioReply{}, labels: map[string][]scenarioReply{}, firings: map[string]int{}}
-	convert := func(where string, steps []scenarioStep) ([]scenarioReply, error) {
+	convert := func(where []any, steps []scenarioStep) ([]scenarioReply, error) {
 		out := make([]scenarioReply, len(steps))
 		for i := range steps {
-			r, err := steps[i].compile(fmt.Sprintf("%s[%d]", where, i))
+			r, err := steps[i].compile(at(where, i))
 			if err != nil {
 				return nil, err
 			}
@@ -116,14 +324,14 @@ func ParseScenario(data []byte) (Policy, error) {
 		return out, nil
 	}
 	for role, steps := range f.Roles {
-		r, err := convert("roles."+role, steps)
+		r, err := convert([]any{"roles", role}, steps)
 		if err != nil {
 			return nil, err
 		}
 		sc.roles[role] = r
 	}
 	for label, steps := range f.Labels {
-		r, err := convert("labels."+label, steps)
+		r, err := convert([]any{"labels", label}, steps)
 		if err != nil {
 			return nil, err
 		}
@@ -137,7 +345,7 @@ func ParseScenario(data []byte) (Policy, error) {
 		if one.in == nil {
 			continue
 		}
-		r, err := one.in.compile(one.where)
+		r, err := one.in.compile([]any{one.where})
 		if err != nil {
 			return nil, err
 		}
@@ -149,20 +357,20 @@ func ParseScenario(data []byte) (Policy, error) {
 	return sc, nil
 }
 
-func (st *scenarioStep) compile(where string) (scenarioReply, error) {
+func (st *scenarioStep) compile(where []any) (scenarioReply, error) {
 	out := scenarioReply{reply: Reply{Content: st.Content}}
 	for i, c := range st.ToolCalls {
 		if c.Name == "" {
-			return out, fmt.Errorf("%s.tool_calls[%d]: name is required", where, i)
+			return out, &scenarioPathError{at(where, "tool_calls", i), "name is required"}
 		}
 		args := json.RawMessage(`{}`)
 		if c.Args != nil {
 			b, err := json.Marshal(c.Args)
 			if err != nil {
-				return out, fmt.Errorf("%s.tool_calls[%d].args: %w", where, i, err)
+				return out, &scenarioPathError{at(where, "tool_calls", i, "args"), err.Error()}
 			}
 			if len(b) == 0 || b[0] != '{' {
-				return out, fmt.Errorf("%s.tool_calls[%d].args: must be an object, got %s", where, i, b)
+				return out, &scenarioPathError{at(where, "tool_calls", i, "args"), fmt.Sprintf("must be an object, got %s", b)}
 			}
 			args = b
 		}
@@ -172,7 +380,7 @@ func (st *scenarioStep) compile(where string) (scenarioReply, error) {
 		f := st.Fault
 		fault := &Fault{Status: f.Status, Body: f.Body, RetryAfterMs: f.RetryAfterMs, Truncate: f.Truncate}
 		if f.Status != 0 && (f.Status < 400 || f.Status > 599) {
-			return out, fmt.Errorf("%s.fault.status: %d is not an error status (400-599)", where, f.Status)
+			return out, &scenarioPathError{at(where, "fault", "status"), fmt.Sprintf("%d is not an error status (400-599)", f.Status)}
 		}
 		switch v := f.RetryAfter.(type) {
 		case nil:
@@ -184,12 +392,12 @@ func (st *scenarioStep) compile(where string) (scenarioReply, error) {
 		if f.Stall != "" {
 			d, err := time.ParseDuration(f.Stall)
 			if err != nil {
-				return out, fmt.Errorf("%s.fault.stall: %w (write it like 5s or 250ms)", where, err)
+				return out, &scenarioPathError{at(where, "fault", "stall"), err.Error() + " (write it like 5s or 250ms)"}
 			}
 			fault.Stall = d
 		}
 		if fault.Status == 0 && !fault.Truncate && fault.Stall == 0 {
-			return out, fmt.Errorf("%s.fault: set status, truncate or stall", where)
+			return out, &scenarioPathError{at(where, "fault"), "set status, truncate or stall"}
 		}
 		out.reply.Fault = fault
 		out.times = f.Times
@@ -198,7 +406,7 @@ func (st *scenarioStep) compile(where string) (scenarioReply, error) {
 		}
 	}
 	if st.Content == "" && len(st.ToolCalls) == 0 && st.Fault == nil {
-		return out, fmt.Errorf("%s: a step needs content, tool_calls or a fault", where)
+		return out, &scenarioPathError{where, "a step needs content, tool_calls or a fault"}
 	}
 	return out, nil
 }

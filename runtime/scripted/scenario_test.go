@@ -81,21 +81,25 @@ func TestScenarioJSON(t *testing.T) {
 }
 
 func TestScenarioErrors(t *testing.T) {
+	// want follows "scenario PATH"; every error is one line.
 	for _, tc := range []struct{ name, text, want string }{
-		{"typo", "roles:\n  orchestrator:\n    - contnet: x\n", "contnet"},
-		{"syntax", "roles: [\n", "[1:"},
-		{"empty step", "default: {}\n", "needs content"},
-		{"bad stall", "default: {content: x, fault: {stall: soon}}\n", "stall"},
-		{"bad status", "default: {content: x, fault: {status: 200}}\n", "not an error status"},
-		{"no name", "default: {tool_calls: [{args: {}}]}\n", "name is required"},
-		{"args not object", "default: {tool_calls: [{name: x, args: [1]}]}\n", "must be an object"},
-		{"nothing", "{}\n", "no replies"},
+		{"typo", "roles:\n  orchestrator:\n    - contnet: x\n", ":3: "},
+		{"syntax", "roles: [\n", ":1: "},
+		{"empty step", "default: {}\n", ":1: default: a step needs content"},
+		{"bad stall", "default: {content: x, fault: {stall: soon}}\n", ":1: default.fault.stall: "},
+		{"bad status", "roles:\n  orchestrator:\n    - content: x\n      fault: {status: 200}\n", ":4: roles.orchestrator[0].fault.status: 200 is not an error status"},
+		{"no name", "roles:\n  explorer:\n    - content: x\n    - tool_calls:\n        - args: {}\n", ":5: roles.explorer[1].tool_calls[0]: name is required"},
+		{"args not object", "default: {tool_calls: [{name: x, args: [1]}]}\n", ":1: default.tool_calls[0].args: must be an object"},
+		{"a number as text", "default:\n  content: x\n  fault:\n    status: 503\n    times: abc\n", ":5: text where a number is expected"},
+		{"a list as text", "default:\n  content: [1, 2]\n", ":2: a list where text is expected"},
+		{"steps not a list", "roles:\n  orchestrator: {content: x}\n", ":2: a mapping where a list is expected"},
+		{"nothing", "{}\n", ": no replies"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := writeScenario(t, "s.yaml", tc.text)
 			_, err := LoadScenario(path)
-			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), path) {
-				t.Fatalf("err = %v, want %q", err, tc.want)
+			if err == nil || !strings.Contains(err.Error(), "scenario "+path+tc.want) || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("err = %v, want %q after the path, on one line", err, tc.want)
 			}
 		})
 	}
@@ -215,5 +219,23 @@ func TestScenarioSubOrchestratorKey(t *testing.T) {
 	}
 	if rep := p.Reply(&Request{Messages: []Message{{Role: "system", Content: sysPrompt("orchestrator", "s-1", "")}}}); rep.Content != "root" {
 		t.Fatalf("root: %q", rep.Content)
+	}
+}
+
+func TestScenarioRolesMustExist(t *testing.T) {
+	p, err := ParseScenario([]byte("roles:\n  orchestrator: [{content: root}]\n  sub-orchestrator: [{content: sub}]\n  reseacher: [{content: x}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	known := []string{"orchestrator", "researcher"}
+	err = CheckScenarioRoles(p, "s.yaml", known)
+	if err == nil || !strings.Contains(err.Error(), `scenario s.yaml:4: roles.reseacher: no agent has the role "reseacher"; script one of orchestrator, researcher`) {
+		t.Errorf("err = %v", err)
+	}
+	if err := CheckScenarioRoles(p, "s.yaml", append(known, "reseacher")); err != nil {
+		t.Errorf("known roles refused: %v", err)
+	}
+	if err := CheckScenarioRoles(Bench(), "s.yaml", known); err != nil {
+		t.Errorf("a policy that is not a scenario: %v", err)
 	}
 }
