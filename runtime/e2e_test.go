@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -491,5 +492,40 @@ func TestStartStoresTheRunUnderAFreshID(t *testing.T) {
 	sessions, err := e.Store().Sessions(ctx, first.ID())
 	if err != nil || len(sessions) != 1 {
 		t.Fatalf("first run has %d sessions, want its 1 (%v)", len(sessions), err)
+	}
+}
+
+// A session's prompt and task are stored while the model works on its
+// first call, not only with the answer: a first answer may take minutes,
+// and a transcript (or a view from another process) shows what the session
+// was given meanwhile.
+func TestPromptStoredBeforeTheFirstAnswer(t *testing.T) {
+	var e *Engine
+	var stored atomic.Int64
+	policy := scripted.PolicyFunc(func(req *scripted.Request) scripted.Reply {
+		if turnsOf(req) == 0 {
+			deadline := time.Now().Add(10 * time.Second)
+			for time.Now().Before(deadline) {
+				runs, _ := e.store.Runs(context.Background(), 1)
+				if len(runs) == 1 {
+					all, _ := e.store.AllMessages(context.Background(), runs[0].ID)
+					for _, msgs := range all {
+						if len(msgs) >= 2 && msgs[0].Role == "system" && msgs[1].Role == "user" {
+							stored.Add(1)
+							return scripted.Reply{Content: "done"}
+						}
+					}
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+		return scripted.Reply{Content: "done"}
+	})
+	e = testEngine(t, nil, policy, nil)
+	if _, code := headless(t, e, "look", nil); code != ExitOK {
+		t.Fatalf("exit %d", code)
+	}
+	if stored.Load() != 1 {
+		t.Errorf("the root's prompt and task were not stored while its first call was under way")
 	}
 }

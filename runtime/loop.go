@@ -108,7 +108,19 @@ func (s *Session) loop() {
 			s.fail(fmt.Sprintf("reached max_turns_per_session (%d) without a final answer", lim.MaxTurnsPerSession))
 			return
 		}
+		var early *time.Timer
+		if turns == 0 {
+			// A new session's prompt and task are stored while the model
+			// works on them, not only with its first answer, which may
+			// take minutes: a transcript shows what the session was
+			// given. Not at once, where a wave of new sessions keeps the
+			// cores busy, and not for an answer that comes quickly.
+			early = time.AfterFunc(storeAheadAfter, func() { s.r.e.store.Go(s.flushTx) })
+		}
 		resp, err := s.callModel()
+		if early != nil {
+			early.Stop()
+		}
 		if err != nil {
 			if s.stopped() {
 				return
@@ -171,6 +183,10 @@ func (s *Session) loop() {
 		}
 	}
 }
+
+// storeAheadAfter is how long a session's first model call runs before
+// its prompt and task are stored without waiting for the answer.
+const storeAheadAfter = 250 * time.Millisecond
 
 // Notes that answer a final answer unfit to be a session's result.
 const (
