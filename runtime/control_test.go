@@ -107,8 +107,12 @@ func TestControlInputEndedMeansNobodyAnswers(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := toolResults(&x.Sessions[0], "ask_others")
-	if len(res) != 1 || !strings.Contains(res[0], "no person is attached") {
+	if len(res) != 1 || !strings.Contains(res[0], "no person is attached") || !strings.Contains(res[0], `"status":"timed_out"`) {
 		t.Errorf("ask_others result: %q", res)
+	}
+	// Nobody answered: it is stored so, not as answered.
+	if len(x.Questions) != 1 || x.Questions[0].Status != "timed_out" {
+		t.Errorf("stored questions: %+v", x.Questions)
 	}
 }
 

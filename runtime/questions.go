@@ -427,6 +427,10 @@ func (s *Session) closeQuestion(q *question, closed bool) (*agents.AskResult, er
 		res.Note = "the question was closed before every answer arrived: the asking session ended"
 	case missing > 0:
 		res.Status = QuestionTimedOut
+	case len(res.Responses) == 0 && q.humanState != "skipped":
+		// Nobody answered: the person was absent (a headless run without
+		// --control), or there was nobody to ask. The note says which.
+		res.Status = QuestionTimedOut
 	case q.humanState == "skipped":
 		res.Status = QuestionSkipped
 	default:

@@ -456,7 +456,7 @@ func TestAskOthersLimits(t *testing.T) {
 	if e := toolError(res[0]); !strings.Contains(e, `"nobody"`) {
 		t.Errorf("an unknown specific agent gave %s", res[0])
 	}
-	if r := askResult(t, res[1]); r.Status != "answered" || !strings.Contains(r.Note, "nobody could answer") {
+	if r := askResult(t, res[1]); r.Status != "timed_out" || !strings.Contains(r.Note, "nobody could answer") {
 		t.Errorf("a question with nobody to ask returned %s", res[1])
 	}
 	if e := toolError(res[2]); !strings.Contains(e, "max_questions_per_session") {
