@@ -171,6 +171,12 @@ func (s *Store) Export(ctx context.Context, runID string) (*Export, error) {
 				eb.Skipped = append(eb.Skipped, r)
 			}
 		}
+		if b.Skipped > len(eb.Skipped) && b.FromSession != "" {
+			// The sender of a broadcast to its siblings counts itself as
+			// skipped (the tool's result and the event say so), and is
+			// not stored among the recipients: the list says who.
+			eb.Skipped = append(eb.Skipped, Recipient{SessionID: b.FromSession, Status: "skipped", Reason: "sender"})
+		}
 		x.Broadcasts = append(x.Broadcasts, eb)
 	}
 	plans, err := s.Plans(ctx, runID)
