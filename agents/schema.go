@@ -315,7 +315,13 @@ func (s *Schema) checkType(path, t string, v any, lenient bool) (any, error) {
 		}
 		f, err := num.Float64()
 		if err != nil {
-			return nil, &ArgError{fmt.Sprintf("%s must be %s, got %q", where(path), article(t), string(num))}
+			what := article(t)
+			if s.Description != "" {
+				// The description carries the unit ("Seconds to wait"),
+				// which "30s" shows the model did not take in.
+				what += " (" + strings.TrimSuffix(s.Description, ".") + ")"
+			}
+			return nil, &ArgError{fmt.Sprintf("%s must be %s, got %q", where(path), what, string(num))}
 		}
 		if t == "integer" && f != float64(int64(f)) {
 			return nil, &ArgError{fmt.Sprintf("%s must be a whole number, got %s", where(path), string(num))}

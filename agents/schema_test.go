@@ -14,7 +14,8 @@ func TestNormalizeArguments(t *testing.T) {
 	    "wait":{"type":"boolean"},
 	    "category":{"type":"string","enum":["discovery","warning"]},
 	    "message":{"type":"string","maxLength":5},
-	    "ids":{"type":"array","items":{"type":"string"}}
+	    "ids":{"type":"array","items":{"type":"string"}},
+	    "timeout":{"type":"number","description":"Seconds to wait"}
 	  },"required":["task"]}`)
 	tests := []struct {
 		name, in, want, err string
@@ -29,12 +30,13 @@ func TestNormalizeArguments(t *testing.T) {
 		{"null optional dropped", `{"task":"x","limit":null}`, `{"task":"x"}`, ""},
 		{"bad json", `{"task":"x"`, ``, "not valid JSON"},
 		{"two values", `{"task":"x"} {}`, ``, "more than one JSON value"},
-		{"unknown key", `{"task":"x","lables":1}`, ``, `unknown argument "lables"; valid arguments are: category, ids, limit, message, task, wait`},
+		{"unknown key", `{"task":"x","lables":1}`, ``, `unknown argument "lables"; valid arguments are: category, ids, limit, message, task, timeout, wait`},
 		{"wrong type", `{"task":"x","wait":[1]}`, ``, `argument "wait" must be true or false`},
 		{"enum", `{"task":"x","category":"gossip"}`, ``, `argument "category" is "gossip"; it must be one of "discovery", "warning"`},
 		{"too long", `{"task":"x","message":"abcdefg"}`, ``, `argument "message" is 7 characters; the limit is 5`},
 		{"below minimum", `{"task":"x","limit":0}`, ``, `argument "limit" must be at least 1`},
 		{"not whole", `{"task":"x","limit":1.5}`, ``, `must be a whole number`},
+		{"a unit the number leaves out", `{"task":"x","timeout":"30s"}`, ``, `argument "timeout" must be a number (Seconds to wait), got "30s"`},
 		{"empty task", `{"task":""}`, ``, `does not match any accepted form`},
 		{"array of objects", `[1,2]`, ``, `arguments must be a JSON object, got an array`},
 	}
