@@ -529,3 +529,28 @@ func TestPromptStoredBeforeTheFirstAnswer(t *testing.T) {
 		t.Errorf("the root's prompt and task were not stored while its first call was under way")
 	}
 }
+
+// Every message event says when its message was made: the event may follow
+// it (a turn's messages are stored together), and DESIGN's message has a
+// timestamp.
+func TestMessageEventsCarryTheirTime(t *testing.T) {
+	e := testEngine(t, nil, nil, nil)
+	started := time.Now().Add(-time.Second)
+	events, code := headless(t, e, "Plan a product launch", nil)
+	if code != ExitOK {
+		t.Fatalf("exit %d", code)
+	}
+	n := 0
+	for _, ev := range events {
+		if ev.Type != event.MessageAppended {
+			continue
+		}
+		n++
+		if at := ev.Message.CreatedAt; at.Before(started) || at.After(ev.Time) {
+			t.Fatalf("message %d of %s: created_at %v, event at %v", ev.Message.Index, ev.SessionID, at, ev.Time)
+		}
+	}
+	if n == 0 {
+		t.Fatal("no message events")
+	}
+}

@@ -245,7 +245,7 @@ func toLLM(m *store.Message) llm.Message {
 }
 
 func messageInfo(m *store.Message) *event.MessageInfo {
-	mi := &event.MessageInfo{ID: m.ID, Index: m.Index, Role: m.Role, Content: m.Content, Synthetic: m.Synthetic,
+	mi := &event.MessageInfo{ID: m.ID, Index: m.Index, Role: m.Role, Content: m.Content, Synthetic: m.Synthetic, CreatedAt: m.CreatedAt,
 		NoReply: m.NoReply, Source: m.Source, ToolCallID: m.ToolCallID}
 	for _, c := range m.ToolCalls {
 		mi.ToolCalls = append(mi.ToolCalls, event.ToolCall(c))

@@ -153,7 +153,8 @@ type MessageInfo struct {
 	Source     string     `json:"source"` // agent, human, system
 	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
 	ToolCallID string     `json:"tool_call_id,omitempty"`
-	Usage      *Usage     `json:"usage,omitempty"` // on assistant messages: the call's tokens
+	Usage      *Usage     `json:"usage,omitempty"`     // on assistant messages: the call's tokens
+	CreatedAt  time.Time  `json:"created_at,omitzero"` // when the message was made, which its event may follow
 }
 
 // DeltaInfo rides on message.delta (streamed tokens, lossy, never stored).
