@@ -865,10 +865,11 @@ func TestViewShowsTheQuestionAlreadyWaitingForThePerson(t *testing.T) {
 // `swarmdeck view` of a run stored as running that no process runs (its
 // process was killed) shows it stopped, not live.
 func TestViewOfARunLeftByADeadProcess(t *testing.T) {
+	created := time.Now().Add(-time.Hour).UTC().Round(time.Millisecond)
 	db := filepath.Join(t.TempDir(), "swarmdeck.db")
 	e := limEngineAt(t, db, nil)
 	err := e.Store().Do(context.Background(), func(tx *store.Tx) error {
-		return tx.InsertRun(&store.Run{ID: "r-dead01", Goal: "g", Status: RunRunning, CreatedAt: time.Now()})
+		return tx.InsertRun(&store.Run{ID: "r-dead01", Goal: "g", Status: RunRunning, CreatedAt: created})
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -879,6 +880,10 @@ func TestViewOfARunLeftByADeadProcess(t *testing.T) {
 	}
 	if run := v.Snapshot().Run; run.Status != RunInterrupted || !strings.Contains(run.Error, "no swarmdeck process is running it") {
 		t.Fatalf("viewed as %s (%q)", run.Status, run.Error)
+	}
+	// Its clocks stop at the last thing it stored, not at the viewer's now.
+	if run := v.Snapshot().Run; !run.EndedAt.Equal(created) {
+		t.Errorf("ended at %v, want %v (its last write)", run.EndedAt, created)
 	}
 }
 
@@ -918,6 +923,9 @@ func TestViewNoticesTheRunsProcessDied(t *testing.T) {
 			}
 			if ev.Run.Status != RunInterrupted || !strings.Contains(ev.Run.Error, "no swarmdeck process is running it") {
 				t.Fatalf("run.finished says %s (%q)", ev.Run.Status, ev.Run.Error)
+			}
+			if ev.Run.EndedAt.IsZero() || ev.Run.EndedAt.After(ev.Time) {
+				t.Errorf("stopped at %v, seen at %v: want its last write", ev.Run.EndedAt, ev.Time)
 			}
 			return
 		case <-ctx.Done():

@@ -67,6 +67,7 @@ func (v *storedRun) load(ctx context.Context, runID string) error {
 		// crash left it, and is shown as such until it is resumed.
 		snap.Run.Status = RunInterrupted
 		snap.Run.Error = OrphanedRunReason
+		snap.Run.EndedAt = stoppedAt(ctx, st, rec.ID)
 	}
 	sessions, err := st.Sessions(ctx, rec.ID)
 	if err != nil {
@@ -191,6 +192,7 @@ func (v *storedRun) follow(ctx context.Context, after int64) {
 				quietSince = time.Now()
 				if Orphaned(st.Path(), v.id, RunRunning) {
 					run.Status, run.Error = RunInterrupted, OrphanedRunReason
+					run.EndedAt = stoppedAt(ctx, st, v.id)
 					info := run
 					v.e.bus.Publish(event.Event{Type: event.RunFinished, Time: v.e.now(), RunID: v.id, SessionID: v.rootID(), Run: &info})
 				}
@@ -224,6 +226,17 @@ func (v *storedRun) rootID() string {
 		}
 	}
 	return ""
+}
+
+// stoppedAt is when a run whose process died stopped, as far as the store
+// tells: the last thing it stored (zero if that cannot be read). The
+// dashboard's clocks stop there, as a resume counts it.
+func stoppedAt(ctx context.Context, st *store.Store, runID string) time.Time {
+	at, err := st.LastWrite(ctx, runID)
+	if err != nil {
+		return time.Time{}
+	}
+	return at
 }
 
 // fillMessages puts back the content of the messages that logged events
