@@ -99,7 +99,7 @@ func (m *model) renderBanner(w int) string {
 	q := st.questions[0]
 	from := oneLine(q.From)
 	if from == "" {
-		from = st.sessionName(q.FromSession)
+		from = st.sessionRef(q.FromSession)
 	}
 	k := &m.keys
 	count := " 1 of " + strconv.Itoa(len(st.questions))

@@ -251,7 +251,7 @@ func (m *model) sheetLines(w int) []string {
 		}
 		from := oneLine(q.From)
 		if from == "" {
-			from = m.st.sessionName(q.FromSession)
+			from = m.st.sessionRef(q.FromSession)
 		}
 		title = "Question " + strconv.Itoa(i+1) + " of " + strconv.Itoa(len(m.st.questions)) + " · from " + from
 		qlines := wrap(clean(q.Question), inner)

@@ -318,7 +318,7 @@ func (p *broadcastsPane) row(c *renderCtx, b *event.BroadcastInfo, w int) []stri
 	st := s.categoryStyle(tagStyle)
 	from := oneLine(b.From)
 	if from == "" {
-		from = c.st.sessionName(b.FromSession)
+		from = c.st.sessionRef(b.FromSession)
 	}
 	fromStyle := s.bold
 	if b.Kind == event.KindHuman {
@@ -326,7 +326,7 @@ func (p *broadcastsPane) row(c *renderCtx, b *event.BroadcastInfo, w int) []stri
 	}
 	target, targetMax := b.Target, 24
 	if n := c.st.sessions[target]; n != nil {
-		target = c.st.sessionName(target)
+		target = c.st.sessionRef(target)
 		// A person's broadcast to a subtree (it has a category) is not a
 		// message to that one session.
 		if b.Kind == event.KindHuman && b.Category != "" {
@@ -355,6 +355,9 @@ func broadcastTag(b *event.BroadcastInfo) (tag, style string) {
 	case event.KindHuman:
 		if b.Category != "" {
 			return "human · " + b.Category, "human"
+		}
+		if b.NoReply {
+			return "human, no-reply", "human"
 		}
 		return "human", "human"
 	}

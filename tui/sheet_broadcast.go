@@ -72,7 +72,7 @@ func (m *model) broadcastSender(b *event.BroadcastInfo) string {
 		return from
 	}
 	if b.FromSession != "" {
-		return m.st.sessionName(b.FromSession)
+		return m.st.sessionRef(b.FromSession)
 	}
 	return "human"
 }
@@ -174,7 +174,7 @@ func (m *model) broadcastContent(width int) []string {
 	if len(b.Recipients) > 0 {
 		names := make([]string, len(b.Recipients))
 		for i, id := range b.Recipients {
-			names[i] = oneLine(m.st.sessionName(id))
+			names[i] = oneLine(m.st.sessionRef(id))
 		}
 		out = append(out, "")
 		for _, l := range wrap("received by "+strings.Join(names, ", "), width) {

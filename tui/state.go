@@ -417,6 +417,17 @@ func (s *runState) sessionName(id string) string {
 	return name
 }
 
+// sessionRef names a session where nothing else tells which it is: its
+// agent and label, or its agent and id when it has no label (two unlabelled
+// researchers are otherwise one name), as the runtime names senders.
+func (s *runState) sessionRef(id string) string {
+	n := s.sessions[id]
+	if n == nil || n.info.Label != "" {
+		return s.sessionName(id)
+	}
+	return n.info.Agent + " (" + id + ")"
+}
+
 // elapsed is how long the run has been going (or went).
 func (s *runState) elapsed(now time.Time) time.Duration {
 	if s.run.StartedAt.IsZero() {

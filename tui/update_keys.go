@@ -141,11 +141,11 @@ func (m *model) startAction(k tea.KeyPressMsg) tea.Cmd {
 		}
 		if n := m.st.sessions[sel]; n != nil && n.info.Status == "cancelled" {
 			// Refused before anything is typed, as the runtime would refuse it.
-			m.setStatus(m.st.sessionName(sel)+" was cancelled: it cannot receive messages", true)
+			m.setStatus(m.st.sessionRef(sel)+" was cancelled: it cannot receive messages", true)
 			return nil
 		}
 		m.openDialog(dialog{kind: dialogMessage, target: sel})
-		m.dialog.input.Placeholder = "message for " + m.st.sessionName(sel)
+		m.dialog.input.Placeholder = "message for " + m.st.sessionRef(sel)
 	case key.Matches(k, keys.Answer):
 		if len(m.st.questions) == 0 {
 			m.setNote("no question is waiting for you")
@@ -174,7 +174,7 @@ func (m *model) startAction(k tea.KeyPressMsg) tea.Cmd {
 			return nil
 		}
 		if n := m.st.sessions[sel]; n != nil && !n.anyActive() {
-			m.setNote(m.st.sessionName(sel) + " has " + n.info.Status + " already: nothing to cancel")
+			m.setNote(m.st.sessionRef(sel) + " has " + n.info.Status + " already: nothing to cancel")
 			return nil
 		}
 		m.openDialog(dialog{kind: dialogConfirm, confirm: confirmCancel, target: sel})
@@ -188,7 +188,7 @@ func (m *model) skipCmd(qid string) tea.Cmd {
 	if q, _, ok := m.st.question(qid); ok {
 		from = oneLine(q.From)
 		if from == "" {
-			from = m.st.sessionName(q.FromSession)
+			from = m.st.sessionRef(q.FromSession)
 		}
 	}
 	return actionCmd(m.ctx, actSkip, "skipped the question from "+from, qid, func(ctx context.Context) error {
@@ -243,7 +243,7 @@ func (m *model) dialogKey(k tea.KeyPressMsg) tea.Cmd {
 			}
 			target, to := "all", "all sessions"
 			if d.subtree {
-				target, to = d.target, "the subtree of "+m.st.sessionName(d.target)
+				target, to = d.target, "the subtree of "+m.st.sessionRef(d.target)
 			}
 			cat := categories[d.category]
 			detail := "broadcast sent to " + to + " · " + cat
@@ -273,7 +273,7 @@ func (m *model) dialogKey(k tea.KeyPressMsg) tea.Cmd {
 				return nil
 			}
 			id, noReply := d.target, d.noReply
-			detail := "message sent to " + m.st.sessionName(id)
+			detail := "message sent to " + m.st.sessionRef(id)
 			if noReply {
 				detail += " (no-reply)"
 			}
@@ -326,8 +326,8 @@ func (m *model) confirmed() tea.Cmd {
 		return m.quit()
 	case confirmCancel:
 		id := d.target
-		m.setNote("cancelling " + m.st.sessionName(id) + "…")
-		return actionCmd(m.ctx, actCancel, "cancelled "+m.st.sessionName(id)+" and its subtree", "", func(ctx context.Context) error {
+		m.setNote("cancelling " + m.st.sessionRef(id) + "…")
+		return actionCmd(m.ctx, actCancel, "cancelled "+m.st.sessionRef(id)+" and its subtree", "", func(ctx context.Context) error {
 			return ctl.Cancel(ctx, id)
 		})
 	case confirmSkipAll:

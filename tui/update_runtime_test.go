@@ -86,6 +86,15 @@ func TestHumanBroadcastToASubtree(t *testing.T) {
 		Target: "s-res2", Message: "wrap up", Timestamp: t0}
 	m = apply(m, b, msg)
 	mustContain(t, m, "human → subtree of researcher (r-1)", "human → researcher (r-2)")
+
+	// A session without a label is named with its id, as agents' rows
+	// name their senders, and a no-reply message says so.
+	kid := event.SessionInfo{ID: "s-nolab", ParentID: "s-root", Agent: "researcher", Title: "Pricing", Status: "running", Depth: 1, CreatedAt: t0}
+	quiet := ev(event.BroadcastSent, "")
+	quiet.Broadcast = &event.BroadcastInfo{ID: "b-100", Kind: event.KindHuman, From: "human",
+		Target: "s-nolab", Message: "FYI only", NoReply: true, Timestamp: t0}
+	m = apply(m, sessionEvent(event.SessionCreated, kid), quiet)
+	mustContain(t, m, "human → researcher (s-nolab) [human, no-reply]")
 }
 
 func TestEventPlanUpdated(t *testing.T) {
