@@ -631,6 +631,49 @@ func TestSessionTimeoutFailsTheSession(t *testing.T) {
 	}
 }
 
+// A tool that does not heed its context (a blocking system call) does not
+// hold a timed-out session, nor the run, past a short grace; and its
+// result, when it finally comes, does not answer the call a second time.
+func TestSessionTimeoutWithAToolThatDoesNotStop(t *testing.T) {
+	for _, pure := range []bool{false, true} {
+		t.Run(fmt.Sprintf("pure %v", pure), func(t *testing.T) {
+			release := make(chan struct{})
+			returned := make(chan struct{})
+			policy := scripted.PolicyFunc(func(req *scripted.Request) scripted.Reply {
+				if turnsOf(req) == 0 {
+					return limDo(scripted.Call{Name: "stuck", Args: limArgs{}})
+				}
+				return limSay("done")
+			})
+			e := testEngine(t, nil, policy, func(c *config.Config) {
+				c.Limits.SessionTimeout = config.Duration(300 * time.Millisecond)
+			})
+			e.tools.MustAdd(&agents.Tool{Name: "stuck", Group: agents.GroupContext, Pure: pure, Description: "blocks, deaf to its context",
+				Schema: agents.MustSchema(`{"type":"object","properties":{}}`),
+				Handler: func(context.Context, *agents.Call, json.RawMessage) (any, error) {
+					defer close(returned)
+					<-release
+					return map[string]string{"late": "yes"}, nil
+				}})
+			started := time.Now()
+			_, code := headless(t, e, "stuck", nil)
+			if code != ExitFailed {
+				t.Fatalf("exit %d", code)
+			}
+			if took := time.Since(started); took > 30*time.Second {
+				t.Errorf("the run took %v to end", took)
+			}
+			close(release)
+			<-returned
+			time.Sleep(100 * time.Millisecond) // for a late result to be stored, if it were
+			res := toolResults(rootOf(exportLatest(t, e)), "stuck")
+			if len(res) != 1 || !strings.Contains(res[0], "not run to its end") {
+				t.Errorf("the call's results: %q", res)
+			}
+		})
+	}
+}
+
 // A run that one engine (one process) runs cannot be resumed by another on
 // the same database at the same time: both would write the same
 // conversations. Once the first has stopped, the second resumes it.

@@ -573,6 +573,25 @@ func (s *Session) unansweredLocked() []llm.ToolCall {
 	return nil
 }
 
+// answeredLocked reports whether the history has a result for call id
+// after the answer that made the call. s.mu must be held.
+func (s *Session) answeredLocked(id string) bool {
+	for i := len(s.history) - 1; i >= 0; i-- {
+		m := s.history[i]
+		switch {
+		case m.Role == llm.RoleTool && m.ToolCallID == id:
+			return true
+		case m.Role == llm.RoleAssistant:
+			for _, c := range m.ToolCalls {
+				if c.ID == id {
+					return false
+				}
+			}
+		}
+	}
+	return false
+}
+
 func (s *Session) pendingToolCalls() []llm.ToolCall {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -816,7 +835,37 @@ func (s *Session) runTools(calls []llm.ToolCall) {
 			}
 		}()
 	}
-	wg.Wait()
+	s.waitTools(&wg)
+}
+
+// toolGrace is how long a session that has ended (cancelled, timed out,
+// stopped with its run) waits for its running tools to return.
+const toolGrace = 2 * time.Second
+
+// waitTools waits for the session's running tools, and once the session
+// has ended, for toolGrace more at most: a tool that does not heed its
+// context (a search of a vast workspace) must not hold a timed-out session,
+// or a stopping run's exit, for as long as it takes. Such a tool's result,
+// if it comes, is recorded only if the call has none yet (see
+// closeUnansweredCalls).
+func (s *Session) waitTools(wg *sync.WaitGroup) {
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return
+	case <-s.ctx.Done():
+	}
+	t := time.NewTimer(toolGrace)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		s.r.e.log.Warn("tools still running after their session ended; not waiting for them", "run", s.r.id, "session", s.id)
+	}
 }
 
 // closeUnansweredCalls gives each tool call a session that has ended
@@ -888,7 +937,7 @@ func (s *Session) runPure(calls []llm.ToolCall) {
 			out[i] = toolOutcome{call: c, content: s.clipOutput(content), isErr: isErr, took: time.Since(started)}
 		}()
 	}
-	wg.Wait()
+	s.waitTools(&wg)
 	if s.ctx.Err() != nil {
 		return
 	}
@@ -1050,6 +1099,12 @@ func firstRunes(s string, n int) string {
 // recordResultTx stores one tool result and emits tool.finished.
 func (s *Session) recordResultTx(tx *store.Tx, o toolOutcome) error {
 	s.mu.Lock()
+	if s.answeredLocked(o.call.ID) {
+		// A tool that came back after its session ended and had its call
+		// answered for it: one result per call.
+		s.mu.Unlock()
+		return nil
+	}
 	err := s.appendMessageTx(tx, &store.Message{Role: llm.RoleTool, Content: o.content, ToolCallID: o.call.ID, Source: "system"})
 	s.mu.Unlock()
 	if err != nil {
