@@ -266,14 +266,12 @@ func (c *Client) attempt(ctx context.Context, oreq openai.ChatCompletionRequest,
 	if err != nil {
 		return c.failure(ctx, actx, info, err, false)
 	}
-	// The idle watchdog starts once the response headers are in: the wait
-	// for them includes prompt processing, which can be long on local
-	// servers, and is CallTimeout's to bound.
+	// The idle watchdog starts with the stream's first line: the wait for
+	// it includes prompt processing, which can be long on local servers,
+	// some of which send the response headers before it (vLLM), and is
+	// CallTimeout's to bound.
 	var watchdog *time.Timer
 	idle := c.cfg.IdleTimeout
-	if idle > 0 {
-		watchdog = time.AfterFunc(idle, func() { cancel(errIdleStall) })
-	}
 	var (
 		ch      chunk
 		failure error
@@ -286,7 +284,11 @@ func (c *Client) attempt(ctx context.Context, oreq openai.ChatCompletionRequest,
 			}
 			break
 		}
-		if watchdog != nil {
+		switch {
+		case idle <= 0:
+		case watchdog == nil:
+			watchdog = time.AfterFunc(idle, func() { cancel(errIdleStall) })
+		default:
 			watchdog.Reset(idle)
 		}
 		if len(line) == 0 {

@@ -341,6 +341,25 @@ func TestIdleTimeout(t *testing.T) {
 			t.Errorf("attempts = %d, deltas = %q", resp.Attempts, got)
 		}
 	})
+	// A server that sends its headers at once and then works on the prompt
+	// (vLLM) is not stalled before its first chunk: that wait is the call
+	// timeout's.
+	t.Run("headers, then the prompt's time", func(t *testing.T) {
+		fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+			s := startSSE(w)
+			w.(http.Flusher).Flush()
+			time.Sleep(400 * time.Millisecond)
+			s.data(contentChunk("Hello, "))
+			s.data(contentChunk("world"))
+			s.data(finishChunk("stop"))
+			s.done()
+		})
+		c, _ := newTestClient(fs, func(c *Config) { c.IdleTimeout = 100 * time.Millisecond })
+		resp := mustStream(t, c, userRequest("x"), nil)
+		if resp.Attempts != 1 || resp.Content != "Hello, world" || fs.requests.Load() != 1 {
+			t.Errorf("attempts = %d, requests = %d, content %q", resp.Attempts, fs.requests.Load(), resp.Content)
+		}
+	})
 	t.Run("exhausted", func(t *testing.T) {
 		fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
 			s := startSSE(w)
