@@ -30,8 +30,12 @@ type contextSizer interface {
 
 // watchContext looks at a request that has just been answered. The first
 // answer signed by Ollama has the server asked for the model's window (the
-// model is loaded now), off the session's path; later requests are
-// measured against it. Other servers are never asked.
+// model is loaded now); later requests are measured against it. Other
+// servers are never asked. The question is asked on the session's path,
+// once per run (a local request of a millisecond, bounded by
+// llm.servedWait), so that the warning comes before whatever the answer
+// leads to: a run whose prompt was cut often ends with that one answer,
+// and a warning after its end would never be shown.
 func (r *Run) watchContext(sessionID string, req *llm.Request, resp *llm.Response) {
 	w := &r.ctxWatch
 	if w.warned.Load() {
@@ -50,17 +54,15 @@ func (r *Run) watchContext(sessionID string, req *llm.Request, resp *llm.Respons
 		}
 		need := llm.PromptTokens(req)
 		w.asked.Do(func() {
-			go func() {
-				window, ok := sizer.ServedContext(context.Background(), r.e.Model())
-				if !ok {
-					w.window.Store(-1)
-					return
-				}
-				if need > window {
-					r.warnContext(sessionID, need, window)
-				}
-				w.window.Store(int64(window)) // after the warning, which tests wait for
-			}()
+			window, ok := sizer.ServedContext(context.Background(), r.e.Model())
+			if !ok {
+				w.window.Store(-1)
+				return
+			}
+			if need > window {
+				r.warnContext(sessionID, need, window)
+			}
+			w.window.Store(int64(window))
 		})
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/swarmdeck/swarmdeck/runtime/event"
 	"github.com/swarmdeck/swarmdeck/runtime/scripted"
@@ -23,25 +22,23 @@ func TestRunWarnsOfAContextWindowTooSmall(t *testing.T) {
 		ps      string // the body of GET /api/ps; "" for a server without it
 		asked   bool
 		warned  bool
+		one     bool // the root answers at once: the run has one call
 	}{
-		{"window too small", "ollama", small, true, true},
-		{"window large enough", "ollama", `{"models":[{"name":"test-model:latest","model":"test-model:latest","context_length":131072}]}`, true, false},
-		{"another model loaded", "ollama", `{"models":[{"name":"llama3.1:latest","model":"llama3.1:latest","context_length":2048}]}`, true, false},
-		{"no /api/ps", "ollama", "", true, false},
-		{"answers not signed by Ollama", "openai", small, false, false},
+		{"window too small", "ollama", small, true, true, false},
+		// A prompt cut short often leaves the model without its tools, and
+		// the run ends on that one answer: it is warned all the same.
+		{"one answer", "ollama", small, true, true, true},
+		{"window large enough", "ollama", `{"models":[{"name":"test-model:latest","model":"test-model:latest","context_length":131072}]}`, true, false, false},
+		{"another model loaded", "ollama", `{"models":[{"name":"llama3.1:latest","model":"llama3.1:latest","context_length":2048}]}`, true, false, false},
+		{"no /api/ps", "ollama", "", true, false, false},
+		{"answers not signed by Ollama", "openai", small, false, false, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			// The root's last answer waits until the server has told its
-			// window (and a warning, if any, is queued): a run this quick
-			// could end before, and a run that has ended says nothing.
-			inner, e := fltPolicy(), (*Engine)(nil)
+			inner := fltPolicy()
 			policy := scripted.PolicyFunc(func(req *scripted.Request) scripted.Reply {
-				if role, _ := recRole(req); role == "orchestrator" && recTurn(req) > 0 {
-					deadline := time.Now().Add(10 * time.Second)
-					for tt.asked && !contextSettled(e) && time.Now().Before(deadline) {
-						time.Sleep(time.Millisecond)
-					}
+				if tt.one {
+					return scripted.Reply{Content: "Done."}
 				}
 				return inner.Reply(req)
 			})
@@ -60,7 +57,7 @@ func TestRunWarnsOfAContextWindowTooSmall(t *testing.T) {
 			})
 			hs := httptest.NewServer(mux)
 			t.Cleanup(func() { hs.Close(); srv.Close() })
-			e = recEngine(t, t.TempDir(), hs.URL+"/v1", nil)
+			e := recEngine(t, t.TempDir(), hs.URL+"/v1", nil)
 
 			events, code := headless(t, e, "Summarize the README", nil)
 			if code != 0 {
@@ -91,18 +88,4 @@ func TestRunWarnsOfAContextWindowTooSmall(t *testing.T) {
 			}
 		})
 	}
-}
-
-// contextSettled reports whether e's run has heard the model's window from
-// the server, or that it cannot tell.
-func contextSettled(e *Engine) bool {
-	if e == nil {
-		return false
-	}
-	for _, r := range e.liveRuns() {
-		if r.ctxWatch.window.Load() != 0 {
-			return true
-		}
-	}
-	return false
 }
