@@ -161,6 +161,14 @@ func (s *Session) loop() {
 			continue
 		}
 		result := resp.Content
+		if strings.TrimSpace(result) == "" && resp.FinishReason != "length" {
+			// Empty again after the note asking for an answer, and not
+			// for want of room (that is marked below): nothing can stand
+			// as the session's result, and a run that "completed" with
+			// nothing would not say why.
+			s.fail(errEmptyAnswers)
+			return
+		}
 		if resp.FinishReason == "length" {
 			// Cut off after the model was asked again (for a shorter
 			// answer, or for one at all after an empty one): the result
@@ -196,6 +204,10 @@ const (
 	// limit after the model was asked again. It says nothing of how
 	// often: an answer asked for after an empty one was cut off once.
 	markCutOff = "[cut off: this answer reached the model's output limit and is incomplete]"
+	// errEmptyAnswers fails a session whose model answered with nothing
+	// twice, the second time when asked again.
+	errEmptyAnswers = "the model answered with nothing, twice (the second time when asked again for an answer): " +
+		"a small or overloaded local model does this; try another model, or a larger context window"
 )
 
 // askAgain answers a final answer that cannot stand as the session's

@@ -3,6 +3,7 @@ package runtime
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -137,6 +138,26 @@ func TestUnfitFinalAnswerAskedAgainOnce(t *testing.T) {
 				t.Errorf("the model was sent %q last, want 2 calls, the second ending with the note %q", lastUser, tc.note)
 			}
 		})
+	}
+}
+
+// A model that answers with nothing again when asked for an answer fails
+// its session, saying so, instead of completing with an empty result.
+func TestEmptyAnswerTwiceFails(t *testing.T) {
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n")
+		fmt.Fprint(w, "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
+	}))
+	defer hs.Close()
+	e := testEngine(t, hs, nil, nil)
+	events, code := headless(t, e, "plan", nil)
+	if code != ExitFailed {
+		t.Fatalf("exit %d, want %d", code, ExitFailed)
+	}
+	if run := events[len(events)-1].Run; run == nil || run.Status != "failed" || !strings.Contains(run.Error, "the model answered with nothing, twice") {
+		t.Errorf("run.finished = %+v", run)
 	}
 }
 
