@@ -380,6 +380,8 @@ func TestResumeAfterFailureDropsAModelTheServerLacks(t *testing.T) {
 	for _, tc := range []struct{ why, want string }{
 		{"429 Too Many Requests: quota", "swarmdeck resume --headless --provider ollama --model llama3 --db /tmp/a.db r-1"},
 		{noModel, "swarmdeck resume --headless --provider ollama --model MODEL --db /tmp/a.db r-1 (MODEL: one the server serves)"},
+		{`400 Bad Request: registry.ollama.ai/library/llama3 does not support tools (this model cannot call tools, and swarmdeck's agents work through them: pick one that can, such as llama3.1 or qwen2.5)`,
+			"swarmdeck resume --headless --provider ollama --model MODEL --db /tmp/a.db r-1 (MODEL: one that can call tools)"},
 	} {
 		if got := cf.resumeAfterFailure("r-1", tc.why, true); got != tc.want {
 			t.Errorf("after %q:\n got %s\nwant %s", tc.why, got, tc.want)

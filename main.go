@@ -615,16 +615,22 @@ func (cf *commonFlags) withResume(ie *runtime.InterruptedError, headless bool) e
 }
 
 // resumeAfterFailure is the command that continues a failed run once the
-// cause is fixed. A model the server does not have is fixed by naming
-// another, so the command does not repeat the one given: MODEL stands for
-// one the server serves, which the failure lists.
+// cause is fixed. A model the server does not have, or one that cannot call
+// tools, is fixed by naming another, so the command does not repeat the one
+// given: MODEL stands for one that will do.
 func (cf *commonFlags) resumeAfterFailure(id, why string, headless bool) string {
-	if llm.SaysNoSuchModel(why) {
-		c := *cf
-		c.model, c.fromRun.model = "MODEL", false
-		return c.resumeCommand(id, headless) + " (MODEL: one the server serves)"
+	var which string
+	switch {
+	case llm.SaysNoSuchModel(why):
+		which = "one the server serves"
+	case llm.SaysModelLacksTools(why):
+		which = "one that can call tools"
+	default:
+		return cf.resumeCommand(id, headless)
 	}
-	return cf.resumeCommand(id, headless)
+	c := *cf
+	c.model, c.fromRun.model = "MODEL", false
+	return c.resumeCommand(id, headless) + " (MODEL: " + which + ")"
 }
 
 // resumeCommand is the command line that continues run id, on the provider
@@ -1391,7 +1397,7 @@ func dashboard(ctx context.Context, cf *commonFlags, goal, runID string, readOnl
 	cfg := eng.Config()
 	eng.AttachHuman(true)
 	opts := tui.Options{Keys: cfg.UI.Keys, Theme: cfg.UI.Theme, Notices: notices,
-		ResumeCommand: func(id string) string { return cf.resumeCommand(id, false) },
+		ResumeCommand: func(id, why string) string { return cf.resumeAfterFailure(id, why, false) },
 		Provider:      eng.ProviderLabel(), Model: eng.Model(), Scripted: eng.Scripted() != nil}
 	var run *runtime.Run
 	switch {

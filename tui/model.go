@@ -28,8 +28,10 @@ type Options struct {
 	// Theme is auto (ask the terminal for its background), dark or light.
 	Theme string
 	// ResumeCommand is the command line that continues a run, for the quit
-	// dialog; nil gives "swarmdeck resume RUN_ID".
-	ResumeCommand func(runID string) string
+	// dialog and the status line; why is a failed run's reason ("" for
+	// others), which may change the command (another model); nil gives
+	// "swarmdeck resume RUN_ID".
+	ResumeCommand func(runID, why string) string
 	// Provider and Model say what will answer the run started at the goal
 	// prompt, written as the header writes them, and Scripted that it is
 	// the built-in scripted model; the prompt shows it before anything
@@ -338,7 +340,11 @@ func (m *model) setNote(text string) {
 func (m *model) resumeCommand() string {
 	id := m.st.run.ID
 	if m.opts.ResumeCommand != nil {
-		return m.opts.ResumeCommand(id)
+		why := ""
+		if m.st.run.Status == "failed" {
+			why = m.st.run.Error
+		}
+		return m.opts.ResumeCommand(id, why)
 	}
 	return "swarmdeck resume " + id
 }

@@ -282,7 +282,7 @@ func TestQuitConfirmWhileRunning(t *testing.T) {
 // the flags that find the same database.
 func TestQuitConfirmShowsTheCallersResumeCommand(t *testing.T) {
 	m, _ := demoModel(t, 160, 48)
-	m.opts.ResumeCommand = func(id string) string { return "swarmdeck resume --db /tmp/x.db " + id }
+	m.opts.ResumeCommand = func(id, _ string) string { return "swarmdeck resume --db /tmp/x.db " + id }
 	m, _ = press(t, m, "q")
 	mustContain(t, m, "swarmdeck resume --db /tmp/x.db r-7c1e")
 }
@@ -294,7 +294,7 @@ func TestQuitConfirmKeepsTheResumeCommandWhole(t *testing.T) {
 	const cmd = "swarmdeck resume --provider scripted --db /tmp/size-work/3.db r-7c1e"
 	for _, w := range []int{80, 100, 120} {
 		m, _ := demoModel(t, w, 30)
-		m.opts.ResumeCommand = func(id string) string { return "swarmdeck resume --provider scripted --db /tmp/size-work/3.db " + id }
+		m.opts.ResumeCommand = func(id, _ string) string { return "swarmdeck resume --provider scripted --db /tmp/size-work/3.db " + id }
 		m, _ = press(t, m, "q")
 		mustContain(t, m, cmd)
 	}

@@ -342,7 +342,7 @@ func TestLateDeltaAfterAppendIsDropped(t *testing.T) {
 func TestInterruptedRunShowsItsSessionsStopped(t *testing.T) {
 	m, ctl := demoModel(t, 100, 30)
 	why := "the model server failed: Post \"http://127.0.0.1:9/v1/chat/completions\": dial tcp 127.0.0.1:9: connect: connection refused (check the base URL and that the server is up). The run is stored as it was: resume it once the server answers"
-	m.opts.ResumeCommand = func(id string) string { return "swarmdeck resume --db /tmp/x.db " + id }
+	m.opts.ResumeCommand = func(id, _ string) string { return "swarmdeck resume --db /tmp/x.db " + id }
 	m = apply(m, runFinished("interrupted", why))
 	before := plainView(m)
 	m.now = func() time.Time { return t0.Add(10 * time.Minute) }
@@ -675,4 +675,20 @@ func TestTranscriptSaysTheSessionWaitsForItsModel(t *testing.T) {
 	m = apply(m, status)
 	mustContain(t, m, "assistant ↻ model call failed, attempt 2 of 5 in 3s:", "the server answered 503", "again shortly")
 	mustNotContain(t, m, "waiting for the model")
+}
+
+// A failed run's status line gives the command the caller makes of its
+// reason: another model, for one that cannot call tools.
+func TestFailedRunResumeCommandSeesTheReason(t *testing.T) {
+	m, _ := demoModel(t, 160, 48)
+	var got string
+	m.opts.ResumeCommand = func(id, why string) string {
+		got = why
+		return "swarmdeck resume --model MODEL " + id
+	}
+	m = apply(m, runFinished("failed", "this model cannot call tools"))
+	mustContain(t, m, "swarmdeck resume --model MODEL r-7c1e continues it")
+	if got != "this model cannot call tools" {
+		t.Errorf("the resume command was made for %q", got)
+	}
 }

@@ -367,7 +367,7 @@ func (c *Client) failure(ctx, actx context.Context, info *respInfo, err error, s
 			Message: fmt.Sprintf("no data for %s", c.cfg.IdleTimeout)}
 	case errors.Is(cause, errCallTimeout):
 		return &Error{Kind: Timeout, Retryable: true, Err: err,
-			Message: fmt.Sprintf("an attempt took longer than %s", c.cfg.CallTimeout)}
+			Message: fmt.Sprintf("an attempt took longer than %s (limits.call_timeout; a slow local model may need more)", c.cfg.CallTimeout)}
 	}
 	var ae *openai.APIError
 	if errors.As(err, &ae) {
@@ -502,13 +502,20 @@ func (c *Client) httpError(info *respInfo, err error) *Error {
 	return e
 }
 
+// noToolsPhrase starts the hint for a model that cannot call tools.
+const noToolsPhrase = "this model cannot call tools"
+
+// SaysModelLacksTools reports whether a failure's reason is that the model
+// cannot call tools: another model fixes it, not a retry.
+func SaysModelLacksTools(reason string) bool { return strings.Contains(reason, noToolsPhrase) }
+
 // toolsHint says what to do when a server refuses the request's tools,
 // which every agent needs: each local server words it its own way.
 func toolsHint(msg string) string {
 	m := strings.ToLower(msg)
 	switch {
 	case strings.Contains(m, "does not support tools"): // Ollama
-		return "this model cannot call tools, and swarmdeck's agents work through them: pick one that can, such as llama3.1 or qwen2.5"
+		return noToolsPhrase + ", and swarmdeck's agents work through them: pick one that can, such as llama3.1 or qwen2.5"
 	case strings.Contains(m, "--jinja"): // llama.cpp
 		return "start llama-server with --jinja, so that it takes tools"
 	case strings.Contains(m, "--enable-auto-tool-choice"): // vLLM
