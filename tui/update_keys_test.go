@@ -294,7 +294,9 @@ func TestQuitConfirmKeepsTheResumeCommandWhole(t *testing.T) {
 	const cmd = "swarmdeck resume --provider scripted --db /tmp/size-work/3.db r-7c1e"
 	for _, w := range []int{80, 100, 120} {
 		m, _ := demoModel(t, w, 30)
-		m.opts.ResumeCommand = func(id, _ string) string { return "swarmdeck resume --provider scripted --db /tmp/size-work/3.db " + id }
+		m.opts.ResumeCommand = func(id, _ string) string {
+			return "swarmdeck resume --provider scripted --db /tmp/size-work/3.db " + id
+		}
 		m, _ = press(t, m, "q")
 		mustContain(t, m, cmd)
 	}
