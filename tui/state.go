@@ -530,6 +530,9 @@ type feed struct {
 	// those older than the snapshot too.
 	total   int
 	counted bool
+	// lowest is the lowest absolute position ever held: items read back
+	// from the store above it were seen (and counted) live, then dropped.
+	lowest int
 
 	olderDone    bool // the store has nothing older than items[0]
 	loadingOlder bool
@@ -576,9 +579,12 @@ func (f *feed) prepend(older []event.BroadcastInfo) {
 	}
 	items := make([]event.BroadcastInfo, 0, len(older)+len(f.items))
 	items = append(items, older...)
-	if !f.counted {
-		f.total += len(older)
-	}
 	f.items = append(items, f.items...)
 	f.base -= len(older)
+	if !f.counted && f.base < f.lowest {
+		// Only those older than anything held before are new to the
+		// count: the rest were counted as they arrived.
+		f.total += f.lowest - f.base
+	}
+	f.lowest = min(f.lowest, f.base)
 }

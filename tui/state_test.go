@@ -284,3 +284,33 @@ func TestAwaitingModel(t *testing.T) {
 		t.Fatalf("later call, from a snapshot: awaitingModel = %v, %v; want the zero time, true", since, ok)
 	}
 }
+
+// The feed's count is of broadcasts, not of times one was held: those read
+// back from the store after being dropped were counted as they arrived.
+func TestFeedCountsEachBroadcastOnce(t *testing.T) {
+	var f feed
+	info := func(i int) event.BroadcastInfo { return event.BroadcastInfo{ID: fmt.Sprintf("b-%d", i)} }
+	for i := range 3000 { // seen live from the run's start: older ones dropped
+		f.append(info(i))
+	}
+	if f.base == 0 || f.total != 3000 {
+		t.Fatalf("base %d, total %d", f.base, f.total)
+	}
+	for f.base > 0 { // read back to the first
+		n := min(200, f.base)
+		older := make([]event.BroadcastInfo, n)
+		for i := range older {
+			older[i] = info(f.base - n + i)
+		}
+		f.prepend(older)
+	}
+	if f.total != 3000 {
+		t.Errorf("total %d after reading back, want 3000", f.total)
+	}
+	// Older than anything seen (a feed opened mid-run without a count):
+	// new to the count.
+	f.prepend([]event.BroadcastInfo{info(-2), info(-1)})
+	if f.total != 3002 {
+		t.Errorf("total %d, want 3002", f.total)
+	}
+}
