@@ -9,7 +9,6 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -821,8 +820,7 @@ func (s *Session) runTools(calls []llm.ToolCall) {
 			writes = true
 		}
 	}
-	var wg sync.WaitGroup
-	var lane []llm.ToolCall
+	var alone, lane []llm.ToolCall
 	for _, c := range calls {
 		if t, ok := s.r.e.tools.Get(c.Name); len(lane) > 0 ||
 			ok && (t.Group == agents.GroupSpawn || t.Group == agents.GroupPlanning || t.Group == agents.GroupDelegation) ||
@@ -830,53 +828,60 @@ func (s *Session) runTools(calls []llm.ToolCall) {
 			lane = append(lane, c)
 			continue
 		}
-		wg.Add(1)
+		alone = append(alone, c)
+	}
+	n := len(alone)
+	if len(lane) > 0 {
+		n++
+	}
+	done := make(chan struct{}, n)
+	for _, c := range alone {
 		go func() {
 			growStack()
-			defer wg.Done()
+			defer func() { done <- struct{}{} }()
 			s.runTool(c)
 		}()
 	}
 	if len(lane) > 0 {
-		wg.Add(1)
 		go func() {
 			growStack()
-			defer wg.Done()
+			defer func() { done <- struct{}{} }()
 			for _, c := range lane {
 				s.runTool(c)
 			}
 		}()
 	}
-	s.waitTools(&wg)
+	s.waitTools(done, n)
 }
 
 // toolGrace is how long a session that has ended (cancelled, timed out,
 // stopped with its run) waits for its running tools to return.
 const toolGrace = 2 * time.Second
 
-// waitTools waits for the session's running tools, and once the session
-// has ended, for toolGrace more at most: a tool that does not heed its
-// context (a search of a vast workspace) must not hold a timed-out session,
-// or a stopping run's exit, for as long as it takes. Such a tool's result,
-// if it comes, is recorded only if the call has none yet (see
-// closeUnansweredCalls).
-func (s *Session) waitTools(wg *sync.WaitGroup) {
-	done := make(chan struct{})
-	go func() {
-		wg.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
+// waitTools waits for n running tools to say they are done on done, and
+// once the session has ended, for toolGrace more at most: a tool that does
+// not heed its context (a search of a vast workspace) must not hold a
+// timed-out session, or a stopping run's exit, for as long as it takes.
+// Such a tool's result, if it comes, is recorded only if the call has none
+// yet (see closeUnansweredCalls).
+func (s *Session) waitTools(done <-chan struct{}, n int) {
+	for ; n > 0; n-- {
+		select {
+		case <-done:
+			continue
+		case <-s.ctx.Done():
+		}
+		t := time.NewTimer(toolGrace)
+		defer t.Stop()
+		for ; n > 0; n-- {
+			select {
+			case <-done:
+			case <-t.C:
+				s.r.e.log.Warn("tools still running after their session ended; not waiting for them", "run", s.r.id, "session", s.id, "tools", n)
+				return
+			}
+		}
 		return
-	case <-s.ctx.Done():
-	}
-	t := time.NewTimer(toolGrace)
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-t.C:
-		s.r.e.log.Warn("tools still running after their session ended; not waiting for them", "run", s.r.id, "session", s.id)
 	}
 }
 
@@ -935,11 +940,10 @@ type toolOutcome struct {
 // results at once.
 func (s *Session) runPure(calls []llm.ToolCall) {
 	out := make([]toolOutcome, len(calls))
-	var wg sync.WaitGroup
+	done := make(chan struct{}, len(calls))
 	for i, c := range calls {
-		wg.Add(1)
 		go func() {
-			defer wg.Done()
+			defer func() { done <- struct{}{} }()
 			started := time.Now()
 			content, isErr, panicked := s.execTool(c)
 			if panicked != nil {
@@ -949,7 +953,7 @@ func (s *Session) runPure(calls []llm.ToolCall) {
 			out[i] = toolOutcome{call: c, content: s.clipOutput(content), isErr: isErr, took: time.Since(started)}
 		}()
 	}
-	s.waitTools(&wg)
+	s.waitTools(done, len(calls))
 	if s.ctx.Err() != nil {
 		return
 	}
