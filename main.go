@@ -830,19 +830,17 @@ func exportCmd(cf *commonFlags, stdout io.Writer) *cobra.Command {
 				}
 				id = latest.ID
 			}
-			x, err := st.Export(cmd.Context(), id)
+			err = st.WriteExport(cmd.Context(), id, stdout, func(r *store.ExportRun) {
+				if runtime.Orphaned(st.Path(), r.ID, r.Status) {
+					// As runs and view say: stored as running, but dead.
+					r.Status = runtime.RunInterrupted
+					r.Error = runtime.OrphanedRunReason
+				}
+			})
 			if err != nil {
 				return notFound(err)
 			}
-			if runtime.Orphaned(st.Path(), x.Run.ID, x.Run.Status) {
-				// As runs and view say: stored as running, but dead.
-				x.Run.Status = runtime.RunInterrupted
-				x.Run.Error = runtime.OrphanedRunReason
-			}
-			enc := json.NewEncoder(stdout)
-			enc.SetIndent("", "  ")
-			enc.SetEscapeHTML(false)
-			return enc.Encode(x)
+			return nil
 		},
 	}
 }

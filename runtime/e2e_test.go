@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http/httptest"
 	"os"
@@ -552,5 +553,43 @@ func TestMessageEventsCarryTheirTime(t *testing.T) {
 	}
 	if n == 0 {
 		t.Fatal("no message events")
+	}
+}
+
+// `swarmdeck export` writes a session at a time (WriteExport); what it
+// writes is the JSON of Export, indented, byte for byte.
+func TestWriteExportIsExportsJSON(t *testing.T) {
+	e := testEngine(t, nil, nil, nil)
+	if _, code := headless(t, e, "Plan a product launch", nil); code != ExitOK {
+		t.Fatalf("exit %d", code)
+	}
+	x := exportLatest(t, e)
+	if len(x.Sessions) < 2 || len(x.Broadcasts) == 0 || len(x.Plans) == 0 {
+		t.Fatalf("the run has too little to compare: %d sessions, %d broadcasts, %d plans", len(x.Sessions), len(x.Broadcasts), len(x.Plans))
+	}
+	x.Run.Error = "a <fixed> & changed run"
+	var want bytes.Buffer
+	enc := json.NewEncoder(&want)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(x); err != nil {
+		t.Fatal(err)
+	}
+	var got bytes.Buffer
+	err := e.store.WriteExport(context.Background(), x.Run.ID, &got, func(r *store.ExportRun) { r.Error = "a <fixed> & changed run" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.String() != want.String() {
+		g, w := got.String(), want.String()
+		i := 0
+		for i < len(g) && i < len(w) && g[i] == w[i] {
+			i++
+		}
+		t.Fatalf("WriteExport differs at byte %d of %d:\n got …%.200s\nwant …%.200s", i, len(w), g[max(i-40, 0):], w[max(i-40, 0):])
+	}
+	// An empty run's lists are [] as Export's are.
+	if err := e.store.WriteExport(context.Background(), "r-nosuch", &got, nil); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("unknown run: %v", err)
 	}
 }

@@ -1,8 +1,11 @@
 package store
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"time"
 )
 
@@ -117,48 +120,177 @@ type ExportQuestion struct {
 
 // Export reads a whole run.
 func (s *Store) Export(ctx context.Context, runID string) (*Export, error) {
+	r, err := s.readExport(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	x := &Export{Run: r.run, Sessions: make([]ExportSession, 0, len(r.sessions))}
+	for _, se := range r.sessions {
+		x.Sessions = append(x.Sessions, r.session(se))
+	}
+	if err := r.rest(ctx, s, x); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// WriteExport writes the export of run runID to w as `swarmdeck export`
+// prints it: the JSON of Export, indented by two spaces, without HTML
+// escapes. It writes a session at a time and lets go of its messages once
+// written, where encoding the whole Export held the run's text several
+// times over (1.3 GB for the 147 MB export of a 1,000-session run). fix,
+// if not nil, may change the run's part first.
+func (s *Store) WriteExport(ctx context.Context, runID string, w io.Writer, fix func(*ExportRun)) error {
+	r, err := s.readExport(ctx, runID)
+	if err != nil {
+		return err
+	}
+	if fix != nil {
+		fix(&r.run)
+	}
+	bw := bufio.NewWriterSize(w, 64<<10)
+	jw := &indentWriter{w: bw}
+	bw.WriteString("{\n  \"run\": ")
+	jw.value("  ", r.run)
+	bw.WriteString(",\n  \"sessions\": ")
+	jw.array("  ", len(r.sessions), func(i int) any {
+		se := r.sessions[i]
+		es := r.session(se)
+		delete(r.msgs, se.ID) // written: its text can go
+		return es
+	})
+	// The rest is small next to the messages: read and written whole.
+	var x Export
+	if err := r.rest(ctx, s, &x); err != nil {
+		return err
+	}
+	for _, part := range []struct {
+		key string
+		n   int
+		at  func(int) any
+	}{
+		{"broadcasts", len(x.Broadcasts), func(i int) any { return x.Broadcasts[i] }},
+		{"plans", len(x.Plans), func(i int) any { return x.Plans[i] }},
+		{"delegations", len(x.Delegations), func(i int) any { return x.Delegations[i] }},
+		{"questions", len(x.Questions), func(i int) any { return x.Questions[i] }},
+	} {
+		bw.WriteString(",\n  \"" + part.key + "\": ")
+		jw.array("  ", part.n, part.at)
+	}
+	bw.WriteString("\n}\n")
+	if jw.err != nil {
+		return jw.err
+	}
+	return bw.Flush()
+}
+
+// indentWriter writes JSON values as an Encoder with SetIndent("", "  ")
+// and SetEscapeHTML(false) writes them inside a larger value: each value
+// indented for where it goes. The first error sticks.
+type indentWriter struct {
+	w        *bufio.Writer
+	compact  bytes.Buffer
+	indented bytes.Buffer
+	enc      *json.Encoder
+	err      error
+}
+
+// value writes v, whose first line follows what is written already and
+// whose other lines start with prefix.
+func (j *indentWriter) value(prefix string, v any) {
+	if j.err != nil {
+		return
+	}
+	if j.enc == nil {
+		j.enc = json.NewEncoder(&j.compact)
+		j.enc.SetEscapeHTML(false)
+	}
+	j.compact.Reset()
+	j.indented.Reset()
+	if j.err = j.enc.Encode(v); j.err != nil {
+		return
+	}
+	if j.err = json.Indent(&j.indented, bytes.TrimSuffix(j.compact.Bytes(), []byte("\n")), prefix, "  "); j.err != nil {
+		return
+	}
+	_, j.err = j.w.Write(j.indented.Bytes())
+}
+
+// array writes a list of n values, at(i) giving each, as value writes one.
+func (j *indentWriter) array(prefix string, n int, at func(int) any) {
+	if n == 0 {
+		j.w.WriteString("[]")
+		return
+	}
+	j.w.WriteString("[\n")
+	inner := prefix + "  "
+	for i := range n {
+		j.w.WriteString(inner)
+		j.value(inner, at(i))
+		if i < n-1 {
+			j.w.WriteByte(',')
+		}
+		j.w.WriteByte('\n')
+	}
+	j.w.WriteString(prefix + "]")
+}
+
+// exportRead is what an export reads first: the run, its sessions and
+// their messages.
+type exportRead struct {
+	runID    string
+	run      ExportRun
+	sessions []Session
+	msgs     map[string][]Message
+}
+
+func (s *Store) readExport(ctx context.Context, runID string) (*exportRead, error) {
 	run, err := s.Run(ctx, runID)
 	if err != nil {
 		return nil, err
 	}
-	runID = run.ID
-	x := &Export{Run: ExportRun{ID: run.ID, Goal: run.Goal, Status: run.Status, Provider: run.Provider, Model: run.Model,
+	r := &exportRead{runID: run.ID, run: ExportRun{ID: run.ID, Goal: run.Goal, Status: run.Status, Provider: run.Provider, Model: run.Model,
 		BaseURL: run.BaseURL, Scripted: run.Scripted, Workspace: run.Workspace, Result: run.Result, Error: run.Error, Usage: run.Usage, CreatedAt: run.CreatedAt, EndedAt: Time(run.EndedAt),
 		Pauses: append([]Pause{}, run.Pauses...)}}
-	sessions, err := s.Sessions(ctx, runID)
-	if err != nil {
+	if r.sessions, err = s.Sessions(ctx, r.runID); err != nil {
 		return nil, err
 	}
-	msgs, err := s.AllMessages(ctx, runID)
-	if err != nil {
+	if r.msgs, err = s.AllMessages(ctx, r.runID); err != nil {
 		return nil, err
 	}
-	x.Sessions = make([]ExportSession, 0, len(sessions))
 	// The run's row, like a session's, is written now and then: a run
 	// still going, or killed, has spent at least what its sessions have.
-	if sum := SessionsUsage(sessions); sum.TotalTokens > x.Run.Usage.TotalTokens {
-		x.Run.Usage = sum
+	if sum := SessionsUsage(r.sessions); sum.TotalTokens > r.run.Usage.TotalTokens {
+		r.run.Usage = sum
 	}
-	for _, se := range sessions {
-		es := ExportSession{ID: se.ID, ParentID: se.ParentID, Agent: se.Agent, Label: se.Label, Title: se.Title, Kind: se.Kind,
-			Status: se.Status, Depth: se.Depth, SharedContext: se.SharedContext, Result: se.Result, Error: se.Error, Usage: se.Usage,
-			Turns: se.Turns, CreatedAt: se.CreatedAt, EndedAt: Time(se.EndedAt), Messages: []ExportMessage{}}
-		if len(es.SharedContext) == 0 {
-			es.SharedContext = json.RawMessage("{}")
-		}
-		for _, m := range msgs[se.ID] {
-			calls := m.ToolCalls
-			if calls == nil {
-				calls = []ToolCall{}
-			}
-			es.Messages = append(es.Messages, ExportMessage{Role: m.Role, Content: m.Content, Synthetic: m.Synthetic, NoReply: m.NoReply,
-				Source: m.Source, ToolCalls: calls, ToolCallID: m.ToolCallID, CreatedAt: m.CreatedAt})
-		}
-		x.Sessions = append(x.Sessions, es)
+	return r, nil
+}
+
+// session is the export of one session, with its messages.
+func (r *exportRead) session(se Session) ExportSession {
+	es := ExportSession{ID: se.ID, ParentID: se.ParentID, Agent: se.Agent, Label: se.Label, Title: se.Title, Kind: se.Kind,
+		Status: se.Status, Depth: se.Depth, SharedContext: se.SharedContext, Result: se.Result, Error: se.Error, Usage: se.Usage,
+		Turns: se.Turns, CreatedAt: se.CreatedAt, EndedAt: Time(se.EndedAt), Messages: []ExportMessage{}}
+	if len(es.SharedContext) == 0 {
+		es.SharedContext = json.RawMessage("{}")
 	}
+	for _, m := range r.msgs[se.ID] {
+		calls := m.ToolCalls
+		if calls == nil {
+			calls = []ToolCall{}
+		}
+		es.Messages = append(es.Messages, ExportMessage{Role: m.Role, Content: m.Content, Synthetic: m.Synthetic, NoReply: m.NoReply,
+			Source: m.Source, ToolCalls: calls, ToolCallID: m.ToolCallID, CreatedAt: m.CreatedAt})
+	}
+	return es
+}
+
+// rest reads the parts after the sessions into x.
+func (r *exportRead) rest(ctx context.Context, s *Store, x *Export) error {
+	runID := r.runID
 	bcs, err := s.Broadcasts(ctx, runID, 0, 0)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	x.Broadcasts = make([]ExportBroadcast, 0, len(bcs))
 	for _, b := range bcs {
@@ -181,10 +313,10 @@ func (s *Store) Export(ctx context.Context, runID string) (*Export, error) {
 	}
 	plans, err := s.Plans(ctx, runID)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	x.Plans = []ExportPlan{}
-	for _, se := range sessions {
+	for _, se := range r.sessions {
 		tasks, ok := plans[se.ID]
 		if !ok {
 			continue
@@ -201,7 +333,7 @@ func (s *Store) Export(ctx context.Context, runID string) (*Export, error) {
 	}
 	dels, err := s.Delegations(ctx, runID)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	x.Delegations = []ExportDelegation{}
 	for _, d := range dels {
@@ -210,7 +342,7 @@ func (s *Store) Export(ctx context.Context, runID string) (*Export, error) {
 	}
 	qs, err := s.Questions(ctx, runID)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	x.Questions = []ExportQuestion{}
 	for _, q := range qs {
@@ -224,5 +356,5 @@ func (s *Store) Export(ctx context.Context, runID string) (*Export, error) {
 		}
 		x.Questions = append(x.Questions, eq)
 	}
-	return x, nil
+	return nil
 }
