@@ -11,6 +11,8 @@ import (
 
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/token"
+
+	"github.com/swarmdeck/swarmdeck/runtime/internal/yamlnode"
 )
 
 // The decoder walks goccy's AST itself instead of calling yaml.Unmarshal so
@@ -183,13 +185,8 @@ func (d *decoder) entries(n ast.Node, path string) ([]entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	var pairs []*ast.MappingValueNode
-	switch m := n.(type) {
-	case *ast.MappingNode:
-		pairs = m.Values
-	case *ast.MappingValueNode:
-		pairs = []*ast.MappingValueNode{m}
-	default:
+	pairs := yamlnode.Pairs(n)
+	if _, isMap := n.(*ast.MappingNode); pairs == nil && !isMap {
 		if path == "" {
 			return nil, d.errf(n, "", "the file must be a mapping of settings (key: value lines), not %s", describe(n))
 		}

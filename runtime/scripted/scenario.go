@@ -13,8 +13,9 @@ import (
 	"time"
 
 	"github.com/goccy/go-yaml"
-	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
+
+	"github.com/swarmdeck/swarmdeck/runtime/internal/yamlnode"
 )
 
 // A scenario file scripts the scripted model by role and turn, in YAML or
@@ -203,62 +204,6 @@ func decodeError(err error) error {
 	return &ScenarioError{Line: line, Msg: strings.Join(strings.Fields(msg), " ")}
 }
 
-// lineAt finds the line of the value at path in the document, 0 if it
-// is not there as written.
-func lineAt(file *ast.File, path []any) int {
-	if file == nil || len(file.Docs) == 0 || file.Docs[0] == nil {
-		return 0
-	}
-	n := file.Docs[0].Body
-	line := 0
-	for _, p := range path {
-		for {
-			switch v := n.(type) {
-			case *ast.TagNode:
-				n = v.Value
-				continue
-			case *ast.AnchorNode:
-				n = v.Value
-				continue
-			}
-			break
-		}
-		var next ast.Node
-		switch p := p.(type) {
-		case int:
-			if seq, ok := n.(*ast.SequenceNode); ok && p < len(seq.Values) {
-				next = seq.Values[p]
-			}
-		case string:
-			var pairs []*ast.MappingValueNode
-			switch m := n.(type) {
-			case *ast.MappingNode:
-				pairs = m.Values
-			case *ast.MappingValueNode:
-				pairs = []*ast.MappingValueNode{m}
-			}
-			for _, kv := range pairs {
-				if kv != nil && kv.Key != nil && kv.Key.GetToken() != nil && kv.Key.GetToken().Value == p {
-					next = kv.Value
-					if tk := kv.Key.GetToken(); tk.Position != nil {
-						line = tk.Position.Line
-					}
-				}
-			}
-		}
-		if next == nil {
-			return line
-		}
-		n = next
-		if tk := n.GetToken(); tk != nil && tk.Position != nil {
-			if _, isKey := p.(string); !isKey {
-				line = tk.Position.Line
-			}
-		}
-	}
-	return line
-}
-
 // ParseScenario reads a scenario from YAML or JSON text. Its errors are
 // *ScenarioError, with the line of the mistake when it has one.
 func ParseScenario(data []byte) (Policy, error) {
@@ -271,13 +216,13 @@ func ParseScenario(data []byte) (Policy, error) {
 	if err != nil {
 		var pe *scenarioPathError
 		if errors.As(err, &pe) {
-			return nil, &ScenarioError{Line: lineAt(file, pe.path), Msg: pe.Error()}
+			return nil, &ScenarioError{Line: yamlnode.LineAt(file, pe.path), Msg: pe.Error()}
 		}
 		return nil, &ScenarioError{Msg: err.Error()}
 	}
 	sc.roleLines = map[string]int{}
 	for role := range sc.roles {
-		sc.roleLines[role] = lineAt(file, []any{"roles", role})
+		sc.roleLines[role] = yamlnode.LineAt(file, []any{"roles", role})
 	}
 	return sc, nil
 }
