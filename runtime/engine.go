@@ -218,6 +218,11 @@ func checkRolePrompts(cfg *config.Config, templates []string) error {
 		if a.Prompt == "" || slices.Contains(templates, a.Prompt) {
 			continue
 		}
+		if a.Prompt == a.Role {
+			// The role's own name, which has no template: its sessions
+			// render the fallback template (agent.md), as prompts does.
+			continue
+		}
 		where, ok := cfg.Where(fmt.Sprintf("agents[%d].prompt", i))
 		switch {
 		case ok:
@@ -260,16 +265,30 @@ func (e *Engine) Config() *config.Config { return e.cfg.Load() }
 // Reload applies a changed configuration: limits, latencies, the prompts
 // directory and the roster take effect for new sessions and calls.
 func (e *Engine) Reload(cfg *config.Config) error {
-	if err := e.setRoster(cfg); err != nil {
-		return err
-	}
+	// Checked before anything changes: a reload refused leaves every
+	// running setting as it was, the prompts directory among them.
 	old := e.cfg.Load()
-	e.cfg.Store(cfg)
-	e.toolSets.Clear()
-	if cfg.PromptsDir != old.PromptsDir {
+	moved := cfg.PromptsDir != old.PromptsDir
+	if moved {
 		if err := e.prompts.SetDir(cfg.PromptsDir); err != nil {
 			return promptsDirError(cfg, err)
 		}
+	}
+	err := checkRolePrompts(cfg, e.prompts.RoleNames())
+	if err == nil {
+		err = e.setRoster(cfg)
+	}
+	if err != nil {
+		if moved {
+			e.prompts.SetDir(old.PromptsDir)
+		}
+		return err
+	}
+	e.cfg.Store(cfg)
+	e.toolSets.Clear()
+	if sl, ok := e.llm.(interface{ SetLimits(llm.Limits) }); ok {
+		lim := cfg.Limits
+		sl.SetLimits(llm.Limits{CallTimeout: lim.CallTimeout.D(), IdleTimeout: lim.StreamIdleTimeout.D(), MaxRetries: lim.MaxRetries})
 	}
 	if e.scripted != nil {
 		if p, ok := cfg.Providers[e.resolved.Name]; ok && p.Type == "scripted" {

@@ -362,7 +362,7 @@ func slotNote(r *Run, n int, wait bool) string {
 	if queued <= 0 {
 		return ""
 	}
-	lim := r.e.Config().Limits.MaxConcurrentSessions
+	lim := cap(r.slotSem)
 	if n == 1 {
 		return fmt.Sprintf("it waits for a free session slot first (max_concurrent_sessions is %d): it starts as a running session finishes or waits", lim)
 	}

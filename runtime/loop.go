@@ -311,7 +311,7 @@ func (s *Session) acquireSlot() bool {
 	select {
 	case s.r.slotSem <- struct{}{}:
 	default:
-		lim := s.r.e.Config().Limits.MaxConcurrentSessions
+		lim := cap(s.r.slotSem) // the run's, which a reload does not change
 		s.r.e.store.Do(s.ctx, func(tx *store.Tx) error {
 			if terminal(s.status()) {
 				return nil

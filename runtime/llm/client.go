@@ -67,6 +67,26 @@ type Client struct {
 	directAddr string
 
 	maxAnswer int // bound of one call's answer, 0 for maxAnswer; tests lower it
+
+	// The limits a reload of the configuration may change while calls
+	// go on (SetLimits); each call reads them as it goes.
+	callTimeout, idleTimeout atomic.Int64 // time.Duration
+	maxRetries               atomic.Int64
+}
+
+// Limits are the call limits SetLimits changes.
+type Limits struct {
+	CallTimeout time.Duration // 0 = none
+	IdleTimeout time.Duration // 0 = none
+	MaxRetries  int
+}
+
+// SetLimits changes the call limits from the next attempt on (the
+// configuration was reloaded).
+func (c *Client) SetLimits(l Limits) {
+	c.callTimeout.Store(int64(l.CallTimeout))
+	c.idleTimeout.Store(int64(l.IdleTimeout))
+	c.maxRetries.Store(int64(max(l.MaxRetries, 0)))
 }
 
 // New returns a Client for cfg.
@@ -94,6 +114,7 @@ func New(cfg Config) *Client {
 	// IdleTimeout's job.
 	oc.EmptyMessagesLimit = math.MaxUint32
 	c := &Client{cfg: cfg, oa: openai.NewClientWithConfig(oc), hc: hc, log: cfg.Logger, sleep: cfg.Sleep}
+	c.SetLimits(Limits{CallTimeout: cfg.CallTimeout, IdleTimeout: cfg.IdleTimeout, MaxRetries: cfg.MaxRetries})
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
@@ -207,7 +228,7 @@ func (c *Client) Stream(ctx context.Context, req Request, onDelta func(Delta)) (
 		if e.Kind == Auth && c.cfg.APIKey == "" && c.cfg.NoKeyHint != "" {
 			e.hint = c.cfg.NoKeyHint
 		}
-		if !e.Retryable || retries >= c.cfg.MaxRetries {
+		if !e.Retryable || retries >= int(c.maxRetries.Load()) {
 			if unknownModel(e) {
 				if h := modelsHint(req.Model, c.serverModels(ctx)); h != "" {
 					if c.cfg.ModelHint != "" {
@@ -225,7 +246,7 @@ func (c *Client) Stream(ctx context.Context, req Request, onDelta func(Delta)) (
 		if req.OnRetry != nil {
 			one := *e
 			one.Attempts = 1 // the error of this attempt, not of the call
-			req.OnRetry(Retry{Attempt: attempt, Of: c.cfg.MaxRetries + 1, Wait: wait, Reason: one.Error()})
+			req.OnRetry(Retry{Attempt: attempt, Of: int(c.maxRetries.Load()) + 1, Wait: wait, Reason: one.Error()})
 		}
 		acc.withdraw()
 		if err := c.sleep(ctx, wait); err != nil || ctx.Err() != nil {
@@ -255,9 +276,10 @@ func (c *Client) attempt(ctx context.Context, oreq openai.ChatCompletionRequest,
 	}
 	actx, cancel := context.WithCancelCause(withRespInfo(ctx, info))
 	defer cancel(errAborted)
-	if c.cfg.CallTimeout > 0 {
+	callTimeout := time.Duration(c.callTimeout.Load())
+	if callTimeout > 0 {
 		var stop context.CancelFunc
-		actx, stop = context.WithTimeoutCause(actx, c.cfg.CallTimeout, errCallTimeout)
+		actx, stop = context.WithTimeoutCause(actx, callTimeout, errCallTimeout)
 		defer stop()
 	}
 
@@ -271,7 +293,7 @@ func (c *Client) attempt(ctx context.Context, oreq openai.ChatCompletionRequest,
 	// some of which send the response headers before it (vLLM), and is
 	// CallTimeout's to bound.
 	var watchdog *time.Timer
-	idle := c.cfg.IdleTimeout
+	idle := time.Duration(c.idleTimeout.Load())
 	var (
 		ch      chunk
 		failure error
@@ -364,10 +386,10 @@ func (c *Client) failure(ctx, actx context.Context, info *respInfo, err error, s
 	switch cause := context.Cause(actx); {
 	case errors.Is(cause, errIdleStall):
 		return &Error{Kind: IdleTimeout, Retryable: true, Err: err,
-			Message: fmt.Sprintf("no data for %s", c.cfg.IdleTimeout)}
+			Message: fmt.Sprintf("no data for %s", time.Duration(c.idleTimeout.Load()))}
 	case errors.Is(cause, errCallTimeout):
 		return &Error{Kind: Timeout, Retryable: true, Err: err,
-			Message: fmt.Sprintf("an attempt took longer than %s (limits.call_timeout; a slow local model may need more)", c.cfg.CallTimeout)}
+			Message: fmt.Sprintf("an attempt took longer than %s (limits.call_timeout; a slow local model may need more)", time.Duration(c.callTimeout.Load()))}
 	}
 	var ae *openai.APIError
 	if errors.As(err, &ae) {

@@ -1069,3 +1069,25 @@ func TestErrorFinishRetried(t *testing.T) {
 		})
 	}
 }
+
+// Limits set while the client is in use (a reload of the configuration)
+// apply from the next call.
+func TestSetLimitsAppliesToTheNextCall(t *testing.T) {
+	fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		jsonError(w, 503, "", "", "busy")
+	})
+	c, _ := newTestClient(fs, func(c *Config) { c.MaxRetries = 5 })
+	c.SetLimits(Limits{MaxRetries: 1})
+	_, err := c.Stream(context.Background(), userRequest("x"), nil)
+	if e := asError(t, err); e.Attempts != 2 || fs.requests.Load() != 2 {
+		t.Errorf("attempts %d, requests %d, want 2 after max_retries 1", e.Attempts, fs.requests.Load())
+	}
+	// A call timeout set the same way bounds the next call.
+	slow := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) { blockUntilGone(r) })
+	c2, _ := newTestClient(slow)
+	c2.SetLimits(Limits{CallTimeout: 50 * time.Millisecond})
+	_, err = c2.Stream(context.Background(), userRequest("x"), nil)
+	if e := asError(t, err); e.Kind != Timeout || !strings.Contains(e.Error(), "longer than 50ms") {
+		t.Errorf("error = %v", e)
+	}
+}
