@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -59,8 +60,8 @@ func (e *Engine) Headless(ctx context.Context, opts HeadlessOptions, start func(
 			if ev.Type != event.MessageDelta || opts.Deltas {
 				return enc.Encode(ev)
 			}
-		} else if opts.Log != nil {
-			printer.print(ev)
+		} else if opts.Log != nil || opts.Out != nil {
+			return printer.print(ev)
 		}
 		return nil
 	}
@@ -74,6 +75,12 @@ func (e *Engine) Headless(ctx context.Context, opts HeadlessOptions, start func(
 				continue
 			}
 			if err := show(ev); err != nil {
+				var aw *answerWriteError
+				if errors.As(err, &aw) {
+					// The run is over; only its answer did not get out.
+					<-run.Done()
+					return ExitFailed, fmt.Errorf("run %s completed, but its answer could not be written to the output (%v): `swarmdeck export %s` has it", run.ID(), aw.err, run.ID())
+				}
 				// Whoever read the output has gone (a closed pipe): stop
 				// the run resumable rather than run on unseen.
 				run.Interrupt()
@@ -159,7 +166,27 @@ type progress struct {
 	ended  map[string]bool // sessions whose end has been printed
 }
 
-func (p *progress) print(ev event.Event) {
+// answerWriteError is a run's final answer that could not be written to
+// the output.
+type answerWriteError struct{ err error }
+
+func (e *answerWriteError) Error() string { return "writing the answer: " + e.err.Error() }
+
+// print shows ev on the progress log; at the run's end it writes the answer
+// to the output, and reports if that failed: a script capturing the answer
+// must not take an empty one for it.
+func (p *progress) print(ev event.Event) error {
+	if ev.Type == event.RunFinished && ev.Run != nil && ev.Run.Result != "" && p.out != nil {
+		if _, err := fmt.Fprintf(p.out, "%s\n", ev.Run.Result); err != nil {
+			p.printLog(ev)
+			return &answerWriteError{err}
+		}
+	}
+	p.printLog(ev)
+	return nil
+}
+
+func (p *progress) printLog(ev event.Event) {
 	if p.w == nil {
 		return
 	}
@@ -237,9 +264,6 @@ func (p *progress) print(ev event.Event) {
 	case event.RunFinished:
 		r := ev.Run
 		fmt.Fprintf(p.w, "run %s %s (%d tokens)\n", r.ID, r.Status, r.Usage.TotalTokens)
-		if r.Result != "" && p.out != nil {
-			fmt.Fprintf(p.out, "%s\n", r.Result)
-		}
 		if r.Error != "" && r.Status != RunInterrupted { // Headless returns that one, for the way back
 			fmt.Fprintf(p.w, "error: %s\n", r.Error)
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"strings"
 	"sync"
@@ -143,5 +144,27 @@ func TestJSONLinesAllCarrySessionID(t *testing.T) {
 	}
 	if seen["run.started"] != 1 || seen["run.finished"] != 1 || seen["error"] != len(wantErrors) {
 		t.Errorf("events seen: %v", seen)
+	}
+}
+
+type fullWriter struct{}
+
+func (fullWriter) Write([]byte) (int, error) { return 0, errors.New("no space left on device") }
+
+// A run whose answer cannot be written (stdout on a full disk, closed) does
+// not exit 0 as if a script had its answer: it says where the answer is.
+func TestAnswerThatCannotBeWrittenFails(t *testing.T) {
+	e := testEngine(t, nil, nil, nil)
+	var log bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	code, err := e.Headless(ctx, HeadlessOptions{Out: fullWriter{}, Log: &log}, func(ctx context.Context) (*Run, error) {
+		return e.Start(ctx, "Plan a product launch")
+	})
+	if code != ExitFailed || err == nil || !strings.Contains(err.Error(), "completed, but its answer could not be written to the output (no space left on device): `swarmdeck export r-") {
+		t.Fatalf("exit %d, %v", code, err)
+	}
+	if !strings.Contains(log.String(), "completed (") {
+		t.Errorf("the progress lost the run's end: %q", log.String())
 	}
 }
