@@ -88,6 +88,10 @@ func (e *Engine) Headless(ctx context.Context, opts HeadlessOptions, start func(
 			}
 			if ev.Type == event.RunFinished {
 				<-run.Done()
+				if err := e.store.CheckFile(); err != nil {
+					// Whatever the run came to, it is not stored.
+					return ExitFailed, err
+				}
 				if ev.Run != nil && ev.Run.Status == RunCompleted {
 					return ExitOK, nil
 				}

@@ -693,6 +693,9 @@ func (r *Run) storeFailed(err error) {
 		return
 	}
 	reason := fmt.Sprintf("the database failed, so the run stopped where it was (what was stored before stays; resume the run once the cause is fixed): %v", err)
+	if errors.Is(err, store.ErrFileGone) {
+		reason = fmt.Sprintf("the run stopped: %v", err)
+	}
 	r.halt(errors.New(reason))
 	r.mu.Lock()
 	r.finished = true

@@ -64,6 +64,10 @@ const (
 
 // Store is an open database.
 type Store struct {
+	// file is the database file as it was opened: CheckFile compares the
+	// file at path with it.
+	file os.FileInfo
+
 	path  string
 	write *sql.DB // one connection, owned by the writer goroutine
 	read  *sql.DB // a small pool for readers (WAL lets them run beside the writer)
@@ -194,6 +198,7 @@ func OpenWith(path string, publish func([]event.Event), o OpenOptions) (*Store, 
 		write.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	s.file, _ = os.Stat(path)
 	readDSN := fileURI(path) + "?_pragma=busy_timeout(10000)&_pragma=query_only(1)"
 	if s.read, err = sql.Open("sqlite", readDSN); err != nil {
 		s.conn.Close()
@@ -670,6 +675,11 @@ func (s *Store) checkpointLoop() {
 		}
 		busy, frames, folded, err := s.checkpoint()
 		s.checkpoints.Add(1)
+		if gone := s.CheckFile(); gone != nil {
+			// Every later write would go to a file nobody can open.
+			s.fail(nil, gone)
+			return
+		}
 		if err == nil && busy == 0 && frames > 0 && folded == frames {
 			select {
 			case s.restart <- struct{}{}:
@@ -678,6 +688,30 @@ func (s *Store) checkpointLoop() {
 		}
 	}
 }
+
+// CheckFile reports whether the database file at the store's path is still
+// the one it opened: one deleted or replaced meanwhile (rm, mv over it)
+// holds none of what was written since, though SQLite goes on writing to
+// the file it has open without a word.
+func (s *Store) CheckFile() error {
+	if s.file == nil {
+		return nil
+	}
+	now, err := os.Stat(s.path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%w: %s was deleted while swarmdeck was using it, and what was stored since it was opened went with it", ErrFileGone, s.path)
+	case err != nil:
+		return nil // cannot tell
+	case !os.SameFile(s.file, now):
+		return fmt.Errorf("%w: %s was replaced by another file while swarmdeck was using it, and what was stored since it was opened is not in the file there now", ErrFileGone, s.path)
+	}
+	return nil
+}
+
+// ErrFileGone is CheckFile's error: the database file was deleted or
+// replaced under the store.
+var ErrFileGone = errors.New("the database file is gone")
 
 // checkpoint runs one passive checkpoint on the checkpointer's connection.
 func (s *Store) checkpoint() (busy, frames, folded int, err error) {

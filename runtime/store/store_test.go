@@ -1302,3 +1302,55 @@ func TestAtEndRunsAfterTheOperation(t *testing.T) {
 		t.Errorf("published %q; want %q", published, want)
 	}
 }
+
+// A database file deleted or replaced under the store is noticed: SQLite
+// goes on writing to the file it has open, which nobody can open again.
+func TestDatabaseFileGone(t *testing.T) {
+	insert := func(s *Store, id string) error {
+		return s.Do(context.Background(), func(tx *Tx) error {
+			return tx.InsertRun(&Run{ID: id, Goal: "g", Status: "running", CreatedAt: time.Now()})
+		})
+	}
+	for _, tc := range []struct {
+		name string
+		do   func(path string) error
+		want string
+	}{
+		{"deleted", func(path string) error { return os.Remove(path) }, "was deleted while swarmdeck was using it"},
+		{"replaced", func(path string) error {
+			other := path + ".other"
+			if err := os.WriteFile(other, nil, 0o644); err != nil {
+				return err
+			}
+			return os.Rename(other, path)
+		}, "was replaced by another file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := openTest(t, nil)
+			s.ckQuiet = 10 * time.Millisecond
+			if err := s.CheckFile(); err != nil {
+				t.Fatalf("a file left alone: %v", err)
+			}
+			if err := insert(s, "r-1"); err != nil {
+				t.Fatal(err)
+			}
+			if err := tc.do(s.Path()); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.CheckFile(); !errors.Is(err, ErrFileGone) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("CheckFile = %v", err)
+			}
+			// The checkpointer looks after the next pause in the writes,
+			// and the store stops with the reason.
+			insert(s, "r-2")
+			select {
+			case <-s.Failed():
+			case <-time.After(10 * time.Second):
+				t.Fatal("the store did not stop")
+			}
+			if err := insert(s, "r-3"); !errors.Is(err, ErrFileGone) {
+				t.Errorf("a write after: %v", err)
+			}
+		})
+	}
+}
