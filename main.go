@@ -53,6 +53,15 @@ func (e *exitError) Unwrap() error { return e.err }
 
 func usageErr(err error) error { return &exitError{runtime.ExitUsage, err} }
 
+// outputErr is a failure to write a command's output (a full disk): not a
+// mistake in how it was called. A reader that went away (EPIPE) is none.
+func outputErr(err error) error {
+	if errors.Is(err, syscall.EPIPE) {
+		return err
+	}
+	return &exitError{runtime.ExitFailed, fmt.Errorf("writing the output: %w", err)}
+}
+
 // flags shared by every command.
 type commonFlags struct {
 	config, db, provider, baseURL, model, workspace string
@@ -769,7 +778,7 @@ stopped* run is "interrupted" there, with "stopped": true, as export says.`,
 				enc.SetEscapeHTML(false)
 				for _, l := range lines {
 					if err := enc.Encode(l); err != nil {
-						return err
+						return outputErr(err)
 					}
 				}
 				return nil
@@ -788,7 +797,7 @@ stopped* run is "interrupted" there, with "stopped": true, as export says.`,
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", l.ID, status, l.CreatedAt.Local().Format("2006-01-02 15:04"), l.Usage.TotalTokens, runtime.TerminalText(runtime.OneLine(l.Goal, 60)))
 			}
 			if err := tw.Flush(); err != nil {
-				return err
+				return outputErr(err)
 			}
 			if orphan != "" {
 				fmt.Fprintln(stdout, cf.withFlags(fmt.Sprintf("\n* stored as running, but no swarmdeck process runs it (it was killed or crashed): `swarmdeck resume %s` continues it", orphan)))

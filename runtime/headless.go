@@ -43,6 +43,11 @@ func (e *Engine) Headless(ctx context.Context, opts HeadlessOptions, start func(
 	e.AttachHuman(opts.Control != nil)
 	run, err := start(ctx)
 	if err != nil {
+		if storeFailure(err) {
+			// The database could not take the run (a full disk): not a
+			// mistake in how swarmdeck was called.
+			return ExitFailed, err
+		}
 		return ExitUsage, err
 	}
 	run.SetHumanAttached(opts.Control != nil)
@@ -168,6 +173,13 @@ func orNone(reason string) string {
 type progress struct {
 	w, out io.Writer
 	ended  map[string]bool // sessions whose end has been printed
+}
+
+// storeFailure reports whether err came from SQLite (a full disk, an I/O
+// error) rather than from what was asked.
+func storeFailure(err error) bool {
+	var se interface{ Code() int }
+	return errors.As(err, &se)
 }
 
 // answerWriteError is a run's final answer that could not be written to

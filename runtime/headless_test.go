@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"sync"
@@ -166,5 +167,28 @@ func TestAnswerThatCannotBeWrittenFails(t *testing.T) {
 	}
 	if !strings.Contains(log.String(), "completed (") {
 		t.Errorf("the progress lost the run's end: %q", log.String())
+	}
+}
+
+type codedErr struct{ code int }
+
+func (e codedErr) Error() string { return fmt.Sprintf("database or disk is full (%d)", e.code) }
+func (e codedErr) Code() int     { return e.code }
+
+// A run the database could not take (a full disk) exits 1, not 2: nothing
+// was wrong with how swarmdeck was called.
+func TestStartRefusedByTheStoreIsNoUsageError(t *testing.T) {
+	e := testEngine(t, nil, nil, nil)
+	for _, tc := range []struct {
+		err  error
+		want int
+	}{
+		{fmt.Errorf("store x.db: commit: %w", codedErr{13}), ExitFailed},
+		{errors.New("the goal is empty: say what the swarm should do"), ExitUsage},
+	} {
+		code, err := e.Headless(context.Background(), HeadlessOptions{Out: io.Discard}, func(context.Context) (*Run, error) { return nil, tc.err })
+		if code != tc.want || err == nil {
+			t.Errorf("%v: exit %d (%v), want %d", tc.err, code, err, tc.want)
+		}
 	}
 }
