@@ -471,16 +471,21 @@ func newEngine(ctx context.Context, cf *commonFlags, use engineFor, notices chan
 		return nil, nil, usageErr(err)
 	}
 	wctx, cancel := context.WithCancel(ctx)
-	if cfg.Path != "" {
-		notify := func(text string, isErr bool) {
-			if notices == nil {
-				return
-			}
-			select {
-			case notices <- tui.Notice{Text: text, Err: isErr}:
-			default:
-			}
+	notify := func(text string, isErr bool) {
+		if notices == nil {
+			return
 		}
+		select {
+		case notices <- tui.Notice{Text: text, Err: isErr}:
+		default:
+		}
+	}
+	// A template edit that does not load is said where the person looks,
+	// not only in the log: new sessions go on with the previous ones.
+	eng.Prompts().OnError(func(err error) {
+		notify("prompt templates not reloaded, new sessions get the previous ones: "+err.Error(), true)
+	})
+	if cfg.Path != "" {
 		refused := func(err error) {
 			log.Warn("config reload refused", "err", err)
 			notify("configuration not reloaded, the running settings stay: "+err.Error(), true)
@@ -490,12 +495,13 @@ func newEngine(ctx context.Context, cf *commonFlags, use engineFor, notices chan
 				refused(err)
 				return
 			}
+			old := eng.Config()
 			if err := eng.Reload(next); err != nil {
 				refused(err)
 				return
 			}
 			log.Info("config reloaded", "path", cfg.Path)
-			notify("configuration reloaded from "+cfg.Path, false)
+			notify(reloadedText(cfg.Path, old, next), false)
 		}, refused)
 	}
 	go eng.Prompts().Watch(wctx)
@@ -504,6 +510,20 @@ func newEngine(ctx context.Context, cf *commonFlags, use engineFor, notices chan
 		eng.Close()
 		closeLog()
 	}, nil
+}
+
+// reloadedText says that the configuration at path was reloaded, and which
+// of the changes from old to next wait for the next start or run.
+func reloadedText(path string, old, next *config.Config) string {
+	text := "configuration reloaded from " + path
+	atStart, atNextRun := config.NotLive(old, next)
+	if len(atStart) > 0 {
+		text += "; " + strings.Join(atStart, ", ") + " changed, which take effect at the next start"
+	}
+	if len(atNextRun) > 0 {
+		text += "; " + strings.Join(atNextRun, ", ") + " from the next run or resume"
+	}
+	return text
 }
 
 func runCmd(cf *commonFlags, stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
