@@ -240,6 +240,29 @@ type FileContent struct {
 	// LineEndings is "crlf" when lines end in CR LF; the content shows
 	// them as LF.
 	LineEndings string `json:"line_endings,omitempty"`
+	// LineCut is the number of a line too long to be shown whole, whose
+	// start the content shows: the only line, the first asked for.
+	LineCut int `json:"line_cut,omitempty"`
+}
+
+// cutJSONChars is the longest start of b, whole runes, that takes at most
+// max characters as a JSON string's content (see jsonChars).
+func cutJSONChars(b []byte, max int) []byte {
+	n := 0
+	for i, r := range string(b) {
+		w := 1
+		switch {
+		case r == '"' || r == '\\' || r == '\t' || r == '\r':
+			w = 2
+		case r < 0x20 || r == 0x2028 || r == 0x2029:
+			w = 6
+		}
+		if n+w > max {
+			return b[:i]
+		}
+		n += w
+	}
+	return b
 }
 
 // scanLinesKeepCR is bufio.ScanLines without dropping a CR before the LF,
@@ -302,7 +325,29 @@ func (w *Workspace) ReadWithin(p string, offset, limit, budget int) (*FileConten
 			continue
 		}
 		n := jsonChars(b) + 2 // and its line break, as \n
-		if out.Lines >= limit || buf.Len()+len(b) > maxReadBytes || (budget > 0 && encoded+n > budget) {
+		// Once a line is left out, so are the ones after it: the content
+		// is one stretch of lines, and next_offset where it stops.
+		if out.Truncated || out.Lines >= limit || buf.Len()+len(b) > maxReadBytes || (budget > 0 && encoded+n > budget) {
+			if out.Lines == 0 && !out.Truncated && out.Lines < limit {
+				// The first line alone is longer than what fits (minified
+				// code, JSON on one line): its start is shown, cut, and the
+				// reading goes on after it. Sent on whole, it could never
+				// be read.
+				room := maxReadBytes
+				if budget > 0 {
+					room = min(room, budget-2)
+				}
+				head := cutJSONChars(b, room)
+				if !utf8.Valid(head) || bytes.IndexByte(head, 0) >= 0 {
+					return nil, Errorf("%s is not a text file", clean)
+				}
+				buf.Write(head)
+				buf.WriteByte('\n')
+				out.Lines, out.LineCut = 1, line
+				out.Truncated, out.NextOffset = true, line+1
+				encoded += jsonChars(head) + 2
+				continue
+			}
 			if !out.Truncated {
 				out.Truncated, out.NextOffset = true, line
 			}

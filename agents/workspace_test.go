@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func testWorkspace(t *testing.T) (*Workspace, string, string) {
@@ -145,5 +146,36 @@ func TestReadWithinABudget(t *testing.T) {
 	// Unbounded, the whole file fits and nothing says to go on.
 	if all, err := w.Read("big.txt", 0, 0); err != nil || all.Truncated || all.NextOffset != 0 || all.Lines != 2000 {
 		t.Errorf("an unbounded read: %v, truncated %v, next %d, lines %d", err, all.Truncated, all.NextOffset, all.Lines)
+	}
+}
+
+// A line longer than the budget alone is shown cut, and reading goes on
+// after it: sent on whole, it could never be read.
+func TestReadALineLongerThanTheBudget(t *testing.T) {
+	w, dir, _ := testWorkspace(t)
+	long := strings.Repeat(`{"k":"v\"é"},`, 400) // 5,200 characters, 6,400 as JSON
+	os.WriteFile(filepath.Join(dir, "min.json"), []byte("first\n"+long+"\nlast\n"), 0o644)
+	const budget = 2000
+	fc, err := w.ReadWithin("min.json", 2, 0, budget)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, _ := json.Marshal(fc.Content)
+	chars := utf8.RuneCount(enc) - 2
+	if fc.Lines != 1 || fc.LineCut != 2 || !fc.Truncated || fc.NextOffset != 3 || chars > budget || chars < budget-20 {
+		t.Fatalf("lines %d, cut %d, truncated %v, next %d, %d encoded characters", fc.Lines, fc.LineCut, fc.Truncated, fc.NextOffset, chars)
+	}
+	if !strings.HasPrefix(long, strings.TrimSuffix(fc.Content, "\n")) {
+		t.Errorf("the content is not the line's start: %.60q", fc.Content)
+	}
+	next, err := w.ReadWithin("min.json", fc.NextOffset, 0, budget)
+	if err != nil || next.Content != "last\n" || next.LineCut != 0 {
+		t.Errorf("reading on: %+v, %v", next, err)
+	}
+	// Lines that fit are shown whole, and a long one after them waits for
+	// the next read.
+	fc, _ = w.ReadWithin("min.json", 1, 0, budget)
+	if fc.Content != "first\n" || fc.NextOffset != 2 || fc.LineCut != 0 {
+		t.Errorf("from the start: %+v", fc)
 	}
 }
