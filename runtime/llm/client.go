@@ -321,6 +321,13 @@ func (c *Client) attempt(ctx context.Context, oreq openai.ChatCompletionRequest,
 			break
 		}
 	}
+	if failure != nil && acc.finish != "" && errors.Is(context.Cause(actx), errIdleStall) {
+		// The answer was whole (its finish_reason came) and only the
+		// stream's end never did: a server that keeps the stream open
+		// after its last chunk. The answer stands; its usage, if it never
+		// came, is estimated as for any server that sends none.
+		failure = nil
+	}
 	switch {
 	case failure != nil:
 	case acc.finish == "" && info.whole && acc.choices:

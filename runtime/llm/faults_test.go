@@ -360,6 +360,21 @@ func TestIdleTimeout(t *testing.T) {
 			t.Errorf("attempts = %d, requests = %d, content %q", resp.Attempts, fs.requests.Load(), resp.Content)
 		}
 	})
+	// An answer whose finish came, from a server that then keeps the
+	// stream open without [DONE], is whole: taken, not retried.
+	t.Run("finished, then silent", func(t *testing.T) {
+		fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+			s := startSSE(w)
+			s.data(contentChunk("Hello, world"))
+			s.data(finishChunk("stop"))
+			blockUntilGone(r)
+		})
+		c, _ := newTestClient(fs, func(c *Config) { c.IdleTimeout = 100 * time.Millisecond })
+		resp := mustStream(t, c, userRequest("x"), nil)
+		if resp.Attempts != 1 || resp.Content != "Hello, world" || fs.requests.Load() != 1 {
+			t.Errorf("attempts = %d, requests = %d, content %q", resp.Attempts, fs.requests.Load(), resp.Content)
+		}
+	})
 	t.Run("exhausted", func(t *testing.T) {
 		fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
 			s := startSSE(w)
