@@ -81,6 +81,18 @@ func TestCLIRefusesMistakes(t *testing.T) {
 	storeRuns(t, failed, store.Run{ID: "r-000007", Goal: "g", Status: "failed", Provider: "scripted", Scripted: true},
 		store.Run{ID: "r-000008", Goal: "g", Status: "cancelled", Provider: "scripted", Scripted: true})
 	fresh := filepath.Join(dir, "fresh", "x.db")
+	// A database whose pages after the first are garbage: it opens, and
+	// reading its runs finds the damage.
+	corrupt := filepath.Join(dir, "corrupt.db")
+	storeRuns(t, corrupt, store.Run{ID: "r-000003", Goal: "g", Status: "completed", Provider: "scripted", Scripted: true})
+	if b, err := os.ReadFile(corrupt); err != nil || len(b) <= 4096 {
+		t.Fatalf("%d bytes: %v", len(b), err)
+	} else {
+		for i := 4096; i < len(b); i++ {
+			b[i] = 0xff
+		}
+		os.WriteFile(corrupt, b, 0o600)
+	}
 	badLog := filepath.Join(dir, "badlog.yaml")
 	if err := os.WriteFile(badLog, []byte("log_file: "+dir+"\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -202,6 +214,9 @@ func TestCLIRefusesMistakes(t *testing.T) {
 		// view needs the configuration (its keys): one message, no promise.
 		{[]string{"view", "--config", badLimits, "--db", stored}, 2, badLimits + ":2: limits.max_turns_per_session", ""},
 		{[]string{"export", "--db", notDB}, 2, notDB, ""},
+		// A damaged database is named, with the way to look into it.
+		{[]string{"runs", "--db", corrupt}, 1, corrupt + " is damaged (database disk image is malformed", ""},
+		{[]string{"export", "--db", corrupt, "r-000003"}, 1, "PRAGMA integrity_check", ""},
 		{[]string{"export", "--db", fresh}, 2, "no database at " + fresh, ""},
 		{[]string{"view", "--db", fresh, "r-000001"}, 2, "no database at " + fresh, ""},
 		{[]string{"resume", "--headless", "--db", fresh, "r-000001"}, 2, "no database at " + fresh, ""},

@@ -53,6 +53,23 @@ func (e *exitError) Unwrap() error { return e.err }
 
 func usageErr(err error) error { return &exitError{runtime.ExitUsage, err} }
 
+// readErr names the database a read failed in, as SQLite's own errors do
+// not ("database disk image is malformed"); a run not found says its own.
+func readErr(path string, err error) error {
+	var ee *exitError
+	var we *store.WriteError
+	var coded interface{ Code() int }
+	switch {
+	case errors.As(err, &we):
+		return outputErr(we.Err)
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrAmbiguous), errors.As(err, &ee), errors.Is(err, syscall.EPIPE):
+		return err
+	case errors.As(err, &coded) && coded.Code()&0xff == 11: // SQLITE_CORRUPT
+		return fmt.Errorf("%s is damaged (%w): `sqlite3 %s \"PRAGMA integrity_check\"` says where; the runs it holds may still be read with sqlite3's .recover", path, err, shellQuote(path))
+	}
+	return fmt.Errorf("read %s: %w", path, err)
+}
+
 // outputErr is a failure to write a command's output (a full disk): not a
 // mistake in how it was called. A reader that went away (EPIPE) is none.
 func outputErr(err error) error {
@@ -767,7 +784,7 @@ stopped* run is "interrupted" there, with "stopped": true, as export says.`,
 			defer closeStore()
 			runs, err := st.Runs(cmd.Context(), limit)
 			if err != nil {
-				return &exitError{1, err}
+				return &exitError{1, readErr(st.Path(), err)}
 			}
 			if len(runs) == 0 {
 				if !asJSON {
@@ -867,7 +884,7 @@ func exportCmd(cf *commonFlags, stdout io.Writer) *cobra.Command {
 				}
 			})
 			if err != nil {
-				return notFound(err)
+				return notFound(readErr(st.Path(), err))
 			}
 			return nil
 		},

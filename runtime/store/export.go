@@ -178,11 +178,22 @@ func (s *Store) WriteExport(ctx context.Context, runID string, w io.Writer, fix 
 		jw.array("  ", part.n, part.at)
 	}
 	bw.WriteString("\n}\n")
-	if jw.err != nil {
-		return jw.err
+	err = jw.err
+	if err == nil {
+		err = bw.Flush()
 	}
-	return bw.Flush()
+	if err != nil {
+		return &WriteError{err}
+	}
+	return nil
 }
+
+// WriteError is a failure of WriteExport to write, not to read: the
+// output's (a full disk, a closed pipe), not the database's.
+type WriteError struct{ Err error }
+
+func (e *WriteError) Error() string { return "writing the export: " + e.Err.Error() }
+func (e *WriteError) Unwrap() error { return e.Err }
 
 // indentWriter writes JSON values as an Encoder with SetIndent("", "  ")
 // and SetEscapeHTML(false) writes them inside a larger value: each value
