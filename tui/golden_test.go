@@ -192,7 +192,7 @@ func TestGoldenDeliveredTranscript(t *testing.T) {
 	}
 	mustContain(t, m, written, "#1 user · task result · explorer s-exp1 · completed", "#2 user · message from writer (w-1) s-wr1",
 		"Is <Store> still the interface?", "#3 user · broadcast from explorer (x-1) s-exp1 · discovery", "base62 & <ids> exist",
-		"#4 user · announcement from orchestrator (s-root) s-root", "#5 user · new sibling · executor (e-1) s-new1 · Write <it> & ship",
+		"#4 user · announcement from orchestrator (s-root)", "#5 user · new sibling · executor (e-1) s-new1 · Write <it> & ship",
 		"#6 user · sibling tasks", `| s-exp1 | explorer (x-1) | Scan <repo> & \| report |`,
 		"#7 user · answered on its behalf · q-7 asked by planner (p-1)", "Question: Which <db>?", "Answer given on your behalf: SQLite & WAL",
 		`<task_result status="done">kept &amp; as is</task_result>`)

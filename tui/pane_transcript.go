@@ -374,7 +374,11 @@ func (p *transcriptPane) renderMessage(s *styles, m *event.MessageInfo) []string
 // deliveredHead names what kind of delivery a message is and where it
 // came from, for the header of a message ParseDelivered recovered.
 func deliveredHead(s *styles, d coordination.Delivered) string {
-	from := oneLine(d.From) + " " + oneLine(d.TaskID)
+	from := oneLine(d.From)
+	if id := oneLine(d.TaskID); id != "" && !strings.Contains(from, id) {
+		// An unlabelled sender is named with its id already.
+		from += " " + id
+	}
 	switch d.Tag {
 	case coordination.TagTaskResult:
 		return s.injected.Render("task result") + s.dim.Render(" · "+oneLine(d.Agent)+" "+oneLine(d.TaskID)+" · "+oneLine(d.Status))
