@@ -837,7 +837,7 @@ stopped* run is "interrupted" there, with "stopped": true, as export says.`,
 				return outputErr(err)
 			}
 			if orphan != "" {
-				fmt.Fprintln(stdout, cf.withFlags(fmt.Sprintf("\n* stored as running, but no swarmdeck process runs it (it was killed or crashed): `swarmdeck resume %s` continues it", orphan)))
+				fmt.Fprintln(stdout, cf.withFlags(fmt.Sprintf("\n* stored as running, but no swarmdeck process runs it (it was killed, crashed, or stopped when its database failed): `swarmdeck resume %s` continues it", orphan)))
 			}
 			if limit > 0 && len(runs) == limit {
 				if total, err := st.RunCount(cmd.Context()); err == nil && total > limit {

@@ -430,7 +430,7 @@ func (e *Engine) unregister(r *Run) {
 
 // OrphanedRunReason is why a run stored as running that no process runs
 // is shown interrupted.
-const OrphanedRunReason = "no swarmdeck process is running it (it was killed or crashed): resume it to continue"
+const OrphanedRunReason = "no swarmdeck process is running it (it was killed, crashed, or stopped when its database failed): resume it to continue"
 
 // RunIsLive reports whether a process, this one or another, is running the
 // run now; known is false where that cannot be told. A run stored as

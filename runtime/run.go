@@ -745,5 +745,5 @@ func (r *Run) budgetExhausted() {
 	used := r.rec.Usage.TotalTokens
 	r.mu.Unlock()
 	budget := r.e.Config().Limits.TokenBudgetPerRun
-	r.failRun(fmt.Sprintf("token budget exhausted: the run used %d tokens and token_budget_per_run is %d", used, budget))
+	r.failRun(fmt.Sprintf("token budget exhausted: the run used %d tokens and token_budget_per_run is %d (model calls already under way finish and add theirs)", used, budget))
 }
