@@ -61,8 +61,9 @@ func UserConfigPath() string {
 
 // DefaultDBPath is where the store lives when db: is empty:
 // $XDG_DATA_HOME/swarmdeck/swarmdeck.db, by default
-// ~/.local/share/swarmdeck/swarmdeck.db. Without a home directory it is
-// swarmdeck.db in the current directory, where the user will at least see it.
+// ~/.local/share/swarmdeck/swarmdeck.db. Without a home directory (and
+// XDG_DATA_HOME) it is swarmdeck/swarmdeck.db under the current directory,
+// where the user will at least see it; `swarmdeck runs` names the file.
 func DefaultDBPath() string {
 	return filepath.Join(xdgDir("XDG_DATA_HOME", ".local", "share"), "swarmdeck", "swarmdeck.db")
 }
