@@ -28,6 +28,7 @@ func (m *model) renderHeader(w int) []string {
 	}
 	left = append(left, s.statusStyle(status).Render(status))
 	left = append(left, fmtDuration(st.elapsed(m.now())))
+	tokensAt := len(left)
 	left = append(left, fmtCount(m.totalTokens())+" tokens")
 	left = append(left, plural(len(st.sessions), "session", "sessions"))
 	withModel := 0 // the parts with the provider and model, which come last
@@ -58,7 +59,14 @@ func (m *model) renderHeader(w int) []string {
 	// too, go whole rather than cut to "scripted / swarm…"; the rest is cut.
 	line2 := " " + strings.Join(left, s.dim.Render(" · "))
 	if withModel > 0 && cellWidth(line2) > room {
-		line2 = " " + strings.Join(left[:withModel-1], s.dim.Render(" · "))
+		left = left[:withModel-1]
+		line2 = " " + strings.Join(left, s.dim.Render(" · "))
+	}
+	if cellWidth(line2) > room {
+		// Still too narrow: the tokens as the session table counts them
+		// (8.7M), so that the session count stays in view.
+		left[tokensAt] = fmtTokens(m.totalTokens()) + " tokens"
+		line2 = " " + strings.Join(left, s.dim.Render(" · "))
 	}
 	if right != "" {
 		line2 = fit(line2, room) + " " + right
