@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -206,6 +207,28 @@ func (m *model) renderFooter() string {
 	h.SetWidth(0)
 	if line := h.ShortHelpView(full); lipgloss.Width(line) <= m.width-1 {
 		return " " + line
+	}
+	// Too wide for all: the keys the compact footer does not keep go one
+	// at a time, the least needed first, while the rest fits (at 120
+	// columns most of the footer does).
+	keep := map[string]bool{}
+	for _, b := range short {
+		keep[b.Help().Desc] = true
+	}
+	trimmed := slices.Clone(full)
+	if len(short) > 0 && short[0].Help().Desc == m.keys.Answer.Help().Desc {
+		// A question waits: its key leads, as in the compact footer.
+		trimmed = slices.DeleteFunc(trimmed, func(x key.Binding) bool { return x.Help().Desc == short[0].Help().Desc })
+		trimmed = append([]key.Binding{short[0]}, trimmed...)
+	}
+	for _, b := range m.keys.footerDropOrder() {
+		if keep[b.Help().Desc] {
+			continue
+		}
+		trimmed = slices.DeleteFunc(trimmed, func(x key.Binding) bool { return x.Help().Desc == b.Help().Desc })
+		if line := h.ShortHelpView(trimmed); lipgloss.Width(line) <= m.width-1 {
+			return " " + line
+		}
 	}
 	for len(short) > 2 {
 		if line := h.ShortHelpView(short); lipgloss.Width(line) <= m.width-1 {

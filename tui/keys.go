@@ -179,6 +179,15 @@ func (k keyMap) compactHelp(asking bool) []key.Binding {
 	return []key.Binding{k.FocusNext, k.Open, k.Broadcast, k.Help, k.Quit}
 }
 
+// footerDropOrder is the order in which a footer too wide for its keys
+// leaves them out, the least needed first: moving and folding are plain to
+// find, what acts on the run less so. The compact footer's keys are kept
+// whatever this says.
+func (k keyMap) footerDropOrder() []key.Binding {
+	return []key.Binding{k.move(), k.Collapse, k.Parent, k.PrevSibling, k.NextSibling, k.FirstChild, k.Filter, k.Skip, k.Cancel,
+		k.Back, k.Message, k.Open, k.Broadcast, k.FocusNext}
+}
+
 // FullHelp is every action, grouped as on the `?` sheet (which adds the
 // headings).
 func (k keyMap) FullHelp() [][]key.Binding {
