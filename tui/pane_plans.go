@@ -103,10 +103,11 @@ func (p *plansPane) Render(c *renderCtx) []string {
 		if n := c.st.sessions[p.session]; n != nil && c.st.waitingHuman(n) {
 			// Only its owner moves a plan, and it is held by a question:
 			// its children may have finished meanwhile.
+			// First: a narrow pane cuts the end of the line.
 			if c.readOnly {
-				summary += " · on hold: its owner waits for the person"
+				summary = "on hold: its owner waits for the person · " + summary
 			} else {
-				summary += " · on hold until you answer"
+				summary = "on hold until you answer · " + summary
 			}
 		}
 		body = append(body, " "+s.dim.Render(summary))

@@ -122,7 +122,7 @@ func TestPlanOnHoldWhileItsOwnerAsks(t *testing.T) {
 	mustNotContain(t, m, "on hold")
 	m = applyQuestion(m, event.QuestionOpened, "s-root", event.QuestionInfo{ID: "q-9", FromSession: "s-root", From: "orchestrator",
 		Question: "Which launch window?", AllowHuman: true, Status: "open"})
-	mustContain(t, m, "blocked · on hold until you answer")
+	mustContain(t, m, "on hold until you answer · 2/6 done")
 	m = applyQuestion(m, event.QuestionAnswered, "s-root", event.QuestionInfo{ID: "q-9", Status: "answered", HumanResponded: true})
 	mustNotContain(t, m, "on hold")
 }
