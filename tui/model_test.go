@@ -302,3 +302,21 @@ func TestDialogInputKeepsItsCursor(t *testing.T) {
 		})
 	}
 }
+
+func TestTerminalProblem(t *testing.T) {
+	for _, tc := range []struct {
+		tty  bool
+		term string
+		want error
+	}{
+		{false, "xterm-256color", ErrNoTerminal},
+		{false, "dumb", ErrNoTerminal},
+		{true, "dumb", ErrDumbTerminal},
+		{true, "xterm", nil},
+		{true, "", nil},
+	} {
+		if got := terminalProblem(tc.tty, tc.term); got != tc.want {
+			t.Errorf("terminalProblem(%v, %q) = %v, want %v", tc.tty, tc.term, got, tc.want)
+		}
+	}
+}

@@ -20,19 +20,36 @@ var ErrNoTerminal = errors.New("the dashboard needs a terminal, and there is non
 // dashboard would never show. Like Run it reads keys from stdin when that
 // is a terminal, and from the process's controlling terminal otherwise.
 func CheckTerminal() error {
-	if term.IsTerminal(os.Stdin.Fd()) {
-		return nil
+	tty := term.IsTerminal(os.Stdin.Fd())
+	if !tty {
+		if in, out, err := tea.OpenTTY(); err == nil {
+			tty = true
+			in.Close()
+			if out != in {
+				out.Close()
+			}
+		}
 	}
-	in, out, err := tea.OpenTTY()
-	if err != nil {
+	return terminalProblem(tty, os.Getenv("TERM"))
+}
+
+// terminalProblem is CheckTerminal's verdict on whether there is a
+// terminal, and on the TERM it names.
+func terminalProblem(tty bool, termName string) error {
+	switch {
+	case !tty:
 		return ErrNoTerminal
-	}
-	in.Close()
-	if out != in {
-		out.Close()
+	case termName == "dumb":
+		return ErrDumbTerminal
 	}
 	return nil
 }
+
+// ErrDumbTerminal is why the dashboard does not start on a terminal that
+// says it cannot move its cursor (an editor's shell buffer): it would be
+// drawn in raw escape codes.
+var ErrDumbTerminal = errors.New("the dashboard needs a terminal that can move its cursor, and TERM=dumb says this one cannot: " +
+	"use `swarmdeck run --headless GOAL`, or set TERM (for example TERM=xterm-256color) if the terminal can")
 
 // Run runs the dashboard on the terminal until the person quits. The
 // terminal is restored on quit, on ctrl+c and on a panic. It returns ctx's
