@@ -402,6 +402,8 @@ func (a *accumulator) response(req *Request) *Response {
 	if len(resp.ToolCalls) == 0 && (req.ToolSet.Len() > 0 || len(req.Tools) > 0) {
 		if rest, calls, ok := textToolCalls(resp.Content); ok {
 			resp.Content, resp.ToolCalls = rest, calls
+		} else if calls, ok := bareToolCalls(resp.Content, req.hasTool); ok {
+			resp.Content, resp.ToolCalls = "", calls
 		}
 	}
 	return resp

@@ -113,3 +113,43 @@ func parseTextCall(body string) (ToolCall, bool) {
 	}
 	return ToolCall{ID: newCallID(), Name: strings.TrimSpace(c.Name), Arguments: text}, true
 }
+
+// bareToolCalls reads an answer that is nothing but tool calls written as
+// JSON, without tags: {"name": ..., "arguments": ...}, or a list of them,
+// perhaps in a ```json fence (Llama 3 and others served without a tool
+// parser write them so). It reports ok only when every call names a tool
+// the request offered (has), so that an answer that is JSON of its own is
+// left alone.
+func bareToolCalls(content string, has func(string) bool) ([]ToolCall, bool) {
+	s := strings.TrimSpace(content)
+	if inner, ok := strings.CutPrefix(s, "```"); ok {
+		inner = strings.TrimPrefix(inner, "json")
+		inner, ok = strings.CutSuffix(strings.TrimSpace(inner), "```")
+		if !ok {
+			return nil, false
+		}
+		s = strings.TrimSpace(inner)
+	}
+	var bodies []json.RawMessage
+	switch {
+	case strings.HasPrefix(s, "{"):
+		bodies = []json.RawMessage{json.RawMessage(s)}
+	case strings.HasPrefix(s, "["):
+		if json.Unmarshal([]byte(s), &bodies) != nil || len(bodies) == 0 {
+			return nil, false
+		}
+	default:
+		return nil, false
+	}
+	calls := make([]ToolCall, 0, len(bodies))
+	for _, b := range bodies {
+		c, ok := parseTextCall(string(b))
+		if !ok || !has(c.Name) || !isObject(c.Arguments) {
+			return nil, false
+		}
+		calls = append(calls, c)
+	}
+	return calls, true
+}
+
+func isObject(text string) bool { return strings.HasPrefix(strings.TrimSpace(text), "{") }

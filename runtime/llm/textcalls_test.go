@@ -305,3 +305,56 @@ func TestBaseURLWithoutV1NamesTheURL(t *testing.T) {
 		})
 	}
 }
+
+// An answer that is only tool calls as JSON, without tags (Llama 3 on a
+// server without a tool parser), is those calls when they name tools the
+// request offered; JSON of the model's own is left an answer.
+func TestBareJSONToolCalls(t *testing.T) {
+	has := func(name string) bool { return name == "read_file" || name == "list_files" }
+	for _, tc := range []struct {
+		name, content string
+		want          []string // name and arguments of each call; nil: an answer
+	}{
+		{"one", `{"name": "read_file", "parameters": {"path": "main.go"}}`, []string{`read_file {"path":"main.go"}`}},
+		{"fenced", "```json\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"a\"}}\n```", []string{`read_file {"path":"a"}`}},
+		{"a list", `[{"name": "list_files", "arguments": {}}, {"name": "read_file", "arguments": "{\"path\":\"b\"}"}]`,
+			[]string{`list_files {}`, `read_file {"path":"b"}`}},
+		{"a tool not offered", `{"name": "delete_everything", "arguments": {}}`, nil},
+		{"JSON of its own", `{"name": "Ada", "age": 36}`, nil},
+		{"arguments not an object", `{"name": "read_file", "arguments": "main.go"}`, nil},
+		{"prose around it", `Calling {"name": "read_file", "arguments": {}} now`, nil},
+		{"one of two not offered", `[{"name": "read_file", "arguments": {}}, {"name": "nope", "arguments": {}}]`, nil},
+		{"empty list", `[]`, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			calls, ok := bareToolCalls(tc.content, has)
+			if ok != (tc.want != nil) {
+				t.Fatalf("ok = %v, calls %+v", ok, calls)
+			}
+			var got []string
+			for _, c := range calls {
+				got = append(got, c.Name+" "+c.Arguments)
+			}
+			if strings.Join(got, "|") != strings.Join(tc.want, "|") {
+				t.Errorf("calls %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestBareJSONToolCallFromAServer(t *testing.T) {
+	fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		s := startSSE(w)
+		s.data(contentChunk(`{"name": "read_file", `))
+		s.data(contentChunk(`"parameters": {"path": "main.go"}}`))
+		s.data(finishChunk("stop"))
+		s.done()
+	})
+	c, _ := newTestClient(fs)
+	req := userRequest("read main.go")
+	req.ToolSet = NewToolSet([]Tool{{Name: "read_file", Parameters: json.RawMessage(`{"type":"object"}`)}})
+	resp := mustStream(t, c, req, nil)
+	if resp.Content != "" || len(resp.ToolCalls) != 1 || resp.ToolCalls[0].Name != "read_file" || resp.ToolCalls[0].Arguments != `{"path":"main.go"}` {
+		t.Fatalf("content %q, calls %+v", resp.Content, resp.ToolCalls)
+	}
+}

@@ -60,6 +60,19 @@ type Request struct {
 	OnRetry func(Retry)
 }
 
+// hasTool reports whether the request offers a tool named name.
+func (r *Request) hasTool(name string) bool {
+	if r.ToolSet != nil {
+		return r.ToolSet.Has(name)
+	}
+	for _, t := range r.Tools {
+		if t.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
 // Retry is a failed attempt of a call that will be tried again.
 type Retry struct {
 	Attempt int           // the attempt that failed, from 1
@@ -75,6 +88,7 @@ type Retry struct {
 // as a set without tools.
 type ToolSet struct {
 	json  []byte // the OpenAI "tools" array, compact
+	names map[string]bool
 	len   int
 	chars int   // length of names, descriptions and schemas, for usage estimates
 	err   error // why a schema cannot be sent
@@ -85,16 +99,22 @@ type ToolSet struct {
 // every call with the set fail as a BadRequest before anything is sent, as
 // Request.Tools does (Err reports it earlier).
 func NewToolSet(tools []Tool) *ToolSet {
-	s := &ToolSet{len: len(tools)}
+	s := &ToolSet{len: len(tools), names: make(map[string]bool, len(tools))}
 	for i := range tools {
 		t := &tools[i]
 		s.chars += len(t.Name) + len(t.Description) + len(t.Parameters)
+		s.names[t.Name] = true
 	}
 	s.json, s.err = appendTools(make([]byte, 0, s.chars+64*len(tools)), tools)
 	if s.err != nil {
 		s.json = nil
 	}
 	return s
+}
+
+// Has reports whether the set has a tool named name.
+func (s *ToolSet) Has(name string) bool {
+	return s != nil && s.names[name]
 }
 
 // Len is the number of tools in the set.
