@@ -58,13 +58,13 @@ func usageErr(err error) error { return &exitError{runtime.ExitUsage, err} }
 func readErr(path string, err error) error {
 	var ee *exitError
 	var we *store.WriteError
-	var coded interface{ Code() int }
+	code, _ := store.SQLiteCode(err)
 	switch {
 	case errors.As(err, &we):
 		return outputErr(we.Err)
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrAmbiguous), errors.As(err, &ee), errors.Is(err, syscall.EPIPE):
 		return err
-	case errors.As(err, &coded) && coded.Code()&0xff == 11: // SQLITE_CORRUPT
+	case code == 11: // SQLITE_CORRUPT
 		return fmt.Errorf("%s is damaged (%w): `sqlite3 %s \"PRAGMA integrity_check\"` says where; the runs it holds may still be read with sqlite3's .recover", path, err, shellQuote(path))
 	}
 	return fmt.Errorf("read %s: %w", path, err)

@@ -50,16 +50,20 @@ const (
 func jsonChars(b []byte) int {
 	n := 0
 	for _, r := range string(b) {
-		switch {
-		case r == '"' || r == '\\' || r == '\t' || r == '\r':
-			n += 2
-		case r < 0x20 || r == 0x2028 || r == 0x2029:
-			n += 6 // \u00XX, as encoding/json escapes them
-		default:
-			n++
-		}
+		n += jsonRuneChars(r)
 	}
 	return n
+}
+
+// jsonRuneChars is how many characters r takes in a JSON string's content.
+func jsonRuneChars(r rune) int {
+	switch {
+	case r == '"' || r == '\\' || r == '\t' || r == '\r':
+		return 2
+	case r < 0x20 || r == 0x2028 || r == 0x2029:
+		return 6 // \u00XX, as encoding/json escapes them
+	}
+	return 1
 }
 
 // OpenWorkspace opens dir as a workspace.
@@ -250,13 +254,7 @@ type FileContent struct {
 func cutJSONChars(b []byte, max int) []byte {
 	n := 0
 	for i, r := range string(b) {
-		w := 1
-		switch {
-		case r == '"' || r == '\\' || r == '\t' || r == '\r':
-			w = 2
-		case r < 0x20 || r == 0x2028 || r == 0x2029:
-			w = 6
-		}
+		w := jsonRuneChars(r)
 		if n+w > max {
 			return b[:i]
 		}

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/swarmdeck/swarmdeck/runtime/event"
+	"github.com/swarmdeck/swarmdeck/runtime/store"
 )
 
 // HeadlessOptions configure a run without the dashboard.
@@ -178,8 +179,8 @@ type progress struct {
 // storeFailure reports whether err came from SQLite (a full disk, an I/O
 // error) rather than from what was asked.
 func storeFailure(err error) bool {
-	var se interface{ Code() int }
-	return errors.As(err, &se)
+	_, ok := store.SQLiteCode(err)
+	return ok
 }
 
 // answerWriteError is a run's final answer that could not be written to

@@ -229,8 +229,18 @@ func OpenWith(path string, publish func([]event.Event), o OpenOptions) (*Store, 
 
 // isBusy reports whether err is SQLite's "database is locked".
 func isBusy(err error) bool {
+	code, ok := SQLiteCode(err)
+	return ok && code == 5 // SQLITE_BUSY
+}
+
+// SQLiteCode is the primary result code of an error that SQLite returned
+// (5 busy, 11 corrupt, 13 full), and false for any other error.
+func SQLiteCode(err error) (int, bool) {
 	var se interface{ Code() int }
-	return errors.As(err, &se) && se.Code()&0xff == 5 // SQLITE_BUSY
+	if !errors.As(err, &se) {
+		return 0, false
+	}
+	return se.Code() & 0xff, true
 }
 
 // Path is the database file.
