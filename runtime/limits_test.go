@@ -186,6 +186,49 @@ func TestTokenBudgetStopsTheRunAndSaysWhy(t *testing.T) {
 	}
 }
 
+// A wide parallel spawn does not overshoot the token budget by every
+// child's call at once: calls past the budget's room wait for those under
+// way, so the run ends over it by about one call, not twenty.
+func TestTokenBudgetHoldsAgainstAWideSpawn(t *testing.T) {
+	var calls atomic.Int64
+	tasks := make([]string, 20)
+	for i := range tasks {
+		tasks[i] = fmt.Sprintf("part %d", i+1)
+	}
+	policy := scripted.PolicyFunc(func(req *scripted.Request) scripted.Reply {
+		calls.Add(1)
+		if firstLineRole(req) == "orchestrator" && turnsOf(req) == 0 {
+			return limDo(scripted.Call{Name: "sessions_spawn", Args: limArgs{"task": tasks, "parallel": true}})
+		}
+		return limDo(scripted.Call{Name: "get_shared_context", Args: limArgs{}})
+	})
+	const budget = 20000
+	e := testEngine(t, nil, policy, func(c *config.Config) {
+		c.Limits.TokenBudgetPerRun = budget
+		c.Limits.MaxTurnsPerSession = 1000
+		c.Limits.MaxConcurrentLLMCalls = 32
+		c.Limits.MaxConcurrentSessions = 32
+	})
+	events, code := headless(t, e, "spend tokens in parallel", nil)
+	if code != ExitFailed {
+		t.Fatalf("exit %d", code)
+	}
+	if last := events[len(events)-1].Run; !strings.Contains(last.Error, "token budget exhausted") {
+		t.Fatalf("run ended %q: %q", last.Status, last.Error)
+	}
+	x := exportLatest(t, e)
+	// A child's call here is about 6,000 tokens. Without the holds all
+	// twenty started at once, and the run ended at twice its budget.
+	if used := x.Run.Usage.TotalTokens; used < budget || used > budget*3/2 {
+		t.Errorf("the run used %d tokens against a budget of %d (%d calls)", used, budget, calls.Load())
+	}
+	for _, s := range x.Sessions {
+		if !terminal(s.Status) {
+			t.Errorf("session %s still %s after the budget ran out", s.ID, s.Status)
+		}
+	}
+}
+
 func TestCancelStopsASubtreeAndItsCallsInFlight(t *testing.T) {
 	var stalled atomic.Int64
 	policy := scripted.PolicyFunc(func(req *scripted.Request) scripted.Reply {

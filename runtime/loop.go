@@ -51,6 +51,8 @@ func (s *Session) loop() {
 			s.fail(fmt.Sprintf("internal error in swarmdeck (please report it): %v", p))
 		}
 		s.closeUnansweredCalls()
+		s.r.releaseTokens(s.heldTokens) // an answer dropped unrecorded
+		s.heldTokens = 0
 		s.releaseSlot()
 		s.mu.Lock()
 		s.running = false
@@ -121,6 +123,12 @@ func (s *Session) loop() {
 			early.Stop()
 		}
 		if err != nil {
+			s.r.releaseTokens(s.heldTokens)
+			s.heldTokens = 0
+			if errors.Is(err, errBudgetSpent) {
+				s.r.budgetExhausted()
+				return
+			}
 			if s.stopped() {
 				return
 			}
@@ -678,6 +686,13 @@ func sanitizeCalls(m llm.Message) llm.Message {
 // callModel makes one streaming call, under the run's LLM concurrency limit.
 func (s *Session) callModel() (*llm.Response, error) {
 	req := s.request()
+	held, err := s.r.reserveTokens(s.ctx, &req)
+	if err != nil {
+		return nil, err
+	}
+	// Given back with the answer's usage (recordAssistant), or by the
+	// session's end if the answer is not recorded.
+	s.heldTokens = held
 	select {
 	case s.r.llmSem <- struct{}{}:
 	case <-s.ctx.Done():
@@ -763,7 +778,9 @@ func (s *Session) recordAssistant(resp *llm.Response) ([]llm.ToolCall, error) {
 	s.mu.Unlock()
 	s.r.mu.Lock()
 	s.r.addUsageLocked(u)
+	s.r.releaseTokensLocked(s.heldTokens)
 	s.r.mu.Unlock()
+	s.heldTokens = 0
 	return calls, nil
 }
 

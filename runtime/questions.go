@@ -489,6 +489,32 @@ func (s *Session) shadowAnswer(ctx context.Context, q *question, k *Session) {
 		model = k.role.Model
 	}
 	req := llm.Request{Model: model, Messages: []llm.Message{{Role: llm.RoleSystem, Content: system}, {Role: llm.RoleUser, Content: user}}}
+	b := r.questions
+	noAnswer := func(err error) {
+		if ctx.Err() != nil {
+			return
+		}
+		r.e.log.Warn("shadow answer failed", "question", q.rec.ID, "for", k.id, "err", err)
+		// No answer will come from k: the asker stops waiting for it now
+		// rather than at the deadline.
+		b.mu.Lock()
+		if q.failed == nil {
+			q.failed = map[string]string{}
+		}
+		q.failed[k.id] = err.Error()
+		q.notify()
+		b.mu.Unlock()
+	}
+	held, err := r.reserveTokens(ctx, &req)
+	if err != nil {
+		// The run's token budget is spent: the asker learns it from its
+		// own next call.
+		noAnswer(err)
+		return
+	}
+	// Given back with the answer's usage below, or here if it is not
+	// counted.
+	defer func() { r.releaseTokens(held) }()
 	select {
 	case r.llmSem <- struct{}{}:
 	case <-ctx.Done():
@@ -497,19 +523,7 @@ func (s *Session) shadowAnswer(ctx context.Context, q *question, k *Session) {
 	resp, err := r.e.llm.Stream(ctx, req, nil)
 	<-r.llmSem
 	if err != nil {
-		if ctx.Err() == nil {
-			r.e.log.Warn("shadow answer failed", "question", q.rec.ID, "for", k.id, "err", err)
-			// No answer will come from k: the asker stops waiting for it
-			// now rather than at the deadline.
-			b := r.questions
-			b.mu.Lock()
-			if q.failed == nil {
-				q.failed = map[string]string{}
-			}
-			q.failed[k.id] = err.Error()
-			q.notify()
-			b.mu.Unlock()
-		}
+		noAnswer(err)
 		return
 	}
 	answer := strings.TrimSpace(resp.Content)
@@ -520,7 +534,6 @@ func (s *Session) shadowAnswer(ctx context.Context, q *question, k *Session) {
 	if u.TotalTokens == 0 {
 		u.TotalTokens = u.PromptTokens + u.CompletionTokens
 	}
-	b := r.questions
 	r.e.store.Do(context.Background(), func(tx *store.Tx) error {
 		b.mu.Lock()
 		if _, open := b.open[q.rec.ID]; !open {
@@ -535,6 +548,8 @@ func (s *Session) shadowAnswer(ctx context.Context, q *question, k *Session) {
 		}
 		r.mu.Lock()
 		r.addUsageLocked(u)
+		r.releaseTokensLocked(held)
+		held = 0
 		run := r.rec
 		r.mu.Unlock()
 		if err := tx.UpdateRun(&run); err != nil {

@@ -51,6 +51,8 @@ type Run struct {
 	delegations map[string]*delegation
 	finished    bool
 	budgetHit   bool
+	held        int                     // tokens of the budget held by model calls under way (see reserveTokens)
+	budgetFreed chan struct{}           // closed and replaced when a hold is given back; nil until wanted
 	feed        []event.BroadcastInfo   // the most recent feed items, for snapshots
 	feedTotal   int                     // every feed item of the run, stored before or since
 	waitsOn     map[*Session][]*Session // who waits (task_output, task_wait) for whom

@@ -86,6 +86,11 @@ type Session struct {
 	// output limit. Set by the session's goroutine around runTools, read by
 	// the calls it runs.
 	cutOff bool
+
+	// heldTokens: the run's token budget held for the model call whose
+	// answer is being recorded (see Run.reserveTokens). Session goroutine
+	// only.
+	heldTokens int
 }
 
 // Session kinds.
