@@ -739,7 +739,9 @@ func (h *host) SendMessage(ctx context.Context, c *agents.Call, taskID, message 
 		res := agents.SendResult{Status: "delivered", TaskID: k.id, NoReply: noReply}
 		switch {
 		case !noReply && before == StatusCompleted:
-			res.Note = "the task had completed: it was woken to answer"
+			// The reply is the task's next result, which goes to its
+			// parent: the sender learns where to read it.
+			res.Note = "the task had completed: it was woken to answer, and its answer will be its new result (read it with task_output once it completes again)"
 		case before == StatusFailed:
 			k.mu.Lock()
 			started := k.started

@@ -97,18 +97,28 @@ func (s *Session) resurrectTx(tx *store.Tx) error {
 
 // consumeResults marks the <task_result> items of the given children as
 // taken by a tool call that returned their outcomes itself, so that they
-// are not injected a second time.
+// are not injected a second time. Only each child's latest result is the
+// outcome the call returned: an earlier one, from before a message woke
+// the child again, stays in the inbox and is delivered as usual.
 func (s *Session) consumeResults(callID string, children map[string]bool) error {
 	return s.r.e.store.Apply(s.ctx, func(tx *store.Tx) error {
 		s.mu.Lock()
 		var ids []int64
-		kept := s.inbox[:0:0]
-		for _, it := range s.inbox {
-			if it.Kind == "task_result" && children[it.FromSession] {
+		taken := map[string]bool{}
+		drop := map[int]bool{}
+		for i := len(s.inbox) - 1; i >= 0; i-- {
+			it := s.inbox[i]
+			if it.Kind == "task_result" && children[it.FromSession] && !taken[it.FromSession] {
+				taken[it.FromSession] = true
+				drop[i] = true
 				ids = append(ids, it.ID)
-				continue
 			}
-			kept = append(kept, it)
+		}
+		kept := s.inbox[:0:0]
+		for i, it := range s.inbox {
+			if !drop[i] {
+				kept = append(kept, it)
+			}
 		}
 		s.inbox = kept
 		s.mu.Unlock()

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -244,5 +245,48 @@ func TestCutToolResultIsStillJSON(t *testing.T) {
 		if !json.Valid([]byte(res)) || !utf8.ValidString(res) {
 			t.Errorf("the cut %s result is not valid JSON: ...%s", name, res[max(0, len(res)-80):])
 		}
+	}
+}
+
+// A child that completed, was woken by a sibling's message and completed
+// again has two results. A task_wait that returns its latest must not
+// swallow the first: the parent still receives it.
+func TestWaitKeepsAnEarlierResultOfAWokenChild(t *testing.T) {
+	p := policyFor(func(c *convo) scripted.Reply {
+		switch {
+		case c.isRoot() && c.turns == 0:
+			return do(call("sessions_spawn", obj{"task": []string{"slow worker", "fast worker"}, "parallel": true, "label": "r", "agent": "researcher"}))
+		case c.isRoot() && c.turns == 1:
+			return do(call("task_wait", obj{}))
+		case c.isRoot():
+			return say("Final answer: both reported.")
+		case c.label == "r-1" && c.turns == 0:
+			return do(call("task_output", obj{"task_id": "r-2", "wait": true, "timeout": 10}))
+		case c.label == "r-1" && c.turns == 1:
+			return do(call("task_send_message", obj{"task_id": "r-2", "message": "Thanks for your findings."}))
+		case c.label == "r-1":
+			return say("r-1 is done.")
+		case c.turns == 0:
+			return say("IMPORTANT RESULT: the answer is 42.")
+		default:
+			return say("You are welcome.")
+		}
+	})
+	x, _, code := swarm(t, p, nil)
+	mustComplete(t, x, code)
+	var seen []string
+	for _, m := range rootOf(x).Messages {
+		for _, want := range []string{"IMPORTANT RESULT", "You are welcome."} {
+			if strings.Contains(m.Content, want) {
+				seen = append(seen, want)
+			}
+		}
+	}
+	if !slices.Contains(seen, "IMPORTANT RESULT") || !slices.Contains(seen, "You are welcome.") {
+		t.Fatalf("the orchestrator saw %q of the worker's two results", seen)
+	}
+	// The sender is told where the woken task's answer will be.
+	if res := callResults(mustLabel(t, x, "r-1"), "task_send_message"); len(res) != 1 || !strings.Contains(res[0], "read it with task_output") {
+		t.Errorf("the sender was told %q", res)
 	}
 }
