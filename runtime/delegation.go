@@ -62,7 +62,11 @@ func (r *Run) saveDelegationTx(tx *store.Tx, d *delegation) error {
 }
 
 // delegationMayStart reports whether a delegation can run now under
-// max_concurrent_delegations, and takes the place if so.
+// max_concurrent_delegations, and takes the place if so. A delegation made
+// by a delegate (at any depth) runs in the place of the one above it, not
+// a place of its own: the delegate waits on it, so counting it would
+// leave nested delegations queued behind their own ancestors for good
+// once the places are taken.
 func (r *Run) delegationMayStart(s *Session) bool {
 	limit := r.e.Config().Coordination.MaxConcurrentDelegations
 	r.mu.Lock()
@@ -76,7 +80,7 @@ func (r *Run) delegationMayStart(s *Session) bool {
 	}
 	running := 0
 	for _, x := range r.delegations {
-		if x.rec.Status == delegRunning {
+		if x.rec.Status == delegRunning && !x.session.isAncestorOf(s) {
 			running++
 		}
 	}
@@ -395,4 +399,14 @@ func (h *host) DelegationStatus(ctx context.Context, id string) (*agents.Delegat
 	done := rec.Status == delegCompleted || rec.Status == delegFailed || rec.Status == delegCancelled
 	return &agents.DelegationStatus{DelegationID: rec.ID, SessionID: rec.SessionID, PlanTaskID: rec.PlanTaskID, Description: rec.Description,
 		Status: rec.Status, Depth: rec.Depth, Completed: done, Result: rec.Result, Error: rec.Error}, nil
+}
+
+// isAncestorOf reports whether s is above k in the session tree.
+func (s *Session) isAncestorOf(k *Session) bool {
+	for x := k.parent; x != nil; x = x.parent {
+		if x == s {
+			return true
+		}
+	}
+	return false
 }

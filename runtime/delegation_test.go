@@ -316,3 +316,43 @@ func TestDelegationDoesNotMarkAnotherTaskOfItsID(t *testing.T) {
 		t.Errorf("delegations %+v; want the one, completed", d)
 	}
 }
+
+// Delegates that delegate further while every place under
+// max_concurrent_delegations is taken by delegates like them: the nested
+// delegations run in their ancestors' places instead of queueing behind
+// them until delegation_timeout.
+func TestNestedDelegationsDoNotQueueBehindTheirAncestors(t *testing.T) {
+	p := policyFor(func(c *convo) scripted.Reply {
+		switch {
+		case c.isRoot() && c.turns == 0:
+			return do(
+				call("delegate_task", obj{"description": "Part A"}),
+				call("delegate_task", obj{"description": "Part B"}),
+				call("delegate_task", obj{"description": "Part C"}),
+			)
+		case c.isRoot() && c.turns == 1:
+			return do(call("task_wait", obj{}))
+		case c.isRoot():
+			return say("root done")
+		case strings.HasPrefix(c.task, "Deeper") || c.turns > 0:
+			return say("done: " + c.task)
+		default:
+			return do(call("delegate_task", obj{"description": "Deeper for " + c.task, "wait": false}))
+		}
+	})
+	x, _, code := swarm(t, p, func(cfg *config.Config) {
+		cfg.Coordination.MaxDelegationDepth = 2
+		cfg.Coordination.MaxConcurrentDelegations = 2
+		// A deadlock shows as delegations failed on this, not as a hang.
+		cfg.Coordination.DelegationTimeout = config.Duration(20 * time.Second)
+	})
+	mustComplete(t, x, code)
+	if n := len(x.Delegations); n != 6 {
+		t.Fatalf("%d delegations, want 3 and one below each", n)
+	}
+	for _, d := range x.Delegations {
+		if d.Status != "completed" {
+			t.Errorf("delegation %s (%s) ended %s: %s", d.ID, d.Description, d.Status, d.Error)
+		}
+	}
+}
