@@ -290,6 +290,20 @@ func (h *host) Spawn(ctx context.Context, c *agents.Call, req agents.SpawnReques
 			}
 			batch = append(batch, child)
 		}
+		// Those the free session slots do not cover say from the start that
+		// they wait for one: the last of the batch, as they start in order.
+		runnable := 0
+		for _, child := range batch {
+			if len(child.waitOn) == 0 {
+				runnable++
+			}
+		}
+		for i, queued := len(batch)-1, slotsShort(r, runnable, req.Wait); i >= 0 && queued > 0; i-- {
+			if child := batch[i]; len(child.waitOn) == 0 {
+				child.rec.Status, child.rec.Reason = StatusPending, slotWaitReason(cap(r.slotSem))
+				queued--
+			}
+		}
 		// Create the whole batch first, then inject: every member sees all others.
 		for _, child := range batch {
 			if err := r.createSessionTx(tx, child); err != nil {
@@ -303,9 +317,13 @@ func (h *host) Spawn(ctx context.Context, c *agents.Call, req agents.SpawnReques
 		for _, child := range batch {
 			st := child.status()
 			out := agents.TaskOutcome{TaskID: child.id, Label: child.label, Agent: child.agent, Status: st}
-			if st == StatusPending {
+			switch {
+			case len(child.waitOn) > 0:
 				out.WaitingOn = child.waitOn
-			} else {
+			case st == StatusPending:
+				out.Reason = child.rec.Reason // a session slot
+				started = append(started, child)
+			default:
 				started = append(started, child)
 			}
 			res.Sessions = append(res.Sessions, out)
@@ -354,12 +372,8 @@ func (h *host) Spawn(ctx context.Context, c *agents.Call, req agents.SpawnReques
 // a max_concurrent_sessions slot: those the free slots do not cover, the
 // spawning session's own counted as free when it is about to wait.
 func slotNote(r *Run, n int, wait bool) string {
-	free := cap(r.slotSem) - len(r.slotSem)
-	if wait {
-		free++
-	}
-	queued := n - max(free, 0)
-	if queued <= 0 {
+	queued := slotsShort(r, n, wait)
+	if queued == 0 {
 		return ""
 	}
 	lim := cap(r.slotSem)
@@ -370,6 +384,21 @@ func slotNote(r *Run, n int, wait bool) string {
 		return fmt.Sprintf("all %d wait for a free session slot first (max_concurrent_sessions is %d): they start as running sessions finish or wait", n, lim)
 	}
 	return fmt.Sprintf("%d of the %d wait for a free session slot first (max_concurrent_sessions is %d): they start as running sessions finish or wait", queued, n, lim)
+}
+
+// slotsShort is how many of n sessions about to start will first wait for
+// a max_concurrent_sessions slot (see slotNote).
+func slotsShort(r *Run, n int, wait bool) int {
+	free := cap(r.slotSem) - len(r.slotSem)
+	if wait {
+		free++
+	}
+	return max(n-max(free, 0), 0)
+}
+
+// slotWaitReason is the status reason of a session waiting for a slot.
+func slotWaitReason(limit int) string {
+	return fmt.Sprintf("waiting for a free session slot (max_concurrent_sessions is %d)", limit)
 }
 
 func callID(c *agents.Call) string {

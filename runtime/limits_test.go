@@ -347,7 +347,7 @@ func TestConcurrentSessionLimitQueuesSessions(t *testing.T) {
 	}
 	queued := 0
 	for _, ev := range events {
-		if ev.Type == event.SessionStatus && ev.Session.Status == StatusPending && strings.Contains(ev.Session.Reason, "max_concurrent_sessions is 2") {
+		if (ev.Type == event.SessionStatus || ev.Type == event.SessionCreated) && ev.Session.Status == StatusPending && strings.Contains(ev.Session.Reason, "max_concurrent_sessions is 2") {
 			queued++
 		}
 	}
@@ -401,6 +401,10 @@ func TestSpawnResultSaysWhichWaitForASlot(t *testing.T) {
 			}
 			if !strings.Contains(got, tc.want) {
 				t.Errorf("spawn result = %s\nwant it to contain %s", got, tc.want)
+			}
+			// The sessions it names say the same: one runs, three wait.
+			if n, p := strings.Count(got, `"status":"running"`), strings.Count(got, `"status":"pending","reason":"waiting for a free session slot`); n != 1 || p != 3 {
+				t.Errorf("spawn result names %d running and %d waiting for a slot, want 1 and 3: %s", n, p, got)
 			}
 		})
 	}

@@ -319,12 +319,15 @@ func (s *Session) acquireSlot() bool {
 	select {
 	case s.r.slotSem <- struct{}{}:
 	default:
-		lim := cap(s.r.slotSem) // the run's, which a reload does not change
+		reason := slotWaitReason(cap(s.r.slotSem)) // the run's limit, which a reload does not change
 		s.r.e.store.Do(s.ctx, func(tx *store.Tx) error {
-			if terminal(s.status()) {
-				return nil
+			s.mu.Lock()
+			st, said := s.rec.Status, s.rec.Status == StatusPending && s.rec.Reason == reason
+			s.mu.Unlock()
+			if terminal(st) || said {
+				return nil // ended, or created saying so already
 			}
-			return s.setStatusTx(tx, StatusPending, fmt.Sprintf("waiting for a free session slot (max_concurrent_sessions is %d)", lim))
+			return s.setStatusTx(tx, StatusPending, reason)
 		})
 		select {
 		case s.r.slotSem <- struct{}{}:
