@@ -62,7 +62,7 @@ func (r *Run) snapshotLocked() event.Snapshot {
 		snap.Delegations = append(snap.Delegations, *delegationInfo(&dels[i]))
 	}
 	sortDelegations(snap.Delegations)
-	snap.Questions = r.questions.humanQueue()
+	snap.Questions = r.questions.unsettled()
 	return snap
 }
 

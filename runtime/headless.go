@@ -257,7 +257,10 @@ func (p *progress) printLog(ev event.Event) {
 		fmt.Fprintf(p.w, "  ✉ %s %s → %s: %s\n", b.Kind, b.From, b.Target, OneLine(b.Message, 100))
 	case event.QuestionOpened:
 		q := ev.Question
-		if q.AllowHuman {
+		switch {
+		case q.HumanAbsent:
+			fmt.Fprintf(p.w, "  ? %s asks the agents (%s; no person to answer): %s\n", q.From, q.ID, q.Question)
+		case q.AllowHuman:
 			fmt.Fprintf(p.w, "  ? %s asks (%s): %s\n", q.From, q.ID, q.Question)
 		}
 	case event.QuestionClosed:

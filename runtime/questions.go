@@ -47,7 +47,7 @@ type question struct {
 	responses  map[string]string // responder -> answer
 	failed     map[string]string // responder -> why its shadow answer could not be had
 	humanWait  bool              // the human is expected to answer
-	humanState string            // "", answered, skipped, absent
+	humanState string            // "", answered, skipped, absent (nobody can answer where the run runs now)
 	remembered string
 	changed    chan struct{}
 	cancel     context.CancelFunc
@@ -99,7 +99,8 @@ func (q *question) complete() bool {
 func (b *questionBoard) info(q *question) *event.QuestionInfo {
 	qi := &event.QuestionInfo{ID: q.rec.ID, FromSession: q.rec.FromSession, From: q.asker.display(), Question: q.rec.Question,
 		MultiSelect: q.rec.MultiSelect, AllowHuman: q.humanWait, Status: q.rec.Status, HumanResponded: q.rec.HumanResponded,
-		TimedOut: q.rec.TimedOut, Deadline: q.rec.Deadline, Remembered: q.remembered, Responses: map[string]string{}}
+		TimedOut: q.rec.TimedOut, Deadline: q.rec.Deadline, Remembered: q.remembered, Responses: map[string]string{},
+		HumanAbsent: q.humanWait && q.humanState == "absent"}
 	for _, o := range q.options {
 		qi.Options = append(qi.Options, event.Option{ID: o.ID, Label: o.Label})
 	}
@@ -109,17 +110,41 @@ func (b *questionBoard) info(q *question) *event.QuestionInfo {
 	return qi
 }
 
-// humanQueue lists the open questions waiting for the human, oldest first.
-func (b *questionBoard) humanQueue() []event.QuestionInfo {
+// unsettled lists the open questions asked of the person that they have
+// neither answered nor skipped: those waiting for them, oldest first, then
+// those that nobody can answer where the run runs now.
+func (b *questionBoard) unsettled() []event.QuestionInfo {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	out := make([]event.QuestionInfo, 0, len(b.queue))
-	for _, id := range b.queue {
-		if q := b.open[id]; q != nil {
-			out = append(out, *b.info(q))
-		}
+	qs := b.unsettledLocked()
+	out := make([]event.QuestionInfo, 0, len(qs))
+	for _, q := range qs {
+		out = append(out, *b.info(q))
 	}
 	return out
+}
+
+// unsettledLocked is unsettled's questions. b.mu must be held.
+func (b *questionBoard) unsettledLocked() []*question {
+	var out, absent []*question
+	for _, id := range b.queue {
+		if q := b.open[id]; q != nil {
+			out = append(out, q)
+		}
+	}
+	for _, q := range b.open {
+		if q.humanWait && q.humanState == "absent" {
+			absent = append(absent, q)
+		}
+	}
+	sort.Slice(absent, func(i, j int) bool {
+		a, c := absent[i].rec, absent[j].rec
+		if !a.CreatedAt.Equal(c.CreatedAt) {
+			return a.CreatedAt.Before(c.CreatedAt)
+		}
+		return a.ID < c.ID
+	})
+	return append(out, absent...)
 }
 
 func (b *questionBoard) dequeueLocked(id string) {
@@ -239,8 +264,15 @@ func (h *host) Ask(ctx context.Context, c *agents.Call, req agents.AskRequest) (
 			r.mu.Lock()
 			skipAll := r.rec.HumanSkipAll
 			r.mu.Unlock()
-			if skipAll {
+			switch {
+			case skipAll:
 				q.humanState = "skipped"
+			case !r.human.Load():
+				// Nobody can answer: a headless run without --control, or
+				// one whose control input ended. The question goes to the
+				// agents alone, and says so (see followHumanTx for a change
+				// of this while it is open).
+				q.humanState = "absent"
 			}
 			// Offered only when it fits: the same text may have been asked
 			// before with other options, or as another type of question.
@@ -334,22 +366,9 @@ func (s *Session) awaitAnswers(ctx context.Context, q *question) (*agents.AskRes
 	done := false
 	for {
 		b.mu.Lock()
-		absent := false
-		if q.humanWait && q.humanState == "" && !r.human.Load() {
-			// Nobody can answer: a headless run without --control. The
-			// asker no longer waits for a person, as for a skip.
-			q.humanState = "absent"
-			b.dequeueLocked(q.rec.ID)
-			absent = true
-		}
 		done = q.complete()
 		ch := q.changed
 		b.mu.Unlock()
-		if absent {
-			s.mu.Lock()
-			s.waitingHuman--
-			s.mu.Unlock()
-		}
 		if done {
 			break
 		}

@@ -88,6 +88,8 @@ func (e *Engine) Resume(ctx context.Context, runID string) (*Run, error) {
 	// killed run would say it ended.
 	r.rec.EndedAt = time.Time{}
 	r.rec.Provider, r.rec.BaseURL, r.rec.Model, r.rec.Scripted = e.ProviderLabel(), e.BaseURL(), e.Model(), e.isScripted()
+	// Whether a person can answer is this process's, not the one before.
+	r.rec.HumanAbsent = !r.human.Load()
 	err = st.Do(ctx, func(tx *store.Tx) error {
 		run := r.rec
 		if err := tx.UpdateRun(&run); err != nil {
@@ -105,8 +107,10 @@ func (e *Engine) Resume(ctx context.Context, runID string) (*Run, error) {
 		}
 		// Questions still waiting for the person are asked again: whoever
 		// follows this process (a --control client) has not seen them, and
-		// cannot answer a question whose id it does not know.
-		for _, q := range r.questions.humanQueue() {
+		// cannot answer a question whose id it does not know. Those that
+		// nobody can answer in this process are told again too: a viewer
+		// saw them waiting for a person in the process before.
+		for _, q := range r.questions.unsettled() {
 			if _, err := tx.Emit(event.Event{Type: event.QuestionOpened, RunID: r.id, SessionID: q.FromSession, Question: &q}); err != nil {
 				return err
 			}
@@ -284,9 +288,11 @@ func (r *Run) load(ctx context.Context) (map[string][]store.Message, error) {
 				qq.humanState = "answered"
 			case q.HumanSkipped || r.rec.HumanSkipAll:
 				qq.humanState = "skipped"
+			case !r.human.Load():
+				// Nobody can answer in this process: the question goes on
+				// with the agents' answers alone.
+				qq.humanState = "absent"
 			default:
-				// Whether a person is attached is known once the caller
-				// says so; assume yes and let the deadline decide.
 				r.questions.queue = append(r.questions.queue, q.ID)
 				asker.waitingHuman++
 				// The person's earlier answer is offered again, as when

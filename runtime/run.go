@@ -95,38 +95,107 @@ func (r *Run) Result() (string, string) {
 	return r.rec.Result, r.rec.Error
 }
 
-// SetHumanAttached tells the run whether a person can answer questions.
+// SetHumanAttached tells the run whether a person can answer its questions:
+// the dashboard and --control attach one; a headless run without --control
+// has none, nor has one whose control input ended. The run records it,
+// where `swarmdeck view` reads it, and its open questions follow: they stop
+// waiting for a person who is not there, or are asked of one who is.
 func (r *Run) SetHumanAttached(on bool) {
 	r.human.Store(on)
-	if !on {
-		r.questions.humanAbsent()
+	r.mu.Lock()
+	same := r.rec.HumanAbsent == !on
+	r.mu.Unlock()
+	if same {
+		return
+	}
+	// A store already closed has ended the run, and its process with it.
+	if err := r.e.store.Do(context.Background(), r.followHumanTx); err != nil && !errors.Is(err, store.ErrClosed) {
+		r.e.log.Warn("could not record whether a person can answer questions", "run", r.id, "err", err)
 	}
 }
 
-// humanAbsent stops the open questions from waiting for a person. A new
-// question sees that nobody is attached when it is asked; the ones a resume
-// restored were asked in an earlier process and assume a person until the
-// caller says otherwise, so without this a headless resume would wait out
-// their whole timeout for an answer that cannot come.
-func (b *questionBoard) humanAbsent() {
-	b.mu.Lock()
-	var askers []*Session
-	for _, id := range b.queue {
-		q := b.open[id]
-		if q == nil || !q.humanWait || q.humanState != "" {
-			continue
-		}
-		q.humanState = "absent"
-		q.notify()
-		askers = append(askers, q.asker)
+// followHumanTx brings the run's record and its open questions in line with
+// whether a person can answer now. It runs in the writer, as a question is
+// asked, so that each question is either asked after it, seeing the new
+// value, or before it, and changed here; and it reads the value when it
+// runs, so that of two quick changes the last one stands.
+func (r *Run) followHumanTx(tx *store.Tx) error {
+	on := r.human.Load()
+	r.mu.Lock()
+	changed := r.rec.HumanAbsent == on
+	r.rec.HumanAbsent = !on
+	rec := r.rec
+	r.mu.Unlock()
+	if !changed {
+		return nil
 	}
-	b.queue = nil
-	b.mu.Unlock()
+	if err := tx.UpdateRun(&rec); err != nil {
+		return err
+	}
+	qs, askers := r.questions.followHuman(on)
 	for _, s := range askers {
 		s.mu.Lock()
-		s.waitingHuman--
+		info := s.infoLocked()
 		s.mu.Unlock()
+		if _, err := tx.Emit(event.Event{Type: event.SessionStatus, RunID: r.id, SessionID: s.id, Session: info}); err != nil {
+			return err
+		}
 	}
+	// Each question as it now stands, as a resume asks again the ones it
+	// finds: whoever shows them learns whether a person is asked.
+	for i := range qs {
+		if _, err := tx.Emit(event.Event{Type: event.QuestionOpened, RunID: r.id, SessionID: qs[i].FromSession, Question: &qs[i]}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// followHuman updates the open questions to whether a person can answer
+// them. Without one, those waiting for the person stop waiting, as for a
+// skip; with one, those that stopped for the lack of one are asked of the
+// person. It returns the questions it changed and their askers, whose
+// waiting for a person changed with them.
+func (b *questionBoard) followHuman(on bool) ([]event.QuestionInfo, []*Session) {
+	b.mu.Lock()
+	var changed []*question
+	if on {
+		for _, q := range b.unsettledLocked() {
+			if q.humanState == "absent" {
+				q.humanState = ""
+				b.queue = append(b.queue, q.rec.ID)
+				changed = append(changed, q)
+			}
+		}
+	} else {
+		for _, id := range b.queue {
+			if q := b.open[id]; q != nil && q.humanWait && q.humanState == "" {
+				q.humanState = "absent"
+				changed = append(changed, q)
+			}
+		}
+		b.queue = nil
+	}
+	infos := make([]event.QuestionInfo, 0, len(changed))
+	var askers []*Session
+	for _, q := range changed {
+		q.notify()
+		infos = append(infos, *b.info(q))
+		if !slices.Contains(askers, q.asker) {
+			askers = append(askers, q.asker)
+		}
+	}
+	b.mu.Unlock()
+	for _, q := range changed {
+		q.asker.mu.Lock()
+		if on {
+			q.asker.waitingHuman++
+		} else {
+			q.asker.waitingHuman--
+		}
+		q.asker.mu.Unlock()
+	}
+	return infos, askers
 }
 
 func randomHex(n int) string {
@@ -237,7 +306,7 @@ func (e *Engine) Start(ctx context.Context, goal string) (*Run, error) {
 	for {
 		id := newRunID()
 		rec := store.Run{ID: id, Goal: goal, Status: RunRunning, Provider: e.ProviderLabel(), BaseURL: e.BaseURL(), Model: e.Model(),
-			Scripted: e.isScripted(), Workspace: wsAbs, CreatedAt: e.now()}
+			Scripted: e.isScripted(), Workspace: wsAbs, HumanAbsent: !e.human.Load(), CreatedAt: e.now()}
 		var err error
 		if r, err = e.newRun(id, goal, rec); err != nil {
 			return nil, workspaceError(e.Config(), err)

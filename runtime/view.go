@@ -118,7 +118,7 @@ func (v *storedRun) load(ctx context.Context, runID string) error {
 		return err
 	}
 	if snap.Run.Status == RunRunning && !rec.HumanSkipAll {
-		// The questions waiting for the person where the run runs: those
+		// The questions asked of the person where the run runs: those
 		// opened before the snapshot are in no event the viewer will see.
 		questions, err := st.Questions(ctx, rec.ID)
 		if err != nil {
@@ -138,8 +138,10 @@ func (v *storedRun) load(ctx context.Context, runID string) error {
 					continue next
 				}
 			}
+			// Where nobody can answer (a headless run without --control),
+			// it waits for the agents alone, and is shown so.
 			qi := event.QuestionInfo{ID: q.ID, FromSession: q.FromSession, Question: q.Question, MultiSelect: q.MultiSelect,
-				AllowHuman: true, Status: q.Status, Deadline: q.Deadline}
+				AllowHuman: true, Status: q.Status, Deadline: q.Deadline, HumanAbsent: rec.HumanAbsent}
 			if a := askers[q.FromSession]; a != nil {
 				name := a.Label
 				if name == "" {

@@ -7,6 +7,8 @@ import (
 
 	"charm.land/bubbles/v2/key"
 	"charm.land/lipgloss/v2"
+
+	"github.com/swarmdeck/swarmdeck/runtime/event"
 )
 
 // renderHeader is two lines: the goal, then the run's figures and marks.
@@ -102,14 +104,13 @@ const minBannerQuestion = 20
 // the asker's name, so that some of the question always shows.
 func (m *model) renderBanner(w int) string {
 	st := m.st
+	if len(st.questions) == 0 && len(st.humanAbsent) > 0 {
+		return m.renderAbsentBanner(w)
+	}
 	if len(st.questions) == 0 {
 		return ""
 	}
 	q := st.questions[0]
-	from := oneLine(q.From)
-	if from == "" {
-		from = st.sessionRef(q.FromSession)
-	}
 	k := &m.keys
 	count := " 1 of " + strconv.Itoa(len(st.questions))
 	rights := []string{
@@ -120,7 +121,30 @@ func (m *model) renderBanner(w int) string {
 	if m.readOnly { // answered where the run runs
 		rights = rights[2:]
 	}
-	const asks = " ? " + " asks: "
+	return m.styles.banner.Render(m.bannerLine(w, q, " asks: ", rights))
+}
+
+// renderAbsentBanner shows a question asked of the person that nobody can
+// answer where the run runs (headless, without --control): quieter than one
+// that waits for the person, and saying that it does not.
+func (m *model) renderAbsentBanner(w int) string {
+	st := m.st
+	count := " 1 of " + strconv.Itoa(len(st.humanAbsent))
+	rights := []string{
+		" no person to answer ·" + count + " ",
+		" no person to answer ",
+	}
+	return m.styles.dim.Render(m.bannerLine(w, st.humanAbsent[0], " asks the agents: ", rights))
+}
+
+// bannerLine is a banner's text, w cells wide: who asks what on the left,
+// and the first of rights that leaves room for some of the question.
+func (m *model) bannerLine(w int, q event.QuestionInfo, verb string, rights []string) string {
+	from := oneLine(q.From)
+	if from == "" {
+		from = m.st.sessionRef(q.FromSession)
+	}
+	asks := " ? " + verb
 	right := rights[len(rights)-1]
 	for _, r := range rights {
 		if w-cellWidth(r)-cellWidth(asks)-cellWidth(from) >= minBannerQuestion {
@@ -132,9 +156,9 @@ func (m *model) renderBanner(w int) string {
 	if over := cellWidth(asks) + cellWidth(from) + minBannerQuestion - room; over > 0 {
 		from = trunc(from, max(cellWidth(from)-over, 1))
 	}
-	left := " ? " + from + " asks: " + oneLine(q.Question)
+	left := " ? " + from + verb + oneLine(q.Question)
 	line := fit(left, room) + right
-	return m.styles.banner.Render(fit(line, w))
+	return fit(line, w)
 }
 
 // maxStatusRows bounds an error's status line: why a run stopped, with the

@@ -368,7 +368,7 @@ func (m *model) selectedSession() string {
 // sheetRows.
 func (m *model) chrome(sheetRows int) chrome {
 	return chrome{
-		banner:      len(m.st.questions) > 0,
+		banner:      len(m.st.questions)+len(m.st.humanAbsent) > 0,
 		sheetRows:   sheetRows,
 		dialog:      m.dialog.kind != dialogNone,
 		scrolls:     m.dialog.kind == dialogNone && (m.detail.open || m.showHelp),

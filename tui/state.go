@@ -85,6 +85,10 @@ type runState struct {
 	questions []event.QuestionInfo // open questions for the human, oldest first
 	asking    map[string]int       // open questions per asking session
 	held      []event.QuestionInfo // open questions of a run that has stopped, shown again if it goes on
+	// humanAbsent are the open questions asked of the person that nobody
+	// can answer where the run runs (a headless run without --control):
+	// shown, but as waiting for the agents alone.
+	humanAbsent []event.QuestionInfo
 }
 
 func newRunState() *runState {
@@ -159,11 +163,11 @@ func (s *runState) apply(ev event.Event) bool {
 			}
 		}
 		switch {
-		case !s.runActive() && len(s.questions) > 0:
+		case !s.runActive() && len(s.questions)+len(s.humanAbsent) > 0:
 			// A stopped run's questions cannot be answered until it is
 			// resumed: they leave the banner, and come back with the run.
-			s.held = append(s.held, s.questions...)
-			s.questions, s.asking = nil, map[string]int{}
+			s.held = append(append(s.held, s.questions...), s.humanAbsent...)
+			s.questions, s.asking, s.humanAbsent = nil, map[string]int{}, nil
 		case s.runActive() && len(s.held) > 0:
 			held := s.held
 			s.held = nil
@@ -353,22 +357,34 @@ func (s *runState) upsertDelegation(d event.DelegationInfo) {
 	s.delegationOrder = append(s.delegationOrder, d.ID)
 }
 
+// openQuestion shows a question asked of the person: waiting for them, or,
+// when nobody can answer it where the run runs, for the agents alone. The
+// same question told again (a resume, a person who left) takes the place
+// of the one shown.
 func (s *runState) openQuestion(q event.QuestionInfo) {
 	if (q.Status != "" && q.Status != "open") || !q.AllowHuman {
 		return
 	}
-	for i := range s.questions {
-		if s.questions[i].ID == q.ID {
-			s.questions[i] = q
+	list := &s.questions
+	if q.HumanAbsent {
+		list = &s.humanAbsent
+	}
+	for i := range *list {
+		if (*list)[i].ID == q.ID {
+			(*list)[i] = q
 			return
 		}
 	}
-	s.questions = append(s.questions, q)
-	s.asking[q.FromSession]++
+	s.closeQuestion(q.ID)
+	*list = append(*list, q)
+	if !q.HumanAbsent {
+		s.asking[q.FromSession]++
+	}
 }
 
 func (s *runState) closeQuestion(id string) {
 	s.held = slices.DeleteFunc(s.held, func(q event.QuestionInfo) bool { return q.ID == id })
+	s.humanAbsent = slices.DeleteFunc(s.humanAbsent, func(q event.QuestionInfo) bool { return q.ID == id })
 	for i := range s.questions {
 		if s.questions[i].ID == id {
 			s.asking[s.questions[i].FromSession]--

@@ -1086,3 +1086,50 @@ func TestNoteGoesWithTheNextKey(t *testing.T) {
 	m, _ = press(t, m, "down")
 	mustNotContain(t, m, "no parent")
 }
+
+// A question that nobody can answer where its run runs (a headless run
+// without --control) is shown as asked of the agents alone, not as waiting
+// for the person, and the keys that answer and skip refuse it, saying why,
+// in a view of the run and wherever else it is shown.
+func TestQuestionWithNoPersonToAnswer(t *testing.T) {
+	for _, readOnly := range []bool{true, false} {
+		snap := tuitest.Demo(t0)
+		for i := range snap.Questions {
+			snap.Questions[i].HumanAbsent = true
+		}
+		m := viewModel(t, snap, readOnly)
+		mustContain(t, m, "? researcher (r-1) asks the agents: Which storage engine", "no person to answer · 1 of 2")
+		mustNotContain(t, m, "asks the person", "ask the person", "asks you", "ask you", "⠋ ? researcher (r-1)", "researcher (r-1) asks:")
+		if m.st.waitingHuman(m.st.sessions["s-res1"]) {
+			t.Errorf("read-only %v: the asking session is shown waiting for the person", readOnly)
+		}
+		for _, k := range []string{"a", "s"} {
+			m, _ = press(t, m, k)
+			if m.dialog.kind != dialogNone {
+				t.Fatalf("read-only %v: %s opened a dialog for a question nobody can answer", readOnly, k)
+			}
+			mustContain(t, m, "nobody can answer q-1: it is asked of the agents only, as the run has no person to answer")
+			m, _ = press(t, m, "esc")
+		}
+	}
+
+	// Followed live: the person's question, told again once the person
+	// has gone (their control input ended), leaves the person's banner.
+	m := viewModel(t, tuitest.Demo(t0), true)
+	mustContain(t, m, "researcher (r-1) asks: Which storage engine", "2 ask the person")
+	q := tuitest.Demo(t0).Questions
+	for i := range q {
+		q[i].HumanAbsent = true
+		m = applyQuestion(m, event.QuestionOpened, q[i].FromSession, q[i])
+	}
+	mustContain(t, m, "researcher (r-1) asks the agents: Which storage engine", "no person to answer · 1 of 2")
+	mustNotContain(t, m, "ask the person")
+	// Closed, it goes; and a resume where a person can answer asks it of
+	// them again.
+	m = applyQuestion(m, event.QuestionClosed, "s-res1", event.QuestionInfo{ID: "q-1", Status: "answered"})
+	mustContain(t, m, "researcher (r-2) asks the agents: How long", "no person to answer · 1 of 1")
+	q[1].HumanAbsent = false
+	m = applyQuestion(m, event.QuestionOpened, "s-res2", q[1])
+	mustContain(t, m, "researcher (r-2) asks: How long", "1 asks the person")
+	mustNotContain(t, m, "no person to answer")
+}

@@ -49,6 +49,9 @@ type Snapshot struct {
 	BroadcastTotal int
 	Plans          []PlanInfo
 	Delegations    []DelegationInfo
-	Questions      []QuestionInfo // open questions for the human, oldest first
-	LastSeq        int64
+	// Questions are the open questions asked of the person that they have
+	// neither answered nor skipped, oldest first; HumanAbsent marks those
+	// nobody can answer where the run runs now.
+	Questions []QuestionInfo
+	LastSeq   int64
 }

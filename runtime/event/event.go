@@ -254,4 +254,8 @@ type QuestionInfo struct {
 	// Remembered is an earlier human answer to the same question, offered
 	// to the person as a default.
 	Remembered string `json:"remembered,omitempty"`
+	// HumanAbsent: the question was asked of the person, but nobody can
+	// answer it where the run runs now (a headless run without --control,
+	// or one whose control input ended): it waits for the agents alone.
+	HumanAbsent bool `json:"human_absent,omitempty"`
 }

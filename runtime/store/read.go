@@ -64,14 +64,14 @@ func (s *Store) reader(ctx context.Context) querier {
 }
 
 const runCols = `id, goal, status, provider, model, scripted, workspace, result, error, prompt_tokens, completion_tokens, total_tokens,
-	human_skip_all, created_at, updated_at, ended_at, base_url, pauses`
+	human_skip_all, created_at, updated_at, ended_at, base_url, pauses, human_absent`
 
 func scanRun(sc interface{ Scan(...any) error }) (*Run, error) {
 	var r Run
-	var scripted, skip int
+	var scripted, skip, absent int
 	var created, updated, ended, pauses string
 	if err := sc.Scan(&r.ID, &r.Goal, &r.Status, &r.Provider, &r.Model, &scripted, &r.Workspace, &r.Result, &r.Error,
-		&r.Usage.PromptTokens, &r.Usage.CompletionTokens, &r.Usage.TotalTokens, &skip, &created, &updated, &ended, &r.BaseURL, &pauses); err != nil {
+		&r.Usage.PromptTokens, &r.Usage.CompletionTokens, &r.Usage.TotalTokens, &skip, &created, &updated, &ended, &r.BaseURL, &pauses, &absent); err != nil {
 		return nil, err
 	}
 	if pauses != "" {
@@ -79,7 +79,7 @@ func scanRun(sc interface{ Scan(...any) error }) (*Run, error) {
 			return nil, fmt.Errorf("run %s: its pauses are unreadable: %w", r.ID, err)
 		}
 	}
-	r.Scripted, r.HumanSkipAll = scripted != 0, skip != 0
+	r.Scripted, r.HumanSkipAll, r.HumanAbsent = scripted != 0, skip != 0, absent != 0
 	r.CreatedAt, r.UpdatedAt, r.EndedAt = ParseTime(created), ParseTime(updated), ParseTime(ended)
 	return &r, nil
 }

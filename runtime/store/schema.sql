@@ -1,7 +1,7 @@
 -- The schema of a new database: what the migrations in migrations/ leave,
 -- as SQLite stores it. Written by
 -- go test ./runtime/store -run TestSchemaMatchesMigrations -update
--- version: 8
+-- version: 9
 
 CREATE TABLE runs (
     id                TEXT PRIMARY KEY,
@@ -20,7 +20,7 @@ CREATE TABLE runs (
     created_at        TEXT NOT NULL,
     updated_at        TEXT NOT NULL,
     ended_at          TEXT NOT NULL DEFAULT ''
-, base_url TEXT NOT NULL DEFAULT '', pauses TEXT NOT NULL DEFAULT '');
+, base_url TEXT NOT NULL DEFAULT '', pauses TEXT NOT NULL DEFAULT '', human_absent INTEGER NOT NULL DEFAULT 0);
 
 CREATE TABLE messages (
     id                INTEGER PRIMARY KEY,

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/swarmdeck/swarmdeck/runtime/event"
 )
@@ -270,6 +271,54 @@ func TestSessionsKeepTheirRowsThroughMigration8(t *testing.T) {
 	}
 	if ds, err := s.Delegations(ctx, "r-1"); err != nil || len(ds) != 1 || ds[0].Status != "completed" {
 		t.Errorf("delegations after writing d-1 again: %+v, %v", ds, err)
+	}
+}
+
+// Migration 9 records whether a person can answer a run's questions: a
+// run stored before it assumes one, as it did, and the record is written
+// with the run and when it changes.
+func TestRunsRecordWhetherAPersonCanAnswerThroughMigration9(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "v1.db")
+	makeVersion1(t, path,
+		`INSERT INTO runs (id, goal, status, created_at, updated_at) VALUES ('r-old', 'the goal', 'running', '2026-01-01T00:00:00Z', '2026-01-01T00:00:00Z')`)
+	s, err := Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	run := func(id string) *Run {
+		t.Helper()
+		r, err := s.Run(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	old := run("r-old")
+	if old.HumanAbsent {
+		t.Errorf("a run stored before migration 9 reads as having nobody to answer")
+	}
+	old.HumanAbsent = true
+	fresh := &Run{ID: "r-new", Goal: "g", Status: "running", HumanAbsent: true, CreatedAt: time.Now()}
+	if err := s.Do(ctx, func(tx *Tx) error {
+		if err := tx.UpdateRun(old); err != nil {
+			return err
+		}
+		return tx.InsertRun(fresh)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !run("r-old").HumanAbsent || !run("r-new").HumanAbsent {
+		t.Fatalf("written as having nobody to answer, read back as %v and %v", run("r-old").HumanAbsent, run("r-new").HumanAbsent)
+	}
+	back := run("r-new")
+	back.HumanAbsent = false // resumed where a person answers
+	if err := s.Do(ctx, func(tx *Tx) error { return tx.UpdateRun(back) }); err != nil {
+		t.Fatal(err)
+	}
+	if run("r-new").HumanAbsent {
+		t.Errorf("a run resumed where a person answers still reads as having nobody to answer")
 	}
 }
 

@@ -172,13 +172,13 @@ func (tx *Tx) RunExists(id string) (bool, error) {
 	return err == nil, err
 }
 
-var insertRunSQL = hot(`INSERT INTO runs (id, goal, status, provider, model, scripted, workspace, created_at, updated_at, base_url)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+var insertRunSQL = hot(`INSERT INTO runs (id, goal, status, provider, model, scripted, workspace, created_at, updated_at, base_url, human_absent)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 
 // InsertRun creates a run.
 func (tx *Tx) InsertRun(r *Run) error {
 	if _, err := tx.exec(insertRunSQL,
-		r.ID, r.Goal, r.Status, r.Provider, r.Model, b2i(r.Scripted), r.Workspace, Time(r.CreatedAt), Time(r.CreatedAt), r.BaseURL); err != nil {
+		r.ID, r.Goal, r.Status, r.Provider, r.Model, b2i(r.Scripted), r.Workspace, Time(r.CreatedAt), Time(r.CreatedAt), r.BaseURL, b2i(r.HumanAbsent)); err != nil {
 		return err
 	}
 	// A new run has logged nothing: its first event is 1 without a look
@@ -193,7 +193,7 @@ func (tx *Tx) InsertRun(r *Run) error {
 }
 
 var updateRunSQL = hot(`UPDATE runs SET status = ?, provider = ?, model = ?, scripted = ?, result = ?, error = ?,
-	prompt_tokens = ?, completion_tokens = ?, total_tokens = ?, human_skip_all = ?, updated_at = ?, ended_at = ?, base_url = ?, pauses = ? WHERE id = ?`)
+	prompt_tokens = ?, completion_tokens = ?, total_tokens = ?, human_skip_all = ?, updated_at = ?, ended_at = ?, base_url = ?, pauses = ?, human_absent = ? WHERE id = ?`)
 
 // UpdateRun writes the mutable fields of a run.
 func (tx *Tx) UpdateRun(r *Run) error {
@@ -207,7 +207,7 @@ func (tx *Tx) UpdateRun(r *Run) error {
 	}
 	_, err := tx.exec(updateRunSQL,
 		r.Status, r.Provider, r.Model, b2i(r.Scripted), r.Result, r.Error, r.Usage.PromptTokens, r.Usage.CompletionTokens, r.Usage.TotalTokens,
-		b2i(r.HumanSkipAll), Time(time.Now()), Time(r.EndedAt), r.BaseURL, pauses, r.ID)
+		b2i(r.HumanSkipAll), Time(time.Now()), Time(r.EndedAt), r.BaseURL, pauses, b2i(r.HumanAbsent), r.ID)
 	return err
 }
 

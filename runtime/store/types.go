@@ -42,10 +42,14 @@ type Run struct {
 	Error        string
 	Usage        Usage
 	HumanSkipAll bool
-	CreatedAt    time.Time
-	UpdatedAt    time.Time
-	EndedAt      time.Time
-	Pauses       []Pause // when it stood stopped before a resume, oldest first
+	// HumanAbsent: nobody can answer the run's questions in the process
+	// that runs it (a headless run without --control, or one whose control
+	// input ended); false for runs stored before it was recorded.
+	HumanAbsent bool
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+	EndedAt     time.Time
+	Pauses      []Pause // when it stood stopped before a resume, oldest first
 }
 
 // Pause is a stretch of time a run stood stopped (interrupted, killed)
