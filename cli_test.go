@@ -310,6 +310,51 @@ func TestScriptedStreamSpeedFlag(t *testing.T) {
 	}
 }
 
+// Without HOME and XDG_DATA_HOME, a run's database goes under the current
+// directory, where the next run started elsewhere will not find it: the
+// run says so on stderr, once, with the way to choose another place, and
+// leaves --json output as events only. --db, and --help, say nothing of it.
+func TestDatabaseInTheWorkingDirectoryIsTold(t *testing.T) {
+	dir := cliEnv(t)
+	t.Setenv("HOME", "")
+	t.Setenv("XDG_DATA_HOME", "")
+	quick := []string{"--scripted-latency", "0", "--scripted-stream-speed", "0"}
+	db := filepath.Join(dir, "swarmdeck", "swarmdeck.db")
+	note := "swarmdeck: the database is " + db + " (neither HOME nor XDG_DATA_HOME is set); --db FILE or XDG_DATA_HOME puts it elsewhere\n"
+
+	var stdout, stderr bytes.Buffer
+	code := run(append(append([]string{"run", "--headless", "--json"}, quick...), "a quick demo"), strings.NewReader(""), &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d\nstderr: %s", code, stderr.String())
+	}
+	if n := strings.Count(stderr.String(), note); n != 1 {
+		t.Errorf("stderr tells of the database %d times, want once as %q:\n%s", n, note, stderr.String())
+	}
+	if _, err := os.Stat(db); err != nil {
+		t.Errorf("the database is not where the note says: %v", err)
+	}
+	for i, line := range strings.Split(strings.TrimSuffix(stdout.String(), "\n"), "\n") {
+		if !json.Valid([]byte(line)) {
+			t.Fatalf("--json stdout line %d is not an event: %q", i+1, line)
+		}
+	}
+
+	for _, args := range [][]string{
+		append(append([]string{"run", "--headless", "--db", filepath.Join(dir, "chosen.db")}, quick...), "a quick demo"),
+		{"--help"},
+		{"run", "--help"},
+	} {
+		stdout.Reset()
+		stderr.Reset()
+		if code := run(args, strings.NewReader(""), &stdout, &stderr); code != 0 {
+			t.Fatalf("swarmdeck %s: exit %d\nstderr: %s", strings.Join(args, " "), code, stderr.String())
+		}
+		if out := stdout.String() + stderr.String(); strings.Contains(out, "neither HOME nor XDG_DATA_HOME") {
+			t.Errorf("swarmdeck %s tells of the database in the current directory:\n%s", strings.Join(args, " "), out)
+		}
+	}
+}
+
 // A resume continues on the provider and model its run began on, whatever
 // the environment resolves to now: a run of the offline scripted model is
 // not moved to a paid provider because an API key has been set since.

@@ -529,6 +529,21 @@ func newEngine(ctx context.Context, cf *commonFlags, use engineFor, notices chan
 	}, nil
 }
 
+// dbInWorkingDirNote says where the database is when neither HOME nor
+// XDG_DATA_HOME tells where data lives, and how to choose another place;
+// "" when they, db: or --db do. Documented, but easy to miss: a run started
+// from another directory will not find this one's database.
+func dbInWorkingDirNote(cfg *config.Config) string {
+	if !cfg.DBInWorkingDir() {
+		return ""
+	}
+	path := cfg.DBPath()
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	return "the database is " + path + " (neither HOME nor XDG_DATA_HOME is set); --db FILE or XDG_DATA_HOME puts it elsewhere"
+}
+
 // reloadedText says that the configuration at path was reloaded, and which
 // of the changes from old to next wait for the next start or run.
 func reloadedText(path string, old, next *config.Config) string {
@@ -613,6 +628,9 @@ func headlessRun(ctx context.Context, cf *commonFlags, use engineFor, asJSON, de
 		return err
 	}
 	defer closeEng()
+	if note := dbInWorkingDirNote(eng.Config()); note != "" {
+		fmt.Fprintln(stderr, "swarmdeck: "+runtime.TerminalText(note))
+	}
 	// Without a status line, what became of an edit of the configuration
 	// file is told on stderr, in both modes: stdout may be events only.
 	lines := make(chan string, 4)
@@ -1439,6 +1457,17 @@ func dashboard(ctx context.Context, cf *commonFlags, goal, runID string, readOnl
 	}
 	defer closeEng()
 	cfg := eng.Config()
+	if note := dbInWorkingDirNote(cfg); note != "" && !readOnly {
+		// On stderr, where it stays once the dashboard has closed, and on
+		// the dashboard's status line meanwhile.
+		if cf.stderr != nil {
+			fmt.Fprintln(cf.stderr, "swarmdeck: "+runtime.TerminalText(note))
+		}
+		select { // as every notice, never blocking
+		case notices <- tui.Notice{Text: note}:
+		default:
+		}
+	}
 	eng.AttachHuman(true)
 	opts := tui.Options{Keys: cfg.UI.Keys, Theme: cfg.UI.Theme, Notices: notices,
 		ResumeCommand: func(id, why string) string { return cf.resumeAfterFailure(id, why, false) },

@@ -68,6 +68,15 @@ func DefaultDBPath() string {
 	return filepath.Join(xdgDir("XDG_DATA_HOME", ".local", "share"), "swarmdeck", "swarmdeck.db")
 }
 
+// DBInWorkingDir reports whether the database is the last resort of
+// DefaultDBPath, swarmdeck/swarmdeck.db under the current directory: db:
+// is empty (no --db either), and neither XDG_DATA_HOME nor a home
+// directory says where data lives. A run then says so, as the next one
+// started elsewhere would not find it.
+func (c *Config) DBInWorkingDir() bool {
+	return c.DB == "" && xdgDir("XDG_DATA_HOME", ".local", "share") == ""
+}
+
 // DefaultLogPath is where the log goes when log_file: is empty:
 // $XDG_STATE_HOME/swarmdeck/swarmdeck.log, by default
 // ~/.local/state/swarmdeck/swarmdeck.log.

@@ -106,3 +106,26 @@ func TestDefaultPaths(t *testing.T) {
 		t.Error("db/log_file set in the config are not used")
 	}
 }
+
+// Without HOME and XDG_DATA_HOME the database falls back to the current
+// directory, and the configuration says so unless db: (or --db) names one.
+func TestDBInWorkingDir(t *testing.T) {
+	for _, tc := range []struct {
+		home, data, db string
+		want           bool
+	}{
+		{"", "", "", true},
+		{"", "relative/dir", "", true}, // the XDG spec says to ignore it
+		{"", "", "my.db", false},
+		{t.TempDir(), "", "", false},
+		{"", t.TempDir(), "", false},
+	} {
+		t.Setenv("HOME", tc.home)
+		t.Setenv("XDG_DATA_HOME", tc.data)
+		cfg := Defaults()
+		cfg.DB = tc.db
+		if got := cfg.DBInWorkingDir(); got != tc.want {
+			t.Errorf("HOME=%q XDG_DATA_HOME=%q db=%q: DBInWorkingDir() = %v, want %v (the database is %s)", tc.home, tc.data, tc.db, got, tc.want, cfg.DBPath())
+		}
+	}
+}
