@@ -812,9 +812,11 @@ func (s *Store) LastSeq(ctx context.Context, runID string) (int64, error) {
 // without its content (read it with Messages).
 func (s *Store) EventsAfter(ctx context.Context, runID string, after int64) ([]event.Event, error) {
 	// Events are logged in groups of consecutive sequences; the first group
-	// read is the one holding after+1.
+	// read is the one holding after+1. A group read whole already is left
+	// out before its data is: a view polls a quiet run four times a
+	// second, and its last group can be megabytes.
 	rows, err := s.reader(ctx).QueryContext(ctx, `SELECT data FROM events WHERE run_id = ?1 AND seq >= COALESCE(
-		(SELECT MAX(seq) FROM events WHERE run_id = ?1 AND seq <= ?2 + 1), 0) ORDER BY seq`, runID, after)
+		(SELECT MAX(seq) FROM events WHERE run_id = ?1 AND seq <= ?2 + 1), 0) AND last_seq > ?2 ORDER BY seq`, runID, after)
 	if err != nil {
 		return nil, err
 	}
