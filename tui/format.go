@@ -472,6 +472,61 @@ func wrap(s string, w int) []string {
 	return out
 }
 
+// wrapWords is wrap for text that names things: it breaks lines at spaces
+// only, where ansi.Wrap also breaks after a hyphen and so splits a label
+// such as "research-2" or an id such as "s-3f9a" over two lines. A word
+// longer than a line is still broken at w cells. The text's own newlines
+// are kept, and so is the indentation a line starts with; the spaces where
+// a line is broken go.
+func wrapWords(s string, w int) []string {
+	if w <= 0 {
+		return nil
+	}
+	s = strings.TrimRight(s, "\n")
+	var out []string
+	for _, para := range strings.Split(s, "\n") {
+		var line strings.Builder
+		lw := 0
+		flush := func() {
+			out = append(out, line.String())
+			line.Reset()
+			lw = 0
+		}
+		rest := strings.TrimRight(para, " ")
+		first := true
+		for rest != "" || first {
+			// The spaces before the next word, and the word.
+			word := strings.TrimLeft(rest, " ")
+			spaces := len(rest) - len(word)
+			if i := strings.IndexByte(word, ' '); i >= 0 {
+				word = word[:i]
+			}
+			rest = rest[spaces+len(word):]
+			if !first && lw+spaces+cellWidth(word) > w {
+				flush()
+				spaces = 0
+			}
+			if first && spaces+cellWidth(word) > w {
+				spaces = 0 // an indentation as wide as the line goes
+			}
+			first = false
+			line.WriteString(strings.Repeat(" ", spaces))
+			lw += spaces
+			if ww := cellWidth(word); ww > w {
+				// Longer than a line (which is empty here): broken at w
+				// cells, its last piece starts the line.
+				parts := strings.Split(hardwrap(word, w), "\n")
+				out = append(out, parts[:len(parts)-1]...)
+				word = parts[len(parts)-1]
+			}
+			line.WriteString(word)
+			lw += cellWidth(word)
+		}
+		flush()
+	}
+	return out
+}
+
 // padLeft right-aligns s in w cells; longer strings are left as they are.
 func padLeft(s string, w int) string {
 	sw := cellWidth(s)

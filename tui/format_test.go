@@ -337,3 +337,33 @@ func TestWrap(t *testing.T) {
 		}
 	}
 }
+
+// wrapWords breaks lines at spaces only: never after the hyphen of a name
+// or an id, as ansi.Wrap does, and a word longer than a line at its width.
+func TestWrapWords(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		w    int
+		want []string
+	}{
+		{"short", 10, []string{"short"}},
+		{"two words here", 9, []string{"two words", "here"}},
+		{"by researcher (research-2), explorer", 24, []string{"by researcher", "(research-2), explorer"}},
+		{"from s-3f9a", 7, []string{"from", "s-3f9a"}},
+		{"a 0123456789012 b", 5, []string{"a", "01234", "56789", "012 b"}},
+		{"keeps\n\n  its  own   lines ", 12, []string{"keeps", "", "  its  own", "lines"}},
+		{"          indented too far", 8, []string{"indented", "too far"}},
+		{"日本語のテキスト", 6, []string{"日本語", "のテキ", "スト"}},
+		{"", 10, []string{""}},
+	} {
+		got := wrapWords(tc.in, tc.w)
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("wrapWords(%q, %d) = %q, want %q", tc.in, tc.w, got, tc.want)
+		}
+		for _, l := range got {
+			if cellWidth(l) > tc.w {
+				t.Errorf("wrapWords(%q, %d): %q is wider than %d", tc.in, tc.w, l, tc.w)
+			}
+		}
+	}
+}

@@ -138,14 +138,15 @@ func broadcastKind(b *event.BroadcastInfo) string {
 // broadcastContent is the body of the sheet for lines of width cells: the
 // fields, the whole message as written (its own line breaks kept), then who
 // received it by name. The message comes before the names, which can be
-// hundreds in a large run.
+// hundreds in a large run. Lines break between words, so that no name is
+// split at the hyphen of its label.
 func (m *model) broadcastContent(width int) []string {
 	s := &m.styles
 	b := &m.detail.b
 	const labelW = len("category: ")
 	var out []string
 	field := func(name, value string) {
-		for i, l := range wrap(oneLine(value), max(width-labelW, 1)) {
+		for i, l := range wrapWords(oneLine(value), max(width-labelW, 1)) {
 			head := strings.Repeat(" ", labelW)
 			if i == 0 {
 				head = s.dim.Render(fit(name+":", labelW))
@@ -169,7 +170,7 @@ func (m *model) broadcastContent(width int) []string {
 	field("reached", plural(len(b.Recipients), "session", "sessions"))
 
 	out = append(out, "")
-	out = append(out, wrap(clean(b.Message), width)...)
+	out = append(out, wrapWords(clean(b.Message), width)...)
 
 	if len(b.Recipients) > 0 {
 		names := make([]string, len(b.Recipients))
@@ -177,7 +178,7 @@ func (m *model) broadcastContent(width int) []string {
 			names[i] = oneLine(m.st.sessionRef(id))
 		}
 		out = append(out, "")
-		for _, l := range wrap("received by "+strings.Join(names, ", "), width) {
+		for _, l := range wrapWords("received by "+strings.Join(names, ", "), width) {
 			out = append(out, s.dim.Render(l))
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/exp/golden"
 	"github.com/swarmdeck/swarmdeck/runtime/event"
+	"github.com/swarmdeck/swarmdeck/tui/tuitest"
 )
 
 // openDemoBroadcast focuses the feed, moves up from the newest broadcast by
@@ -277,5 +278,35 @@ func TestGoldenBroadcastSheet(t *testing.T) {
 			checkFrame(t, out, tc.w, tc.h)
 			golden.RequireEqual(t, out)
 		})
+	}
+}
+
+// The sheet breaks its lines between words: a label with a hyphen in it,
+// in the sender's name or the list of who received it, stays whole on one
+// line where the line runs out right after its hyphen.
+func TestBroadcastSheetKeepsLabelsWhole(t *testing.T) {
+	snap := tuitest.Demo(t0)
+	for i := range snap.Sessions {
+		switch snap.Sessions[i].ID {
+		case "s-res1":
+			snap.Sessions[i].Label = "storage-engines-1"
+		case "s-res2":
+			snap.Sessions[i].Label = "analytics-survey"
+		}
+	}
+	snap.Broadcasts[2].From = "researcher (storage-engines-1)"
+	m, _ := newTestModel(t, snap, 60, 40)
+	m = openDemoBroadcast(t, m, 4)
+	rows := sheetText(t, m)
+	all := strings.Join(rows, "\n")
+	for _, want := range []string{"(analytics-survey),", "researcher (storage-engines-1) · s-res1"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("%q is not whole on one line of the sheet:\n%s", want, all)
+		}
+	}
+	for _, r := range rows {
+		if strings.HasSuffix(r, "-") {
+			t.Errorf("a line of the sheet ends inside a word: %q\n%s", r, all)
+		}
 	}
 }
