@@ -205,27 +205,31 @@ func (m *model) statusLines(w int) []string {
 // screen.
 func (m *model) renderFooter() string {
 	var full, short []key.Binding
+	keys := m.shownKeys()
 	switch {
 	case m.dialog.kind != dialogNone:
 		q, _, _ := m.st.question(m.dialog.questionID)
-		full = dialogHelp{&m.keys, m.dialog.kind, q.Remembered != ""}.ShortHelp()
+		full = dialogHelp{&keys, m.dialog.kind, q.Remembered != ""}.ShortHelp()
 		short = full
 	case m.detail.open:
-		full, short = m.keys.broadcastSheetHelp(m.st.sessions[m.detail.b.FromSession] != nil)
-	case m.broadcasts.filtering:
+		full, short = keys.broadcastSheetHelp(m.st.sessions[m.detail.b.FromSession] != nil)
+	case m.sessions.filtering:
 		// Keys go to the filter's input: only these two are not typed.
-		full = m.keys.filterHelp()
+		full = keys.filterHelp("session")
+		short = full
+	case m.broadcasts.filtering:
+		full = keys.filterHelp("broadcast")
 		short = full
 	case m.showHelp:
-		full, short = m.keys.helpSheetHelp()
+		full, short = keys.helpSheetHelp()
 	case m.screen == screenSession:
-		h := sessionHelp{&m.keys}
+		h := sessionHelp{&keys}
 		full, short = h.ShortHelp(), h.compactHelp()
 	default:
-		full, short = m.keys.ShortHelp(), m.keys.compactHelp(len(m.st.questions) > 0)
+		full, short = keys.ShortHelp(), keys.compactHelp(len(m.st.questions) > 0)
 	}
 	if m.dialog.kind == dialogNone && (m.readOnly || m.st.run.Status == "interrupted") {
-		full, short = m.keys.withoutActions(full), m.keys.withoutActions(short)
+		full, short = keys.withoutActions(full), keys.withoutActions(short)
 	}
 	h := m.help
 	h.SetWidth(0)
@@ -240,12 +244,12 @@ func (m *model) renderFooter() string {
 		keep[b.Help().Desc] = true
 	}
 	trimmed := slices.Clone(full)
-	if len(short) > 0 && short[0].Help().Desc == m.keys.Answer.Help().Desc {
+	if len(short) > 0 && short[0].Help().Desc == keys.Answer.Help().Desc {
 		// A question waits: its key leads, as in the compact footer.
 		trimmed = slices.DeleteFunc(trimmed, func(x key.Binding) bool { return x.Help().Desc == short[0].Help().Desc })
 		trimmed = append([]key.Binding{short[0]}, trimmed...)
 	}
-	for _, b := range m.keys.footerDropOrder() {
+	for _, b := range keys.footerDropOrder() {
 		if keep[b.Help().Desc] {
 			continue
 		}

@@ -126,9 +126,14 @@ func (m *model) helpContent(width int) []string {
 		i = j
 	}
 
-	out = append(out, "")
-	for _, l := range wrap("Sessions: TIME runs from the session's start to its last end (a session woken again counts the time between), TOKENS are the session's and everything under it.", width) {
-		out = append(out, s.dim.Render(l))
+	for _, note := range []string{
+		label(m.keys.Filter) + " filters the focused pane: Sessions by label, role, id or task; Broadcasts by sender, recipient, category or text (from Plans and Delegations too).",
+		"Sessions: TIME runs from the session's start to its last end (a session woken again counts the time between), TOKENS are the session's and everything under it.",
+	} {
+		out = append(out, "")
+		for _, l := range wrap(note, width) {
+			out = append(out, s.dim.Render(l))
+		}
 	}
 	return out
 }

@@ -217,11 +217,19 @@ var (
 	_ help.KeyMap = sessionHelp{}
 )
 
-// filterHelp is the footer while the broadcast filter is edited.
-func (k keyMap) filterHelp() []key.Binding {
-	keep := key.NewBinding(key.WithKeys(k.Send.Keys()...), key.WithHelp(label(k.Send), "keep filter"))
-	clearFilter := key.NewBinding(key.WithKeys(k.Back.Keys()...), key.WithHelp(label(k.Back), "clear filter"))
+// filterHelp is the footer while the filter of a pane (what it filters:
+// "session", "broadcast") is edited.
+func (k keyMap) filterHelp(what string) []key.Binding {
+	keep := key.NewBinding(key.WithKeys(k.Send.Keys()...), key.WithHelp(label(k.Send), "keep "+what+" filter"))
+	clearFilter := key.NewBinding(key.WithKeys(k.Back.Keys()...), key.WithHelp(label(k.Back), "clear "+what+" filter"))
 	return []key.Binding{keep, clearFilter}
+}
+
+// filtering is the keymap with the filter key's help saying what it
+// filters ("sessions", "broadcasts").
+func (k keyMap) filtering(what string) keyMap {
+	k.Filter.SetHelp(label(k.Filter), "filter "+what)
+	return k
 }
 
 // dialogHelp is the footer while a dialog is open: only the keys that work

@@ -198,6 +198,7 @@ func (m *model) applyTheme() {
 	m.help.Styles = m.styles.help
 	m.goal.input.SetStyles(m.styles.input)
 	m.broadcasts.input.SetStyles(m.styles.input)
+	m.sessions.input.SetStyles(m.styles.input)
 	m.dialog.input.SetStyles(m.styles.input)
 }
 

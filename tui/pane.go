@@ -1,9 +1,12 @@
 package tui
 
 import (
+	"strings"
 	"time"
 
 	"charm.land/bubbles/v2/spinner"
+	"charm.land/bubbles/v2/textinput"
+	tea "charm.land/bubbletea/v2"
 )
 
 // renderCtx is what every pane needs to draw one frame: the run's state, the
@@ -65,4 +68,63 @@ func cursorMark(selected bool) string {
 		return "›"
 	}
 	return " "
+}
+
+// paneFilter narrows a list pane to the rows that hold a text. The pane
+// keeps the row of its filter at its top while it is typed into or set.
+type paneFilter struct {
+	filter    string
+	filtering bool // the filter's input has the keyboard
+	input     textinput.Model
+}
+
+func newPaneFilter(placeholder string) paneFilter {
+	in := textinput.New()
+	in.Prompt = "/ "
+	in.Placeholder = placeholder
+	in.CharLimit = 200
+	return paneFilter{input: in}
+}
+
+func (f *paneFilter) filterRow() bool { return f.filtering || f.filter != "" }
+
+func (f *paneFilter) setFilter(s string) { f.filter = strings.TrimSpace(s) }
+
+// editFilter gives the filter's input the keyboard, holding the filter
+// set before.
+func (f *paneFilter) editFilter() tea.Cmd {
+	f.filtering = true
+	f.input.SetValue(f.filter)
+	f.input.CursorEnd()
+	return f.input.Focus()
+}
+
+// endEdit takes the keyboard back from the input, keeping the filter or
+// clearing it.
+func (f *paneFilter) endEdit(keep bool) {
+	f.filtering = false
+	f.input.Blur()
+	if !keep {
+		f.clearFilter()
+	}
+}
+
+func (f *paneFilter) clearFilter() {
+	f.setFilter("")
+	f.input.SetValue("")
+}
+
+// filterLine is the row of the filter: its input while it is typed into,
+// what it holds and how to change it otherwise.
+func (f *paneFilter) filterLine(c *renderCtx) string {
+	if f.filtering {
+		return inputView(&f.input)
+	}
+	return c.styles.dim.Render("filter: " + f.filter + "  (" + label(c.keys.Filter) + " edit · " + label(c.keys.Back) + " clear)")
+}
+
+// filterTitle is what a pane's title adds under a filter: how many rows
+// match what.
+func (f *paneFilter) filterTitle(matches int) string {
+	return " · " + plural(matches, "match", "matches") + " for “" + trunc(f.filter, 20) + "”"
 }

@@ -4,7 +4,6 @@ import (
 	"sort"
 	"strings"
 
-	"charm.land/bubbles/v2/textinput"
 	"github.com/charmbracelet/x/ansi"
 	"github.com/swarmdeck/swarmdeck/runtime/event"
 )
@@ -20,12 +19,10 @@ type broadcastsPane struct {
 	selAbs int // absolute feed position of the selection
 	offset int
 
-	filter    string
-	filtering bool // the filter input has the keyboard
+	paneFilter
 	// name shows a session id as the feed does ("researcher (r-2)"), so
 	// that the filter finds a message by its recipient too.
-	name  func(sessionID string) string
-	input textinput.Model
+	name func(sessionID string) string
 
 	// matches are the absolute positions of items matching filter, ascending,
 	// computed for feed positions [matchedFrom, matchedTo).
@@ -35,19 +32,13 @@ type broadcastsPane struct {
 }
 
 func newBroadcastsPane() broadcastsPane {
-	in := textinput.New()
-	in.Prompt = "/ "
-	in.Placeholder = "sender, category or text"
-	in.CharLimit = 200
-	return broadcastsPane{follow: true, input: in}
+	return broadcastsPane{follow: true, paneFilter: newPaneFilter("sender, category or text")}
 }
 
 func (p *broadcastsPane) SetSize(w, h int) {
 	p.w, p.h = w, h
 	p.input.SetWidth(max(w-6, 1))
 }
-
-func (p *broadcastsPane) filterRow() bool { return p.filtering || p.filter != "" }
 
 func (p *broadcastsPane) bodyRows() int {
 	rows := p.h - 2
@@ -221,10 +212,6 @@ func (p *broadcastsPane) selected(f *feed) *event.BroadcastInfo {
 	return f.at(p.selAbs)
 }
 
-func (p *broadcastsPane) setFilter(s string) {
-	p.filter = strings.TrimSpace(s)
-}
-
 func (p *broadcastsPane) rowAt(y int) (int, bool) {
 	top := 1
 	if p.filterRow() {
@@ -247,7 +234,7 @@ func (p *broadcastsPane) selectRow(f *feed, i int) {
 func (p *broadcastsPane) title(f *feed, total int) string {
 	t := "Broadcasts · " + fmtCount(total)
 	if p.filter != "" {
-		t += " · " + plural(len(p.matches), "match", "matches") + " for “" + trunc(p.filter, 20) + "”"
+		t += p.filterTitle(len(p.matches))
 		if loaded := len(f.items); loaded < total {
 			// Older items are read from the store as the person scrolls
 			// back: the count is of those read so far.
@@ -271,10 +258,8 @@ func (p *broadcastsPane) Render(c *renderCtx) []string {
 	s := c.styles
 	inner := p.w - 2
 	var body []string
-	if p.filtering {
-		body = append(body, inputView(&p.input))
-	} else if p.filter != "" {
-		body = append(body, s.dim.Render("filter: "+p.filter+"  ("+label(c.keys.Filter)+" edit · "+label(c.keys.Back)+" clear)"))
+	if p.filterRow() {
+		body = append(body, p.filterLine(c))
 	}
 	n := p.viewLen(f)
 	if n == 0 {

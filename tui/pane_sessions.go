@@ -10,33 +10,48 @@ import (
 )
 
 // sessionsPane shows the session tree. It keeps the flattened visible rows
-// between frames and rebuilds them only when the tree's shape or a fold
-// changes, so a status change costs nothing here and a frame renders only the
-// rows on screen.
+// between frames and rebuilds them only when the tree's shape, a fold or
+// the filter changes, so a status change costs nothing here and a frame
+// renders only the rows on screen.
+//
+// Under a filter the tree shows the sessions that match, unfolded, under
+// the sessions they descend from (drawn dim), so that every match keeps
+// its place in the tree.
 type sessionsPane struct {
 	w, h int
 	list
+	paneFilter
 
 	selected  string // selected session id; survives rows moving
 	collapsed map[string]bool
 
-	rows     []*sessionNode
-	rowIndex map[string]int
-	built    int // tree version the rows were built from; -1 forces a rebuild
-	rebuilds int // how many times the rows were rebuilt, for tests
+	rows        []*sessionNode
+	rowIndex    map[string]int
+	context     map[string]bool // under a filter: rows shown only for a match below them
+	matches     int             // under a filter: the rows that match it
+	built       int             // tree version the rows were built from; -1 forces a rebuild
+	builtFilter string          // the filter the rows were built for
+	rebuilds    int             // how many times the rows were rebuilt, for tests
 }
 
 func newSessionsPane() sessionsPane {
-	return sessionsPane{collapsed: map[string]bool{}, rowIndex: map[string]int{}, built: -1}
+	return sessionsPane{collapsed: map[string]bool{}, rowIndex: map[string]int{}, context: map[string]bool{}, built: -1,
+		paneFilter: newPaneFilter("label, role, id or task")}
 }
 
-func (p *sessionsPane) SetSize(w, h int) { p.w, p.h = w, h }
+func (p *sessionsPane) SetSize(w, h int) {
+	p.w, p.h = w, h
+	p.input.SetWidth(max(w-6, 1))
+}
 
 // bodyRows is how many session rows fit (inside the border, under the
-// column header).
+// filter and the column header).
 func (p *sessionsPane) bodyRows() int {
 	rows := p.h - 2
 	if p.showColumns() {
+		rows--
+	}
+	if p.filterRow() {
 		rows--
 	}
 	return max(rows, 0)
@@ -45,14 +60,25 @@ func (p *sessionsPane) bodyRows() int {
 func (p *sessionsPane) showColumns() bool { return p.h-2 >= 6 }
 
 // sync brings the rows up to date with the tree and keeps the selection on
-// the same session.
+// the same session. A filter that hides it, or that was just typed and
+// does not match it, selects its first match.
 func (p *sessionsPane) sync(st *runState) {
-	if p.built != st.treeVersion {
+	typed := p.builtFilter != p.filter
+	if p.built != st.treeVersion || typed {
 		p.rebuild(st)
 	}
-	if i, ok := p.rowIndex[p.selected]; ok {
+	i, shown := p.rowIndex[p.selected]
+	switch {
+	case len(p.rows) == 0:
+	case p.filter != "" && (!shown || typed && p.context[p.selected]):
+		p.cursor = 0
+		for p.cursor < len(p.rows)-1 && p.context[p.rows[p.cursor].info.ID] {
+			p.cursor++
+		}
+		p.selected = p.rows[p.cursor].info.ID
+	case shown:
 		p.cursor = i
-	} else if len(p.rows) > 0 {
+	default:
 		p.cursor = min(max(p.cursor, 0), len(p.rows)-1)
 		p.selected = p.rows[p.cursor].info.ID
 	}
@@ -62,19 +88,62 @@ func (p *sessionsPane) sync(st *runState) {
 func (p *sessionsPane) rebuild(st *runState) {
 	p.rows = p.rows[:0]
 	clear(p.rowIndex)
+	clear(p.context)
+	p.matches = 0
+	add := func(n *sessionNode) {
+		p.rowIndex[n.info.ID] = len(p.rows)
+		p.rows = append(p.rows, n)
+	}
 	var walk func(ns []*sessionNode)
 	walk = func(ns []*sessionNode) {
 		for _, n := range ns {
-			p.rowIndex[n.info.ID] = len(p.rows)
-			p.rows = append(p.rows, n)
+			add(n)
 			if !p.collapsed[n.info.ID] {
 				walk(n.children)
 			}
 		}
 	}
-	walk(st.roots)
-	p.built = st.treeVersion
+	// filtered adds the sessions of ns that match the filter or have a
+	// match below them, and reports whether it added any.
+	needle := strings.ToLower(p.filter)
+	var filtered func(ns []*sessionNode) bool
+	filtered = func(ns []*sessionNode) bool {
+		added := false
+		for _, n := range ns {
+			at := len(p.rows)
+			add(n)
+			hit := sessionMatches(st, n, needle)
+			if below := filtered(n.children); !hit && !below {
+				// Nothing here: take the row back.
+				delete(p.rowIndex, n.info.ID)
+				p.rows = p.rows[:at]
+				continue
+			}
+			if hit {
+				p.matches++
+			} else {
+				p.context[n.info.ID] = true
+			}
+			added = true
+		}
+		return added
+	}
+	if p.filter == "" {
+		walk(st.roots)
+	} else {
+		filtered(st.roots)
+	}
+	p.built, p.builtFilter = st.treeVersion, p.filter
 	p.rebuilds++
+}
+
+// sessionMatches is the Sessions filter: a case-insensitive substring of
+// the session's label, role, id, task (its title), or its name as the tree
+// shows it ("researcher (r-1)").
+func sessionMatches(st *runState, n *sessionNode, needle string) bool {
+	i := &n.info
+	return containsFold(i.Label, needle) || containsFold(i.Agent, needle) || containsFold(i.ID, needle) ||
+		containsFold(i.Title, needle) || containsFold(st.sessionName(i.ID), needle)
 }
 
 // move moves the selection by d rows.
@@ -97,6 +166,7 @@ func (p *sessionsPane) selectRow(i int) bool {
 }
 
 // selectID selects a session, unfolding its ancestors so that it is visible.
+// A filter that hides it is cleared: the person went to that session.
 func (p *sessionsPane) selectID(st *runState, id string) bool {
 	n := st.sessions[id]
 	if n == nil {
@@ -106,6 +176,12 @@ func (p *sessionsPane) selectID(st *runState, id string) bool {
 		if p.collapsed[a.info.ID] {
 			delete(p.collapsed, a.info.ID)
 			p.built = -1
+		}
+	}
+	if p.filter != "" {
+		p.sync(st)
+		if _, shown := p.rowIndex[id]; !shown {
+			p.endEdit(false)
 		}
 	}
 	p.selected = id
@@ -134,6 +210,9 @@ func (p *sessionsPane) rowAt(y int) (int, bool) {
 	if p.showColumns() {
 		top++
 	}
+	if p.filterRow() {
+		top++
+	}
 	i := y - top
 	if i < 0 || i >= p.bodyRows() {
 		return 0, false
@@ -152,6 +231,9 @@ func (p *sessionsPane) title(st *runState, readOnly bool) string {
 	case st.runActive() && st.running > 0:
 		t += " · " + fmtCount(st.running) + " running"
 	}
+	if p.filter != "" {
+		t += p.filterTitle(p.matches)
+	}
 	if n := len(st.asking); n > 0 && readOnly {
 		// Whoever views a stored run cannot answer: the person running it can.
 		t += " · " + plural(n, "asks the person", "ask the person")
@@ -166,10 +248,16 @@ func (p *sessionsPane) Render(c *renderCtx) []string {
 	inner := p.w - 2
 	var body []string
 	cols := sessionColumns(inner)
+	if p.filterRow() {
+		body = append(body, p.filterLine(c))
+	}
 	if p.showColumns() {
 		body = append(body, c.styles.dim.Render(cols.header()))
 	}
-	if len(p.rows) == 0 {
+	switch {
+	case len(p.rows) == 0 && p.filter != "":
+		body = append(body, " "+c.styles.dim.Render("no session matches"))
+	case len(p.rows) == 0:
 		body = append(body, " "+c.styles.dim.Render("no sessions yet"))
 	}
 	end := min(p.offset+p.bodyRows(), len(p.rows))
@@ -212,7 +300,14 @@ func (p *sessionsPane) row(c *renderCtx, cols sessionCols, n *sessionNode, selec
 
 	// Fold mark and status glyph.
 	fold := "  "
-	if len(n.children) > 0 {
+	switch {
+	case p.filter != "":
+		// Folds do not apply under a filter: a row with rows under it
+		// shows them.
+		if i := p.rowIndex[info.ID] + 1; i < len(p.rows) && p.rows[i].parent == n {
+			fold = "▾ "
+		}
+	case len(n.children) > 0:
 		if p.collapsed[info.ID] {
 			fold = "▸ "
 		} else {
@@ -246,7 +341,7 @@ func (p *sessionsPane) row(c *renderCtx, cols sessionCols, n *sessionNode, selec
 		desc = "↻ " + retryText(info.Retrying, n.retrySince, c.now)
 	}
 	extra := ""
-	if p.collapsed[info.ID] && n.descendants > 0 {
+	if p.collapsed[info.ID] && n.descendants > 0 && p.filter == "" {
 		extra = fmt.Sprintf(" +%d", n.descendants)
 	}
 
@@ -289,9 +384,13 @@ func (p *sessionsPane) row(c *renderCtx, cols sessionCols, n *sessionNode, selec
 		left += " " + s.dim.Render(oneLine(desc))
 	}
 	line := fit(left, cols.total-rw-1) + " " + right.String()
-	if selected {
+	switch {
+	case selected:
 		// One solid highlight bar: the row's own styles would end it early.
 		return s.selected.Render(fit(ansi.Strip(line), cols.total))
+	case p.context[info.ID]:
+		// Shown for a match below it, not a match itself.
+		return s.dim.Render(ansi.Strip(line))
 	}
 	return line
 }

@@ -71,7 +71,7 @@ type runState struct {
 	sessions    map[string]*sessionNode
 	roots       []*sessionNode
 	orphans     map[string][]*sessionNode // by missing parent id
-	treeVersion int                       // bumped when the shape of the tree changes
+	treeVersion int                       // bumped when the tree's shape, or a name or title in it, changes
 	totalTokens int
 	running     int
 	unfinished  int // pending, running or waiting: shown stopped once the run has
@@ -294,6 +294,9 @@ func (s *runState) upsertSession(si event.SessionInfo) {
 	}
 	if si.CreatedAt.IsZero() {
 		si.CreatedAt = n.info.CreatedAt
+	}
+	if si.Agent != n.info.Agent || si.Label != n.info.Label || si.Title != n.info.Title {
+		s.treeVersion++ // a filtered tree may show the session now, or no more
 	}
 	n.info = si
 }

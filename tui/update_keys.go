@@ -35,7 +35,7 @@ func (m *model) handleKey(k tea.KeyPressMsg) tea.Cmd {
 		return m.dialogKey(k)
 	case m.detail.open:
 		return m.broadcastSheetKey(k)
-	case m.broadcasts.filtering:
+	case m.editedFilter() != nil:
 		return m.filterKey(k)
 	}
 	if m.status.note {
@@ -345,22 +345,48 @@ func (m *model) confirmed() tea.Cmd {
 	return nil
 }
 
-// filterKey edits the broadcast filter; the feed narrows as the person types.
+// editedFilter is the filter being typed into, if any.
+func (m *model) editedFilter() *paneFilter {
+	switch {
+	case m.sessions.filtering:
+		return &m.sessions.paneFilter
+	case m.broadcasts.filtering:
+		return &m.broadcasts.paneFilter
+	}
+	return nil
+}
+
+// filteredPane is the pane the filter key filters: the focused one where it
+// has a filter (Sessions, Broadcasts), the feed from the other panes.
+func (m *model) filteredPane() focus {
+	if m.focus == focusSessions {
+		return focusSessions
+	}
+	return focusBroadcasts
+}
+
+// shownKeys is the keymap as the footer shows it: the filter key says what
+// it filters from the focused pane.
+func (m *model) shownKeys() keyMap {
+	if m.filteredPane() == focusSessions {
+		return m.keys.filtering("sessions")
+	}
+	return m.keys.filtering("broadcasts")
+}
+
+// filterKey edits a pane's filter; the pane narrows as the person types.
 func (m *model) filterKey(k tea.KeyPressMsg) tea.Cmd {
-	p := &m.broadcasts
+	f := m.editedFilter()
 	switch {
 	case key.Matches(k, m.keys.Back):
-		p.filtering = false
-		p.input.Blur()
-		p.setFilter("")
+		f.endEdit(false)
 		return nil
 	case key.Matches(k, m.keys.Send):
-		p.filtering = false
-		p.input.Blur()
+		f.endEdit(true)
 		return nil
 	}
-	cmd := editInput(&p.input, k)
-	p.setFilter(p.input.Value())
+	cmd := editInput(&f.input, k)
+	f.setFilter(f.input.Value())
 	return cmd
 }
 
@@ -383,9 +409,10 @@ func (m *model) handlePaste(msg tea.PasteMsg) tea.Cmd {
 		}
 	case m.dialog.kind != dialogNone && m.dialog.kind != dialogConfirm && !m.dialog.sending:
 		m.dialog.input, cmd = m.dialog.input.Update(msg)
-	case m.broadcasts.filtering:
-		m.broadcasts.input, cmd = m.broadcasts.input.Update(msg)
-		m.broadcasts.setFilter(m.broadcasts.input.Value())
+	case m.editedFilter() != nil:
+		f := m.editedFilter()
+		f.input, cmd = f.input.Update(msg)
+		f.setFilter(f.input.Value())
 	}
 	return cmd
 }
@@ -403,12 +430,11 @@ func (m *model) dashboardKey(k tea.KeyPressMsg) tea.Cmd {
 		m.focus = (m.focus + focusCount - 1) % focusCount
 		return nil
 	case key.Matches(k, keys.Filter):
-		m.focus = focusBroadcasts
-		p := &m.broadcasts
-		p.filtering = true
-		p.input.SetValue(p.filter)
-		p.input.CursorEnd()
-		return p.input.Focus()
+		m.focus = m.filteredPane()
+		if m.focus == focusSessions {
+			return m.sessions.editFilter()
+		}
+		return m.broadcasts.editFilter()
 	case key.Matches(k, keys.Parent, keys.PrevSibling, keys.NextSibling, keys.FirstChild):
 		if id, ok := m.relative(m.sessions.selected, k); ok {
 			m.sessions.selectID(m.st, id)
@@ -418,8 +444,9 @@ func (m *model) dashboardKey(k tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(k, keys.Back):
 		switch {
 		case m.focus == focusBroadcasts && m.broadcasts.filter != "":
-			m.broadcasts.setFilter("")
-			m.broadcasts.input.SetValue("")
+			m.broadcasts.clearFilter()
+		case m.focus == focusSessions && m.sessions.filter != "":
+			m.sessions.clearFilter()
 		default:
 			m.status = statusLine{}
 		}
@@ -451,6 +478,8 @@ func (m *model) dashboardKey(k tea.KeyPressMsg) tea.Cmd {
 		case key.Matches(k, keys.Open):
 			m.back = backTo{}
 			return m.openSession(m.sessions.selected)
+		case key.Matches(k, keys.Collapse) && m.sessions.filter != "":
+			m.setNote("the filter shows every match unfolded: " + label(keys.Back) + " clears it")
 		case key.Matches(k, keys.Collapse):
 			m.sessions.toggleFold(m.st)
 		}

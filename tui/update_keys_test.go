@@ -499,9 +499,9 @@ func TestSessionViewExpandToolAndSystemPrompt(t *testing.T) {
 
 func TestFilterBroadcasts(t *testing.T) {
 	m, _ := demoModel(t, 160, 48)
-	m, _ = press(t, m, "/")
-	if m.focus != focusBroadcasts {
-		t.Fatal("/ did not focus the feed")
+	m, _ = press(t, m, "tab", "/")
+	if m.focus != focusBroadcasts || !m.broadcasts.filtering {
+		t.Fatal("/ in the feed did not filter it")
 	}
 	m = typeText(t, m, "BLOCKER")
 	mustContain(t, m, "2 matches for “BLOCKER”", "Do not store raw IP addresses", "Handler needs the storage")
@@ -534,6 +534,97 @@ func TestFilterBroadcasts(t *testing.T) {
 	press(t, m, "esc")
 }
 
+// With the Sessions pane focused, / filters the tree, not the feed: by
+// label, role, id or task, each match under the sessions it descends from,
+// and the footer says what the filter is on.
+func TestFilterSessions(t *testing.T) {
+	m, _ := demoModel(t, 160, 48)
+	mustContain(t, m, "/ filter sessions")
+	m, _ = press(t, m, "/")
+	if m.focus != focusSessions || m.broadcasts.filtering {
+		t.Fatal("/ in the Sessions pane did not filter the sessions")
+	}
+	mustContain(t, m, "enter keep session filter • esc clear session filter", "label, role, id or task")
+	m = typeText(t, m, "x-")
+	mustContain(t, m, "Sessions · 11 · 5 running · 3 matches for “x-”", "explorer (x-1) Scan the existing code",
+		"explorer (x-2) Benchmark", "explorer (x-3) per-call timeout",
+		"orchestrator Build a URL shortener", "researcher (r-1) Compare", "researcher (r-2) Survey", // where they are
+		"Broadcasts · 7 ─", "SQLite in WAL mode handles") // the feed as it was
+	mustNotContain(t, m, "planner (plan) Draft", "executor (e-1) Write", "reviewer (v-1)", "executor (e-9)", "Broadcasts · 7 · ")
+	if m.sessions.selected != "s-exp1" {
+		t.Fatalf("the selection is on %s, not on the first match", m.sessions.selected)
+	}
+
+	m, _ = press(t, m, "enter") // keep the filter, leave the input
+	mustContain(t, m, "filter: x-  (/ edit · esc clear)", "/ filter sessions")
+	m, _ = press(t, m, "down")
+	if m.sessions.selected != "s-res2" {
+		t.Fatalf("down under the filter went to %s, not to the next row shown", m.sessions.selected)
+	}
+	// A click selects the row under it, below the filter's row.
+	for y, line := range strings.Split(plainView(m), "\n") {
+		if strings.Contains(line, "explorer (x-3) per-call") {
+			m, _ = update(m, tea.MouseClickMsg{X: 10, Y: y, Button: tea.MouseLeft})
+		}
+	}
+	if m.sessions.selected != "s-exp3" {
+		t.Fatalf("a click on explorer (x-3) selected %s", m.sessions.selected)
+	}
+	m, _ = press(t, m, "up", "up")
+	m, _ = press(t, m, "esc")
+	mustContain(t, m, "planner (plan) Draft", "reviewer (v-1)")
+	mustNotContain(t, m, "matches for", "filter: ")
+	if m.sessions.selected != "s-res2" {
+		t.Fatal("clearing the filter moved the selection")
+	}
+
+	for _, tc := range []struct{ typed, shows string }{
+		{"REVIEWER", "reviewer (v-1) Review the handler"}, // role
+		{"s-exe1", "executor (e-1) Write the redirect"},   // id
+		{"legacy links", "executor (e-9) Migrate"},        // task
+		{"e-9", "executor (e-9) Migrate"},                 // label
+	} {
+		m, _ = press(t, m, "/")
+		m = typeText(t, m, tc.typed)
+		mustContain(t, m, "1 match for", tc.shows)
+		m, _ = press(t, m, "esc")
+	}
+
+	m, _ = press(t, m, "/")
+	m = typeText(t, m, "nobody")
+	mustContain(t, m, "0 matches for", "no session matches")
+	m, _ = press(t, m, "esc")
+
+	// From Plans and Delegations, which have no filter, / filters the feed
+	// as before, and the footer says so.
+	m, _ = press(t, m, "tab", "tab")
+	mustContain(t, m, "/ filter broadcasts")
+	m, _ = press(t, m, "/")
+	if m.focus != focusBroadcasts || !m.broadcasts.filtering {
+		t.Fatal("/ from the Plans pane did not filter the feed")
+	}
+}
+
+// A session reached by a key that a filter hides (its parent, a sibling)
+// shows: the filter is cleared rather than leave the selection unseen.
+func TestSessionFilterGivesWayToASessionGoneTo(t *testing.T) {
+	m, _ := demoModel(t, 160, 48)
+	m, _ = press(t, m, "/")
+	m = typeText(t, m, "x-1")
+	m, _ = press(t, m, "enter", "]")
+	mustContain(t, m, "1 match for")
+	m, _ = press(t, m, "p")
+	if m.sessions.selected != "s-res1" {
+		t.Fatalf("p went to %s", m.sessions.selected)
+	}
+	m, _ = press(t, m, "]")
+	if m.sessions.selected != "s-res2" {
+		t.Fatalf("] went to %s", m.sessions.selected)
+	}
+	mustContain(t, m, "planner (plan) Draft")
+	mustNotContain(t, m, "match for", "filter: ")
+}
+
 // A run with more broadcasts than the dashboard has read says how many
 // there are, and a filter says its count is of those read.
 func TestBroadcastCountsOfALongRun(t *testing.T) {
@@ -541,7 +632,7 @@ func TestBroadcastCountsOfALongRun(t *testing.T) {
 	snap.BroadcastTotal = 5000
 	m, _ := newTestModel(t, snap, 160, 48)
 	mustContain(t, m, "Broadcasts · 5,000")
-	m, _ = press(t, m, "/")
+	m, _ = press(t, m, "tab", "/")
 	m = typeText(t, m, "BLOCKER")
 	mustContain(t, m, "Broadcasts · 5,000 · 2 matches for “BLOCKER” in the 7 newest")
 }
@@ -550,15 +641,20 @@ func TestBroadcastCountsOfALongRun(t *testing.T) {
 // footer lists only the keys that are not: the dashboard's "b broadcast" or
 // "q quit" there would be typed, not done.
 func TestFilterFooterListsOnlyItsOwnKeys(t *testing.T) {
-	m, _ := demoModel(t, 160, 48)
-	m, _ = press(t, m, "/")
-	mustContain(t, m, "enter keep filter • esc clear filter")
-	mustNotContain(t, m, "b broadcast", "q quit")
-	m = typeText(t, m, "bq")
-	mustContain(t, m, "/ bq")
-	m, _ = press(t, m, "enter")
-	mustContain(t, m, "b broadcast", "q quit")
-	mustNotContain(t, m, "keep filter")
+	for _, tc := range []struct{ keys, footer string }{
+		{"/", "enter keep session filter • esc clear session filter"},
+		{"tab /", "enter keep broadcast filter • esc clear broadcast filter"},
+	} {
+		m, _ := demoModel(t, 160, 48)
+		m, _ = press(t, m, strings.Fields(tc.keys)...)
+		mustContain(t, m, tc.footer)
+		mustNotContain(t, m, "b broadcast", "q quit")
+		m = typeText(t, m, "bq")
+		mustContain(t, m, "/ bq")
+		m, _ = press(t, m, "enter")
+		mustContain(t, m, "b broadcast", "q quit")
+		mustNotContain(t, m, "keep session filter", "keep broadcast filter")
+	}
 }
 
 // "↓ N newer" counts what is out of sight below the feed's window, not

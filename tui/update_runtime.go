@@ -31,7 +31,10 @@ func (m *model) handleRuntime(msg tea.Msg) tea.Cmd {
 		if !m.st.runActive() {
 			m.runEnd = m.runEndLine(m.st.run)
 		}
+		// The tree starts anew; its filter, as the feed's, stays.
+		filter := m.sessions.paneFilter
 		m.sessions = newSessionsPane()
+		m.sessions.paneFilter = filter
 		m.broadcasts.follow = true
 		m.delegations.list = list{}
 		if len(m.st.roots) > 0 {

@@ -107,7 +107,7 @@ var keyContexts = []keyContext{
 	// the sender's transcript.
 	{"a broadcast's sheet", false, []string{"up", "down", "page_up", "page_down", "top", "bottom", "open", "back", "quit"}},
 	{"the goal prompt", true, []string{"send", "back"}},
-	{"the broadcast filter", true, []string{"send", "back"}},
+	{"a pane's filter", true, []string{"send", "back"}},
 }
 
 // keyModifiers in the order Bubble Tea writes them ("ctrl+alt+x", never
