@@ -23,6 +23,7 @@ func TestGoldenScreen(t *testing.T) {
 		w, h int
 	}{
 		{"wide_160x48", 160, 48},
+		{"wide_120x40", 120, 40},
 		{"wide_100x30", 100, 30},
 		{"stacked_80x30", 80, 30},
 		{"stacked_80x24", 80, 24},

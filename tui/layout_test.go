@@ -2,7 +2,10 @@ package tui
 
 import (
 	"fmt"
+	"strings"
 	"testing"
+
+	"github.com/swarmdeck/swarmdeck/tui/tuitest"
 )
 
 // Every visible area must lie on screen and no two may overlap; together
@@ -178,4 +181,56 @@ func TestStackedPanesUsableAt80x24(t *testing.T) {
 		"✓ 1  Draft the plan", "✓ 2  Research storage engines",
 		"⠋ running   dl-1", "✗ failed    dl-2",
 	)
+}
+
+// At 120 columns the two columns of the wide layout keep what each row is
+// about: a session's title beside its name (the label alone names it where
+// role and label would leave the title a stub), and a broadcast's kind in
+// brackets whole (the recipient named by its label where both names do
+// not fit). At 160 the tree's names stay whole.
+func TestWideColumnsAt120KeepTitlesAndKinds(t *testing.T) {
+	snap := tuitest.Demo(t0)
+	for i := range snap.Sessions {
+		switch snap.Sessions[i].ID {
+		case "s-res1":
+			snap.Sessions[i].Label = "research-1"
+		case "s-res2":
+			snap.Sessions[i].Label = "research-2"
+		}
+	}
+	snap.Broadcasts[2].From = "researcher (research-1)"
+	snap.Broadcasts[3].From, snap.Broadcasts[3].FromSession = "researcher (research-1)", "s-res1"
+
+	m, _ := newTestModel(t, snap, 120, 40)
+	l, _ := m.layout()
+	lines := strings.Split(plainView(m), "\n")
+	var sessions, feed []string
+	for _, line := range lines[l.sessions.y : l.sessions.y+l.sessions.h] {
+		r := []rune(line)
+		sessions = append(sessions, string(r[:l.sessions.w]))
+		feed = append(feed, string(r[l.broadcasts.x:]))
+	}
+	tree, broadcasts := strings.Join(sessions, "\n"), strings.Join(feed, "\n")
+	for _, s := range snap.Sessions {
+		name, desc := s.Agent, s.Title
+		if s.Label != "" {
+			name = s.Label
+		}
+		if s.Error != "" {
+			desc = s.Error
+		}
+		if want := name + " " + desc[:12]; !strings.Contains(tree, want) {
+			t.Errorf("120x40: the tree does not show %q:\n%s", want, tree)
+		}
+	}
+	for _, want := range []string{"research-1 → research-2 [message, no-reply]", "[context]", "[announce]", "researcher (research-1) → all [discovery]",
+		"[warning]", "[human · blocker]", "[blocker]"} {
+		if !strings.Contains(broadcasts, want) {
+			t.Errorf("120x40: the feed does not show %q:\n%s", want, broadcasts)
+		}
+	}
+
+	m, _ = newTestModel(t, snap, 160, 48)
+	mustContain(t, m, "researcher (research-1) Compare storage", "researcher (research-2) Survey analytics",
+		"researcher (research-1) → research-2 [message, no-reply]", "researcher (research-1) → all [discovery]")
 }

@@ -292,38 +292,79 @@ func (p *broadcastsPane) Render(c *renderCtx) []string {
 	return s.box(p.title(f, f.total), body, p.w, p.h, c.focused)
 }
 
+// oneLineText is how much of its text a one-row broadcast keeps: its
+// who/when part gives way first.
+const oneLineText = 50
+
 // row renders one broadcast as linesPer rows of width w.
 func (p *broadcastsPane) row(c *renderCtx, b *event.BroadcastInfo, w int) []string {
+	if p.linesPer() == 1 {
+		head := p.head(c, b, w-oneLineText-1)
+		return []string{fit(head+" "+oneLine(b.Message), w)}
+	}
+	return []string{fit(p.head(c, b, w), w), fit("  "+oneLine(b.Message), w)}
+}
+
+// head is when a broadcast was sent, by whom, to whom and its kind, in w
+// cells where it fits. Where it does not, the least needed gives way
+// first: the recipient's role, then the sender's (a session with a label
+// is named by its label alone, "research-2"), then the end of the
+// recipient's name, then of the sender's. The kind in brackets, which
+// says a blocker from a discovery, stays whole.
+func (p *broadcastsPane) head(c *renderCtx, b *event.BroadcastInfo, w int) string {
 	s := c.styles
 	ts := ""
 	if !b.Timestamp.IsZero() {
 		ts = b.Timestamp.In(c.loc).Format("15:04:05") + " "
 	}
 	tag, tagStyle := broadcastTag(b)
-	st := s.categoryStyle(tagStyle)
+	tag = "[" + tag + "]"
 	from := oneLine(b.From)
 	if from == "" {
 		from = c.st.sessionRef(b.FromSession)
+	}
+	fromShort := from
+	if n := c.st.sessions[b.FromSession]; n != nil && n.info.Label != "" && b.Kind != event.KindHuman {
+		fromShort = oneLine(n.info.Label)
 	}
 	fromStyle := s.bold
 	if b.Kind == event.KindHuman {
 		fromStyle = s.human
 	}
-	target, targetMax := b.Target, 24
-	if n := c.st.sessions[target]; n != nil {
-		target = c.st.sessionRef(target)
+	target := oneLine(b.Target)
+	targetShort := target
+	if n := c.st.sessions[b.Target]; n != nil {
+		target = oneLine(c.st.sessionRef(b.Target))
+		targetShort = target
+		if n.info.Label != "" {
+			targetShort = oneLine(n.info.Label)
+		}
 		// A person's broadcast to a subtree (it has a category) is not a
 		// message to that one session.
 		if b.Kind == event.KindHuman && b.Category != "" {
-			target, targetMax = "subtree of "+target, 36
+			target, targetShort = "subtree of "+target, "subtree of "+targetShort
 		}
 	}
-	head := s.dim.Render(ts) + fromStyle.Render(trunc(from, 28)) + s.dim.Render(" → "+trunc(oneLine(target), targetMax)) +
-		" " + st.Render("["+tag+"]")
-	if p.linesPer() == 1 {
-		return []string{fit(head+" "+oneLine(b.Message), w)}
+
+	const arrow = " → "
+	over := func() int {
+		return cellWidth(ts) + cellWidth(from) + cellWidth(arrow) + cellWidth(target) + 1 + cellWidth(tag) - w
 	}
-	return []string{fit(head, w), fit("  "+oneLine(b.Message), w)}
+	if over() > 0 {
+		target = targetShort
+	}
+	if over() > 0 {
+		from = fromShort
+	}
+	// Then cut, down to a few cells each: the recipient first.
+	const least = 8
+	if cut := min(over(), cellWidth(target)-least); cut > 0 {
+		target = trunc(target, cellWidth(target)-cut)
+	}
+	if cut := min(over(), cellWidth(from)-least); cut > 0 {
+		from = trunc(from, cellWidth(from)-cut)
+	}
+	return s.dim.Render(ts) + fromStyle.Render(from) + s.dim.Render(arrow+target) + " " + s.categoryStyle(tagStyle).Render(tag)
 }
 
 // broadcastTag is the bracketed kind or category of a feed row and the style

@@ -247,7 +247,7 @@ func (p *sessionsPane) title(st *runState, readOnly bool) string {
 func (p *sessionsPane) Render(c *renderCtx) []string {
 	inner := p.w - 2
 	var body []string
-	cols := sessionColumns(inner)
+	cols := sessionColumns(inner, c.st.toolWidth)
 	if p.filterRow() {
 		body = append(body, p.filterLine(c))
 	}
@@ -273,13 +273,22 @@ type sessionCols struct {
 	total, tool, elapsed, tokens int
 }
 
-func sessionColumns(inner int) sessionCols {
+// sessionColumns sizes the columns of a pane inner cells wide whose
+// sessions' tool names are at most toolWidth wide. The last-tool column is
+// as wide as those names need (with the mark of a running or failed one),
+// up to 16 cells, and a fifth of the pane below 80: what a session does,
+// its title, needs the room more than the end of a tool name.
+func sessionColumns(inner, toolWidth int) sessionCols {
 	c := sessionCols{total: inner, elapsed: 6, tokens: 6}
+	most := 0
 	switch {
 	case inner >= 60:
-		c.tool = 16
+		most = min(16, (inner+4)/5)
 	case inner >= 44:
-		c.tool = 11
+		most = 11
+	}
+	if most > 0 {
+		c.tool = min(most, max(toolWidth+2, len("LAST TOOL")))
 	}
 	return c
 }
@@ -367,9 +376,13 @@ func (p *sessionsPane) row(c *renderCtx, cols sessionCols, n *sessionNode, selec
 	}
 	indent := strings.Repeat("  ", min(n.depth, 12))
 	head := cursorMark(selected) + indent + fold + glyph + " " + ask
-	// Where "researcher (research-1)" does not fit, the label alone tells
-	// siblings of one role apart; the role would be cut to the same stub.
-	if room := cols.total - rw - 1 - cellWidth(head) - len(extra); info.Label != "" && cellWidth(oneLine(name)) > room {
+	// Where "researcher (research-1)" leaves its title too little room, or
+	// does not fit at all, the label alone names the session: it tells
+	// siblings of one role apart, where the role would be cut to the same
+	// stub, and what the session does shows beside it.
+	room := cols.total - rw - 1 - cellWidth(head) - len(extra)
+	if title := min(cellWidth(oneLine(desc)), minSessionTitle); info.Label != "" && desc != "" && cellWidth(oneLine(name))+1+title > room ||
+		info.Label != "" && cellWidth(oneLine(name)) > room {
 		name = info.Label
 	}
 	// The hidden-descendants count goes right after the name so that a
@@ -394,6 +407,10 @@ func (p *sessionsPane) row(c *renderCtx, cols sessionCols, n *sessionNode, selec
 	}
 	return line
 }
+
+// minSessionTitle is how much of a session's title a row keeps before its
+// name gives way to its label.
+const minSessionTitle = 16
 
 func statusGlyph(status string) string {
 	switch status {

@@ -73,6 +73,7 @@ type runState struct {
 	orphans     map[string][]*sessionNode // by missing parent id
 	treeVersion int                       // bumped when the tree's shape, or a name or title in it, changes
 	totalTokens int
+	toolWidth   int // the widest last tool of a session so far, which the Sessions pane sizes its column to
 	running     int
 	unfinished  int // pending, running or waiting: shown stopped once the run has
 
@@ -196,7 +197,7 @@ func (s *runState) apply(ev event.Event) bool {
 		}
 	case event.ToolStarted, event.ToolFinished:
 		if n := s.sessions[ev.SessionID]; n != nil && ev.Tool != nil {
-			n.lastTool = ev.Tool.Name
+			s.setLastTool(n, ev.Tool.Name)
 			n.toolRunning = ev.Type == event.ToolStarted
 			if n.toolRunning {
 				n.toolsOpen++
@@ -240,7 +241,8 @@ func (s *runState) apply(ev event.Event) bool {
 func (s *runState) upsertSession(si event.SessionInfo) {
 	n := s.sessions[si.ID]
 	if n == nil {
-		n = &sessionNode{info: si, subtreeTokens: si.Usage.TotalTokens, lastTool: si.LastTool}
+		n = &sessionNode{info: si, subtreeTokens: si.Usage.TotalTokens}
+		s.setLastTool(n, si.LastTool)
 		if si.Turns == 0 {
 			// Known from a snapshot before its first reply, it has been at
 			// its first call since about its creation.
@@ -287,7 +289,7 @@ func (s *runState) upsertSession(si event.SessionInfo) {
 		}
 	}
 	if si.LastTool != "" {
-		n.lastTool = si.LastTool
+		s.setLastTool(n, si.LastTool)
 	}
 	if si.ParentID == "" {
 		si.ParentID = n.info.ParentID
@@ -299,6 +301,11 @@ func (s *runState) upsertSession(si event.SessionInfo) {
 		s.treeVersion++ // a filtered tree may show the session now, or no more
 	}
 	n.info = si
+}
+
+func (s *runState) setLastTool(n *sessionNode, name string) {
+	n.lastTool = name
+	s.toolWidth = max(s.toolWidth, cellWidth(oneLine(name)))
 }
 
 // attach puts a new node under its parent, or among the roots (remembering
