@@ -14,12 +14,13 @@ import (
 // renderHeader is two lines: the goal, then the run's figures and marks.
 func (m *model) renderHeader(w int) []string {
 	s := &m.styles
+	g := s.g
 	st := m.st
 	goal := oneLine(st.run.Goal)
 	if goal == "" {
 		goal = "(no goal yet)"
 	}
-	line1 := s.accent.Render(" swarmdeck") + s.dim.Render(" · goal: ") + s.headerGoal.Render(goal)
+	line1 := s.accent.Render(" swarmdeck") + s.dim.Render(g.sep+"goal: ") + s.headerGoal.Render(goal)
 
 	var left []string
 	if st.run.ID != "" {
@@ -60,21 +61,21 @@ func (m *model) renderHeader(w int) []string {
 	}
 	// Too narrow for all: the provider and model, which the config says
 	// too, go whole rather than cut to "scripted / swarm…"; the rest is cut.
-	line2 := " " + strings.Join(left, s.dim.Render(" · "))
+	line2 := " " + strings.Join(left, s.dim.Render(g.sep))
 	if withModel > 0 && cellWidth(line2) > room {
 		left = left[:withModel-1]
-		line2 = " " + strings.Join(left, s.dim.Render(" · "))
+		line2 = " " + strings.Join(left, s.dim.Render(g.sep))
 	}
 	if cellWidth(line2) > room {
 		// Still too narrow: the tokens as the session table counts them
 		// (8.7M), so that the session count stays in view.
 		left[tokensAt] = fmtTokens(m.totalTokens()) + " tokens"
-		line2 = " " + strings.Join(left, s.dim.Render(" · "))
+		line2 = " " + strings.Join(left, s.dim.Render(g.sep))
 	}
 	if right != "" {
-		line2 = fit(line2, room) + " " + right
+		line2 = g.fit(line2, room) + " " + right
 	}
-	return []string{fit(line1, w), fit(line2, w)}
+	return []string{g.fit(line1, w), g.fit(line2, w)}
 }
 
 func providerModel(provider, model string) string {
@@ -112,10 +113,11 @@ func (m *model) renderBanner(w int) string {
 	}
 	q := st.questions[0]
 	k := &m.keys
+	g := m.styles.g
 	count := " 1 of " + strconv.Itoa(len(st.questions))
 	rights := []string{
-		count + " · " + label(k.Answer) + " answer · " + label(k.Skip) + " skip · " + label(k.SkipAll) + " skip all ",
-		count + " · " + label(k.Answer) + " answer ",
+		count + g.sep + label(k.Answer) + " answer" + g.sep + label(k.Skip) + " skip" + g.sep + label(k.SkipAll) + " skip all ",
+		count + g.sep + label(k.Answer) + " answer ",
 		count + " ",
 	}
 	if m.readOnly { // answered where the run runs
@@ -129,9 +131,9 @@ func (m *model) renderBanner(w int) string {
 // that waits for the person, and saying that it does not.
 func (m *model) renderAbsentBanner(w int) string {
 	st := m.st
-	count := " 1 of " + strconv.Itoa(len(st.humanAbsent))
+	g := m.styles.g
 	rights := []string{
-		" no person to answer ·" + count + " ",
+		" no person to answer" + g.sep + "1 of " + strconv.Itoa(len(st.humanAbsent)) + " ",
 		" no person to answer ",
 	}
 	return m.styles.dim.Render(m.bannerLine(w, st.humanAbsent[0], " asks the agents: ", rights))
@@ -144,6 +146,7 @@ func (m *model) bannerLine(w int, q event.QuestionInfo, verb string, rights []st
 	if from == "" {
 		from = m.st.sessionRef(q.FromSession)
 	}
+	g := m.styles.g
 	asks := " ? " + verb
 	right := rights[len(rights)-1]
 	for _, r := range rights {
@@ -154,11 +157,11 @@ func (m *model) bannerLine(w int, q event.QuestionInfo, verb string, rights []st
 	}
 	room := max(w-cellWidth(right), 0)
 	if over := cellWidth(asks) + cellWidth(from) + minBannerQuestion - room; over > 0 {
-		from = trunc(from, max(cellWidth(from)-over, 1))
+		from = g.trunc(from, max(cellWidth(from)-over, 1))
 	}
 	left := " ? " + from + verb + oneLine(q.Question)
-	line := fit(left, room) + right
-	return fit(line, w)
+	line := g.fit(left, room) + right
+	return g.fit(line, w)
 }
 
 // maxStatusRows bounds an error's status line: why a run stopped, with the
@@ -180,22 +183,22 @@ func (m *model) statusLines(w int) []string {
 		rows := strings.Split(wrapText(text, max(w-3, 1)), "\n")
 		if len(rows) > maxStatusRows {
 			// The last row runs on into the next, so that it ends in "…".
-			rows[maxStatusRows-1] = trunc(rows[maxStatusRows-1]+" "+rows[maxStatusRows], w-3)
+			rows[maxStatusRows-1] = s.g.trunc(rows[maxStatusRows-1]+" "+rows[maxStatusRows], w-3)
 			rows = rows[:maxStatusRows]
 		}
 		out := make([]string, len(rows))
 		for i, r := range rows {
 			lead := "   "
 			if i == 0 {
-				lead = " ✗ "
+				lead = " " + s.g.failed + " "
 			}
-			out[i] = fit(s.errText.Render(lead+r), w)
+			out[i] = s.g.fit(s.errText.Render(lead+r), w)
 		}
 		return out
 	case status.note:
-		return []string{fit(s.dim.Render(" · "+text), w)}
+		return []string{s.g.fit(s.dim.Render(s.g.sep+text), w)}
 	}
-	return []string{fit(s.okText.Render(" ✓ "+text), w)}
+	return []string{s.g.fit(s.okText.Render(" "+s.g.ok+" "+text), w)}
 }
 
 // renderFooter is the key help generated from the keymap. When the whole

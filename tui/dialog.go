@@ -203,28 +203,28 @@ func (m *model) sheetLines(w int) []string {
 	var body []string
 	radio := func(on bool, text string) string {
 		if on {
-			return s.accent.Render("● " + text)
+			return s.accent.Render(s.g.chosen + " " + text)
 		}
-		return s.dim.Render("○ " + text)
+		return s.dim.Render(s.g.notChosen + " " + text)
 	}
 	// The keys of a dialog are in the footer; the sheet only says what is
 	// happening.
 	footer := func() {
 		if d.restored {
-			body = append(body, s.dim.Render("what you typed before · ctrl+u clears it"))
+			body = append(body, s.dim.Render("what you typed before"+s.g.sep+"ctrl+u clears it"))
 		}
 		if d.err != "" {
-			body = append(body, s.errText.Render("✗ "+oneLine(d.err)))
+			body = append(body, s.errText.Render(s.g.failed+" "+oneLine(d.err)))
 		}
 		if d.sending {
-			body = append(body, s.dim.Render("sending…"))
+			body = append(body, s.dim.Render("sending"+s.g.ellipsis))
 		}
 	}
 
 	switch d.kind {
 	case dialogBroadcast:
 		title = "Broadcast"
-		sub := "subtree of " + m.st.sessionName(d.target) + " · " + d.target
+		sub := "subtree of " + m.st.sessionName(d.target) + s.g.sep + d.target
 		if d.target == "" {
 			sub = "subtree (select a session first)"
 		}
@@ -239,7 +239,7 @@ func (m *model) sheetLines(w int) []string {
 		body = append(body, inputView(&d.input))
 		footer()
 	case dialogMessage:
-		title = "Message " + m.st.sessionName(d.target) + " · " + d.target
+		title = "Message " + m.st.sessionName(d.target) + s.g.sep + d.target
 		mode := radio(!d.noReply, "wake the session") + "   " + radio(d.noReply, "no-reply: deliver passively at its next turn")
 		body = append(body, "delivery: "+mode+s.dim.Render("   ("+label(k.ToggleNoReply)+")"))
 		body = append(body, inputView(&d.input))
@@ -253,10 +253,10 @@ func (m *model) sheetLines(w int) []string {
 		if from == "" {
 			from = m.st.sessionRef(q.FromSession)
 		}
-		title = "Question " + strconv.Itoa(i+1) + " of " + strconv.Itoa(len(m.st.questions)) + " · from " + from
+		title = "Question " + strconv.Itoa(i+1) + " of " + strconv.Itoa(len(m.st.questions)) + s.g.sep + "from " + from
 		qlines := wrap(clean(q.Question), inner)
 		if len(qlines) > 6 {
-			qlines = append(qlines[:5], "…")
+			qlines = append(qlines[:5], s.g.ellipsis)
 		}
 		for _, l := range qlines {
 			body = append(body, s.bold.Render(l))
@@ -282,8 +282,9 @@ func (m *model) sheetLines(w int) []string {
 			// question and its options out of the sheet (the key puts it
 			// in whole).
 			head, tail := "you answered this before: ", "  ("+label(k.UseRemembered)+" to use it)"
-			room := max(inner-cellWidth(head+"“”"+tail), 10)
-			body = append(body, s.dim.Render(head)+"“"+truncate(oneLine(q.Remembered), room, "…")+"”"+s.dim.Render(tail))
+			open, end := s.g.quoteOpen, s.g.quoteClose
+			room := max(inner-cellWidth(head+open+end+tail), 10)
+			body = append(body, s.dim.Render(head)+open+s.g.trunc(oneLine(q.Remembered), room)+end+s.dim.Render(tail))
 		}
 		body = append(body, inputView(&d.input))
 		footer()
@@ -315,11 +316,11 @@ func (m *model) confirmText() (string, []string) {
 			// On a line of its own, so that wrapping the sentence does not
 			// break the command at one of its hyphens.
 			s.bold.Render(m.resumeCommand()),
-			s.dim.Render(yes + " quit · " + no + " stay"),
+			s.dim.Render(yes + " quit" + s.g.sep + no + " stay"),
 		}
 	case confirmCancel:
 		n := m.st.sessions[d.target]
-		what := m.st.sessionName(d.target) + " · " + d.target
+		what := m.st.sessionName(d.target) + s.g.sep + d.target
 		desc := 0
 		if n != nil {
 			desc = n.descendants
@@ -333,7 +334,7 @@ func (m *model) confirmText() (string, []string) {
 			// The root is the run: cancelling it ends the run for good.
 			text += " It is the root session: the whole run ends, cancelled."
 		}
-		return "Cancel session?", []string{text, s.dim.Render(yes + " cancel · " + no + " keep running")}
+		return "Cancel session?", []string{text, s.dim.Render(yes + " cancel" + s.g.sep + no + " keep running")}
 	case confirmSkipAll:
 		ask := "Stop agents asking you anything for the rest of this run? They go on without your answers."
 		if n := len(m.st.questions); n > 0 {
@@ -341,7 +342,7 @@ func (m *model) confirmText() (string, []string) {
 		}
 		return "Skip all questions?", []string{
 			ask,
-			s.dim.Render(yes + " skip all · " + no + " keep answering"),
+			s.dim.Render(yes + " skip all" + s.g.sep + no + " keep answering"),
 		}
 	}
 	return "", nil

@@ -23,8 +23,10 @@
 //     and the goal prompt;
 //   - sheet.go, help.go, sheet_broadcast.go: the read-only sheets that
 //     scroll: the `?` keys and one broadcast in full;
-//   - keys.go, theme.go, frame.go, format.go: the keymap (help.KeyMap), the
-//     theme, frames and composition, text helpers;
+//   - keys.go, theme.go, glyphs.go, frame.go, format.go: the keymap
+//     (help.KeyMap), the theme, the glyphs it draws with (UTF-8, or ASCII
+//     under a locale that is not UTF-8), frames and composition, text
+//     helpers;
 //   - run.go: Run, the program on the real terminal.
 //
 // tui/tuitest holds a fake event.Controller and deterministic run states.

@@ -12,17 +12,18 @@ import (
 	"github.com/charmbracelet/x/ansi"
 )
 
-// fit truncates s (which may hold styles) to w cells with an ellipsis and pads
-// it with spaces to exactly w cells, so that panes tile without measuring again.
-// Emoji sequences that text cleaned before layout would not hold (a label, an
-// id, a title) are shown as plainEmoji shows them, so no line outgrows w.
-func fit(s string, w int) string {
+// fitTail truncates s (which may hold styles) to w cells ending in tail (an
+// ellipsis: see glyphs.fit) and pads it with spaces to exactly w cells, so
+// that panes tile without measuring again. Emoji sequences that text
+// cleaned before layout would not hold (a label, an id, a title) are shown
+// as plainEmoji shows them, so no line outgrows w.
+func fitTail(s string, w int, tail string) string {
 	if w <= 0 {
 		return ""
 	}
 	s, sw := shownWidth(s)
 	if sw > w {
-		s = truncate(s, w, "…")
+		s = truncate(s, w, tail)
 		sw = cellWidth(s)
 	}
 	if sw < w {
@@ -31,8 +32,9 @@ func fit(s string, w int) string {
 	return s
 }
 
-// trunc shortens plain text to at most w cells without padding.
-func trunc(s string, w int) string {
+// truncTail shortens plain text to at most w cells, ending in tail where
+// it is cut, without padding.
+func truncTail(s string, w int, tail string) string {
 	if w <= 0 {
 		return ""
 	}
@@ -40,7 +42,7 @@ func trunc(s string, w int) string {
 	if sw <= w {
 		return s
 	}
-	return truncate(s, w, "…")
+	return truncate(s, w, tail)
 }
 
 // shownWidth is s as plainEmoji shows it, and its width. Text of narrow

@@ -69,7 +69,7 @@ func FuzzCellWidth(f *testing.F) {
 
 func TestPaintMatchesLipgloss(t *testing.T) {
 	for _, dark := range []bool{true, false} {
-		s := newStyles(dark, false)
+		s := newStyles(dark, false, false)
 		raw := []lipgloss.Style{
 			lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("#b69cff")),
 			lipgloss.NewStyle().Faint(true).Italic(true),
@@ -90,7 +90,7 @@ func TestPaintMatchesLipgloss(t *testing.T) {
 }
 
 func TestMonoStylesHaveNoColour(t *testing.T) {
-	s := newStyles(true, true)
+	s := newStyles(true, true, false)
 	all := []paint{s.dim, s.bold, s.accent, s.border, s.borderFoc, s.title, s.titleFoc, s.selected, s.headerGoal,
 		s.mark, s.markWarn, s.banner, s.errText, s.okText, s.injected, s.human}
 	for _, m := range []map[string]paint{s.role, s.status, s.category} {
@@ -214,10 +214,10 @@ func TestFormats(t *testing.T) {
 			t.Errorf("fmtCount(%d) = %s, want %s", n, got, want)
 		}
 	}
-	if got := fit("abcdef", 4); got != "abc…" {
+	if got := unicodeGlyphs.fit("abcdef", 4); got != "abc…" {
 		t.Errorf("fit truncates to %q", got)
 	}
-	if got := fit("ab", 4); got != "ab  " {
+	if got := unicodeGlyphs.fit("ab", 4); got != "ab  " {
 		t.Errorf("fit pads to %q", got)
 	}
 }
@@ -269,7 +269,7 @@ func FuzzArgLines(f *testing.F) {
 		`{"deep":[[[[[[[[[[[[[[[[["x"]]]]]]]]]]]]]]]]],"o":{"p":{"q":{"r":{"s":{"t":"a long text that wraps"}}}}}}`, "{\"a\":\"\t\"}"} {
 		f.Add(s, 40)
 	}
-	st := newStyles(true, false)
+	st := newStyles(true, false, false)
 	controls := func(l string) rune {
 		for _, r := range l {
 			if r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 {
@@ -290,7 +290,7 @@ func FuzzArgLines(f *testing.F) {
 			}
 		}
 		// The collapsed call's one line: no control, no line break.
-		if l := argSummary(raw); controls(l) >= 0 {
+		if l := argSummary(&unicodeGlyphs, raw); controls(l) >= 0 {
 			t.Fatalf("argSummary(%q) = %q keeps control %U", raw, l, controls(l))
 		}
 	})
@@ -309,7 +309,7 @@ func TestArgSummary(t *testing.T) {
 		"[1,\n2]":                                             "[1, 2]",
 		`{"\u001b[2J":"\u009b31mred"}`:                        ": 31mred", // escape sequences dropped
 	} {
-		if got := argSummary(raw); got != want {
+		if got := argSummary(&unicodeGlyphs, raw); got != want {
 			t.Errorf("argSummary(%s) = %q, want %q", raw, got, want)
 		}
 	}

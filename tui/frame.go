@@ -7,22 +7,22 @@ import (
 
 // box draws body inside a w×h frame with the title in the top border and
 // returns exactly h lines of exactly w cells. The focused pane gets a heavy
-// border, which shows focus even without colour.
+// border (in ASCII, one of "#" and "="), which shows focus even without
+// colour.
 func (s *styles) box(title string, body []string, w, h int, focused bool) []string {
 	if w < 2 || h < 2 {
 		return blank(w, h)
 	}
-	type glyphs struct{ tl, tr, bl, br, hz, vt string }
-	g := glyphs{"╭", "╮", "╰", "╯", "─", "│"}
+	g := s.g.frame
 	bst, tst := s.border, s.title
 	if focused {
-		g = glyphs{"┏", "┓", "┗", "┛", "━", "┃"}
+		g = s.g.frameFocused
 		bst, tst = s.borderFoc, s.titleFoc
 	}
 	inner := w - 2
 	out := make([]string, 0, h)
 
-	title = trunc(title, inner-3)
+	title = s.g.trunc(title, inner-3)
 	top := bst.Render(g.tl+g.hz) + " " + tst.Render(title) + " "
 	fill := inner - 1 - 2 - cellWidth(title)
 	if title == "" {
@@ -38,7 +38,7 @@ func (s *styles) box(title string, body []string, w, h int, focused bool) []stri
 		if i < len(body) {
 			line = body[i]
 		}
-		out = append(out, vt+fit(line, inner)+vt)
+		out = append(out, vt+s.g.fit(line, inner)+vt)
 	}
 	out = append(out, bst.Render(g.bl+strings.Repeat(g.hz, inner)+g.br))
 	return out

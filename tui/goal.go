@@ -31,13 +31,13 @@ func (m *model) renderGoal() string {
 	}
 	switch {
 	case m.opts.Scripted:
-		body = append(body, fit(s.markWarn.Render(" SCRIPTED MODEL ")+s.dim.Render(" the built-in demo model, offline"), w-2), "")
+		body = append(body, s.g.fit(s.markWarn.Render(" SCRIPTED MODEL ")+s.dim.Render(" the built-in demo model, offline"), w-2), "")
 	case m.opts.Provider != "" || m.opts.Model != "":
-		body = append(body, fit(s.dim.Render("model: "+providerModel(m.opts.Provider, m.opts.Model)), w-2), "")
+		body = append(body, s.g.fit(s.dim.Render("model: "+providerModel(m.opts.Provider, m.opts.Model)), w-2), "")
 	}
 	switch {
 	case m.goal.starting:
-		body = append(body, s.dim.Render("starting the run…"))
+		body = append(body, s.dim.Render("starting the run"+s.g.ellipsis))
 	case m.goal.err != "":
 		for _, l := range wrap(oneLine(m.goal.err), w-2) {
 			body = append(body, s.errText.Render(l))
@@ -51,22 +51,22 @@ func (m *model) renderGoal() string {
 	if m.goal.input.Value() != "" {
 		back = " clear"
 	}
-	body = append(body, s.dim.Render(label(k.Send)+" start · "+label(k.Back)+back))
+	body = append(body, s.dim.Render(label(k.Send)+" start"+s.g.sep+label(k.Back)+back))
 	box := s.box("swarmdeck", body, w, len(body)+2, true)
-	return center(m.width, m.height, box)
+	return center(s.g, m.width, m.height, box)
 }
 
 // center places a block of lines of one width in the middle of a w×h
 // screen, measured as the frame is (see graphemes): lipgloss.Place counts
 // grapheme clusters whatever the renderer does.
-func center(w, h int, block []string) string {
+func center(g *glyphs, w, h int, block []string) string {
 	bw := 0
 	for _, l := range block {
 		bw = max(bw, cellWidth(l))
 	}
 	bw = min(bw, w)
 	for i, l := range block {
-		block[i] = fit(l, bw) // compose takes lines exactly as wide as their block
+		block[i] = g.fit(l, bw) // compose takes lines exactly as wide as their block
 	}
 	r := rect{x: (w - bw) / 2, y: max(h-len(block), 0) / 2, w: bw, h: len(block)}
 	return compose(w, h, []placed{{r, block}})

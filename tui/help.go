@@ -117,7 +117,7 @@ func (m *model) helpContent(width int) []string {
 					cell = b.lines[r]
 				}
 				if n < j-i-1 {
-					cell = fit(cell, b.w) + helpGap
+					cell = s.g.fit(cell, b.w) + helpGap
 				}
 				line.WriteString(cell)
 			}

@@ -83,11 +83,11 @@ func (k *keyMap) actions() []namedBinding {
 // The names and default keys come from the config package, which checks a
 // file's overrides against them (no key doing two things where both are
 // read) before they get here.
-func newKeyMap(overrides map[string][]string) (keyMap, []string) {
+func newKeyMap(overrides map[string][]string, g *glyphs) (keyMap, []string) {
 	var k keyMap
 	defaults := config.DefaultKeys()
 	for _, a := range k.actions() {
-		setKeys(a.b, defaults[a.action], a.desc)
+		setKeys(a.b, defaults[a.action], a.desc, g)
 	}
 	k.ForceQuit = key.NewBinding(key.WithKeys(config.ForceQuitKey), key.WithHelp(config.ForceQuitKey, "quit now"))
 
@@ -105,34 +105,18 @@ func newKeyMap(overrides map[string][]string) (keyMap, []string) {
 		if len(keys) == 0 {
 			continue
 		}
-		setKeys(a.b, keys, a.desc)
+		setKeys(a.b, keys, a.desc, g)
 	}
 	sort.Strings(unknown)
 	return k, unknown
 }
 
-func setKeys(b *key.Binding, keys []string, desc string) {
+func setKeys(b *key.Binding, keys []string, desc string, g *glyphs) {
 	labels := make([]string, len(keys))
 	for i, k := range keys {
-		labels[i] = keyLabel(k)
+		labels[i] = g.key(k)
 	}
 	*b = key.NewBinding(key.WithKeys(keys...), key.WithHelp(strings.Join(labels, "/"), desc))
-}
-
-// keyLabel is how a key is written in help: arrows as glyphs, the rest as
-// Bubble Tea names them.
-func keyLabel(k string) string {
-	switch k {
-	case "up":
-		return "↑"
-	case "down":
-		return "↓"
-	case "left":
-		return "←"
-	case "right":
-		return "→"
-	}
-	return k
 }
 
 // label is the help text of a binding's keys, for hints inside the screen.

@@ -41,6 +41,11 @@ type Options struct {
 	// Notices are lines for the status line from outside the run, such as
 	// a configuration file reloaded or refused; nil: none.
 	Notices <-chan Notice
+	// ASCII draws the dashboard's frames, marks and arrows in ASCII, for a
+	// terminal whose locale is not UTF-8 (Run sets it from the
+	// environment: see asciiLocale). What the agents write is shown as it
+	// is.
+	ASCII bool
 }
 
 // Notice is one line for the status line.
@@ -157,7 +162,7 @@ func New(opts Options) Model {
 }
 
 func newModel(ctx context.Context, cancel context.CancelFunc, opts Options) Model {
-	keys, unknown := newKeyMap(opts.Keys)
+	keys, unknown := newKeyMap(opts.Keys, glyphSet(opts.ASCII))
 	m := &model{
 		opts:        opts,
 		ctx:         ctx,
@@ -183,6 +188,9 @@ func newModel(ctx context.Context, cancel context.CancelFunc, opts Options) Mode
 	if opts.Controller == nil {
 		m.screen = screenGoal
 	}
+	if g := glyphSet(opts.ASCII); g.ascii {
+		m.help.ShortSeparator, m.help.Ellipsis = g.bullet, g.ellipsis
+	}
 	m.applyTheme()
 	if m.screen == screenGoal {
 		m.goal.input.Focus()
@@ -194,7 +202,7 @@ func newModel(ctx context.Context, cancel context.CancelFunc, opts Options) Mode
 }
 
 func (m *model) applyTheme() {
-	m.styles = newStyles(m.isDark, m.noColor)
+	m.styles = newStyles(m.isDark, m.noColor, m.opts.ASCII)
 	m.help.Styles = m.styles.help
 	m.goal.input.SetStyles(m.styles.input)
 	m.broadcasts.input.SetStyles(m.styles.input)
@@ -463,7 +471,7 @@ func (m *model) view() (v tea.View) {
 	v.MouseMode = tea.MouseModeCellMotion
 	v.WindowTitle = "swarmdeck"
 	if g := oneLine(m.st.run.Goal); g != "" {
-		v.WindowTitle = "swarmdeck · " + trunc(g, 60)
+		v.WindowTitle = "swarmdeck" + m.styles.g.sep + m.styles.g.trunc(g, 60)
 	}
 	return v
 }
@@ -513,6 +521,6 @@ func (m *model) render() string {
 	if !l.status.empty() {
 		blocks = append(blocks, placed{l.status, m.statusLines(l.status.w)})
 	}
-	blocks = append(blocks, placed{l.footer, []string{fit(m.renderFooter(), l.footer.w)}})
+	blocks = append(blocks, placed{l.footer, []string{m.styles.g.fit(m.renderFooter(), l.footer.w)}})
 	return compose(m.width, m.height, blocks)
 }

@@ -130,9 +130,9 @@ func TestStatusExpiresOnTick(t *testing.T) {
 
 func TestTickAdvancesSpinner(t *testing.T) {
 	m, _ := demoModel(t, 100, 30)
-	mustContain(t, m, spinnerFrames[0]+" orchestrator")
+	mustContain(t, m, unicodeGlyphs.spinner[0]+" orchestrator")
 	m, _ = update(m, tickMsg{})
-	mustContain(t, m, spinnerFrames[1]+" orchestrator")
+	mustContain(t, m, unicodeGlyphs.spinner[1]+" orchestrator")
 }
 
 func TestThemeFollowsTerminalBackground(t *testing.T) {

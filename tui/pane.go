@@ -4,7 +4,6 @@ import (
 	"strings"
 	"time"
 
-	"charm.land/bubbles/v2/spinner"
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
 )
@@ -23,18 +22,17 @@ type renderCtx struct {
 	readOnly bool
 }
 
-// spinnerFrames animate running sessions. The frame index comes from the
-// model's own tick, so one timer drives every spinner and the elapsed times.
-var spinnerFrames = spinner.MiniDot.Frames
-
 // spin is the glyph of something running: a spinner while the run goes
 // on, and still once it has stopped (interrupted, or seen read-only after
-// its process ended), where the sessions it left running do nothing.
+// its process ended), where the sessions it left running do nothing. The
+// frame index comes from the model's own tick, so one timer drives every
+// spinner and the elapsed times.
 func (c *renderCtx) spin() string {
+	g := c.styles.g
 	if st := c.st.run.Status; st != "" && st != "running" {
-		return statusGlyph("running")
+		return g.statusOf("running")
 	}
-	return spinnerFrames[c.frame%len(spinnerFrames)]
+	return g.spinner[c.frame%len(g.spinner)]
 }
 
 // list is the cursor and scroll position shared by the list panes.
@@ -63,9 +61,9 @@ func (l *list) move(d int) { l.cursor += d }
 
 // cursorMark is the one-cell gutter of list rows. The selected row is marked
 // with a glyph as well as highlighted, so selection shows without colour.
-func cursorMark(selected bool) string {
+func (g *glyphs) cursorMark(selected bool) string {
 	if selected {
-		return "›"
+		return g.cursor
 	}
 	return " "
 }
@@ -120,11 +118,11 @@ func (f *paneFilter) filterLine(c *renderCtx) string {
 	if f.filtering {
 		return inputView(&f.input)
 	}
-	return c.styles.dim.Render("filter: " + f.filter + "  (" + label(c.keys.Filter) + " edit · " + label(c.keys.Back) + " clear)")
+	return c.styles.dim.Render("filter: " + f.filter + "  (" + label(c.keys.Filter) + " edit" + c.styles.g.sep + label(c.keys.Back) + " clear)")
 }
 
 // filterTitle is what a pane's title adds under a filter: how many rows
 // match what.
-func (f *paneFilter) filterTitle(matches int) string {
-	return " · " + plural(matches, "match", "matches") + " for “" + trunc(f.filter, 20) + "”"
+func (f *paneFilter) filterTitle(g *glyphs, matches int) string {
+	return g.sep + plural(matches, "match", "matches") + " for " + g.quoteOpen + g.trunc(f.filter, 20) + g.quoteClose
 }

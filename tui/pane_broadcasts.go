@@ -231,10 +231,10 @@ func (p *broadcastsPane) selectRow(f *feed, i int) {
 	p.move(f, i-p.sel)
 }
 
-func (p *broadcastsPane) title(f *feed, total int) string {
-	t := "Broadcasts · " + fmtCount(total)
+func (p *broadcastsPane) title(g *glyphs, f *feed, total int) string {
+	t := "Broadcasts" + g.sep + fmtCount(total)
 	if p.filter != "" {
-		t += p.filterTitle(len(p.matches))
+		t += p.filterTitle(g, len(p.matches))
 		if loaded := len(f.items); loaded < total {
 			// Older items are read from the store as the person scrolls
 			// back: the count is of those read so far.
@@ -242,12 +242,12 @@ func (p *broadcastsPane) title(f *feed, total int) string {
 		}
 	}
 	if f.loadingOlder {
-		t += " · loading older…"
+		t += g.sep + "loading older" + g.ellipsis
 	}
 	if !p.follow {
 		// Newer items out of sight, below the window.
 		if newer := p.viewLen(f) - p.offset - p.visibleItems(); newer > 0 {
-			t += " · ↓ " + fmtCount(newer) + " newer"
+			t += g.sep + g.down + " " + fmtCount(newer) + " newer"
 		}
 	}
 	return t
@@ -278,18 +278,18 @@ func (p *broadcastsPane) Render(c *renderCtx) []string {
 		sel := i == p.sel && c.focused
 		lines := p.row(c, b, inner-1)
 		for j, line := range lines {
-			mark := cursorMark(sel && j == 0)
+			mark := s.g.cursorMark(sel && j == 0)
 			if j > 0 {
 				mark = " "
 			}
 			line = mark + line
 			if sel {
-				line = s.selected.Render(fit(ansi.Strip(line), inner))
+				line = s.selected.Render(s.g.fit(ansi.Strip(line), inner))
 			}
 			body = append(body, line)
 		}
 	}
-	return s.box(p.title(f, f.total), body, p.w, p.h, c.focused)
+	return s.box(p.title(s.g, f, f.total), body, p.w, p.h, c.focused)
 }
 
 // oneLineText is how much of its text a one-row broadcast keeps: its
@@ -298,11 +298,12 @@ const oneLineText = 50
 
 // row renders one broadcast as linesPer rows of width w.
 func (p *broadcastsPane) row(c *renderCtx, b *event.BroadcastInfo, w int) []string {
+	g := c.styles.g
 	if p.linesPer() == 1 {
 		head := p.head(c, b, w-oneLineText-1)
-		return []string{fit(head+" "+oneLine(b.Message), w)}
+		return []string{g.fit(head+" "+oneLine(b.Message), w)}
 	}
-	return []string{fit(p.head(c, b, w), w), fit("  "+oneLine(b.Message), w)}
+	return []string{g.fit(p.head(c, b, w), w), g.fit("  "+oneLine(b.Message), w)}
 }
 
 // head is when a broadcast was sent, by whom, to whom and its kind, in w
@@ -313,11 +314,12 @@ func (p *broadcastsPane) row(c *renderCtx, b *event.BroadcastInfo, w int) []stri
 // says a blocker from a discovery, stays whole.
 func (p *broadcastsPane) head(c *renderCtx, b *event.BroadcastInfo, w int) string {
 	s := c.styles
+	g := s.g
 	ts := ""
 	if !b.Timestamp.IsZero() {
 		ts = b.Timestamp.In(c.loc).Format("15:04:05") + " "
 	}
-	tag, tagStyle := broadcastTag(b)
+	tag, tagStyle := broadcastTag(g, b)
 	tag = "[" + tag + "]"
 	from := oneLine(b.From)
 	if from == "" {
@@ -346,7 +348,7 @@ func (p *broadcastsPane) head(c *renderCtx, b *event.BroadcastInfo, w int) strin
 		}
 	}
 
-	const arrow = " → "
+	arrow := " " + g.to + " "
 	over := func() int {
 		return cellWidth(ts) + cellWidth(from) + cellWidth(arrow) + cellWidth(target) + 1 + cellWidth(tag) - w
 	}
@@ -359,17 +361,17 @@ func (p *broadcastsPane) head(c *renderCtx, b *event.BroadcastInfo, w int) strin
 	// Then cut, down to a few cells each: the recipient first.
 	const least = 8
 	if cut := min(over(), cellWidth(target)-least); cut > 0 {
-		target = trunc(target, cellWidth(target)-cut)
+		target = g.trunc(target, cellWidth(target)-cut)
 	}
 	if cut := min(over(), cellWidth(from)-least); cut > 0 {
-		from = trunc(from, cellWidth(from)-cut)
+		from = g.trunc(from, cellWidth(from)-cut)
 	}
 	return s.dim.Render(ts) + fromStyle.Render(from) + s.dim.Render(arrow+target) + " " + s.categoryStyle(tagStyle).Render(tag)
 }
 
 // broadcastTag is the bracketed kind or category of a feed row and the style
 // that colours it.
-func broadcastTag(b *event.BroadcastInfo) (tag, style string) {
+func broadcastTag(g *glyphs, b *event.BroadcastInfo) (tag, style string) {
 	switch b.Kind {
 	case event.KindAnnounce:
 		return "announce", "announce"
@@ -380,7 +382,7 @@ func broadcastTag(b *event.BroadcastInfo) (tag, style string) {
 		return "message", "message"
 	case event.KindHuman:
 		if b.Category != "" {
-			return "human · " + b.Category, "human"
+			return "human" + g.sep + b.Category, "human"
 		}
 		if b.NoReply {
 			return "human, no-reply", "human"

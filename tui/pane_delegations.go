@@ -38,7 +38,7 @@ func (p *delegationsPane) rowAt(y int) (int, bool) {
 func (p *delegationsPane) Render(c *renderCtx) []string {
 	s := c.styles
 	st := c.st
-	title := "Delegations · " + fmtCount(len(st.delegationOrder))
+	title := "Delegations" + s.g.sep + fmtCount(len(st.delegationOrder))
 	active := 0
 	for _, d := range st.delegations {
 		if d.Status == "running" || d.Status == "pending" {
@@ -47,9 +47,9 @@ func (p *delegationsPane) Render(c *renderCtx) []string {
 	}
 	switch {
 	case active > 0 && !st.runActive():
-		title += " · " + fmtCount(active) + " stopped"
+		title += s.g.sep + fmtCount(active) + " stopped"
 	case active > 0:
-		title += " · " + fmtCount(active) + " active"
+		title += s.g.sep + fmtCount(active) + " active"
 	}
 	var body []string
 	if len(st.delegationOrder) == 0 {
@@ -64,9 +64,9 @@ func (p *delegationsPane) Render(c *renderCtx) []string {
 	end := min(p.offset+p.bodyRows(), len(st.delegationOrder))
 	for i := p.offset; i < end; i++ {
 		sel := i == p.cursor && c.focused
-		line := cursorMark(sel) + p.row(c, st.delegations[st.delegationOrder[i]], taskW)
+		line := s.g.cursorMark(sel) + p.row(c, st.delegations[st.delegationOrder[i]], taskW)
 		if sel {
-			line = s.selected.Render(fit(ansi.Strip(line), p.w-2))
+			line = s.selected.Render(s.g.fit(ansi.Strip(line), p.w-2))
 		}
 		body = append(body, line)
 	}
@@ -80,7 +80,7 @@ func (p *delegationsPane) row(c *renderCtx, d *event.DelegationInfo, taskW int) 
 	if stopped {
 		status = "stopped"
 	}
-	glyph := statusGlyph(status)
+	glyph := s.g.statusOf(status)
 	if status == "running" {
 		glyph = c.spin()
 	}
@@ -103,26 +103,26 @@ func (p *delegationsPane) row(c *renderCtx, d *event.DelegationInfo, taskW int) 
 	wide := p.w-3 >= 70
 	line := s.statusStyle(status).Render(glyph) + " "
 	if wide {
-		line = s.statusStyle(status).Render(glyph+" "+fit(status, 9)) + " "
+		line = s.statusStyle(status).Render(glyph+" "+s.g.fit(status, 9)) + " "
 	}
-	task := "—"
+	task := s.g.none
 	if d.PlanTaskID != "" {
 		task = oneLine(d.PlanTaskID)
 	}
-	line += s.bold.Render(fit(d.ID, 8)) + " " +
+	line += s.bold.Render(s.g.fit(d.ID, 8)) + " " +
 		s.dim.Render("d"+strconv.Itoa(d.Depth)) + " " +
 		padLeft(fmtDuration(el), 6) + " " +
-		s.dim.Render("task ") + fit(task, taskW) + " "
+		s.dim.Render("task ") + s.g.fit(task, taskW) + " "
 	if wide {
 		sid := d.SessionID
 		if sid == "" {
-			sid = "—"
+			sid = s.g.none
 		}
-		line += s.dim.Render(fit(sid, 8)) + " "
+		line += s.dim.Render(s.g.fit(sid, 8)) + " "
 	}
 	desc := oneLine(d.Description)
 	if d.Status == "failed" && d.Error != "" {
 		desc = s.errText.Render(oneLine(d.Error))
 	}
-	return fit(line+desc, p.w-3)
+	return s.g.fit(line+desc, p.w-3)
 }

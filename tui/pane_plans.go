@@ -62,7 +62,7 @@ func planView(tasks []event.PlanTask) []taskView {
 	return out
 }
 
-func planSummary(tasks []taskView) string {
+func planSummary(g *glyphs, tasks []taskView) string {
 	var done, prog, ready, blocked int
 	for _, t := range tasks {
 		switch {
@@ -76,9 +76,8 @@ func planSummary(tasks []taskView) string {
 			ready++
 		}
 	}
-	return strconv.Itoa(done) + "/" + strconv.Itoa(len(tasks)) + " done · " +
-		strconv.Itoa(prog) + " in progress · " + strconv.Itoa(ready) + " ready · " +
-		strconv.Itoa(blocked) + " blocked"
+	return g.join(strconv.Itoa(done)+"/"+strconv.Itoa(len(tasks))+" done", strconv.Itoa(prog)+" in progress",
+		strconv.Itoa(ready)+" ready", strconv.Itoa(blocked)+" blocked")
 }
 
 func (p *plansPane) Render(c *renderCtx) []string {
@@ -90,24 +89,24 @@ func (p *plansPane) Render(c *renderCtx) []string {
 	case p.session == "":
 		body = append(body, " "+s.dim.Render("select a session to see its plan"))
 	case !ok:
-		title += " · " + c.st.sessionName(p.session)
+		title += s.g.sep + c.st.sessionName(p.session)
 		body = append(body, " "+s.dim.Render(c.st.sessionName(p.session)+" has no plan"))
 	case len(plan.Tasks) == 0:
-		title += " · " + c.st.sessionName(p.session)
+		title += s.g.sep + c.st.sessionName(p.session)
 		body = append(body, " "+s.dim.Render("the plan is empty"))
 	default:
 		// With its id: two orchestrators' plans are told apart.
-		title += " · " + c.st.sessionName(p.session) + " · " + p.session
+		title += s.g.sep + c.st.sessionName(p.session) + s.g.sep + p.session
 		tasks := planView(plan.Tasks)
-		summary := planSummary(tasks)
+		summary := planSummary(s.g, tasks)
 		if n := c.st.sessions[p.session]; n != nil && c.st.waitingHuman(n) {
 			// Only its owner moves a plan, and it is held by a question:
 			// its children may have finished meanwhile.
 			// First: a narrow pane cuts the end of the line.
 			if c.readOnly {
-				summary = "on hold: its owner waits for the person · " + summary
+				summary = "on hold: its owner waits for the person" + s.g.sep + summary
 			} else {
-				summary = "on hold until you answer · " + summary
+				summary = "on hold until you answer" + s.g.sep + summary
 			}
 		}
 		body = append(body, " "+s.dim.Render(summary))
@@ -118,9 +117,9 @@ func (p *plansPane) Render(c *renderCtx) []string {
 		end := min(p.offset+p.bodyRows(), len(tasks))
 		for i := p.offset; i < end; i++ {
 			sel := i == p.cursor && c.focused
-			line := cursorMark(sel) + p.row(c, tasks[i], idw)
+			line := s.g.cursorMark(sel) + p.row(c, tasks[i], idw)
 			if sel {
-				line = s.selected.Render(fit(ansi.Strip(line), p.w-2))
+				line = s.selected.Render(s.g.fit(ansi.Strip(line), p.w-2))
 			}
 			body = append(body, line)
 		}
@@ -130,24 +129,21 @@ func (p *plansPane) Render(c *renderCtx) []string {
 
 func (p *plansPane) row(c *renderCtx, t taskView, idw int) string {
 	s := c.styles
-	glyph, style := "○", "pending"
+	style := "pending"
 	switch t.Status {
-	case "completed":
-		glyph, style = "✓", "completed"
-	case "in_progress":
-		glyph, style = "◐", "in_progress"
-	case "blocked":
-		glyph, style = "⊘", "blocked"
+	case "completed", "in_progress", "blocked":
+		style = t.Status
 	}
+	glyph := s.g.statusOf(style)
 	var note string
 	switch {
 	case t.Status == "blocked":
 		note = s.statusStyle("blocked").Render("blocked")
 		if len(t.waiting) > 0 {
-			note += s.dim.Render(" · waits on " + strings.Join(t.waiting, ", "))
+			note += s.dim.Render(s.g.sep + "waits on " + strings.Join(t.waiting, ", "))
 		}
 		if t.Note != "" {
-			note += s.dim.Render(" · " + oneLine(t.Note))
+			note += s.dim.Render(s.g.sep + oneLine(t.Note))
 		}
 	case t.ready && t.Status == "pending":
 		note = s.statusStyle("ready").Render("ready")
@@ -156,11 +152,11 @@ func (p *plansPane) row(c *renderCtx, t taskView, idw int) string {
 	case t.Note != "":
 		note = s.dim.Render(oneLine(t.Note))
 	}
-	line := s.statusStyle(style).Render(glyph) + " " + s.dim.Render(fit(t.ID, idw)) + " " + oneLine(t.Description)
+	line := s.statusStyle(style).Render(glyph) + " " + s.dim.Render(s.g.fit(t.ID, idw)) + " " + oneLine(t.Description)
 	inner := p.w - 3 // border and cursor gutter
 	if note == "" {
-		return fit(line, inner)
+		return s.g.fit(line, inner)
 	}
 	nw := min(cellWidth(note), inner/2)
-	return fit(line, inner-nw-2) + "  " + fit(note, nw)
+	return s.g.fit(line, inner-nw-2) + "  " + s.g.fit(note, nw)
 }

@@ -221,24 +221,24 @@ func (p *sessionsPane) rowAt(y int) (int, bool) {
 	return i, i < len(p.rows)
 }
 
-func (p *sessionsPane) title(st *runState, readOnly bool) string {
-	t := "Sessions · " + fmtCount(len(st.sessions))
+func (p *sessionsPane) title(g *glyphs, st *runState, readOnly bool) string {
+	t := "Sessions" + g.sep + fmtCount(len(st.sessions))
 	switch {
 	case !st.runActive() && st.unfinished > 0:
 		// Every session that had yet to end shows stopped, not only those
 		// that were running.
-		t += " · " + fmtCount(st.unfinished) + " stopped"
+		t += g.sep + fmtCount(st.unfinished) + " stopped"
 	case st.runActive() && st.running > 0:
-		t += " · " + fmtCount(st.running) + " running"
+		t += g.sep + fmtCount(st.running) + " running"
 	}
 	if p.filter != "" {
-		t += p.filterTitle(p.matches)
+		t += p.filterTitle(g, p.matches)
 	}
 	if n := len(st.asking); n > 0 && readOnly {
 		// Whoever views a stored run cannot answer: the person running it can.
-		t += " · " + plural(n, "asks the person", "ask the person")
+		t += g.sep + plural(n, "asks the person", "ask the person")
 	} else if n > 0 {
-		t += " · " + plural(n, "asks you", "ask you")
+		t += g.sep + plural(n, "asks you", "ask you")
 	}
 	return t
 }
@@ -252,7 +252,7 @@ func (p *sessionsPane) Render(c *renderCtx) []string {
 		body = append(body, p.filterLine(c))
 	}
 	if p.showColumns() {
-		body = append(body, c.styles.dim.Render(cols.header()))
+		body = append(body, c.styles.dim.Render(cols.header(c.styles.g)))
 	}
 	switch {
 	case len(p.rows) == 0 && p.filter != "":
@@ -264,7 +264,7 @@ func (p *sessionsPane) Render(c *renderCtx) []string {
 	for i := p.offset; i < end; i++ {
 		body = append(body, p.row(c, cols, p.rows[i], i == p.cursor))
 	}
-	return c.styles.box(p.title(c.st, c.readOnly), body, p.w, p.h, c.focused)
+	return c.styles.box(p.title(c.styles.g, c.st, c.readOnly), body, p.w, p.h, c.focused)
 }
 
 // sessionCols is the width of each column of a session row; narrow panes
@@ -293,14 +293,14 @@ func sessionColumns(inner, toolWidth int) sessionCols {
 	return c
 }
 
-func (c sessionCols) header() string {
+func (c sessionCols) header(g *glyphs) string {
 	left := "   SESSION"
 	right := ""
 	if c.tool > 0 {
-		right += fit("LAST TOOL", c.tool) + " "
+		right += g.fit("LAST TOOL", c.tool) + " "
 	}
 	right += padLeft("TIME", c.elapsed) + " " + padLeft("TOKENS", c.tokens)
-	return fit(left, c.total-len(right)-1) + " " + right
+	return g.fit(left, c.total-len(right)-1) + " " + right
 }
 
 func (p *sessionsPane) row(c *renderCtx, cols sessionCols, n *sessionNode, selected bool) string {
@@ -314,17 +314,17 @@ func (p *sessionsPane) row(c *renderCtx, cols sessionCols, n *sessionNode, selec
 		// Folds do not apply under a filter: a row with rows under it
 		// shows them.
 		if i := p.rowIndex[info.ID] + 1; i < len(p.rows) && p.rows[i].parent == n {
-			fold = "▾ "
+			fold = s.g.unfolded + " "
 		}
 	case len(n.children) > 0:
 		if p.collapsed[info.ID] {
-			fold = "▸ "
+			fold = s.g.folded + " "
 		} else {
-			fold = "▾ "
+			fold = s.g.unfolded + " "
 		}
 	}
 	status := st.shownStatus(&info)
-	glyph := statusGlyph(status)
+	glyph := s.g.statusOf(status)
 	if status == "running" {
 		glyph = c.spin()
 	}
@@ -347,7 +347,7 @@ func (p *sessionsPane) row(c *renderCtx, cols sessionCols, n *sessionNode, selec
 	}
 	retrying := status == "running" && info.Retrying != ""
 	if retrying {
-		desc = "↻ " + retryText(info.Retrying, n.retrySince, c.now)
+		desc = s.g.retry + " " + retryText(info.Retrying, n.retrySince, c.now)
 	}
 	extra := ""
 	if p.collapsed[info.ID] && n.descendants > 0 && p.filter == "" {
@@ -359,11 +359,11 @@ func (p *sessionsPane) row(c *renderCtx, cols sessionCols, n *sessionNode, selec
 		tool := oneLine(n.lastTool)
 		switch {
 		case n.toolRunning && tool != "":
-			tool = "▶ " + tool
+			tool = s.g.toolRunning + " " + tool
 		case n.toolFailed && tool != "":
-			tool = "✗ " + tool
+			tool = s.g.failed + " " + tool
 		}
-		right.WriteString(fit(trunc(tool, cols.tool), cols.tool) + " ")
+		right.WriteString(s.g.fit(tool, cols.tool) + " ")
 	}
 	right.WriteString(padLeft(fmtDuration(st.sessionElapsed(info, c.now)), cols.elapsed))
 	right.WriteString(" ")
@@ -375,7 +375,7 @@ func (p *sessionsPane) row(c *renderCtx, cols sessionCols, n *sessionNode, selec
 		rw += cols.tool + 1
 	}
 	indent := strings.Repeat("  ", min(n.depth, 12))
-	head := cursorMark(selected) + indent + fold + glyph + " " + ask
+	head := s.g.cursorMark(selected) + indent + fold + glyph + " " + ask
 	// Where "researcher (research-1)" leaves its title too little room, or
 	// does not fit at all, the label alone names the session: it tells
 	// siblings of one role apart, where the role would be cut to the same
@@ -396,11 +396,11 @@ func (p *sessionsPane) row(c *renderCtx, cols sessionCols, n *sessionNode, selec
 	case desc != "":
 		left += " " + s.dim.Render(oneLine(desc))
 	}
-	line := fit(left, cols.total-rw-1) + " " + right.String()
+	line := s.g.fit(left, cols.total-rw-1) + " " + right.String()
 	switch {
 	case selected:
 		// One solid highlight bar: the row's own styles would end it early.
-		return s.selected.Render(fit(ansi.Strip(line), cols.total))
+		return s.selected.Render(s.g.fit(ansi.Strip(line), cols.total))
 	case p.context[info.ID]:
 		// Shown for a match below it, not a match itself.
 		return s.dim.Render(ansi.Strip(line))
@@ -411,26 +411,6 @@ func (p *sessionsPane) row(c *renderCtx, cols sessionCols, n *sessionNode, selec
 // minSessionTitle is how much of a session's title a row keeps before its
 // name gives way to its label.
 const minSessionTitle = 16
-
-func statusGlyph(status string) string {
-	switch status {
-	case "pending":
-		return "○"
-	case "running":
-		return "●"
-	case "waiting":
-		return "◔"
-	case "completed":
-		return "✓"
-	case "failed":
-		return "✗"
-	case "cancelled":
-		return "⊘"
-	case "stopped":
-		return "◌"
-	}
-	return "·"
-}
 
 // retryWait finds the wait in the runtime's retry notice: "attempt 2 of 5
 // in 1.5s: why".

@@ -304,35 +304,35 @@ func (p *transcriptPane) renderMessage(s *styles, m *event.MessageInfo) []string
 		// tag; the person sees it as they typed it.
 		switch h, ok := coordination.ParseHuman(m.Content); {
 		case !ok:
-			head += s.dim.Render(" · ") + s.human.Render("human")
+			head += s.dim.Render(s.g.sep) + s.human.Render("human")
 		case h.Broadcast:
-			head += s.dim.Render(" · ") + s.human.Render("human broadcast") + s.dim.Render(" · "+oneLine(h.Category))
+			head += s.dim.Render(s.g.sep) + s.human.Render("human broadcast") + s.dim.Render(s.g.sep+oneLine(h.Category))
 			content = h.Text
 		default:
-			head += s.dim.Render(" · ") + s.human.Render("human message")
+			head += s.dim.Render(s.g.sep) + s.human.Render("human message")
 			content = h.Text
 		}
 	} else if d, ok := coordination.ParseDelivered(m.Content); ok {
 		// Likewise what an agent wrote reaches another escaped, in a tag
 		// whose attributes say who sent it: the header says it instead.
-		head += s.dim.Render(" · ") + deliveredHead(s, d)
+		head += s.dim.Render(s.g.sep) + deliveredHead(s, d)
 		content = d.Body
 	}
 	if m.Synthetic {
-		head += s.dim.Render(" · ") + s.injected.Render("injected")
+		head += s.dim.Render(s.g.sep) + s.injected.Render("injected")
 	}
 	if m.NoReply {
-		head += s.dim.Render(" · ") + s.injected.Render("no-reply")
+		head += s.dim.Render(s.g.sep) + s.injected.Render("no-reply")
 	}
 	if m.Role == "tool" {
 		name := p.toolNames[m.ToolCallID]
 		if name == "" {
 			name = m.ToolCallID
 		}
-		head += s.dim.Render(" · result of ") + name
+		head += s.dim.Render(s.g.sep+"result of ") + name
 	}
 	if m.Usage != nil && m.Usage.TotalTokens > 0 {
-		head += s.dim.Render(" · " + fmtTokens(m.Usage.TotalTokens) + " tok")
+		head += s.dim.Render(s.g.sep + fmtTokens(m.Usage.TotalTokens) + " tok")
 	}
 	lines := []string{head}
 	content = clean(content)
@@ -345,14 +345,14 @@ func (p *transcriptPane) renderMessage(s *styles, m *event.MessageInfo) []string
 			what = "result"
 		}
 		n := strings.Count(content, "\n") + 1
-		preview := "▸ " + what + " · " + plural(n, "line", "lines") + " · " + plural(len(content), "char", "chars")
+		preview := s.g.folded + " " + s.g.join(what, plural(n, "line", "lines"), plural(len(content), "char", "chars"))
 		if m.Role == "tool" {
-			preview += " · " + oneLine(content)
+			preview += s.g.sep + oneLine(content)
 		}
-		lines = append(lines, "  "+s.dim.Render(trunc(preview, w)))
+		lines = append(lines, "  "+s.dim.Render(s.g.trunc(preview, w)))
 	case content != "":
 		if collapsible {
-			lines = append(lines, "  "+s.dim.Render("▾ expanded"))
+			lines = append(lines, "  "+s.dim.Render(s.g.unfolded+" expanded"))
 		}
 		for _, l := range wrap(content, w) {
 			lines = append(lines, "  "+l)
@@ -360,10 +360,10 @@ func (p *transcriptPane) renderMessage(s *styles, m *event.MessageInfo) []string
 	}
 	for _, tc := range m.ToolCalls {
 		if !exp {
-			lines = append(lines, "  "+s.role["tool"].Render("▸ "+tc.Name)+" "+s.dim.Render(trunc(argSummary(tc.Arguments), max(w-cellWidth(tc.Name)-3, 1))))
+			lines = append(lines, "  "+s.role["tool"].Render(s.g.folded+" "+tc.Name)+" "+s.dim.Render(s.g.trunc(argSummary(s.g, tc.Arguments), max(w-cellWidth(tc.Name)-2-cellWidth(s.g.folded), 1))))
 			continue
 		}
-		lines = append(lines, "  "+s.role["tool"].Render("▾ "+tc.Name)+s.dim.Render(" "+tc.ID))
+		lines = append(lines, "  "+s.role["tool"].Render(s.g.unfolded+" "+tc.Name)+s.dim.Render(" "+tc.ID))
 		for _, l := range argLines(s, tc.Arguments, w-2) {
 			lines = append(lines, "    "+l)
 		}
@@ -381,19 +381,19 @@ func deliveredHead(s *styles, d coordination.Delivered) string {
 	}
 	switch d.Tag {
 	case coordination.TagTaskResult:
-		return s.injected.Render("task result") + s.dim.Render(" · "+oneLine(d.Agent)+" "+oneLine(d.TaskID)+" · "+oneLine(d.Status))
+		return s.injected.Render("task result") + s.dim.Render(s.g.sep+oneLine(d.Agent)+" "+oneLine(d.TaskID)+s.g.sep+oneLine(d.Status))
 	case coordination.TagTaskMessage:
 		return s.injected.Render("message") + s.dim.Render(" from "+from)
 	case coordination.TagSiblingBroadcast:
-		return s.injected.Render("broadcast") + s.dim.Render(" from "+from+" · "+oneLine(d.Category))
+		return s.injected.Render("broadcast") + s.dim.Render(" from "+from+s.g.sep+oneLine(d.Category))
 	case coordination.TagAnsweredOnYourBehalf:
-		return s.injected.Render("answered on its behalf") + s.dim.Render(" · "+oneLine(d.Question)+" asked by "+oneLine(d.From))
+		return s.injected.Render("answered on its behalf") + s.dim.Render(s.g.sep+oneLine(d.Question)+" asked by "+oneLine(d.From))
 	case coordination.TagSiblingTasks:
 		return s.injected.Render("sibling tasks")
 	case coordination.TagRunResumed:
-		return s.injected.Render("run resumed") + s.dim.Render(" · failed: "+oneLine(d.Failure))
+		return s.injected.Render("run resumed") + s.dim.Render(s.g.sep+"failed: "+oneLine(d.Failure))
 	case coordination.TagNewSibling:
-		return s.injected.Render("new sibling") + s.dim.Render(" · "+oneLine(d.Agent)+" "+oneLine(d.TaskID)+" · "+oneLine(d.Title))
+		return s.injected.Render("new sibling") + s.dim.Render(s.g.sep+oneLine(d.Agent)+" "+oneLine(d.TaskID)+s.g.sep+oneLine(d.Title))
 	default:
 		return s.injected.Render("announcement") + s.dim.Render(" from "+from)
 	}
@@ -418,7 +418,7 @@ func argLines(s *styles, raw string, w int) []string {
 	}
 	lines := fieldLines(s, json.RawMessage(raw), w)
 	if len(lines) == 0 {
-		return []string{s.dim.Render(trunc("no arguments", w))}
+		return []string{s.dim.Render(s.g.trunc("no arguments", w))}
 	}
 	return lines
 }
@@ -427,7 +427,7 @@ func argLines(s *styles, raw string, w int) []string {
 // the opened call shows them: "name: value" for each argument, a text as
 // it reads, separated by " · ". Arguments that are not one JSON object
 // are shown as they came.
-func argSummary(raw string) string {
+func argSummary(g *glyphs, raw string) string {
 	if !json.Valid([]byte(raw)) || strings.TrimLeft(raw, " \t\r\n")[0] != '{' {
 		return oneLine(raw)
 	}
@@ -439,7 +439,7 @@ func argSummary(raw string) string {
 	if len(parts) == 0 {
 		return "no arguments"
 	}
-	return strings.Join(parts, " · ")
+	return g.join(parts...)
 }
 
 // eachMember calls f with each member of a valid JSON object, in order,
@@ -545,7 +545,7 @@ func (p *transcriptPane) streamLines(s *styles, maxRows int) []string {
 	if p.stream == "" && p.streamTool == "" {
 		return nil
 	}
-	head := "  " + s.role["assistant"].Render("assistant") + " " + s.dim.Render("streaming…")
+	head := "  " + s.role["assistant"].Render("assistant") + " " + s.dim.Render("streaming"+s.g.ellipsis)
 	if p.streamTool != "" {
 		head += s.dim.Render(" calling ") + p.streamTool
 	}
@@ -575,7 +575,7 @@ func (p *transcriptPane) waitLines(c *renderCtx) []string {
 	s := c.styles
 	head := "  " + s.role["assistant"].Render("assistant") + " "
 	if n := c.st.sessions[p.sessionID]; n != nil && n.info.Status == "running" && n.info.Retrying != "" && c.st.runActive() {
-		text := wrap("↻ model call failed, "+retryText(oneLine(n.info.Retrying), n.retrySince, c.now), max(p.contentWidth()-12, 20))
+		text := wrap(s.g.retry+" model call failed, "+retryText(oneLine(n.info.Retrying), n.retrySince, c.now), max(p.contentWidth()-12, 20))
 		lines := []string{head + s.markWarn.Render(text[0])}
 		for _, l := range text[1:min(len(text), 4)] {
 			lines = append(lines, "    "+s.markWarn.Render(l))
@@ -588,7 +588,7 @@ func (p *transcriptPane) waitLines(c *renderCtx) []string {
 	}
 	line := head + s.dim.Render(c.spin()+" waiting for the model")
 	if !since.IsZero() {
-		line += s.dim.Render(" · " + fmtDuration(c.now.Sub(since)))
+		line += s.dim.Render(s.g.sep + fmtDuration(c.now.Sub(since)))
 	}
 	return []string{line}
 }
@@ -630,21 +630,21 @@ func (p *transcriptPane) sync(s *styles) {
 
 // title names the session and says what is outside the pane: a reply
 // streaming below (streamBelow) and older messages above.
-func (p *transcriptPane) title(st *runState, streamBelow bool) string {
-	t := "Transcript · " + st.sessionName(p.sessionID) + " · " + p.sessionID
+func (p *transcriptPane) title(g *glyphs, st *runState, streamBelow bool) string {
+	t := g.join("Transcript", st.sessionName(p.sessionID), p.sessionID)
 	if n := st.sessions[p.sessionID]; n != nil {
-		t += " · " + st.shownStatus(&n.info)
+		t += g.sep + st.shownStatus(&n.info)
 	}
 	if streamBelow {
-		t += " · ↓ streaming"
+		t += g.sep + g.down + " streaming"
 	}
 	switch {
 	case p.loading:
-		t += " · loading…"
+		t += g.sep + "loading" + g.ellipsis
 	case p.loadingOlder:
-		t += " · loading older…"
+		t += g.sep + "loading older" + g.ellipsis
 	case p.firstIndex() > 0:
-		t += " · ↑ older"
+		t += g.sep + g.up + " older"
 	}
 	return t
 }
@@ -658,7 +658,7 @@ func (p *transcriptPane) Render(c *renderCtx) []string {
 	case p.err != "":
 		body = append(body, s.errText.Render("could not read the transcript: "+oneLine(p.err)))
 	case len(p.msgs) == 0 && p.loading:
-		body = append(body, s.dim.Render("loading…"))
+		body = append(body, s.dim.Render("loading"+s.g.ellipsis))
 	case len(p.msgs) == 0 && p.stream == "" && wait == nil:
 		body = append(body, s.dim.Render("no messages yet"))
 	}
@@ -668,7 +668,7 @@ func (p *transcriptPane) Render(c *renderCtx) []string {
 		out := make([]string, len(lines))
 		mark := "  "
 		if i == sel && c.focused {
-			mark = s.accent.Render("▌ ")
+			mark = s.accent.Render(s.g.bar + " ")
 		}
 		for j, l := range lines {
 			if l == "" {
@@ -731,7 +731,7 @@ func (p *transcriptPane) Render(c *renderCtx) []string {
 	body = append(body, shown...)
 	body = append(body, stream...)
 	for i, l := range body {
-		body[i] = truncate(l, p.w-2, "…")
+		body[i] = truncate(l, p.w-2, s.g.tail(p.w-2))
 	}
-	return s.box(p.title(c.st, streamBelow), body, p.w, p.h, c.focused)
+	return s.box(p.title(s.g, c.st, streamBelow), body, p.w, p.h, c.focused)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/colorprofile"
@@ -51,6 +52,27 @@ func terminalProblem(tty bool, termName string) error {
 var ErrDumbTerminal = errors.New("the dashboard needs a terminal that can move its cursor, and TERM=dumb says this one cannot: " +
 	"use `swarmdeck run --headless GOAL`, or set TERM (for example TERM=xterm-256color) if the terminal can")
 
+// asciiLocale reports whether the locale names a character set other than
+// UTF-8, where the dashboard draws in ASCII (Options.ASCII). The first of
+// LC_ALL, LC_CTYPE and LANG that is set and not empty decides, as it does
+// for the C library: LANG=C, LANG=POSIX or a Latin-1 locale mean ASCII,
+// "en_US.UTF-8", "C.utf8" or macOS's bare "UTF-8" do not.
+//
+// None of them set counts as UTF-8, although the C library would take it
+// for the C locale. That is what a process started without a login
+// environment sees (a container run from a terminal, a service, some ssh
+// setups), and the terminal it draws on is then nearly always a UTF-8
+// one; someone whose terminal is not says so by setting the locale.
+func asciiLocale(getenv func(string) string) bool {
+	for _, name := range []string{"LC_ALL", "LC_CTYPE", "LANG"} {
+		if v := getenv(name); v != "" {
+			v = strings.ToLower(v)
+			return !strings.Contains(v, "utf-8") && !strings.Contains(v, "utf8")
+		}
+	}
+	return false
+}
+
 // Run runs the dashboard on the terminal until the person quits. The
 // terminal is restored on quit, on ctrl+c and on a panic. It returns ctx's
 // error when ctx ends first, and an error when the dashboard itself failed.
@@ -60,6 +82,11 @@ func Run(ctx context.Context, opts Options) error {
 	mctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
+	// Read once, here: the locale is the terminal's, and it does not
+	// change while the dashboard runs.
+	if asciiLocale(os.Getenv) {
+		opts.ASCII = true
+	}
 	m := newModel(mctx, cancel, opts)
 	popts := []tea.ProgramOption{tea.WithContext(ctx)}
 	// NO_COLOR (https://no-color.org): any non-empty value. The theme then

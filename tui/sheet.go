@@ -62,14 +62,14 @@ func (m *model) scrollSheet(title string, content []string, w, h int, sc *sheetS
 
 	last := closing
 	if sc.total > sc.rows {
-		more := "↑↓ more"
+		more := s.g.upDown + " more"
 		switch {
 		case sc.top == 0:
-			more = "↓ more"
+			more = s.g.down + " more"
 		case end == sc.total:
-			more = "↑ more"
+			more = s.g.up + " more"
 		}
-		last = strconv.Itoa(sc.top+1) + "-" + strconv.Itoa(end) + " of " + strconv.Itoa(sc.total) + " · " + more + " · " + last
+		last = s.g.join(strconv.Itoa(sc.top+1)+"-"+strconv.Itoa(end)+" of "+strconv.Itoa(sc.total), more, last)
 	}
 	lines := make([]string, 0, end-sc.top+1)
 	for _, l := range content[sc.top:end] {

@@ -82,7 +82,7 @@ func (m *model) sessionRef(id string) string {
 	if m.st.sessions[id] == nil {
 		return id
 	}
-	return m.st.sessionName(id) + " · " + id
+	return m.st.sessionName(id) + m.styles.g.sep + id
 }
 
 // broadcastTarget says whom b was for, in words: the target as the runtime
@@ -108,7 +108,7 @@ func (m *model) broadcastTarget(b *event.BroadcastInfo) string {
 }
 
 // broadcastKind is the category of b and what kind of message it is.
-func broadcastKind(b *event.BroadcastInfo) string {
+func broadcastKind(g *glyphs, b *event.BroadcastInfo) string {
 	cat := b.Category
 	if cat == "" {
 		cat = "none"
@@ -132,7 +132,7 @@ func broadcastKind(b *event.BroadcastInfo) string {
 	if b.NoReply && (b.Kind == event.KindMessage || (b.Kind == event.KindHuman && b.Category == "")) {
 		kind += ", no-reply"
 	}
-	return cat + " · " + kind
+	return cat + g.sep + kind
 }
 
 // broadcastContent is the body of the sheet for lines of width cells: the
@@ -149,7 +149,7 @@ func (m *model) broadcastContent(width int) []string {
 		for i, l := range wrapWords(oneLine(value), max(width-labelW, 1)) {
 			head := strings.Repeat(" ", labelW)
 			if i == 0 {
-				head = s.dim.Render(fit(name+":", labelW))
+				head = s.dim.Render(s.g.fit(name+":", labelW))
 			}
 			out = append(out, head+l)
 		}
@@ -157,16 +157,16 @@ func (m *model) broadcastContent(width int) []string {
 
 	when := "unknown"
 	if !b.Timestamp.IsZero() {
-		when = b.Timestamp.In(m.loc).Format("2006-01-02 15:04:05") + " · " + fmtDuration(m.now().Sub(b.Timestamp)) + " ago"
+		when = b.Timestamp.In(m.loc).Format("2006-01-02 15:04:05") + s.g.sep + fmtDuration(m.now().Sub(b.Timestamp)) + " ago"
 	}
 	field("time", when)
 	from := m.broadcastSender(b)
 	if b.FromSession != "" {
-		from += " · " + b.FromSession
+		from += s.g.sep + b.FromSession
 	}
 	field("from", from)
 	field("to", m.broadcastTarget(b))
-	field("category", broadcastKind(b))
+	field("category", broadcastKind(s.g, b))
 	field("reached", plural(len(b.Recipients), "session", "sessions"))
 
 	out = append(out, "")

@@ -14,6 +14,9 @@ import (
 // shows selection and emphasis with reverse video and bold instead.
 type styles struct {
 	mono bool
+	// g are the glyphs the theme draws with: UTF-8, or ASCII where the
+	// terminal's locale is not UTF-8.
+	g *glyphs
 
 	dim, bold, accent paint
 	border, borderFoc paint
@@ -54,7 +57,7 @@ func (p paint) Render(s string) string {
 	return p.pre + s + p.post
 }
 
-func newStyles(isDark, mono bool) styles {
+func newStyles(isDark, mono, ascii bool) styles {
 	ld := lipgloss.LightDark(isDark)
 	c := func(light, dark string) color.Color { return ld(lipgloss.Color(light), lipgloss.Color(dark)) }
 	fgStyle := func(light, dark string) lipgloss.Style {
@@ -67,7 +70,7 @@ func newStyles(isDark, mono bool) styles {
 	bfg := func(light, dark string) paint { return newPaint(fgStyle(light, dark).Bold(true)) }
 	p := newPaint
 
-	s := styles{mono: mono}
+	s := styles{mono: mono, g: glyphSet(ascii)}
 	s.dim = p(lipgloss.NewStyle().Faint(true))
 	s.bold = p(lipgloss.NewStyle().Bold(true))
 	s.accent = bfg("#5a3fc0", "#b69cff")

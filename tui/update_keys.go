@@ -253,15 +253,16 @@ func (m *model) dialogKey(k tea.KeyPressMsg) tea.Cmd {
 				target, to = d.target, "the subtree of "+m.st.sessionRef(d.target)
 			}
 			cat := categories[d.category]
-			detail := "broadcast sent to " + to + " · " + cat
+			g := m.styles.g
+			detail := "broadcast sent to " + to + g.sep + cat
 			// A broadcast is passive: a session that has ended reads it only
 			// if something wakes it, which the person should know now.
 			switch n := m.st.finishedIn(target); n {
 			case 0:
 			case 1:
-				detail += " · 1 finished won't read it (" + label(keys.Message) + " wakes it)"
+				detail += g.sep + "1 finished won't read it (" + label(keys.Message) + " wakes it)"
 			default:
-				detail += fmt.Sprintf(" · %d finished won't read it (%s wakes one)", n, label(keys.Message))
+				detail += g.sep + fmt.Sprintf("%d finished won't read it (%s wakes one)", n, label(keys.Message))
 			}
 			d.sending, d.err = true, ""
 			return actionCmd(m.ctx, actBroadcast, detail, "", func(ctx context.Context) error {
@@ -333,7 +334,7 @@ func (m *model) confirmed() tea.Cmd {
 		return m.quit()
 	case confirmCancel:
 		id := d.target
-		m.setNote("cancelling " + m.st.sessionRef(id) + "…")
+		m.setNote("cancelling " + m.st.sessionRef(id) + m.styles.g.ellipsis)
 		return actionCmd(m.ctx, actCancel, "cancelled "+m.st.sessionRef(id)+" and its subtree", "", func(ctx context.Context) error {
 			return ctl.Cancel(ctx, id)
 		})

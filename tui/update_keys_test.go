@@ -329,7 +329,7 @@ func TestRunEndReasonOnTheStatusLine(t *testing.T) {
 		m = apply(m, runFinished(tc.status, tc.reason))
 		mustContain(t, m, tc.want)
 		// What the run left running does not spin once it has stopped.
-		mustNotContain(t, m, spinnerFrames...)
+		mustNotContain(t, m, unicodeGlyphs.spinner...)
 		if _, msgs := press(t, m, "q"); !quitSeen(msgs) {
 			t.Errorf("q did not quit a %s run at once", tc.status)
 		}
@@ -777,7 +777,7 @@ func TestKeyOverrides(t *testing.T) {
 // The keymap binds exactly the actions the config file may rebind, with
 // the defaults the config package checks overrides against.
 func TestKeyMapIsTheConfigKeyTable(t *testing.T) {
-	k, _ := newKeyMap(nil)
+	k, _ := newKeyMap(nil, &unicodeGlyphs)
 	var names []string
 	defaults := config.DefaultKeys()
 	for _, a := range k.actions() {

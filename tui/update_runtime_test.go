@@ -643,7 +643,7 @@ func TestTranscriptSaysTheSessionWaitsForItsModel(t *testing.T) {
 	m = apply(m, started)
 	m, cmd := update(m, keyMsg("enter"))
 	m, _ = drive(t, m, cmd)
-	mustContain(t, m, "Transcript · orchestrator", "assistant "+spinnerFrames[0]+" waiting for the model · 47s")
+	mustContain(t, m, "Transcript · orchestrator", "assistant "+unicodeGlyphs.spinner[0]+" waiting for the model · 47s")
 	mustNotContain(t, m, "no messages yet")
 
 	m = apply(m, deltaEvent("s-root", "An empty cup", false))

@@ -1,0 +1,161 @@
+package tui
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/exp/golden"
+	"github.com/swarmdeck/swarmdeck/runtime/event"
+	"github.com/swarmdeck/swarmdeck/tui/tuitest"
+)
+
+// The first of LC_ALL, LC_CTYPE and LANG that is set says whether the
+// terminal takes UTF-8; none set counts as UTF-8.
+func TestASCIILocale(t *testing.T) {
+	for _, tc := range []struct {
+		env  map[string]string
+		want bool
+	}{
+		{map[string]string{"LANG": "C"}, true},
+		{map[string]string{"LANG": "POSIX"}, true},
+		{map[string]string{"LANG": "de_DE.ISO-8859-1"}, true},
+		{map[string]string{"LANG": "en_US.UTF-8"}, false},
+		{map[string]string{"LANG": "C.utf8"}, false},
+		{map[string]string{"LC_CTYPE": "UTF-8", "LANG": "C"}, false}, // macOS sets LC_CTYPE alone
+		{map[string]string{"LC_ALL": "C", "LC_CTYPE": "en_US.UTF-8", "LANG": "en_US.UTF-8"}, true},
+		{map[string]string{"LC_ALL": "", "LC_CTYPE": "C", "LANG": "en_US.UTF-8"}, true}, // empty is unset
+		{map[string]string{"LC_ALL": "en_GB.UTF-8", "LANG": "C"}, false},
+		{map[string]string{"LANG": "sr_RS.UTF-8@latin"}, false},
+		{map[string]string{}, false},
+	} {
+		if got := asciiLocale(func(k string) string { return tc.env[k] }); got != tc.want {
+			t.Errorf("asciiLocale(%v) = %v, want %v", tc.env, got, tc.want)
+		}
+	}
+}
+
+// asciiModel is newTestModel drawing in ASCII.
+func asciiModel(t testing.TB, snap event.Snapshot, w, h int) (Model, *tuitest.Controller) {
+	t.Helper()
+	ctl := tuitest.NewController(snap)
+	m := New(Options{Controller: ctl, Theme: "dark", ASCII: true})
+	t.Cleanup(m.cancel)
+	m.now = func() time.Time { return t0 }
+	m.loc = time.UTC
+	m.ticks = false
+	m, _ = update(m, tea.WindowSizeMsg{Width: w, Height: h})
+	return connect(m, ctl), ctl
+}
+
+// nonASCII is the first character of s outside ASCII, or "".
+func nonASCII(s string) string {
+	for _, r := range s {
+		if r >= 0x80 {
+			return string(r)
+		}
+	}
+	return ""
+}
+
+// In ASCII every screen of the dashboard, its frames, marks, arrows,
+// spinners, separators and key names, is drawn without a byte a terminal
+// that is not UTF-8 would show as garbage (the demo run's own text is
+// ASCII), and still fills the terminal exactly.
+func TestASCIIScreensHoldOnlyASCII(t *testing.T) {
+	screens := []struct {
+		name string
+		w, h int
+		keys []string
+	}{
+		{"dashboard", 160, 48, nil},
+		{"stacked", 80, 24, nil},
+		{"smallest", 60, 16, nil},
+		{"collapsed and moved", 120, 40, []string{"space", "tab", "up", "up", "tab", "down"}},
+		{"transcript", 160, 48, []string{"down", "down", "enter", "up", "up", "up", "space"}},
+		{"broadcast sheet", 100, 30, []string{"tab", "up", "up", "up", "up", "enter"}},
+		{"broadcast sheet scrolled", 60, 16, []string{"tab", "up", "up", "up", "up", "enter", "down"}},
+		{"help", 60, 16, []string{"?", "down"}},
+		{"answer", 100, 30, []string{"a", "ctrl+s", "a"}},
+		{"broadcast dialog", 100, 30, []string{"down", "down", "b", "tab"}},
+		{"message dialog", 100, 30, []string{"down", "m"}},
+		{"cancel", 100, 30, []string{"down", "down", "x"}},
+		{"session filter", 120, 40, []string{"/", "x", "-", "enter"}},
+		{"broadcast filter", 120, 40, []string{"tab", "/", "b", "l", "o", "c", "k"}},
+	}
+	for _, sc := range screens {
+		t.Run(sc.name, func(t *testing.T) {
+			m, ctl := asciiModel(t, tuitest.Demo(t0), sc.w, sc.h)
+			ctl.SetTranscript("s-res1", tuitest.DemoTranscript())
+			m, _ = press(t, m, sc.keys...)
+			if sc.name == "transcript" {
+				m = apply(m, deltaEvent("s-res1", "Confirmed: SQLite in WAL mo", false))
+			}
+			out := plainView(m)
+			checkFrame(t, out, sc.w, sc.h)
+			if r := nonASCII(out); r != "" {
+				t.Fatalf("the screen holds %q:\n%s", r, out)
+			}
+			// The window title too.
+			if r := nonASCII(m.View().WindowTitle); r != "" {
+				t.Fatalf("the window title holds %q: %q", r, m.View().WindowTitle)
+			}
+		})
+	}
+
+	// Spinner frames, a retrying session and the status line's marks.
+	m, _ := asciiModel(t, tuitest.Demo(t0), 120, 40)
+	retry := ev(event.SessionStatus, "s-exp2")
+	info := tuitest.Demo(t0).Sessions[5]
+	info.Retrying = "attempt 2 of 5 in 3s: 503 Service Unavailable"
+	retry.Session = &info
+	m = apply(m, retry)
+	mustContain(t, m, "@ attempt 2 of 5")
+	for range 5 {
+		m, _ = update(m, tickMsg{})
+		if r := nonASCII(plainView(m)); r != "" {
+			t.Fatalf("frame %d holds %q:\n%s", m.frame, r, plainView(m))
+		}
+	}
+	for _, isErr := range []bool{false, true} {
+		m.setStatus("a status line", isErr)
+		m.setNote("a note")
+		if r := nonASCII(plainView(m)); r != "" {
+			t.Fatalf("the status line holds %q:\n%s", r, plainView(m))
+		}
+	}
+
+	// The goal prompt, before a run starts.
+	g := New(Options{Theme: "dark", ASCII: true, Provider: "scripted", Model: "demo", Scripted: true})
+	t.Cleanup(g.cancel)
+	g.ticks = false
+	g, _ = update(g, windowSize(100, 30))
+	g = typeText(t, g, "Write a design note")
+	if r := nonASCII(plainView(g)); r != "" {
+		t.Fatalf("the goal prompt holds %q:\n%s", r, plainView(g))
+	}
+}
+
+// What the agents wrote is shown as written, in ASCII as in UTF-8: only
+// the dashboard's own glyphs change.
+func TestASCIIKeepsTheAgentsText(t *testing.T) {
+	snap := tuitest.Demo(t0)
+	snap.Sessions[2].Title = "Compare engines → pick one…"
+	snap.Broadcasts[6].Message = "Handler waits — “storage” first"
+	m, _ := asciiModel(t, snap, 160, 48)
+	mustContain(t, m, "Compare engines → pick one…", "Handler waits — “storage” first")
+	mustNotContain(t, m, "┃", "│", "›", "·")
+}
+
+// TestGoldenASCII is the dashboard drawn in ASCII, at the size of the
+// 120x40 screen golden file.
+func TestGoldenASCII(t *testing.T) {
+	m, _ := asciiModel(t, tuitest.Demo(t0), 120, 40)
+	out := plainView(m)
+	checkFrame(t, out, 120, 40)
+	if strings.ContainsFunc(out, func(r rune) bool { return r >= 0x80 }) {
+		t.Fatalf("the ASCII screen is not ASCII:\n%s", out)
+	}
+	golden.RequireEqual(t, out)
+}
