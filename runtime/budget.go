@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/swarmdeck/swarmdeck/runtime/llm"
 )
@@ -22,12 +23,23 @@ var errBudgetSpent = errors.New("token budget spent")
 // up, the answer is errBudgetSpent. The hold is given back with
 // releaseTokens, after the call's usage has been counted.
 func (r *Run) reserveTokens(ctx context.Context, req *llm.Request) (int, error) {
-	budget := r.e.Config().Limits.TokenBudgetPerRun
-	if budget <= 0 {
+	if r.e.Config().Limits.TokenBudgetPerRun <= 0 {
 		return 0, nil
 	}
 	est := max(llm.PromptTokens(req), 1)
+	var recheck *time.Timer
+	defer func() {
+		if recheck != nil {
+			recheck.Stop()
+		}
+	}()
 	for {
+		// Read each time: a reload may raise the budget, lower it or lift
+		// it while the call waits.
+		budget := r.e.Config().Limits.TokenBudgetPerRun
+		if budget <= 0 {
+			return 0, nil
+		}
 		r.mu.Lock()
 		used := r.rec.Usage.TotalTokens
 		if used >= budget {
@@ -44,13 +56,25 @@ func (r *Run) reserveTokens(ctx context.Context, req *llm.Request) (int, error) 
 		}
 		freed := r.budgetFreed
 		r.mu.Unlock()
+		// A reload wakes nobody: the wait looks at the budget again now and
+		// then, as well as when a call gives its hold back.
+		if recheck == nil {
+			recheck = time.NewTimer(budgetRecheck)
+		} else {
+			recheck.Reset(budgetRecheck)
+		}
 		select {
 		case <-freed:
+		case <-recheck.C:
 		case <-ctx.Done():
 			return 0, context.Cause(ctx)
 		}
 	}
 }
+
+// budgetRecheck is how often a call waiting for room in the token budget
+// reads the budget again, for a reload that changed it.
+const budgetRecheck = 500 * time.Millisecond
 
 // releaseTokensLocked gives back a hold taken by reserveTokens and wakes
 // the calls waiting for room. The caller holds r.mu and has counted the

@@ -229,6 +229,75 @@ func TestTokenBudgetHoldsAgainstAWideSpawn(t *testing.T) {
 	}
 }
 
+// A budget lifted by a reload reaches the calls already waiting for room:
+// they start, and the run goes on, instead of failing on the old budget.
+func TestTokenBudgetReloadReachesWaitingCalls(t *testing.T) {
+	hold := newGate()
+	tasks := make([]string, 12)
+	for i := range tasks {
+		tasks[i] = fmt.Sprintf("part %d", i+1)
+	}
+	policy := scripted.PolicyFunc(func(req *scripted.Request) scripted.Reply {
+		if firstLineRole(req) == "orchestrator" {
+			switch turnsOf(req) {
+			case 0:
+				return limDo(scripted.Call{Name: "sessions_spawn", Args: limArgs{"task": tasks, "parallel": true, "wait": true}})
+			default:
+				return limSay("all parts done")
+			}
+		}
+		hold.wait() // the calls that started hold the budget until the reload
+		return limSay("part done")
+	})
+	e := testEngine(t, nil, policy, func(c *config.Config) {
+		c.Limits.TokenBudgetPerRun = 20000
+		c.Limits.MaxConcurrentLLMCalls = 32
+		c.Limits.MaxConcurrentSessions = 32
+	})
+	t.Cleanup(hold.open)
+	waiting := make(chan *Run, 1)
+	go func() {
+		// Once a call waits for room, lift the budget and let the others
+		// answer.
+		r := <-waiting
+		for {
+			r.mu.Lock()
+			blocked := r.budgetFreed != nil
+			r.mu.Unlock()
+			if blocked {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		next := *e.Config()
+		next.Limits.TokenBudgetPerRun = 0
+		if err := e.Reload(&next); err != nil {
+			t.Error(err)
+		}
+		hold.open()
+	}()
+	var out bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	code, err := e.Headless(ctx, HeadlessOptions{JSON: true, Out: &out}, func(ctx context.Context) (*Run, error) {
+		r, err := e.Start(ctx, "lift the budget")
+		if err == nil {
+			waiting <- r
+		}
+		return r, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := exportLatest(t, e)
+	if code != ExitOK || x.Run.Status != RunCompleted {
+		t.Fatalf("run %s (exit %d): %s", x.Run.Status, code, x.Run.Error)
+	}
+	if len(x.Sessions) != 13 {
+		t.Errorf("%d sessions, want the orchestrator and 12 parts", len(x.Sessions))
+	}
+}
+
 func TestCancelStopsASubtreeAndItsCallsInFlight(t *testing.T) {
 	var stalled atomic.Int64
 	policy := scripted.PolicyFunc(func(req *scripted.Request) scripted.Reply {
