@@ -223,6 +223,11 @@ func (h *host) Delegate(ctx context.Context, c *agents.Call, req agents.Delegate
 		if r.delegationMayStart(child) {
 			child.rec.Status = StatusRunning
 			startNow = true
+			if slotsShort(r, 1, req.Wait) > 0 {
+				// It starts once a session slot is free, and says so from
+				// the start, as spawned children do.
+				child.rec.Status, child.rec.Reason = StatusPending, slotWaitReason(cap(r.slotSem))
+			}
 		} else {
 			child.rec.Reason = fmt.Sprintf("queued: %d delegations are running (max_concurrent_delegations)", cfg.Coordination.MaxConcurrentDelegations)
 		}
@@ -258,6 +263,8 @@ func (h *host) Delegate(ctx context.Context, c *agents.Call, req agents.Delegate
 	}
 	if res.Status == delegPending {
 		res.Note = "queued until a running delegation finishes (max_concurrent_delegations); it will start on its own"
+	} else if startNow && child.status() == StatusPending {
+		res.Note = slotNote(r, 1, req.Wait)
 	}
 	if !req.Wait {
 		return &res, nil

@@ -356,3 +356,34 @@ func TestNestedDelegationsDoNotQueueBehindTheirAncestors(t *testing.T) {
 		}
 	}
 }
+
+// A delegate that must wait for a session slot says so from the start,
+// as spawned children do, and its delegation's result says why.
+func TestDelegateWaitingForASlotSaysPending(t *testing.T) {
+	p := policyFor(func(c *convo) scripted.Reply {
+		switch {
+		case c.isRoot() && c.turns == 0:
+			return do(call("delegate_task", obj{"description": "Part A"}))
+		case c.isRoot() && c.turns == 1:
+			return do(call("task_wait", obj{}))
+		case c.isRoot():
+			return say("root done")
+		default:
+			return say("done: " + c.task)
+		}
+	})
+	x, events, code := swarm(t, p, func(cfg *config.Config) { cfg.Limits.MaxConcurrentSessions = 1 })
+	mustComplete(t, x, code)
+	res := callResults(rootOf(x), "delegate_task")
+	if len(res) != 1 || !strings.Contains(res[0], "waits for a free session slot first (max_concurrent_sessions is 1)") {
+		t.Fatalf("delegate_task returned %q", res)
+	}
+	d := delegationOf(t, res[0])
+	for _, ev := range events {
+		if ev.Type == event.SessionCreated && ev.Session.ID == d.SessionID {
+			if ev.Session.Status != StatusPending || !strings.Contains(ev.Session.Reason, "free session slot") {
+				t.Errorf("the delegate was created %s (%q)", ev.Session.Status, ev.Session.Reason)
+			}
+		}
+	}
+}
