@@ -461,9 +461,9 @@ func (m *model) dashboardKey(k tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(k, keys.Down):
 		d = 1
 	case key.Matches(k, keys.PageUp):
-		d = -page(m.paneRows())
+		d = -page(m.paneItems())
 	case key.Matches(k, keys.PageDown):
-		d = page(m.paneRows())
+		d = page(m.paneItems())
 	case key.Matches(k, keys.Top):
 		d = -1 << 30
 	case key.Matches(k, keys.Bottom):
@@ -552,11 +552,12 @@ func (m *model) openDelegation(d *event.DelegationInfo) tea.Cmd {
 	return nil
 }
 
-// paneRows is the height of the focused pane's list.
-func (m *model) paneRows() int {
+// paneItems is how many items the focused pane's list shows at once: a
+// page moves by items, and a broadcast may take two rows.
+func (m *model) paneItems() int {
 	switch m.focus {
 	case focusBroadcasts:
-		return m.broadcasts.bodyRows()
+		return m.broadcasts.visibleItems()
 	case focusPlans:
 		return m.plans.bodyRows()
 	case focusDelegations:
