@@ -256,6 +256,91 @@ func (p *transcriptPane) scroll(s *styles, d int) bool {
 	return true
 }
 
+// viewTop is where the view starts: the message at its top and how many
+// of its lines are out of sight above it. Followed, the view hangs from the
+// newest message's end.
+func (p *transcriptPane) viewTop(s *styles) (top, skip int) {
+	if !p.follow {
+		return p.top, p.skip
+	}
+	avail, h := p.followRows(s), 0
+	for i := len(p.msgs) - 1; i >= 0; i-- {
+		h += len(p.block(s, &p.msgs[i]))
+		if h >= avail {
+			return i, h - avail
+		}
+	}
+	return 0, 0
+}
+
+// page moves a page down (d > 0) or up. Messages differ in height, so a
+// page is not a count of them: the first message not wholly in sight starts
+// the page below, and the page above ends with the message over the first
+// line in sight, so that paging shows every message on the way. The
+// selection goes to the page's first message. A message taller than the
+// pane is read a page at a time first. Paging up from the oldest message
+// in memory reports true when older ones exist.
+func (p *transcriptPane) page(s *styles, d int) (wantOlder bool) {
+	if len(p.msgs) == 0 {
+		return false
+	}
+	rows := p.bodyRows()
+	if p.scroll(s, d*page(rows)) {
+		return false
+	}
+	top, skip := p.viewTop(s)
+	height := func(i int) int { return len(p.block(s, &p.msgs[i])) }
+	if d > 0 {
+		if p.follow {
+			return false
+		}
+		// The blank line closing a message may fall below the pane.
+		next, h := top, -skip
+		for ; next < len(p.msgs); next++ {
+			h += height(next)
+			if h-1 > rows {
+				break
+			}
+		}
+		next = max(next, p.sel()+1)
+		if next >= len(p.msgs) {
+			p.move(s, len(p.msgs))
+			return false
+		}
+		p.move(s, next-p.sel())
+		if !p.follow {
+			p.top, p.skip = next, 0
+		}
+		return false
+	}
+	end := top - 1
+	if skip > 0 {
+		end = top // its first lines are out of sight
+	}
+	if end < 0 {
+		want := p.move(s, -len(p.msgs))
+		p.top, p.skip = 0, 0
+		return want
+	}
+	start, h := end, height(end)
+	for start > 0 && h+height(start-1)-1 <= rows {
+		start--
+		h += height(start)
+	}
+	p.move(s, start-p.sel())
+	p.follow = false
+	p.top, p.skip = start, 0
+	if h-1 > rows {
+		// One message taller than the pane, read up from its end (or from
+		// where the view was in it) a page at a time.
+		p.skip = h - 1 - rows
+		if start == top {
+			p.skip = max(skip-page(rows), 0)
+		}
+	}
+	return false
+}
+
 // followRows is how many rows the messages get while the newest is
 // followed: the live reply under it takes the rest.
 func (p *transcriptPane) followRows(s *styles) int {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,10 +22,11 @@ func notes(prefix string, n int) []event.BroadcastInfo {
 	return out
 }
 
-// shownNumbers are the numbers after prefix on the screen, in order.
-func shownNumbers(m Model, prefix string) []int {
+// shownNumbers are the numbers the pattern's group matches on the screen,
+// in order.
+func shownNumbers(m Model, pattern string) []int {
 	var out []int
-	for _, g := range regexp.MustCompile(prefix+` (\d+)`).FindAllStringSubmatch(plainView(m), -1) {
+	for _, g := range regexp.MustCompile(pattern).FindAllStringSubmatch(plainView(m), -1) {
 		n, _ := strconv.Atoi(g[1])
 		out = append(out, n)
 	}
@@ -40,12 +42,12 @@ func TestBroadcastPagesSkipNothing(t *testing.T) {
 		m, _ := newTestModel(t, snap, w, 48)
 		m, _ = press(t, m, "tab", "home")
 		seen := map[int]bool{}
-		for _, n := range shownNumbers(m, "note") {
+		for _, n := range shownNumbers(m, `note (\d+)`) {
 			seen[n] = true
 		}
 		for range 30 {
 			m, _ = press(t, m, "pgdown")
-			shown := shownNumbers(m, "note")
+			shown := shownNumbers(m, `note (\d+)`)
 			if len(shown) == 0 {
 				t.Fatalf("width %d: no note on screen:\n%s", w, plainView(m))
 			}
@@ -65,13 +67,55 @@ func TestBroadcastPagesSkipNothing(t *testing.T) {
 		seen = map[int]bool{}
 		for range 30 {
 			m, _ = press(t, m, "pgup")
-			for _, n := range shownNumbers(m, "note") {
+			for _, n := range shownNumbers(m, `note (\d+)`) {
 				seen[n] = true
 			}
 		}
 		for i := range 100 {
 			if !seen[i] {
 				t.Fatalf("width %d: note %04d was never on screen paging up", w, i)
+			}
+		}
+	}
+}
+
+// messagesOfManyHeights is a transcript whose messages take from two rows
+// to more than the pane.
+func messagesOfManyHeights(n int) []event.MessageInfo {
+	var msgs []event.MessageInfo
+	for i := range n {
+		lines := i * 7 % 13
+		if i%50 == 25 {
+			lines = 80 // taller than the pane
+		}
+		msgs = append(msgs, event.MessageInfo{Index: i, Role: "assistant", Content: strings.Repeat("text\n", lines) + fmt.Sprintf("end of %04d", i)})
+	}
+	return msgs
+}
+
+// Paging through a transcript shows every message on the way, whatever
+// their heights.
+func TestTranscriptPagesSkipNothing(t *testing.T) {
+	m, ctl := demoModel(t, 160, 48)
+	ctl.SetTranscript("s-res1", messagesOfManyHeights(300))
+	m, _ = press(t, m, "down", "down", "enter", "home")
+	for _, dir := range []string{"pgdown", "pgup"} {
+		seen := map[int]bool{}
+		for range 200 {
+			for _, n := range shownNumbers(m, `#(\d+) assistant`) {
+				seen[n] = true
+			}
+			for _, n := range shownNumbers(m, `end of (\d+)`) {
+				seen[-1-n] = true
+			}
+			m, _ = press(t, m, dir)
+		}
+		for i := range 300 {
+			if !seen[i] {
+				t.Fatalf("%s: the start of message #%d was never on screen", dir, i)
+			}
+			if !seen[-1-i] && i > 0 { // #0 is shown folded, as a system prompt
+				t.Fatalf("%s: the end of message #%d was never on screen", dir, i)
 			}
 		}
 	}

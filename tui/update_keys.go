@@ -695,8 +695,9 @@ func (m *model) sessionKey(k tea.KeyPressMsg) tea.Cmd {
 		t.toBottom()
 		return nil
 	}
-	// Up and down read a message taller than the pane line by line (page
-	// up and down a page at a time), and move between messages otherwise.
+	// Up and down read a message taller than the pane line by line, and
+	// move between messages otherwise; page up and down move by what the
+	// pane shows.
 	s := &m.styles
 	want := false
 	switch {
@@ -705,9 +706,9 @@ func (m *model) sessionKey(k tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(k, keys.Down):
 		want = !t.scroll(s, 1) && t.move(s, 1)
 	case key.Matches(k, keys.PageUp):
-		want = !t.scroll(s, -page(t.bodyRows())) && t.move(s, -page(t.bodyRows()/3))
+		want = t.page(s, -1)
 	case key.Matches(k, keys.PageDown):
-		want = !t.scroll(s, page(t.bodyRows())) && t.move(s, page(t.bodyRows()/3))
+		want = t.page(s, 1)
 	case key.Matches(k, keys.Top):
 		want = t.toTop(s)
 	}
