@@ -29,7 +29,10 @@ type transcriptPane struct {
 	skip     int                 // lines of the top message scrolled out above the pane (when not following)
 
 	loading, loadingOlder bool
-	err                   string
+	// toFirst: home was pressed with older messages still in the store;
+	// they are read page after page until the first is shown.
+	toFirst bool
+	err     string
 
 	stream     string    // tokens streamed for the reply being written
 	streamTool string    // tool the streaming reply is calling
@@ -133,6 +136,17 @@ func (p *transcriptPane) prepend(ms []event.MessageInfo, err error) {
 	before := len(p.msgs)
 	p.merge(ms)
 	p.top += len(p.msgs) - before
+}
+
+// toFirstPage shows the oldest message in memory after a page of older
+// ones arrived for home, and reports whether more are to be read.
+func (p *transcriptPane) toFirstPage(s *styles) bool {
+	if !p.toFirst || p.err != "" {
+		p.toFirst = false
+		return false
+	}
+	p.toFirst = p.toTop(s)
+	return p.toFirst
 }
 
 // firstIndex is the history index of the oldest message in memory.
@@ -714,8 +728,9 @@ func (p *transcriptPane) sync(s *styles) {
 }
 
 // title names the session and says what is outside the pane: a reply
-// streaming below (streamBelow) and older messages above.
-func (p *transcriptPane) title(g *glyphs, st *runState, streamBelow bool) string {
+// streaming below (streamBelow) and older messages above, in memory
+// (olderAbove) or in the store.
+func (p *transcriptPane) title(g *glyphs, st *runState, streamBelow, olderAbove bool) string {
 	t := g.join("Transcript", st.sessionName(p.sessionID), p.sessionID)
 	if n := st.sessions[p.sessionID]; n != nil {
 		t += g.sep + st.shownStatus(&n.info)
@@ -726,9 +741,12 @@ func (p *transcriptPane) title(g *glyphs, st *runState, streamBelow bool) string
 	switch {
 	case p.loading:
 		t += g.sep + "loading" + g.ellipsis
+	case p.loadingOlder && p.toFirst:
+		// Home reads every older page: say how far it has to go.
+		t += g.sep + "loading older" + g.ellipsis + " " + fmtCount(p.firstIndex()) + " to go"
 	case p.loadingOlder:
 		t += g.sep + "loading older" + g.ellipsis
-	case p.firstIndex() > 0:
+	case olderAbove || p.firstIndex() > 0:
 		t += g.sep + g.up + " older"
 	}
 	return t
@@ -765,7 +783,7 @@ func (p *transcriptPane) Render(c *renderCtx) []string {
 		return out
 	}
 	var shown, stream []string
-	streamBelow := false
+	streamBelow, olderAbove := false, false
 	if p.follow {
 		// The live reply goes under the newest message, and the messages
 		// above it give way.
@@ -776,15 +794,17 @@ func (p *transcriptPane) Render(c *renderCtx) []string {
 		avail := max(rows-len(body)-len(stream), 0)
 		// Bottom-aligned: walk back from the newest message.
 		var blocks [][]string
-		h := 0
+		h, first := 0, len(p.msgs)
 		for i := len(p.msgs) - 1; i >= 0 && h < avail; i-- {
 			b := gutter(i, p.block(s, &p.msgs[i]))
 			blocks = append(blocks, b)
 			h += len(b)
+			first = i
 		}
 		for i := len(blocks) - 1; i >= 0; i-- {
 			shown = append(shown, blocks[i]...)
 		}
+		olderAbove = first > 0 || len(shown) > avail
 		if len(shown) > avail {
 			shown = shown[len(shown)-avail:]
 		}
@@ -792,6 +812,7 @@ func (p *transcriptPane) Render(c *renderCtx) []string {
 		// Scrolled up, the view hangs from its top message and stays put
 		// while the reply streams. The reply comes after the newest message, so it shows
 		// only in rows left free below it; otherwise the title says so.
+		olderAbove = p.top > 0 || p.skip > 0
 		avail := max(rows-len(body), 0)
 		end := p.top
 		for ; end < len(p.msgs) && len(shown) < avail; end++ {
@@ -818,5 +839,5 @@ func (p *transcriptPane) Render(c *renderCtx) []string {
 	for i, l := range body {
 		body[i] = truncate(l, p.w-2, s.g.tail(p.w-2))
 	}
-	return s.box(p.title(s.g, c.st, streamBelow), body, p.w, p.h, c.focused)
+	return s.box(p.title(s.g, c.st, streamBelow, olderAbove), body, p.w, p.h, c.focused)
 }

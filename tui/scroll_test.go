@@ -120,3 +120,55 @@ func TestTranscriptPagesSkipNothing(t *testing.T) {
 		}
 	}
 }
+
+func numberedMessages(n int) []event.MessageInfo {
+	var msgs []event.MessageInfo
+	for i := range n {
+		msgs = append(msgs, event.MessageInfo{Index: i, Role: "assistant", Content: fmt.Sprintf("message %04d", i)})
+	}
+	return msgs
+}
+
+// Home in a transcript goes to its first message, reading the older pages
+// it needs from the store and saying how far it has to go meanwhile.
+func TestTranscriptHomeReadsBackToTheFirstMessage(t *testing.T) {
+	m, ctl := demoModel(t, 160, 48)
+	ctl.SetTranscript("s-res1", numberedMessages(1200))
+	m, _ = press(t, m, "down", "down", "enter")
+	m, cmd := update(m, keyMsg("home"))
+	mustContain(t, m, "loading older… 700 to go")
+	m, _ = drive(t, m, cmd)
+	if first := m.transcript.msgs[0].Index; first != 0 {
+		t.Fatalf("home stopped with #%d the oldest in memory, want #0", first)
+	}
+	mustContain(t, m, "┃▌ #0 assistant")
+	mustNotContain(t, m, "older")
+	// Everything is in memory now, yet what is above the view is older.
+	m, _ = press(t, m, "pgdown")
+	mustContain(t, m, "↑ older")
+
+	// Another key takes over from home's reading back.
+	m, _ = press(t, m, "esc", "enter")
+	m, cmd = update(m, keyMsg("home"))
+	m, _ = press(t, m, "end")
+	m, _ = drive(t, m, cmd)
+	mustContain(t, m, "message 1199")
+	if m.transcript.loadingOlder {
+		t.Fatal("home read on after end was pressed")
+	}
+}
+
+// Where a transcript is longer than the dashboard keeps, home reads as far
+// as it keeps and says so; the title still says older messages exist.
+func TestTranscriptHomeStopsAtWhatIsKept(t *testing.T) {
+	m, ctl := demoModel(t, 160, 48)
+	ctl.SetTranscript("s-res1", numberedMessages(3000))
+	m, _ = press(t, m, "down", "down", "enter", "home")
+	tr := &m.transcript
+	n := len(tr.msgs)
+	if n < transcriptKeep+transcriptExtra {
+		t.Fatalf("%d messages in memory, want at least %d", n, transcriptKeep+transcriptExtra)
+	}
+	mustContain(t, m, fmt.Sprintf("message %04d", tr.msgs[0].Index), "↑ older",
+		"showing the newest "+fmtCount(n)+" messages; older ones stay in the store")
+}

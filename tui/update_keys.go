@@ -692,9 +692,12 @@ func (m *model) sessionKey(k tea.KeyPressMsg) tea.Cmd {
 		t.toggle()
 		return nil
 	case key.Matches(k, keys.Bottom):
+		t.toFirst = false
 		t.toBottom()
 		return nil
 	}
+	// Any other move takes over from home's reading back.
+	t.toFirst = false
 	// Up and down read a message taller than the pane line by line, and
 	// move between messages otherwise; page up and down move by what the
 	// pane shows.
@@ -711,6 +714,7 @@ func (m *model) sessionKey(k tea.KeyPressMsg) tea.Cmd {
 		want = t.page(s, 1)
 	case key.Matches(k, keys.Top):
 		want = t.toTop(s)
+		t.toFirst = want
 	}
 	if want {
 		return m.loadOlderTranscript()
@@ -725,6 +729,7 @@ func (m *model) loadOlderTranscript() tea.Cmd {
 	}
 	if len(t.msgs) >= transcriptKeep+transcriptExtra {
 		// Loading more would only push out what was just loaded.
+		t.toFirst = false
 		m.setNote("showing the newest " + fmtCount(len(t.msgs)) + " messages; older ones stay in the store")
 		return nil
 	}

@@ -79,6 +79,7 @@ func (m *model) handleWheel(ms tea.Mouse) tea.Cmd {
 		// A notch is wheelStep of what the keys move: lines inside a
 		// message taller than the pane, messages otherwise.
 		t, step, want := &m.transcript, 1, false
+		t.toFirst = false
 		if d < 0 {
 			step = -1
 		}

@@ -59,6 +59,9 @@ func (m *model) handleResult(msg tea.Msg) tea.Cmd {
 		}
 		if msg.older {
 			t.prepend(msg.msgs, msg.err)
+			if t.toFirstPage(&m.styles) {
+				return m.loadOlderTranscript()
+			}
 		} else {
 			t.loaded(msg.msgs, msg.err)
 		}
