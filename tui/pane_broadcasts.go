@@ -241,8 +241,18 @@ func (p *broadcastsPane) title(g *glyphs, f *feed, total int) string {
 			t += " in the " + fmtCount(loaded) + " newest"
 		}
 	}
-	if f.loadingOlder {
+	switch {
+	case f.loadingOlder && f.toFirst && f.counted:
+		// Home reads every older page: say how far it has to go.
+		t += g.sep + "loading older" + g.ellipsis + " " + fmtCount(f.older()) + " to go"
+	case f.loadingOlder:
 		t += g.sep + "loading older" + g.ellipsis
+	case p.filter == "" && p.offset+f.older() > 0:
+		t += g.sep + g.up + " " + fmtCount(p.offset+f.older()) + " older"
+	case p.offset > 0:
+		// Under a filter, matches among those read: the rest of the store
+		// is not matched until read ("in the N newest" above says so).
+		t += g.sep + g.up + " " + fmtCount(p.offset) + " older"
 	}
 	if !p.follow {
 		// Newer items out of sight, below the window.

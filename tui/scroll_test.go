@@ -172,3 +172,48 @@ func TestTranscriptHomeStopsAtWhatIsKept(t *testing.T) {
 	mustContain(t, m, fmt.Sprintf("message %04d", tr.msgs[0].Index), "↑ older",
 		"showing the newest "+fmtCount(n)+" messages; older ones stay in the store")
 }
+
+// feedModel is the demo run with total broadcasts, the newest feedKeep in
+// the snapshot and the rest in the store.
+func feedModel(t *testing.T, total int) Model {
+	t.Helper()
+	all := notes("note", total)
+	snap := tuitest.Demo(t0)
+	snap.Broadcasts = all[total-feedKeep:]
+	snap.BroadcastTotal = total
+	m, ctl := newTestModel(t, snap, 160, 48)
+	ctl.SetHistory(all[:total-feedKeep])
+	return m
+}
+
+// Home in the feed goes to the run's first broadcast, reading the older
+// pages it needs from the store; the title says how many lie above the
+// view, read or not.
+func TestBroadcastHomeReadsBackToTheFirst(t *testing.T) {
+	m := feedModel(t, 3556)
+	m, _ = press(t, m, "tab")
+	mustContain(t, m, "Broadcasts · 3,556 · ↑ 3,544 older ━")
+	m, cmd := update(m, keyMsg("home"))
+	mustContain(t, m, "Broadcasts · 3,556 · loading older… 1,556 to go")
+	m, _ = drive(t, m, cmd)
+	mustContain(t, m, "Broadcasts · 3,556 · ↓ 3,544 newer", "note 0000")
+	mustNotContain(t, m, "older")
+	if b := m.broadcasts.selected(&m.st.feed); b == nil || b.Message != "note 0000" {
+		t.Fatalf("home selected %+v, want note 0000", b)
+	}
+	m, _ = press(t, m, "pgdown", "pgdown")
+	mustContain(t, m, "· ↑ 11 older · ↓ 3,533 newer")
+}
+
+// Where the run has more broadcasts than the dashboard keeps, home reads
+// as far as it keeps and says so; the title still counts the rest.
+func TestBroadcastHomeStopsAtWhatIsKept(t *testing.T) {
+	m := feedModel(t, 12000)
+	m, _ = press(t, m, "tab", "home")
+	kept := feedKeep + feedHistoryMax
+	if n := len(m.st.feed.items); n != kept {
+		t.Fatalf("%d broadcasts in memory, want %d", n, kept)
+	}
+	mustContain(t, m, fmt.Sprintf("note %04d", 12000-kept), "↑ 2,000 older",
+		"showing the newest 10,000 broadcasts; older ones stay in the store")
+}

@@ -562,6 +562,19 @@ type feed struct {
 
 	olderDone    bool // the store has nothing older than items[0]
 	loadingOlder bool
+	// toFirst: home was pressed with older broadcasts in the store; they
+	// are read page after page until the first is shown.
+	toFirst bool
+}
+
+// older is how many broadcasts are older than the first in memory, as far
+// as the dashboard knows: counted, all of the run's; otherwise those it
+// saw and dropped (the store may hold more, which only a load finds).
+func (f *feed) older() int {
+	if f.counted {
+		return max(f.total-len(f.items), 0)
+	}
+	return max(f.base-f.lowest, 0)
 }
 
 func (f *feed) end() int { return f.base + len(f.items) }

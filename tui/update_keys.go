@@ -585,17 +585,39 @@ func (m *model) scrollFocused(d int) tea.Cmd {
 func (m *model) scrollFeed(d int) tea.Cmd {
 	p := &m.broadcasts
 	f := &m.st.feed
-	if d >= 1<<30 {
+	// Any move takes over from home's reading back.
+	f.toFirst = false
+	switch {
+	case d >= 1<<30:
 		p.toBottom()
 		return nil
+	case d <= -1<<30:
+		// Home: the run's first broadcast, however many pages back.
+		p.move(f, d)
+		f.toFirst = true
+		return m.loadOlderFeed()
 	}
 	wasTop := p.atTop()
 	p.move(f, d)
-	if d < 0 && wasTop && p.atTop() && !f.olderDone && !f.loadingOlder && m.ctl != nil && len(f.items) > 0 {
-		f.loadingOlder = true
-		return loadOlderBroadcastsCmd(m.ctx, m.ctl, f.items[0].ID)
+	if d < 0 && wasTop && p.atTop() {
+		return m.loadOlderFeed()
 	}
 	return nil
+}
+
+// loadOlderFeed reads the page of broadcasts before the oldest in memory,
+// unless the store has none or one is being read already.
+func (m *model) loadOlderFeed() tea.Cmd {
+	f := &m.st.feed
+	if f.olderDone || m.ctl == nil || len(f.items) == 0 || (f.counted && f.older() == 0) {
+		f.toFirst = false
+		return nil
+	}
+	if f.loadingOlder {
+		return nil // home reads on when it arrives
+	}
+	f.loadingOlder = true
+	return loadOlderBroadcastsCmd(m.ctx, m.ctl, f.items[0].ID)
 }
 
 // relative finds the parent, previous or next sibling, or first child of a

@@ -70,19 +70,35 @@ func (m *model) handleResult(msg tea.Msg) tea.Cmd {
 		f := &m.st.feed
 		f.loadingOlder = false
 		if msg.err != nil {
+			f.toFirst = false
 			m.setStatus(msg.err.Error(), true)
 			return nil
 		}
 		if len(f.items) == 0 || f.items[0].ID != msg.before {
-			return nil // the feed moved meanwhile; the person can scroll again
+			// The feed moved meanwhile: the person can scroll again, and
+			// home reads on from where the feed is now.
+			if f.toFirst {
+				return m.loadOlderFeed()
+			}
+			return nil
 		}
-		if len(msg.items) == 0 || len(f.items)+len(msg.items) > feedKeep+feedHistoryMax {
+		items := msg.items
+		if room := max(feedKeep+feedHistoryMax-len(f.items), 0); len(items) > room {
+			// Only the newest of the page fit in what the dashboard keeps.
+			items = items[len(items)-room:]
 			f.olderDone = true
+			m.setNote("showing the newest " + fmtCount(len(f.items)+len(items)) + " broadcasts; older ones stay in the store")
 		}
-		if len(msg.items) > 0 && len(f.items)+len(msg.items) <= feedKeep+feedHistoryMax {
+		if len(items) == 0 {
+			f.olderDone = true
+		} else {
 			m.broadcasts.follow = false
 			f.limit = feedKeep + feedHistoryMax
-			f.prepend(msg.items)
+			f.prepend(items)
+		}
+		if f.toFirst {
+			m.broadcasts.move(f, -1<<30)
+			return m.loadOlderFeed()
 		}
 
 	case panicMsg:
