@@ -71,9 +71,16 @@ func (p *transcriptPane) pos(index int) int {
 
 // merge adds messages, replacing any with the same Index, keeping order.
 func (p *transcriptPane) merge(ms []event.MessageInfo) {
+	var named map[string]bool // tool call ids whose names are learned here
 	for _, m := range ms {
 		for _, tc := range m.ToolCalls {
-			p.toolNames[tc.ID] = tc.Name
+			if p.toolNames[tc.ID] != tc.Name {
+				p.toolNames[tc.ID] = tc.Name
+				if named == nil {
+					named = map[string]bool{}
+				}
+				named[tc.ID] = true
+			}
 		}
 		n := len(p.msgs)
 		switch {
@@ -90,6 +97,16 @@ func (p *transcriptPane) merge(ms []event.MessageInfo) {
 			}
 		}
 		delete(p.cache, m.Index)
+	}
+	if named != nil {
+		// Results read before their call (a page of older messages ends
+		// with the calls of results already shown) were drawn with the
+		// call's id: draw them again with its name.
+		for _, m := range p.msgs {
+			if m.Role == "tool" && named[m.ToolCallID] {
+				delete(p.cache, m.Index)
+			}
+		}
 	}
 	p.trim()
 }

@@ -217,3 +217,44 @@ func TestBroadcastHomeStopsAtWhatIsKept(t *testing.T) {
 	mustContain(t, m, fmt.Sprintf("note %04d", 12000-kept), "↑ 2,000 older",
 		"showing the newest 10,000 broadcasts; older ones stay in the store")
 }
+
+// Tool results loaded before the message that calls them are named by
+// their tool once the call is read, not left with the call's id.
+func TestToolResultsNamedOnceTheirCallIsRead(t *testing.T) {
+	var msgs []event.MessageInfo
+	call := 0 // the assistant message calling the tools of what follows
+	for i := range 600 {
+		m := event.MessageInfo{Index: i, Role: "user", Content: "go on"}
+		switch {
+		case i == 0:
+			m.Role = "system"
+		case i > 2 && (i-3)%6 == 0:
+			call = i
+			m.Role, m.Content = "assistant", ""
+			for j := range 5 {
+				m.ToolCalls = append(m.ToolCalls, event.ToolCall{ID: fmt.Sprintf("call-%d-%d", i, j), Name: "read_file", Arguments: `{"path":"a.txt"}`})
+			}
+		case i > 2:
+			m.Role, m.Content, m.ToolCallID = "tool", "hello", fmt.Sprintf("call-%d-%d", call, i-call-1)
+		}
+		msgs = append(msgs, m)
+	}
+	m, ctl := demoModel(t, 160, 48)
+	ctl.SetTranscript("s-res1", msgs)
+	m, _ = press(t, m, "down", "down", "enter")
+	// Page up to the oldest message in memory, a result of #99's call,
+	// drawing each page as the person would see it.
+	for range 100 {
+		if m.transcript.firstIndex() < 100 {
+			break
+		}
+		plainView(m)
+		m, _ = press(t, m, "pgup")
+	}
+	if m.transcript.firstIndex() >= 100 {
+		t.Fatal("paging up never read older messages")
+	}
+	m, _ = press(t, m, "up")
+	mustContain(t, m, "#99 assistant", "#100 tool · result of read_file")
+	mustNotContain(t, m, "result of call-")
+}
