@@ -22,23 +22,39 @@ func (m *model) renderHeader(w int) []string {
 	}
 	line1 := s.accent.Render(" swarmdeck") + s.dim.Render(g.sep+"goal: ") + s.headerGoal.Render(goal)
 
-	var left []string
+	var first []string // the run and its status, which every line keeps
 	if st.run.ID != "" {
-		left = append(left, s.dim.Render("run ")+st.run.ID)
+		first = append(first, s.dim.Render("run ")+st.run.ID)
 	}
 	status := st.run.Status
 	if status == "" {
 		status = "starting"
 	}
-	left = append(left, s.statusStyle(status).Render(status))
-	left = append(left, fmtDuration(st.elapsed(m.now())))
-	tokensAt := len(left)
-	left = append(left, fmtCount(m.totalTokens())+" tokens")
-	left = append(left, plural(len(st.sessions), "session", "sessions"))
-	withModel := 0 // the parts with the provider and model, which come last
-	if p := providerModel(st.run.Provider, st.run.Model); p != "" {
-		left = append(left, p)
-		withModel = len(left)
+	first = append(first, s.statusStyle(status).Render(status))
+	elapsed := fmtDuration(st.elapsed(m.now()))
+	tokens, tokensShort := fmtCount(m.totalTokens())+" tokens", fmtTokens(m.totalTokens())+" tokens"
+	n := len(st.sessions)
+	sessions := plural(n, "session", "sessions")
+	sessionsShort := sessions
+	if n >= 1000 {
+		sessionsShort = fmtTokens(n) + " sessions"
+	}
+	model := providerModel(st.run.Provider, st.run.Model)
+	// Too narrow for all, whole items give way, never cut inside: a count
+	// cut to "1,0…" reads as another number. First the provider and
+	// model, which the config says too; then the figures shorten as the
+	// session table writes them (8.7M); then the session count goes,
+	// which the Sessions pane's title gives, then the tokens (after
+	// their word shortens as a transcript writes it), then the time.
+	lines := [][]string{
+		{elapsed, tokens, sessions, model},
+		{elapsed, tokens, sessions},
+		{elapsed, tokensShort, sessions},
+		{elapsed, tokensShort, sessionsShort},
+		{elapsed, tokensShort},
+		{elapsed, fmtTokens(m.totalTokens()) + " tok"},
+		{elapsed},
+		{},
 	}
 
 	var marks []string
@@ -59,18 +75,13 @@ func (m *model) renderHeader(w int) []string {
 	if right != "" {
 		room = max(w-cellWidth(right)-1, 0)
 	}
-	// Too narrow for all: the provider and model, which the config says
-	// too, go whole rather than cut to "scripted / swarm…"; the rest is cut.
-	line2 := " " + strings.Join(left, s.dim.Render(g.sep))
-	if withModel > 0 && cellWidth(line2) > room {
-		left = left[:withModel-1]
-		line2 = " " + strings.Join(left, s.dim.Render(g.sep))
-	}
-	if cellWidth(line2) > room {
-		// Still too narrow: the tokens as the session table counts them
-		// (8.7M), so that the session count stays in view.
-		left[tokensAt] = fmtTokens(m.totalTokens()) + " tokens"
-		line2 = " " + strings.Join(left, s.dim.Render(g.sep))
+	var line2 string
+	for _, rest := range lines {
+		parts := append(slices.Clone(first), slices.DeleteFunc(rest, func(p string) bool { return p == "" })...)
+		line2 = " " + strings.Join(parts, s.dim.Render(g.sep))
+		if cellWidth(line2) <= room {
+			break
+		}
 	}
 	if right != "" {
 		line2 = g.fit(line2, room) + " " + right
