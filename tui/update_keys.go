@@ -109,11 +109,13 @@ func (m *model) askQuit() tea.Cmd {
 // startAction opens the dialog of an action key, or refuses it.
 func (m *model) startAction(k tea.KeyPressMsg) tea.Cmd {
 	keys := &m.keys
-	if (key.Matches(k, keys.Answer) || key.Matches(k, keys.Skip)) && len(m.st.questions) == 0 && len(m.st.humanAbsent) > 0 {
-		// Before read-only: the question cannot be answered from here nor
-		// from anywhere else, and the person should not go looking.
+	if (key.Matches(k, keys.Answer) || key.Matches(k, keys.Skip) || key.Matches(k, keys.SkipAll)) && len(m.st.questions) == 0 && len(m.st.humanAbsent) > 0 {
+		// Before read-only: the question cannot be answered (or skipped)
+		// from here nor from anywhere else, and the person should not go
+		// looking.
 		q := m.st.humanAbsent[0]
-		m.setStatus("nobody can answer "+q.ID+": it is asked of the agents only, as the run has no person to answer (run --headless without --control)", true)
+		m.setStatus("nobody can answer "+q.ID+": it is asked of the agents only, as no person is attached where the run runs "+
+			"(a headless run without --control, or one whose control input ended)", true)
 		return nil
 	}
 	if m.readOnly {

@@ -1199,12 +1199,12 @@ func TestQuestionWithNoPersonToAnswer(t *testing.T) {
 		if m.st.waitingHuman(m.st.sessions["s-res1"]) {
 			t.Errorf("read-only %v: the asking session is shown waiting for the person", readOnly)
 		}
-		for _, k := range []string{"a", "s"} {
+		for _, k := range []string{"a", "s", "S"} {
 			m, _ = press(t, m, k)
 			if m.dialog.kind != dialogNone {
 				t.Fatalf("read-only %v: %s opened a dialog for a question nobody can answer", readOnly, k)
 			}
-			mustContain(t, m, "nobody can answer q-1: it is asked of the agents only, as the run has no person to answer")
+			mustContain(t, m, "nobody can answer q-1: it is asked of the agents only, as no person is attached")
 			m, _ = press(t, m, "esc")
 		}
 	}
