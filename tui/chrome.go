@@ -22,40 +22,32 @@ func (m *model) renderHeader(w int) []string {
 	}
 	line1 := s.accent.Render(" swarmdeck") + s.dim.Render(g.sep+"goal: ") + s.headerGoal.Render(goal)
 
-	var first []string // the run and its status, which every line keeps
+	var first []item // the run and its status, which every line keeps
 	if st.run.ID != "" {
-		first = append(first, s.dim.Render("run ")+st.run.ID)
+		first = append(first, whole(s.dim.Render("run ")+st.run.ID))
 	}
 	status := st.run.Status
 	if status == "" {
 		status = "starting"
 	}
-	first = append(first, s.statusStyle(status).Render(status))
-	elapsed := fmtDuration(st.elapsed(m.now()))
-	tokens, tokensShort := fmtCount(m.totalTokens())+" tokens", fmtTokens(m.totalTokens())+" tokens"
+	first = append(first, whole(s.statusStyle(status).Render(status)))
+	tokens := m.totalTokens()
 	n := len(st.sessions)
-	sessions := plural(n, "session", "sessions")
-	sessionsShort := sessions
+	sessionsShort := plural(n, "session", "sessions")
 	if n >= 1000 {
 		sessionsShort = fmtTokens(n) + " sessions"
 	}
-	model := providerModel(st.run.Provider, st.run.Model)
-	// Too narrow for all, whole items give way, never cut inside: a count
-	// cut to "1,0…" reads as another number. First the provider and
-	// model, which the config says too; then the figures shorten as the
-	// session table writes them (8.7M); then the session count goes,
-	// which the Sessions pane's title gives, then the tokens (after
-	// their word shortens as a transcript writes it), then the time.
-	lines := [][]string{
-		{elapsed, tokens, sessions, model},
-		{elapsed, tokens, sessions},
-		{elapsed, tokensShort, sessions},
-		{elapsed, tokensShort, sessionsShort},
-		{elapsed, tokensShort},
-		{elapsed, fmtTokens(m.totalTokens()) + " tok"},
-		{elapsed},
-		{},
-	}
+	// Too narrow for all, whole items give way, never cut inside. First
+	// the provider and model, which the config says too; then the figures
+	// shorten as the session table writes them (8.7M); then the session
+	// count goes, which the Sessions pane's title gives, then the tokens
+	// (after their word shortens as a transcript writes it), then the time.
+	items := append(first,
+		item{{0, fmtDuration(st.elapsed(m.now()))}, {7, ""}},
+		item{{0, fmtCount(tokens) + " tokens"}, {2, fmtTokens(tokens) + " tokens"}, {5, fmtTokens(tokens) + " tok"}, {6, ""}},
+		item{{0, plural(n, "session", "sessions")}, {3, sessionsShort}, {4, ""}},
+		item{{0, providerModel(st.run.Provider, st.run.Model)}, {1, ""}},
+	)
 
 	var marks []string
 	if st.run.Scripted {
@@ -75,14 +67,7 @@ func (m *model) renderHeader(w int) []string {
 	if right != "" {
 		room = max(w-cellWidth(right)-1, 0)
 	}
-	var line2 string
-	for _, rest := range lines {
-		parts := append(slices.Clone(first), slices.DeleteFunc(rest, func(p string) bool { return p == "" })...)
-		line2 = " " + strings.Join(parts, s.dim.Render(g.sep))
-		if cellWidth(line2) <= room {
-			break
-		}
-	}
+	line2 := " " + fitItems(room-1, s.dim.Render(g.sep), items...)
 	if right != "" {
 		line2 = g.fit(line2, room) + " " + right
 	}

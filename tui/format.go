@@ -537,3 +537,56 @@ func padLeft(s string, w int) string {
 	}
 	return strings.Repeat(" ", w-sw) + s
 }
+
+// item is a part of a line that gives way whole where the line is short,
+// never cut inside: a count cut to "1,0…" reads as another number. Its
+// forms are fullest first, each used from its level on; an empty form
+// leaves the item out.
+type item []form
+
+type form struct {
+	level int
+	text  string
+}
+
+// whole is an item that never gives way, such as a pane's name.
+func whole(s string) item { return item{{0, s}} }
+
+// at is how the item is written at a level.
+func (it item) at(level int) string {
+	s := ""
+	for _, f := range it {
+		if f.level > level {
+			break
+		}
+		s = f.text
+	}
+	return s
+}
+
+// fitItems joins items with sep in at most w cells where it can: the items
+// as they are written at level 0, or else at the lowest level whose line
+// fits. Where none fits it returns the shortest line, for the caller to
+// cut.
+func fitItems(w int, sep string, items ...item) string {
+	top := 0
+	for _, it := range items {
+		for _, f := range it {
+			top = max(top, f.level)
+		}
+	}
+	var line string
+	for level := 0; level <= top; level++ {
+		parts := make([]string, 0, len(items))
+		for _, it := range items {
+			if s := it.at(level); s != "" {
+				parts = append(parts, s)
+			}
+		}
+		line = strings.Join(parts, sep)
+		if cellWidth(line) <= w {
+			break
+		}
+	}
+	return line
+}

@@ -22,7 +22,7 @@ func (s *styles) box(title string, body []string, w, h int, focused bool) []stri
 	inner := w - 2
 	out := make([]string, 0, h)
 
-	title = s.g.trunc(title, inner-3)
+	title = s.g.trunc(title, titleRoom(w)) // panes fit theirs first (fitItems)
 	top := bst.Render(g.tl+g.hz) + " " + tst.Render(title) + " "
 	fill := inner - 1 - 2 - cellWidth(title)
 	if title == "" {
@@ -43,6 +43,39 @@ func (s *styles) box(title string, body []string, w, h int, focused bool) []stri
 	out = append(out, bst.Render(g.bl+strings.Repeat(g.hz, inner)+g.br))
 	return out
 }
+
+// titleRoom is how many cells the title of a w cells wide box has.
+func titleRoom(w int) int { return w - 5 }
+
+// The levels at which the items of a pane's title give way (see fitItems):
+// first words that a glyph or the filter's row says too ("↑ 1,181" for
+// "↑ 1,181 older"), then counts shorten as the session table writes them
+// ("↑ 1.2k"), then the least needed items go, one level each from
+// titleFewer. The pane's name stays.
+const (
+	titleTerse = 1 + iota
+	titleCompact
+	titleFewer
+)
+
+// countItem is a count and what it counts, "1,181 running", which
+// shortens to "1.2k running".
+func countItem(n int, what string) item {
+	sp := " "
+	if what == "" {
+		sp = ""
+	}
+	return item{{0, fmtCount(n) + sp + what}, {titleCompact, fmtTokens(n) + sp + what}}
+}
+
+// arrowItem is how many rows lie beyond the pane in the arrow's direction,
+// "↑ 1,181 older", which shortens to "↑ 1,181", then to "↑ 1.2k".
+func arrowItem(arrow string, n int, what string) item {
+	return item{{0, arrow + " " + fmtCount(n) + " " + what}, {titleTerse, arrow + " " + fmtCount(n)}, {titleCompact, arrow + " " + fmtTokens(n)}}
+}
+
+// goesAt is the item, left out from level on.
+func (it item) goesAt(level int) item { return append(it, form{level, ""}) }
 
 func blank(w, h int) []string {
 	if h <= 0 {

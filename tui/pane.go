@@ -122,7 +122,23 @@ func (f *paneFilter) filterLine(c *renderCtx) string {
 }
 
 // filterTitle is what a pane's title adds under a filter: how many rows
-// match what.
-func (f *paneFilter) filterTitle(g *glyphs, matches int) string {
-	return g.sep + plural(matches, "match", "matches") + " for " + g.quoteOpen + g.trunc(f.filter, 20) + g.quoteClose
+// match what, among the newest rows read when only those were (newest is
+// 0 when all were). The filter's text goes first, as its row shows it,
+// then the rows read.
+func (f *paneFilter) filterTitle(g *glyphs, matches, newest int) item {
+	n := plural(matches, "match", "matches")
+	short := fmtTokens(matches) + " matches"
+	if matches == 1 {
+		short = n
+	}
+	in, inShort := "", ""
+	if newest > 0 {
+		in, inShort = " in the "+fmtCount(newest)+" newest", " in the "+fmtTokens(newest)+" newest"
+	}
+	return item{
+		{0, n + " for " + g.quoteOpen + g.trunc(f.filter, 20) + g.quoteClose + in},
+		{titleTerse, n + in},
+		{titleCompact, short + inShort},
+		{titleFewer, short},
+	}
 }

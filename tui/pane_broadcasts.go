@@ -231,36 +231,45 @@ func (p *broadcastsPane) selectRow(f *feed, i int) {
 	p.move(f, i-p.sel)
 }
 
+// title is the pane's name and what it holds, fitted to its border: where
+// that is short its items shorten and go whole (fitItems), the least needed
+// last in the list first.
 func (p *broadcastsPane) title(g *glyphs, f *feed, total int) string {
-	t := "Broadcasts" + g.sep + fmtCount(total)
+	items := []item{whole("Broadcasts"), countItem(total, "").goesAt(titleFewer + 1)}
 	if p.filter != "" {
-		t += p.filterTitle(g, len(p.matches))
+		// Older items are read from the store as the person scrolls
+		// back: the matches are of those read so far.
+		newest := 0
 		if loaded := len(f.items); loaded < total {
-			// Older items are read from the store as the person scrolls
-			// back: the count is of those read so far.
-			t += " in the " + fmtCount(loaded) + " newest"
+			newest = loaded
 		}
+		items = append(items, p.filterTitle(g, len(p.matches), newest))
 	}
 	switch {
 	case f.loadingOlder && f.toFirst && f.counted:
 		// Home reads every older page: say how far it has to go.
-		t += g.sep + "loading older" + g.ellipsis + " " + fmtCount(f.older()) + " to go"
+		n := f.older()
+		items = append(items, item{
+			{0, "loading older" + g.ellipsis + " " + fmtCount(n) + " to go"},
+			{titleCompact, "loading older" + g.ellipsis + " " + fmtTokens(n) + " to go"},
+			{titleFewer, "loading" + g.ellipsis + " " + fmtTokens(n) + " to go"},
+		})
 	case f.loadingOlder:
-		t += g.sep + "loading older" + g.ellipsis
+		items = append(items, whole("loading older"+g.ellipsis))
 	case p.filter == "" && p.offset+f.older() > 0:
-		t += g.sep + g.up + " " + fmtCount(p.offset+f.older()) + " older"
+		items = append(items, arrowItem(g.up, p.offset+f.older(), "older").goesAt(titleFewer+3))
 	case p.offset > 0:
 		// Under a filter, matches among those read: the rest of the store
 		// is not matched until read ("in the N newest" above says so).
-		t += g.sep + g.up + " " + fmtCount(p.offset) + " older"
+		items = append(items, arrowItem(g.up, p.offset, "older").goesAt(titleFewer+3))
 	}
 	if !p.follow {
 		// Newer items out of sight, below the window.
 		if newer := p.viewLen(f) - p.offset - p.visibleItems(); newer > 0 {
-			t += g.sep + g.down + " " + fmtCount(newer) + " newer"
+			items = append(items, arrowItem(g.down, newer, "newer").goesAt(titleFewer+2))
 		}
 	}
-	return t
+	return fitItems(titleRoom(p.w), g.sep, items...)
 }
 
 func (p *broadcastsPane) Render(c *renderCtx) []string {

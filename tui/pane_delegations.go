@@ -38,7 +38,7 @@ func (p *delegationsPane) rowAt(y int) (int, bool) {
 func (p *delegationsPane) Render(c *renderCtx) []string {
 	s := c.styles
 	st := c.st
-	title := "Delegations" + s.g.sep + fmtCount(len(st.delegationOrder))
+	items := []item{whole("Delegations"), countItem(len(st.delegationOrder), "").goesAt(titleFewer)}
 	active := 0
 	for _, d := range st.delegations {
 		if d.Status == "running" || d.Status == "pending" {
@@ -47,10 +47,11 @@ func (p *delegationsPane) Render(c *renderCtx) []string {
 	}
 	switch {
 	case active > 0 && !st.runActive():
-		title += s.g.sep + fmtCount(active) + " stopped"
+		items = append(items, countItem(active, "stopped"))
 	case active > 0:
-		title += s.g.sep + fmtCount(active) + " active"
+		items = append(items, countItem(active, "active"))
 	}
+	title := fitItems(titleRoom(p.w), s.g.sep, items...)
 	var body []string
 	if len(st.delegationOrder) == 0 {
 		body = append(body, " "+s.dim.Render("no delegations yet"))

@@ -62,7 +62,12 @@ func planView(tasks []event.PlanTask) []taskView {
 	return out
 }
 
-func planSummary(g *glyphs, tasks []taskView) string {
+// planSummary counts a plan's tasks by status in w cells, after hold, which
+// says why the plan does not move (nil when it may). Where the line is
+// short its items shorten and go whole (fitItems), never cut inside a
+// count: the counts of none first, then the reason of the hold, then the
+// ready and the in progress; the done and the blocked stay.
+func planSummary(g *glyphs, tasks []taskView, hold item, w int) string {
 	var done, prog, ready, blocked int
 	for _, t := range tasks {
 		switch {
@@ -76,8 +81,20 @@ func planSummary(g *glyphs, tasks []taskView) string {
 			ready++
 		}
 	}
-	return g.join(strconv.Itoa(done)+"/"+strconv.Itoa(len(tasks))+" done", strconv.Itoa(prog)+" in progress",
-		strconv.Itoa(ready)+" ready", strconv.Itoa(blocked)+" blocked")
+	count := func(n int, what string, goes int) item {
+		it := item{{0, strconv.Itoa(n) + " " + what}}
+		if n == 0 {
+			return it.goesAt(titleTerse)
+		}
+		return it.goesAt(goes)
+	}
+	return fitItems(w, g.sep,
+		hold,
+		whole(strconv.Itoa(done)+"/"+strconv.Itoa(len(tasks))+" done"),
+		count(prog, "in progress", titleFewer+1),
+		count(ready, "ready", titleFewer),
+		count(blocked, "blocked", titleFewer+2),
+	)
 }
 
 func (p *plansPane) Render(c *renderCtx) []string {
@@ -85,30 +102,31 @@ func (p *plansPane) Render(c *renderCtx) []string {
 	title := "Plans"
 	var body []string
 	plan, ok := c.st.plans[p.session]
+	name := item{{0, c.st.sessionName(p.session)}, {titleFewer, c.st.sessionShort(p.session)}}
 	switch {
 	case p.session == "":
 		body = append(body, " "+s.dim.Render("select a session to see its plan"))
 	case !ok:
-		title += s.g.sep + c.st.sessionName(p.session)
+		title = fitItems(titleRoom(p.w), s.g.sep, whole(title), name)
 		body = append(body, " "+s.dim.Render(c.st.sessionName(p.session)+" has no plan"))
 	case len(plan.Tasks) == 0:
-		title += s.g.sep + c.st.sessionName(p.session)
+		title = fitItems(titleRoom(p.w), s.g.sep, whole(title), name)
 		body = append(body, " "+s.dim.Render("the plan is empty"))
 	default:
 		// With its id: two orchestrators' plans are told apart.
-		title += s.g.sep + c.st.sessionName(p.session) + s.g.sep + p.session
+		title = fitItems(titleRoom(p.w), s.g.sep, whole(title), name, item{{0, p.session}}.goesAt(titleFewer+1))
 		tasks := planView(plan.Tasks)
-		summary := planSummary(s.g, tasks)
+		var hold item
 		if n := c.st.sessions[p.session]; n != nil && c.st.waitingHuman(n) {
 			// Only its owner moves a plan, and it is held by a question:
 			// its children may have finished meanwhile.
-			// First: a narrow pane cuts the end of the line.
 			if c.readOnly {
-				summary = "on hold: its owner waits for the person" + s.g.sep + summary
+				hold = item{{0, "on hold: its owner waits for the person"}, {titleCompact, "on hold"}}
 			} else {
-				summary = "on hold until you answer" + s.g.sep + summary
+				hold = item{{0, "on hold until you answer"}, {titleCompact, "on hold"}}
 			}
 		}
+		summary := planSummary(s.g, tasks, hold, p.w-3)
 		body = append(body, " "+s.dim.Render(summary))
 		idw := 2
 		for _, t := range tasks {

@@ -221,26 +221,29 @@ func (p *sessionsPane) rowAt(y int) (int, bool) {
 	return i, i < len(p.rows)
 }
 
+// title is the pane's name and its counts, fitted to its border: where that
+// is short its items shorten and go whole (fitItems). Who asks the person
+// stays longest.
 func (p *sessionsPane) title(g *glyphs, st *runState, readOnly bool) string {
-	t := "Sessions" + g.sep + fmtCount(len(st.sessions))
+	items := []item{whole("Sessions"), countItem(len(st.sessions), "").goesAt(titleFewer + 1)}
 	switch {
 	case !st.runActive() && st.unfinished > 0:
 		// Every session that had yet to end shows stopped, not only those
 		// that were running.
-		t += g.sep + fmtCount(st.unfinished) + " stopped"
+		items = append(items, countItem(st.unfinished, "stopped").goesAt(titleFewer))
 	case st.runActive() && st.running > 0:
-		t += g.sep + fmtCount(st.running) + " running"
+		items = append(items, countItem(st.running, "running").goesAt(titleFewer))
 	}
 	if p.filter != "" {
-		t += p.filterTitle(g, p.matches)
+		items = append(items, p.filterTitle(g, p.matches, 0))
 	}
 	if n := len(st.asking); n > 0 && readOnly {
 		// Whoever views a stored run cannot answer: the person running it can.
-		t += g.sep + plural(n, "asks the person", "ask the person")
+		items = append(items, whole(plural(n, "asks the person", "ask the person")))
 	} else if n > 0 {
-		t += g.sep + plural(n, "asks you", "ask you")
+		items = append(items, whole(plural(n, "asks you", "ask you")))
 	}
-	return t
+	return fitItems(titleRoom(p.w), g.sep, items...)
 }
 
 // Render draws the pane in its w×h rectangle.

@@ -746,27 +746,38 @@ func (p *transcriptPane) sync(s *styles) {
 
 // title names the session and says what is outside the pane: a reply
 // streaming below (streamBelow) and older messages above, in memory
-// (olderAbove) or in the store.
+// (olderAbove) or in the store. Where the border is short its items
+// shorten and go whole (fitItems): the session is named by its label,
+// then its id, the stream and its status go.
 func (p *transcriptPane) title(g *glyphs, st *runState, streamBelow, olderAbove bool) string {
-	t := g.join("Transcript", st.sessionName(p.sessionID), p.sessionID)
+	items := []item{
+		whole("Transcript"),
+		{{0, st.sessionName(p.sessionID)}, {titleFewer, st.sessionShort(p.sessionID)}},
+		item{{0, p.sessionID}}.goesAt(titleFewer + 1),
+	}
 	if n := st.sessions[p.sessionID]; n != nil {
-		t += g.sep + st.shownStatus(&n.info)
+		items = append(items, item{{0, st.shownStatus(&n.info)}}.goesAt(titleFewer+3))
 	}
 	if streamBelow {
-		t += g.sep + g.down + " streaming"
+		items = append(items, item{{0, g.down + " streaming"}}.goesAt(titleFewer+2))
 	}
 	switch {
 	case p.loading:
-		t += g.sep + "loading" + g.ellipsis
+		items = append(items, whole("loading"+g.ellipsis))
 	case p.loadingOlder && p.toFirst:
 		// Home reads every older page: say how far it has to go.
-		t += g.sep + "loading older" + g.ellipsis + " " + fmtCount(p.firstIndex()) + " to go"
+		n := p.firstIndex()
+		items = append(items, item{
+			{0, "loading older" + g.ellipsis + " " + fmtCount(n) + " to go"},
+			{titleCompact, "loading older" + g.ellipsis + " " + fmtTokens(n) + " to go"},
+			{titleFewer, "loading" + g.ellipsis + " " + fmtTokens(n) + " to go"},
+		})
 	case p.loadingOlder:
-		t += g.sep + "loading older" + g.ellipsis
+		items = append(items, whole("loading older"+g.ellipsis))
 	case olderAbove || p.firstIndex() > 0:
-		t += g.sep + g.up + " older"
+		items = append(items, item{{0, g.up + " older"}, {titleTerse, g.up}})
 	}
-	return t
+	return fitItems(titleRoom(p.w), g.sep, items...)
 }
 
 func (p *transcriptPane) Render(c *renderCtx) []string {

@@ -443,6 +443,16 @@ func (s *runState) sessionName(id string) string {
 	return name
 }
 
+// sessionShort is a session's shorter name where a line is short: its
+// label alone, "r-1", which tells it from its siblings as the agent does
+// not; the agent when it has no label.
+func (s *runState) sessionShort(id string) string {
+	if n := s.sessions[id]; n != nil && n.info.Label != "" {
+		return n.info.Label
+	}
+	return s.sessionName(id)
+}
+
 // sessionRef names a session where nothing else tells which it is: its
 // agent and label, or its agent and id when it has no label (two unlabelled
 // researchers are otherwise one name), as the runtime names senders.
