@@ -569,24 +569,32 @@ func (it item) at(level int) string {
 // fits. Where none fits it returns the shortest line, for the caller to
 // cut.
 func fitItems(w int, sep string, items ...item) string {
+	return joinItems(fitLevel(w, sep, items...), sep, items...)
+}
+
+// fitLevel is the level at which fitItems writes items: the lowest whose
+// line fits in w cells, or the highest any form names.
+func fitLevel(w int, sep string, items ...item) int {
 	top := 0
 	for _, it := range items {
 		for _, f := range it {
 			top = max(top, f.level)
 		}
 	}
-	var line string
-	for level := 0; level <= top; level++ {
-		parts := make([]string, 0, len(items))
-		for _, it := range items {
-			if s := it.at(level); s != "" {
-				parts = append(parts, s)
-			}
-		}
-		line = strings.Join(parts, sep)
-		if cellWidth(line) <= w {
-			break
+	for level := 0; level < top; level++ {
+		if cellWidth(joinItems(level, sep, items...)) <= w {
+			return level
 		}
 	}
-	return line
+	return top
+}
+
+func joinItems(level int, sep string, items ...item) string {
+	parts := make([]string, 0, len(items))
+	for _, it := range items {
+		if s := it.at(level); s != "" {
+			parts = append(parts, s)
+		}
+	}
+	return strings.Join(parts, sep)
 }

@@ -128,6 +128,23 @@ func (g *glyphs) fit(s string, w int) string { return fitTail(s, w, g.tail(w)) }
 // trunc is trunc with this set's ellipsis.
 func (g *glyphs) trunc(s string, w int) string { return truncTail(s, w, g.tail(w)) }
 
+// cutMiddle shortens plain text to at most w cells by cutting its middle,
+// keeping more of its end than of its start: the end of a name, the
+// number of "research-2", is what tells it from its siblings.
+func (g *glyphs) cutMiddle(s string, w int) string {
+	s, sw := shownWidth(s)
+	if sw <= w {
+		return s
+	}
+	mark := g.tail(w)
+	keep := w - cellWidth(mark)
+	if keep < 2 {
+		return g.trunc(s, w)
+	}
+	head := keep / 3
+	return truncate(s, head, "") + mark + truncateLeft(s, sw-(keep-head), "")
+}
+
 // tail is the ellipsis for text cut to w cells: in ASCII "...", or a
 // single "." where three dots would take most of what is left.
 func (g *glyphs) tail(w int) string {

@@ -328,15 +328,17 @@ func (p *broadcastsPane) row(c *renderCtx, b *event.BroadcastInfo, w int) []stri
 // head is when a broadcast was sent, by whom, to whom and its kind, in w
 // cells where it fits. Where it does not, the least needed gives way
 // first: the recipient's role, then the sender's (a session with a label
-// is named by its label alone, "research-2"), then the end of the
-// recipient's name, then of the sender's. The kind in brackets, which
-// says a blocker from a discovery, stays whole.
+// is named by its label alone, "research-2"), then the seconds of the
+// time, then the time. Then the names are cut in their middle, the longer
+// first, keeping their ends: those tell research-1 from research-2. The kind in brackets, which says a blocker from a
+// discovery, stays whole.
 func (p *broadcastsPane) head(c *renderCtx, b *event.BroadcastInfo, w int) string {
 	s := c.styles
 	g := s.g
-	ts := ""
+	var ts item
 	if !b.Timestamp.IsZero() {
-		ts = b.Timestamp.In(c.loc).Format("15:04:05") + " "
+		at := b.Timestamp.In(c.loc)
+		ts = item{{0, at.Format("15:04:05")}, {3, at.Format("15:04")}, {4, ""}}
 	}
 	tag, tagStyle := broadcastTag(g, b)
 	tag = "[" + tag + "]"
@@ -367,25 +369,28 @@ func (p *broadcastsPane) head(c *renderCtx, b *event.BroadcastInfo, w int) strin
 		}
 	}
 
-	arrow := " " + g.to + " "
-	over := func() int {
-		return cellWidth(ts) + cellWidth(from) + cellWidth(arrow) + cellWidth(target) + 1 + cellWidth(tag) - w
+	items := []item{ts, {{0, from}, {2, fromShort}}, {{0, g.to}}, {{0, target}, {1, targetShort}}, whole(tag)}
+	level := fitLevel(w, " ", items...)
+	when, from, target := items[0].at(level), items[1].at(level), items[3].at(level)
+	if when != "" {
+		when += " "
 	}
-	if over() > 0 {
-		target = targetShort
+	// Then cut, the longer name first, down to a few cells each.
+	const least = 7
+	if over := cellWidth(joinItems(level, " ", items...)) - w; over > 0 {
+		fw, tw := cellWidth(from), cellWidth(target)
+		longest := max(fw, tw)
+		for longest > least && max(fw-longest, 0)+max(tw-longest, 0) < over {
+			longest--
+		}
+		// Only as much as the row needs: the recipient to that width,
+		// the sender by what is left.
+		target = g.cutMiddle(target, longest)
+		if rest := over - (tw - cellWidth(target)); rest > 0 {
+			from = g.cutMiddle(from, max(fw-rest, least))
+		}
 	}
-	if over() > 0 {
-		from = fromShort
-	}
-	// Then cut, down to a few cells each: the recipient first.
-	const least = 8
-	if cut := min(over(), cellWidth(target)-least); cut > 0 {
-		target = g.trunc(target, cellWidth(target)-cut)
-	}
-	if cut := min(over(), cellWidth(from)-least); cut > 0 {
-		from = g.trunc(from, cellWidth(from)-cut)
-	}
-	return s.dim.Render(ts) + fromStyle.Render(from) + s.dim.Render(arrow+target) + " " + s.categoryStyle(tagStyle).Render(tag)
+	return s.dim.Render(when) + fromStyle.Render(from) + s.dim.Render(" "+g.to+" "+target) + " " + s.categoryStyle(tagStyle).Render(tag)
 }
 
 // broadcastTag is the bracketed kind or category of a feed row and the style

@@ -248,7 +248,7 @@ func TestClickSelectsBroadcast(t *testing.T) {
 	if m.focus != focusBroadcasts || m.broadcasts.selected(&m.st.feed).ID != "b-4" {
 		t.Fatalf("the click selected %s", m.broadcasts.selected(&m.st.feed).ID)
 	}
-	mustContain(t, m, "┃›19:29:30 orchest… → r-2 [message, no-reply]")
+	mustContain(t, m, "┃›orchestrator → r-2 [message, no-reply]")
 	m, _ = press(t, m, "enter")
 	mustContain(t, m, "┏━ Message ━", "to:       researcher (r-2) · s-res2", "category: none · direct message, no-reply")
 	m, _ = update(m, tea.MouseClickMsg{X: l.sessions.x + 5, Y: l.sessions.y + 3, Button: tea.MouseLeft})
