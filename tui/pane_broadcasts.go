@@ -247,8 +247,9 @@ func (p *broadcastsPane) title(g *glyphs, f *feed, total int) string {
 	}
 	switch {
 	case f.loadingOlder && f.toFirst && f.counted:
-		// Home reads every older page: say how far it has to go.
-		n := f.older()
+		// Home reads every older page: say how far it has to go, which
+		// is no further than the feed has room for.
+		n := f.toRead()
 		items = append(items, item{
 			{0, "loading older" + g.ellipsis + " " + fmtCount(n) + " to go"},
 			{titleCompact, "loading older" + g.ellipsis + " " + fmtTokens(n) + " to go"},

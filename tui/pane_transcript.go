@@ -166,6 +166,18 @@ func (p *transcriptPane) toFirstPage(s *styles) bool {
 	return p.toFirst
 }
 
+// toRead is how many older messages home reads before it stops: those
+// before the oldest in memory, a page at a time while the pane keeps fewer
+// than it can (see loadOlderTranscript).
+func (p *transcriptPane) toRead() int {
+	n, held := 0, len(p.msgs)
+	for first := p.firstIndex(); first > 0 && held < transcriptKeep+transcriptExtra; {
+		page := min(transcriptPage, first)
+		n, held, first = n+page, held+page, first-page
+	}
+	return n
+}
+
 // firstIndex is the history index of the oldest message in memory.
 func (p *transcriptPane) firstIndex() int {
 	if len(p.msgs) == 0 {
@@ -765,8 +777,9 @@ func (p *transcriptPane) title(g *glyphs, st *runState, streamBelow, olderAbove 
 	case p.loading:
 		items = append(items, whole("loading"+g.ellipsis))
 	case p.loadingOlder && p.toFirst:
-		// Home reads every older page: say how far it has to go.
-		n := p.firstIndex()
+		// Home reads every older page: say how far it has to go, which
+		// is no further than the pane keeps.
+		n := p.toRead()
 		items = append(items, item{
 			{0, "loading older" + g.ellipsis + " " + fmtCount(n) + " to go"},
 			{titleCompact, "loading older" + g.ellipsis + " " + fmtTokens(n) + " to go"},

@@ -163,7 +163,12 @@ func TestTranscriptHomeReadsBackToTheFirstMessage(t *testing.T) {
 func TestTranscriptHomeStopsAtWhatIsKept(t *testing.T) {
 	m, ctl := demoModel(t, 160, 48)
 	ctl.SetTranscript("s-res1", numberedMessages(3000))
-	m, _ = press(t, m, "down", "down", "enter", "home")
+	m, _ = press(t, m, "down", "down", "enter")
+	// 2,500 are older than the 500 shown, but home reads pages of 200
+	// only until it keeps 2,000.
+	m, cmd := update(m, keyMsg("home"))
+	mustContain(t, m, "loading older… 1,600 to go")
+	m, _ = drive(t, m, cmd)
 	tr := &m.transcript
 	n := len(tr.msgs)
 	if n < transcriptKeep+transcriptExtra {
@@ -209,7 +214,12 @@ func TestBroadcastHomeReadsBackToTheFirst(t *testing.T) {
 // as far as it keeps and says so; the title still counts the rest.
 func TestBroadcastHomeStopsAtWhatIsKept(t *testing.T) {
 	m := feedModel(t, 12000)
-	m, _ = press(t, m, "tab", "home")
+	m, _ = press(t, m, "tab")
+	// 10,000 are older than the 2,000 shown, but home reads only until
+	// it keeps 10,000.
+	m, cmd := update(m, keyMsg("home"))
+	mustContain(t, m, "loading older… 8,000 to go")
+	m, _ = drive(t, m, cmd)
 	kept := feedKeep + feedHistoryMax
 	if n := len(m.st.feed.items); n != kept {
 		t.Fatalf("%d broadcasts in memory, want %d", n, kept)

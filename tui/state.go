@@ -587,6 +587,14 @@ func (f *feed) older() int {
 	return max(f.base-f.lowest, 0)
 }
 
+// room is how many more broadcasts the feed keeps while the person reads
+// back: older ones beyond it stay in the store.
+func (f *feed) room() int { return max(feedKeep+feedHistoryMax-len(f.items), 0) }
+
+// toRead is how many older broadcasts home reads before it stops: those it
+// knows of, as far as the feed has room.
+func (f *feed) toRead() int { return min(f.older(), f.room()) }
+
 func (f *feed) end() int { return f.base + len(f.items) }
 
 func (f *feed) at(abs int) *event.BroadcastInfo {

@@ -83,7 +83,7 @@ func (m *model) handleResult(msg tea.Msg) tea.Cmd {
 			return nil
 		}
 		items := msg.items
-		if room := max(feedKeep+feedHistoryMax-len(f.items), 0); len(items) > room {
+		if room := f.room(); len(items) > room {
 			// Only the newest of the page fit in what the dashboard keeps.
 			items = items[len(items)-room:]
 			f.olderDone = true
