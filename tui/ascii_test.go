@@ -111,7 +111,7 @@ func TestASCIIScreensHoldOnlyASCII(t *testing.T) {
 	info.Retrying = "attempt 2 of 5 in 3s: 503 Service Unavailable"
 	retry.Session = &info
 	m = apply(m, retry)
-	mustContain(t, m, "@ attempt 2 of 5")
+	mustContain(t, m, "! attempt 2 of 5")
 	for range 5 {
 		m, _ = update(m, tickMsg{})
 		if r := nonASCII(plainView(m)); r != "" {
@@ -158,4 +158,50 @@ func TestGoldenASCII(t *testing.T) {
 		t.Fatalf("the ASCII screen is not ASCII:\n%s", out)
 	}
 	golden.RequireEqual(t, out)
+}
+
+// In ASCII no mark means two things: a row that read ">- v orchestrator"
+// said unfolded with the separator's "-", and done with the "v" of newer.
+// Marks of one meaning in UTF-8 (a cursor and a transcript's bar, a
+// cancelled session and a blocked task) may share one. The frame's
+// corners and sides are told by where they are.
+func TestASCIIMarksMeanOneThing(t *testing.T) {
+	g := &asciiGlyphs
+	meaning := map[string]string{}
+	mark := func(glyph, what string) {
+		glyph = strings.TrimSpace(glyph)
+		if glyph == "" {
+			return
+		}
+		if was, ok := meaning[glyph]; ok && was != what {
+			t.Errorf("%q means both %s and %s", glyph, was, what)
+		}
+		meaning[glyph] = what
+	}
+	mark(g.sep, "separator")
+	mark(g.bullet, "separator")
+	mark(g.cursor, "selected")
+	mark(g.bar, "selected")
+	mark(g.folded, "folded")
+	mark(g.unfolded, "unfolded")
+	mark(g.up, "older")
+	mark(g.down, "newer")
+	mark(g.ok, "done")
+	mark(g.failed, "failed")
+	mark(g.toolRunning, "running")
+	mark(g.retry, "retried")
+	mark(g.none, "none")
+	for _, f := range g.spinner {
+		mark(f, "running")
+	}
+	same := map[string]string{"completed": "done", "in_progress": "running", "blocked": "cancelled"}
+	for status, glyph := range g.status {
+		what := status
+		if s, ok := same[status]; ok {
+			what = s
+		}
+		mark(glyph, what)
+	}
+	mark(g.statusOf("unknown"), "an unknown status")
+	mark("?", "asks") // a session that asks, and help's key
 }

@@ -67,11 +67,16 @@ var (
 
 	// asciiGlyphs keep one cell where the glyph they stand for has one,
 	// so that columns line up as they do in UTF-8; only the ellipsis and
-	// the arrow take more. A key is written by its name.
+	// the arrow take more. A key is written by its name. Each mark means
+	// one thing, as a row shows several side by side: the tree's "+" and
+	// "-" (folded, unfolded) are neither done nor the separator, which is
+	// "|" as between the footer's keys, and "v" is only the arrow, so done
+	// is "*"; running is "@", which a tool at work shares, the spinner
+	// blinks "." and ":", and no value in a column is "_".
 	asciiGlyphs = glyphs{
 		ascii:    true,
 		ellipsis: "...",
-		sep:      " - ",
+		sep:      " | ",
 		bullet:   " | ",
 
 		frame:        frameGlyphs{"+", "+", "+", "+", "-", "|"},
@@ -79,14 +84,14 @@ var (
 
 		cursor: ">", folded: "+", unfolded: "-",
 		to: "->", up: "^", down: "v", upDown: "^v",
-		ok: "v", failed: "x", toolRunning: ">", retry: "@",
-		quoteOpen: `"`, quoteClose: `"`, none: "-",
+		ok: "*", failed: "x", toolRunning: "@", retry: "!",
+		quoteOpen: `"`, quoteClose: `"`, none: "_",
 		chosen: "(*)", notChosen: "( )", bar: ">",
-		spinner: []string{`\`, "|", "/", "-"},
+		spinner: []string{".", ":"},
 
 		status: map[string]string{
-			"pending": "o", "running": "*", "waiting": "~", "completed": "v", "failed": "x",
-			"cancelled": "/", "stopped": "=", "in_progress": "*", "blocked": "/",
+			"pending": "o", "running": "@", "waiting": "~", "completed": "*", "failed": "x",
+			"cancelled": "/", "stopped": "=", "in_progress": "@", "blocked": "/",
 		},
 		keys: map[string]string{},
 	}
@@ -105,7 +110,7 @@ func (g *glyphs) statusOf(status string) string {
 		return s
 	}
 	if g.ascii {
-		return "."
+		return " " // no mark, rather than one that means another status
 	}
 	return "·"
 }
