@@ -118,6 +118,12 @@ func (r *Run) Broadcast(ctx context.Context, text, target, category string) erro
 	finished, status := r.finished, r.rec.Status
 	r.mu.Unlock()
 	if finished {
+		switch status {
+		case RunCancelled:
+			return fmt.Errorf("run %s was cancelled: a broadcast would reach nobody (start a new run instead)", r.id)
+		case RunFailed:
+			return fmt.Errorf("run %s has failed: a broadcast would reach nobody (resume the run first: swarmdeck resume %s)", r.id, r.id)
+		}
 		return fmt.Errorf("run %s has %s: a broadcast would reach nobody (a message to a session wakes it)", r.id, status)
 	}
 	var recipients []*Session

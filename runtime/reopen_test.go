@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"github.com/swarmdeck/swarmdeck/runtime/config"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -316,5 +317,25 @@ func TestWokenChildDoesNotFinishTheRunEarly(t *testing.T) {
 	want := []string{"run.started running", "run.finished completed Final two."}
 	if got := runEvents(); !slices.Equal(got, want) {
 		t.Errorf("after waking the worker: %q; want %q", got, want)
+	}
+}
+
+// A failed run refuses a broadcast by pointing to the resume that would
+// let one reach its sessions, not to a message, which wakes no failed
+// session.
+func TestBroadcastToAFailedRunPointsToResume(t *testing.T) {
+	e := testEngine(t, nil, nil, func(c *config.Config) { c.Limits.TokenBudgetPerRun = 1 })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r, err := e.Start(ctx, "spend it all")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	err = r.Broadcast(ctx, "anyone?", "all", "")
+	if err == nil || !strings.Contains(err.Error(), "has failed: a broadcast would reach nobody (resume the run first: swarmdeck resume "+r.ID()) {
+		t.Fatalf("a broadcast to a failed run: %v", err)
 	}
 }

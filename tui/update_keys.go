@@ -134,7 +134,7 @@ func (m *model) startAction(k tea.KeyPressMsg) tea.Cmd {
 	switch {
 	case key.Matches(k, keys.Broadcast):
 		if st := m.st.run.Status; st != "" && st != "running" {
-			m.setStatus("the run has "+st+": a broadcast would reach nobody (a message, m, wakes one session)", true)
+			m.setStatus(m.broadcastRefusal(st), true)
 			return nil
 		}
 		m.openDialog(dialog{kind: dialogBroadcast, target: sel})
@@ -183,7 +183,7 @@ func (m *model) startAction(k tea.KeyPressMsg) tea.Cmd {
 			return nil
 		}
 		if n := m.st.sessions[sel]; n != nil && !n.anyActive() {
-			m.setNote(m.st.sessionRef(sel) + " has " + n.info.Status + " already: nothing to cancel")
+			m.setNote(m.st.sessionRef(sel) + " " + endedAs(n.info.Status) + " already: nothing to cancel")
 			return nil
 		}
 		m.openDialog(dialog{kind: dialogConfirm, confirm: confirmCancel, target: sel})
@@ -286,6 +286,11 @@ func (m *model) dialogKey(k tea.KeyPressMsg) tea.Cmd {
 			detail := "message sent to " + m.st.sessionRef(id)
 			if noReply {
 				detail += " (no-reply)"
+			}
+			if n := m.st.sessions[id]; n != nil && n.info.Status == "failed" {
+				// A failed session is not woken: it reads the message
+				// when a resume brings it back.
+				detail += "; it has failed, and reads it once the run is resumed (" + m.resumeCommand() + ")"
 			}
 			d.sending, d.err = true, ""
 			return actionCmd(m.ctx, actMessage, detail, "", func(ctx context.Context) error {
@@ -759,4 +764,28 @@ func (m *model) loadOlderTranscript() tea.Cmd {
 	}
 	t.loadingOlder = true
 	return loadOlderTranscriptCmd(m.ctx, m.ctl, t.sessionID, t.gen, t.firstIndex())
+}
+
+// broadcastRefusal says why a run that has ended takes no broadcast, and
+// what reaches it instead, if anything.
+func (m *model) broadcastRefusal(status string) string {
+	const nobody = ": a broadcast would reach nobody"
+	switch status {
+	case "completed":
+		return "the run has completed" + nobody + " (a message, m, wakes one session)"
+	case "cancelled":
+		return "the run was cancelled" + nobody + " (start a new run instead)"
+	case "failed":
+		return "the run has failed" + nobody + " (" + m.resumeCommand() + " continues it)"
+	}
+	return "the run is " + status + nobody
+}
+
+// endedAs says how a session or run ended, as a verb: "has completed",
+// "has failed", "was cancelled".
+func endedAs(status string) string {
+	if status == "cancelled" {
+		return "was cancelled"
+	}
+	return "has " + status
 }

@@ -1229,3 +1229,31 @@ func TestQuestionWithNoPersonToAnswer(t *testing.T) {
 	mustContain(t, m, "researcher (r-2) asks: How long", "1 asks the person")
 	mustNotContain(t, m, "no person to answer")
 }
+
+// A run that has failed or was cancelled takes no broadcast, and the
+// refusal says what reaches it instead; a message to a failed session is
+// kept, and the confirmation says it is read only after a resume.
+func TestEndedRunsSayWhatReachesThem(t *testing.T) {
+	for _, tc := range []struct{ status, want string }{
+		{"failed", "the run has failed: a broadcast would reach nobody (swarmdeck resume "},
+		{"cancelled", "the run was cancelled: a broadcast would reach nobody (start a new run instead)"},
+	} {
+		m, _ := demoModel(t, 200, 48)
+		m = apply(m, runFinished(tc.status, "why"))
+		m, _ = press(t, m, "b")
+		if m.dialog.kind != dialogNone {
+			t.Fatalf("b opened a broadcast on a run that has %s", tc.status)
+		}
+		mustContain(t, m, tc.want)
+		mustNotContain(t, m, "has cancelled")
+	}
+
+	m, ctl := demoModel(t, 200, 48)
+	m, _ = press(t, m, "down") // planner (plan)
+	m.st.sessions["s-plan"].info.Status = "failed"
+	m, _ = press(t, m, "m")
+	m = typeText(t, m, "try the other source")
+	m, _ = press(t, m, "enter")
+	wantCalls(t, ctl, tuitest.Call{Op: "message", SessionID: "s-plan", Text: "try the other source"})
+	mustContain(t, m, "message sent to planner (plan); it has failed, and reads it once the run is resumed")
+}
