@@ -6,22 +6,13 @@ import (
 	"time"
 
 	"github.com/swarmdeck/swarmdeck/runtime/event"
-	"github.com/swarmdeck/swarmdeck/tui/tuitest"
 )
 
 // Where a feed row is short, the names give way to their labels and the
 // time goes before a name is cut; a name cut keeps its end, which tells
 // research-1 from research-2, and the kind in brackets stays whole.
 func TestFeedRowsKeepNamesApartAndTheKindWhole(t *testing.T) {
-	snap := tuitest.Demo(t0)
-	for i := range snap.Sessions {
-		switch snap.Sessions[i].ID {
-		case "s-res1":
-			snap.Sessions[i].Label = "research-1"
-		case "s-res2":
-			snap.Sessions[i].Label = "research-2"
-		}
-	}
+	snap := demoWithResearchLabels()
 	msg := func(id, from, fromSession, to string) event.BroadcastInfo {
 		return event.BroadcastInfo{ID: id, Kind: event.KindMessage, NoReply: true, From: from, FromSession: fromSession,
 			Target: to, Message: "compare notes", Timestamp: t0.Add(-time.Minute)}

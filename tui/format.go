@@ -598,3 +598,13 @@ func joinItems(level int, sep string, items ...item) string {
 	}
 	return strings.Join(parts, sep)
 }
+
+// loadingOlder is a title's item while home reads older pages: how many
+// items it still has to read, n, shortened as the title narrows.
+func (g *glyphs) loadingOlder(n int) item {
+	return item{
+		{0, "loading older" + g.ellipsis + " " + fmtCount(n) + " to go"},
+		{titleCompact, "loading older" + g.ellipsis + " " + fmtTokens(n) + " to go"},
+		{titleFewer, "loading" + g.ellipsis + " " + fmtTokens(n) + " to go"},
+	}
+}

@@ -218,3 +218,19 @@ type timeT = time.Time
 func ansiStrip(s string) string { return ansi.Strip(s) }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// demoWithResearchLabels is the demo run with its two researchers labelled
+// as the scripted model labels them, research-1 and research-2: names that
+// a cut to the same width makes alike.
+func demoWithResearchLabels() event.Snapshot {
+	snap := tuitest.Demo(t0)
+	for i := range snap.Sessions {
+		switch snap.Sessions[i].ID {
+		case "s-res1":
+			snap.Sessions[i].Label = "research-1"
+		case "s-res2":
+			snap.Sessions[i].Label = "research-2"
+		}
+	}
+	return snap
+}

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-
-	"github.com/swarmdeck/swarmdeck/tui/tuitest"
 )
 
 // Every visible area must lie on screen and no two may overlap; together
@@ -189,15 +187,7 @@ func TestStackedPanesUsableAt80x24(t *testing.T) {
 // brackets whole (the recipient named by its label where both names do
 // not fit). At 160 the tree's names stay whole.
 func TestWideColumnsAt120KeepTitlesAndKinds(t *testing.T) {
-	snap := tuitest.Demo(t0)
-	for i := range snap.Sessions {
-		switch snap.Sessions[i].ID {
-		case "s-res1":
-			snap.Sessions[i].Label = "research-1"
-		case "s-res2":
-			snap.Sessions[i].Label = "research-2"
-		}
-	}
+	snap := demoWithResearchLabels()
 	snap.Broadcasts[2].From = "researcher (research-1)"
 	snap.Broadcasts[3].From, snap.Broadcasts[3].FromSession = "researcher (research-1)", "s-res1"
 

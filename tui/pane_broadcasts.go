@@ -249,12 +249,7 @@ func (p *broadcastsPane) title(g *glyphs, f *feed, total int) string {
 	case f.loadingOlder && f.toFirst && f.counted:
 		// Home reads every older page: say how far it has to go, which
 		// is no further than the feed has room for.
-		n := f.toRead()
-		items = append(items, item{
-			{0, "loading older" + g.ellipsis + " " + fmtCount(n) + " to go"},
-			{titleCompact, "loading older" + g.ellipsis + " " + fmtTokens(n) + " to go"},
-			{titleFewer, "loading" + g.ellipsis + " " + fmtTokens(n) + " to go"},
-		})
+		items = append(items, g.loadingOlder(f.toRead()))
 	case f.loadingOlder:
 		items = append(items, whole("loading older"+g.ellipsis))
 	case p.filter == "" && p.offset+f.older() > 0:

@@ -779,12 +779,7 @@ func (p *transcriptPane) title(g *glyphs, st *runState, streamBelow, olderAbove 
 	case p.loadingOlder && p.toFirst:
 		// Home reads every older page: say how far it has to go, which
 		// is no further than the pane keeps.
-		n := p.toRead()
-		items = append(items, item{
-			{0, "loading older" + g.ellipsis + " " + fmtCount(n) + " to go"},
-			{titleCompact, "loading older" + g.ellipsis + " " + fmtTokens(n) + " to go"},
-			{titleFewer, "loading" + g.ellipsis + " " + fmtTokens(n) + " to go"},
-		})
+		items = append(items, g.loadingOlder(p.toRead()))
 	case p.loadingOlder:
 		items = append(items, whole("loading older"+g.ellipsis))
 	case olderAbove || p.firstIndex() > 0:

@@ -821,15 +821,7 @@ func TestDialogKeySharedWithTheMainView(t *testing.T) {
 // "researcher (r-1)" would be cut to the same stub for both, the label is
 // shown alone.
 func TestNarrowSessionRowsKeepTheLabel(t *testing.T) {
-	snap := tuitest.Demo(t0)
-	for i := range snap.Sessions {
-		switch snap.Sessions[i].ID {
-		case "s-res1":
-			snap.Sessions[i].Label = "research-1"
-		case "s-res2":
-			snap.Sessions[i].Label = "research-2"
-		}
-	}
+	snap := demoWithResearchLabels()
 	m, _ := newTestModel(t, snap, 100, 30)
 	rows := 0
 	for _, line := range strings.Split(plainView(m), "\n") {
