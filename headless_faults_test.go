@@ -186,7 +186,8 @@ log_file: %q
 	}
 }
 
-// A headless run whose terminal closes (SIGHUP) or whose reader goes away
+// A headless run whose terminal closes (SIGHUP), that is told to quit
+// (SIGQUIT), or whose reader goes away
 // (a closed pipe on stdout) is stopped and stored "interrupted", with the
 // command that continues it, instead of dying with the run left "running".
 func TestHeadlessStopsResumableOnHangupAndClosedOutput(t *testing.T) {
@@ -201,6 +202,10 @@ func TestHeadlessStopsResumableOnHangupAndClosedOutput(t *testing.T) {
 		stderr string // in the message
 	}{
 		{"SIGHUP", func(cmd *exec.Cmd, _ io.ReadCloser) { cmd.Process.Signal(syscall.SIGHUP) }, true,
+			"interrupted: run "},
+		// Go's own SIGQUIT would dump the goroutines and exit 2, which
+		// says "bad usage" here, leaving the run "running".
+		{"SIGQUIT", func(cmd *exec.Cmd, _ io.ReadCloser) { cmd.Process.Signal(syscall.SIGQUIT) }, true,
 			"interrupted: run "},
 		{"closed stdout", func(_ *exec.Cmd, out io.ReadCloser) { out.Close() }, false,
 			"its output could not be written"},

@@ -150,7 +150,10 @@ func tuneScheduler() {
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// A closed terminal (SIGHUP) stops a run as Ctrl-C does: stored
 	// "interrupted", resumable, instead of left "running" by a dead process.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	// So does SIGQUIT (Ctrl-\ in a shell), whose default in a Go program
+	// is a goroutine dump, exit status 2 (which says "bad usage" here) and
+	// a terminal left in the dashboard's modes.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 	defer stop()
 	root, cf := newRootCmd(stdin, stdout, stderr)
 	root.SetArgs(args)

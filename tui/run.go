@@ -88,7 +88,11 @@ func Run(ctx context.Context, opts Options) error {
 		opts.ASCII = true
 	}
 	m := newModel(mctx, cancel, opts)
-	popts := []tea.ProgramOption{tea.WithContext(ctx)}
+	// The caller's ctx ends on SIGINT, SIGTERM and SIGHUP, which stop the
+	// run as resumable: Bubble Tea's own handler would race it for the
+	// same signal, and, its message no longer read once ctx had ended the
+	// program, hold the program's shutdown for good.
+	popts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithoutSignalHandler()}
 	// NO_COLOR (https://no-color.org): any non-empty value. The theme then
 	// uses reverse video and bold instead of colour, and the renderer is
 	// told to emit no colour codes at all, including from library parts.

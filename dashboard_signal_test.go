@@ -1,0 +1,131 @@
+//go:build linux
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// openPTY opens a pseudo-terminal of the given size and returns its two
+// ends: the one a test reads and writes, and the one a program runs on.
+func openPTY(t *testing.T, rows, cols uint16) (master, slave *os.File) {
+	t.Helper()
+	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminal: %v", err)
+	}
+	t.Cleanup(func() { master.Close() })
+	if err := unix.IoctlSetPointerInt(int(master.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetInt(int(master.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slave, err = os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { slave.Close() })
+	if err := unix.IoctlSetWinsize(int(slave.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: rows, Col: cols}); err != nil {
+		t.Fatal(err)
+	}
+	return master, slave
+}
+
+// screen collects what a program writes to its terminal.
+type screen struct {
+	mu  sync.Mutex
+	out bytes.Buffer
+}
+
+func (s *screen) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.out.Write(p)
+}
+
+func (s *screen) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.out.String()
+}
+
+// The dashboard stops on SIGTERM as on ctrl+c: the run stored resumable,
+// the command that continues it printed, exit status 1. Bubble Tea's own
+// signal handler used to take the same signal, and its quit message, no
+// longer read once the run's context had ended the program, held the
+// program's shutdown for good: the dashboard froze until SIGKILL.
+func TestDashboardStopsOnSIGTERM(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary; skipped with -short")
+	}
+	bin := buildSwarmdeck(t)
+	for i := range 2 { // the freeze came in most runs, not all
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			master, slave := openPTY(t, 40, 120)
+			dir := t.TempDir()
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, bin, "--db", filepath.Join(dir, "swarmdeck.db"), "--provider", "scripted",
+				"--scripted-latency", "500ms", "--workspace", dir, "Plan a product launch")
+			cmd.Env = append(isolatedEnv(t), "TERM=xterm-256color")
+			cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+			var scr screen
+			go func() {
+				buf := make([]byte, 32<<10)
+				for {
+					n, err := master.Read(buf)
+					scr.Write(buf[:n])
+					if err != nil {
+						return
+					}
+				}
+			}()
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			for !strings.Contains(scr.String(), "running") {
+				if ctx.Err() != nil {
+					t.Fatalf("the dashboard never showed the run running:\n%q", scr.String())
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			time.Sleep(300 * time.Millisecond) // into the run's first model calls
+			cmd.Process.Signal(syscall.SIGTERM)
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case <-done:
+			case <-time.After(20 * time.Second):
+				cmd.Process.Kill()
+				<-done
+				t.Fatal("the dashboard did not stop within 20 s of SIGTERM")
+			}
+			if code := cmd.ProcessState.ExitCode(); code != 1 {
+				t.Errorf("exit status %d, want 1", code)
+			}
+			// The terminal's output ends after the process exits.
+			deadline := time.Now().Add(5 * time.Second)
+			for !strings.Contains(scr.String(), "continue it with: swarmdeck resume") && time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
+			}
+			if out := scr.String(); !strings.Contains(out, "continue it with: swarmdeck resume") {
+				t.Errorf("no resume command on the terminal after SIGTERM; its last output:\n%q", out[max(len(out)-600, 0):])
+			}
+		})
+	}
+}
