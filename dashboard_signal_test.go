@@ -129,3 +129,61 @@ func TestDashboardStopsOnSIGTERM(t *testing.T) {
 		})
 	}
 }
+
+// A dashboard whose terminal closes without a SIGHUP reaching it (one
+// ignored by whoever started it, as nohup and some shells do) stops the
+// run as for a quit, instead of running on unseen with the run held under
+// its lock.
+func TestDashboardStopsWhenItsTerminalIsGone(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary; skipped with -short")
+	}
+	bin := buildSwarmdeck(t)
+	master, slave := openPTY(t, 40, 120)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "swarmdeck.db")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	// The shell leads the terminal's session with SIGHUP ignored, as a
+	// `trap "" HUP` does, and runs the dashboard as its child.
+	cmd := exec.CommandContext(ctx, "sh", "-c", `trap "" HUP; "$0" "$@"; echo "exit $?" >&2`, bin, "--db", db, "--provider", "scripted",
+		"--scripted-latency", "500ms", "--workspace", dir, "Plan a product launch")
+	cmd.Env = append(isolatedEnv(t), "TERM=xterm-256color")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	var scr screen
+	go func() {
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := master.Read(buf)
+			scr.Write(buf[:n])
+			if err != nil {
+				return
+			}
+		}
+	}()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for !strings.Contains(scr.String(), "running") {
+		if ctx.Err() != nil {
+			t.Fatalf("the dashboard never showed the run running:\n%q", scr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	slave.Close()
+	master.Close() // the terminal goes away
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // the shell and the dashboard
+		<-done
+		t.Fatal("the dashboard ran on for 20 s after its terminal was gone")
+	}
+	out, err := exec.Command(bin, "--db", db, "runs").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "interrupted") {
+		t.Errorf("the run is not stored interrupted: %v\n%s", err, out)
+	}
+}

@@ -6,11 +6,41 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"syscall"
+	"time"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/colorprofile"
 	"github.com/charmbracelet/x/term"
 )
+
+// ErrTerminalGone ends the dashboard whose terminal went away without a
+// SIGHUP to say so (one ignored by whoever started swarmdeck, as nohup
+// does): the caller stops the run as for a quit. It is a cancellation.
+var ErrTerminalGone = fmt.Errorf("the dashboard's terminal is gone: %w", context.Canceled)
+
+// watchTerminal ends ctx with ErrTerminalGone once out, a terminal when it
+// starts, no longer answers: a process whose terminal closed without a
+// SIGHUP reaching it would otherwise run on unseen, its run held under its
+// lock with questions that nobody can answer. It looks once a second.
+func watchTerminal(ctx context.Context, out *os.File, lost context.CancelCauseFunc) {
+	if _, _, err := term.GetSize(out.Fd()); err != nil {
+		return // not a terminal: nothing to watch
+	}
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if _, _, err := term.GetSize(out.Fd()); err != nil {
+			lost(ErrTerminalGone)
+			return
+		}
+	}
+}
 
 // ErrNoTerminal is why the dashboard cannot start: there is no terminal to
 // draw on and read keys from.
@@ -92,7 +122,10 @@ func Run(ctx context.Context, opts Options) error {
 	// run as resumable: Bubble Tea's own handler would race it for the
 	// same signal, and, its message no longer read once ctx had ended the
 	// program, hold the program's shutdown for good.
-	popts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithoutSignalHandler()}
+	pctx, lost := context.WithCancelCause(ctx)
+	defer lost(nil)
+	go watchTerminal(pctx, os.Stdout, lost)
+	popts := []tea.ProgramOption{tea.WithContext(pctx), tea.WithoutSignalHandler()}
 	// NO_COLOR (https://no-color.org): any non-empty value. The theme then
 	// uses reverse video and bold instead of colour, and the renderer is
 	// told to emit no colour codes at all, including from library parts.
@@ -114,8 +147,11 @@ func Run(ctx context.Context, opts Options) error {
 	switch {
 	case err == nil, errors.Is(err, tea.ErrInterrupted):
 		return nil
-	case ctx.Err() != nil && errors.Is(err, tea.ErrProgramKilled):
-		return context.Cause(ctx)
+	case pctx.Err() != nil && errors.Is(err, tea.ErrProgramKilled):
+		return context.Cause(pctx)
+	case errors.Is(err, syscall.EIO):
+		// The keys' side of a terminal that closed.
+		return ErrTerminalGone
 	case errors.Is(err, tea.ErrProgramPanic):
 		return fmt.Errorf("the dashboard hit an internal error and closed; the run stays stored: %w", err)
 	}
