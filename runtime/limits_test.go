@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -1120,5 +1121,54 @@ func TestViewCountsEveryBroadcast(t *testing.T) {
 	}
 	if snap := v.Snapshot(); len(snap.Broadcasts) != feedKeep || snap.BroadcastTotal != n {
 		t.Errorf("the view loaded %d broadcasts of %d; want %d of %d", len(snap.Broadcasts), snap.BroadcastTotal, feedKeep, n)
+	}
+}
+
+// The log says when each run starts and ends, and names the run and the
+// session of a model call that is tried again: with several runs or
+// sessions at once, a line without them could not be placed.
+func TestLogNamesRunsAndRetries(t *testing.T) {
+	inner := scripted.New(scripted.Config{Policy: scripted.Demo()})
+	defer inner.Close()
+	var calls atomic.Int64
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			http.Error(w, `{"error":{"message":"overloaded","type":"server_error"}}`, http.StatusServiceUnavailable)
+			return
+		}
+		inner.Handler().ServeHTTP(w, r)
+	}))
+	defer hs.Close()
+	dir := t.TempDir()
+	cfg := config.Defaults()
+	cfg.Workspace = dir
+	cfg.LogFile = filepath.Join(dir, "swarmdeck.log")
+	res := config.Resolved{Name: "test", Provider: config.Provider{Type: "openai", BaseURL: hs.URL + "/v1"}, Model: "m"}
+	e, err := New(Options{Config: cfg, Resolved: res, DBPath: filepath.Join(dir, "db"), Logger: fileLogger(t, cfg.LogFile)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	var id string
+	code, err := e.Headless(context.Background(), HeadlessOptions{JSON: true, Out: io.Discard}, func(ctx context.Context) (*Run, error) {
+		r, err := e.Start(ctx, "Plan a product launch")
+		if r != nil {
+			id = r.ID()
+		}
+		return r, err
+	})
+	if err != nil || code != ExitOK {
+		t.Fatalf("exit %d, %v", code, err)
+	}
+	root := exportLatest(t, e).Sessions[0].ID
+	logged, _ := os.ReadFile(cfg.LogFile)
+	for _, want := range []string{
+		`msg="run started" run=` + id,
+		`msg="model call failed, retrying" run=` + id + ` session=` + root + ` next_attempt=2`,
+		`msg="run ended" run=` + id + ` status=completed`,
+	} {
+		if !strings.Contains(string(logged), want) {
+			t.Errorf("the log has no %q:\n%s", want, logged)
+		}
 	}
 }

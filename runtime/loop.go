@@ -708,6 +708,8 @@ func (s *Session) callModel() (*llm.Response, error) {
 			Delta: &event.DeltaInfo{Content: d.Content, ToolName: d.ToolName, Reset: d.Reset}})
 	}
 	req.OnRetry = func(rt llm.Retry) {
+		s.r.e.log.Warn("model call failed, retrying", "run", s.r.id, "session", s.id, "next_attempt", rt.Attempt+1, "of", rt.Of,
+			"wait", rt.Wait, "reason", rt.Reason)
 		// When first, then why: a row cut at the pane's width keeps the
 		// short part, and the start of the cause.
 		s.noteRetry(fmt.Sprintf("attempt %d of %d in %s: %s", rt.Attempt+1, rt.Of, rt.Wait.Round(100*time.Millisecond),

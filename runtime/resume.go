@@ -123,6 +123,7 @@ func (e *Engine) Resume(ctx context.Context, runID string) (*Run, error) {
 	}
 	e.register(r)
 	r.restart()
+	e.log.Info("run resumed", "run", r.id, "provider", r.rec.Provider, "model", r.rec.Model)
 	return r, nil
 }
 

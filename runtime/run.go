@@ -356,6 +356,7 @@ func (e *Engine) Start(ctx context.Context, goal string) (*Run, error) {
 	}
 	e.register(r)
 	root.start()
+	e.log.Info("run started", "run", r.id, "provider", r.rec.Provider, "model", r.rec.Model)
 	return r, nil
 }
 
@@ -555,6 +556,7 @@ func (r *Run) maybeFinishTx(tx *store.Tx) error {
 	if _, err := tx.Emit(event.Event{Type: event.RunFinished, RunID: r.id, SessionID: root.id, Run: info}); err != nil {
 		return err
 	}
+	r.e.log.Info("run ended", "run", r.id, "status", rec.Status, "tokens", rec.Usage.TotalTokens, "error", rec.Error)
 	// Close Done only once this operation is committed (the barrier below
 	// runs after the current batch) and the sessions' goroutines have
 	// returned: a session cancelled as the run ended may still be recording
@@ -726,7 +728,9 @@ func (r *Run) recordStopped(why string) {
 	})
 	if err != nil {
 		r.e.log.Error("could not record a stopped run", "run", r.id, "err", err)
+		return
 	}
+	r.e.log.Info("run ended", "run", r.id, "status", rec.Status, "tokens", rec.Usage.TotalTokens, "error", rec.Error)
 }
 
 // halt cancels every session with cause and waits for their goroutines to

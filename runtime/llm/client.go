@@ -241,9 +241,12 @@ func (c *Client) Stream(ctx context.Context, req Request, onDelta func(Delta)) (
 		}
 		wait := c.backoff(retries, e)
 		retries++
-		c.log.Warn("LLM call failed, retrying",
-			"attempt", attempt, "kind", e.Kind.String(), "status", e.Status, "wait", wait, "error", e.Message)
-		if req.OnRetry != nil {
+		if req.OnRetry == nil {
+			// A caller with a hook logs the retry itself, naming its run
+			// and session.
+			c.log.Warn("LLM call failed, retrying",
+				"attempt", attempt, "kind", e.Kind.String(), "status", e.Status, "wait", wait, "error", e.Error())
+		} else {
 			one := *e
 			one.Attempts = 1 // the error of this attempt, not of the call
 			req.OnRetry(Retry{Attempt: attempt, Of: int(c.maxRetries.Load()) + 1, Wait: wait, Reason: one.Error()})
