@@ -187,3 +187,75 @@ func TestDashboardStopsWhenItsTerminalIsGone(t *testing.T) {
 		t.Errorf("the run is not stored interrupted: %v\n%s", err, out)
 	}
 }
+
+// A dashboard stopped and continued from outside (kill -STOP, then -CONT
+// or the shell's fg) takes its terminal back: the shell that reported the
+// stop put the terminal in its own, cooked, modes, where the dashboard's
+// keys were echoed and waited for enter.
+func TestDashboardTakesItsTerminalBackAfterSIGCONT(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary; skipped with -short")
+	}
+	bin := buildSwarmdeck(t)
+	master, slave := openPTY(t, 40, 120)
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--db", filepath.Join(dir, "swarmdeck.db"), "--provider", "scripted",
+		"--scripted-latency", "500ms", "--workspace", dir, "Plan a product launch")
+	cmd.Env = append(isolatedEnv(t), "TERM=xterm-256color")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	var scr screen
+	go func() {
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := master.Read(buf)
+			scr.Write(buf[:n])
+			if err != nil {
+				return
+			}
+		}
+	}()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	}()
+	for !strings.Contains(scr.String(), "running") {
+		if ctx.Err() != nil {
+			t.Fatalf("the dashboard never showed the run running:\n%q", scr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	canonical := func() bool {
+		tio, err := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tio.Lflag&unix.ICANON != 0
+	}
+	if canonical() {
+		t.Fatal("the dashboard runs with its terminal in canonical mode")
+	}
+	cmd.Process.Signal(syscall.SIGSTOP)
+	// What a shell does when it reports the stopped job.
+	tio, err := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tio.Lflag |= unix.ICANON | unix.ECHO
+	if err := unix.IoctlSetTermios(int(slave.Fd()), unix.TCSETS, tio); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Process.Signal(syscall.SIGCONT)
+	deadline := time.Now().Add(10 * time.Second)
+	for canonical() {
+		if time.Now().After(deadline) {
+			t.Fatal("the dashboard left its terminal in the shell's modes after SIGCONT")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

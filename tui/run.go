@@ -135,7 +135,9 @@ func Run(ctx context.Context, opts Options) error {
 		popts = append(popts, tea.WithColorProfile(colorprofile.Ascii))
 	}
 
-	final, err := tea.NewProgram(m, popts...).Run()
+	prog := tea.NewProgram(m, popts...)
+	go followCont(pctx, prog, m.suspended)
+	final, err := prog.Run()
 	if fm, ok := final.(Model); ok {
 		if fm.sub != nil {
 			fm.sub.Close() // the listener may not have seen the context end yet

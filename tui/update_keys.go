@@ -27,6 +27,7 @@ func (m *model) handleKey(k tea.KeyPressMsg) tea.Cmd {
 		// The terminal goes back to the shell and the process stops with
 		// the run in it (a model call under way may time out and be tried
 		// again); fg brings both back, drawn afresh.
+		m.suspended.Store(true)
 		return tea.Suspend
 	}
 	if m.width < minWidth || m.height < minHeight {
