@@ -6,19 +6,18 @@ import (
 	"context"
 	"os"
 	"os/signal"
-	"sync/atomic"
 	"syscall"
 
 	tea "charm.land/bubbletea/v2"
+	"golang.org/x/sys/unix"
 )
 
 // followCont takes the terminal back after the process was stopped and
 // continued from outside (kill -STOP, then -CONT or fg): the shell that
 // reported the stop has put the terminal back in its own modes, so the
 // dashboard, still drawing as if in raw mode, had its keys echoed and the
-// shell's lines left across it. A resume from ctrl+z is Bubble Tea's own
-// and is left to it (suspended).
-func followCont(ctx context.Context, p *tea.Program, suspended *atomic.Bool) {
+// shell's lines left across it.
+func followCont(ctx context.Context, p *tea.Program) {
 	cont := make(chan os.Signal, 1)
 	signal.Notify(cont, syscall.SIGCONT)
 	defer signal.Stop(cont)
@@ -28,11 +27,21 @@ func followCont(ctx context.Context, p *tea.Program, suspended *atomic.Bool) {
 			return
 		case <-cont:
 		}
-		if suspended.Load() {
+		// Not when it ends (a kill of a stopped job comes with a SIGCONT)
+		// nor from the background (bg): setting the terminal's modes there
+		// would stop the process again (SIGTTOU); fg sends another SIGCONT.
+		if ctx.Err() != nil || !foreground(os.Stdout) {
 			continue
 		}
 		if err := p.ReleaseTerminal(); err == nil {
 			p.RestoreTerminal()
 		}
 	}
+}
+
+// foreground reports whether this process's group is the terminal's
+// foreground group.
+func foreground(tty *os.File) bool {
+	pgrp, err := unix.IoctlGetInt(int(tty.Fd()), unix.TIOCGPGRP)
+	return err == nil && pgrp == unix.Getpgrp()
 }

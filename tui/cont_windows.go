@@ -2,11 +2,10 @@ package tui
 
 import (
 	"context"
-	"sync/atomic"
 
 	tea "charm.land/bubbletea/v2"
 )
 
 // followCont does nothing on Windows, where processes are not stopped and
 // continued by signals.
-func followCont(context.Context, *tea.Program, *atomic.Bool) {}
+func followCont(context.Context, *tea.Program) {}

@@ -29,8 +29,7 @@ type keyMap struct {
 	Yes, No                                          key.Binding
 
 	// ForceQuit is not overridable: ctrl+c must always get the person out.
-	// Nor is Suspend: ctrl+z hands the terminal back to the shell.
-	ForceQuit, Suspend key.Binding
+	ForceQuit key.Binding
 }
 
 type namedBinding struct {
@@ -91,7 +90,6 @@ func newKeyMap(overrides map[string][]string, g *glyphs) (keyMap, []string) {
 		setKeys(a.b, defaults[a.action], a.desc, g)
 	}
 	k.ForceQuit = key.NewBinding(key.WithKeys(config.ForceQuitKey), key.WithHelp(config.ForceQuitKey, "quit now"))
-	k.Suspend = key.NewBinding(key.WithKeys(config.SuspendKey), key.WithHelp(config.SuspendKey, "suspend"))
 
 	var unknown []string
 	byName := map[string]namedBinding{}

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"charm.land/bubbles/v2/help"
@@ -96,11 +95,6 @@ type model struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	// suspended is set from ctrl+z until the program is back (ResumeMsg):
-	// the SIGCONT of that resume is Bubble Tea's to handle, any other is
-	// followCont's. Shared with that goroutine.
-	suspended *atomic.Bool
-
 	now    func() time.Time
 	loc    *time.Location
 	ticks  bool          // false in tests: no timers, deterministic frames
@@ -170,7 +164,6 @@ func New(opts Options) Model {
 func newModel(ctx context.Context, cancel context.CancelFunc, opts Options) Model {
 	keys, unknown := newKeyMap(opts.Keys, glyphSet(opts.ASCII))
 	m := &model{
-		suspended:   new(atomic.Bool),
 		opts:        opts,
 		ctx:         ctx,
 		cancel:      cancel,
@@ -259,8 +252,6 @@ func (m *model) update(msg tea.Msg) (cmd tea.Cmd) {
 	}()
 
 	switch msg := msg.(type) {
-	case tea.ResumeMsg:
-		m.suspended.Store(false)
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
 		// An open dialog follows the new width: an input sized for the old

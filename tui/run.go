@@ -136,7 +136,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 
 	prog := tea.NewProgram(m, popts...)
-	go followCont(pctx, prog, m.suspended)
+	go followCont(pctx, prog)
 	final, err := prog.Run()
 	if fm, ok := final.(Model); ok {
 		if fm.sub != nil {

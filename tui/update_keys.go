@@ -13,7 +13,7 @@ import (
 
 const readOnlyText = "read-only: view only shows a run; steer it from the dashboard that runs it, or resume it once it is stopped"
 
-// handleKey routes a key press. The order is fixed: ctrl+c, ctrl+z, the goal prompt,
+// handleKey routes a key press. The order is fixed: ctrl+c, the goal prompt,
 // an open dialog, a broadcast's sheet, the filter input, then global keys,
 // then the focused pane.
 // runtime/config/keys.go lists which actions each of these places reads, to
@@ -22,13 +22,6 @@ func (m *model) handleKey(k tea.KeyPressMsg) tea.Cmd {
 	keys := &m.keys
 	if key.Matches(k, keys.ForceQuit) {
 		return m.quit()
-	}
-	if key.Matches(k, keys.Suspend) {
-		// The terminal goes back to the shell and the process stops with
-		// the run in it (a model call under way may time out and be tried
-		// again); fg brings both back, drawn afresh.
-		m.suspended.Store(true)
-		return tea.Suspend
 	}
 	if m.width < minWidth || m.height < minHeight {
 		// Nothing is visible to act on, not even a quit confirmation; the

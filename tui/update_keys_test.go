@@ -1249,24 +1249,3 @@ func TestEndedRunsSayWhatReachesThem(t *testing.T) {
 	wantCalls(t, ctl, tuitest.Call{Op: "message", SessionID: "s-plan", Text: "try the other source"})
 	mustContain(t, m, "message sent to planner (plan); it has failed, and reads it once the run is resumed")
 }
-
-// ctrl+z suspends the dashboard to the shell from anywhere, a dialog
-// included, as in other terminal programs.
-func TestCtrlZSuspends(t *testing.T) {
-	m, _ := demoModel(t, 160, 48)
-	for _, open := range []string{"", "b"} {
-		if open != "" {
-			m, _ = press(t, m, open)
-		}
-		_, msgs := press(t, m, "ctrl+z")
-		suspended := false
-		for _, msg := range msgs {
-			if _, ok := msg.(tea.SuspendMsg); ok {
-				suspended = true
-			}
-		}
-		if !suspended {
-			t.Errorf("ctrl+z (after %q) did not suspend: %v", open, msgs)
-		}
-	}
-}

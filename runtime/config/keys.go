@@ -81,10 +81,6 @@ func DefaultKeys() map[string][]string {
 // the person can get out; no action may take it.
 const ForceQuitKey = "ctrl+c"
 
-// SuspendKey always suspends the dashboard to the shell, as in other
-// terminal programs (fg brings it back); no action may take it.
-const SuspendKey = "ctrl+z"
-
 // keyContext is a place in the dashboard that reads key presses for a set of
 // actions (tui/update_keys.go dispatches them): one key can serve only one
 // action of a context, but the same key may do different things in
@@ -260,8 +256,6 @@ func (c *Config) validateKeyNames(p *problems) map[string]bool {
 				p.addAt(key, at, "%s", msg)
 			case k == ForceQuitKey:
 				p.addAt(key, at, "%s always quits at once and cannot be bound to an action", k)
-			case k == SuspendKey:
-				p.addAt(key, at, "%s always suspends the dashboard and cannot be bound to an action", k)
 			}
 		}
 	}
@@ -290,7 +284,7 @@ func (c *Config) validateKeyClashes(p *problems, set map[string]bool) {
 		owner := map[string]string{} // key -> the first action of ctx using it
 		for _, action := range ctx.actions {
 			for _, k := range effective[action] {
-				if checkKey(k) != "" || k == ForceQuitKey || k == SuspendKey {
+				if checkKey(k) != "" || k == ForceQuitKey {
 					continue // reported above
 				}
 				if ctx.text && types(k) {
