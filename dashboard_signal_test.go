@@ -63,6 +63,37 @@ func (s *screen) String() string {
 	return s.out.String()
 }
 
+// startOnPTY starts cmd as the session leader of the pseudo-terminal
+// slave, whose output master collects, and returns once the dashboard
+// shows its run running.
+func startOnPTY(t *testing.T, ctx context.Context, cmd *exec.Cmd, master, slave *os.File) *screen {
+	t.Helper()
+	cmd.Env = append(isolatedEnv(t), "TERM=xterm-256color")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	scr := &screen{}
+	go func() {
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := master.Read(buf)
+			scr.Write(buf[:n])
+			if err != nil {
+				return
+			}
+		}
+	}()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for !strings.Contains(scr.String(), "running") {
+		if ctx.Err() != nil {
+			t.Fatalf("the dashboard never showed the run running:\n%q", scr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return scr
+}
+
 // The dashboard stops on SIGTERM as on ctrl+c: the run stored resumable,
 // the command that continues it printed, exit status 1. Bubble Tea's own
 // signal handler used to take the same signal, and its quit message, no
@@ -81,29 +112,7 @@ func TestDashboardStopsOnSIGTERM(t *testing.T) {
 			defer cancel()
 			cmd := exec.CommandContext(ctx, bin, "--db", filepath.Join(dir, "swarmdeck.db"), "--provider", "scripted",
 				"--scripted-latency", "500ms", "--workspace", dir, "Plan a product launch")
-			cmd.Env = append(isolatedEnv(t), "TERM=xterm-256color")
-			cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
-			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
-			var scr screen
-			go func() {
-				buf := make([]byte, 32<<10)
-				for {
-					n, err := master.Read(buf)
-					scr.Write(buf[:n])
-					if err != nil {
-						return
-					}
-				}
-			}()
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			for !strings.Contains(scr.String(), "running") {
-				if ctx.Err() != nil {
-					t.Fatalf("the dashboard never showed the run running:\n%q", scr.String())
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
+			scr := startOnPTY(t, ctx, cmd, master, slave)
 			time.Sleep(300 * time.Millisecond) // into the run's first model calls
 			cmd.Process.Signal(syscall.SIGTERM)
 			done := make(chan error, 1)
@@ -148,29 +157,7 @@ func TestDashboardStopsWhenItsTerminalIsGone(t *testing.T) {
 	// `trap "" HUP` does, and runs the dashboard as its child.
 	cmd := exec.CommandContext(ctx, "sh", "-c", `trap "" HUP; "$0" "$@"; echo "exit $?" >&2`, bin, "--db", db, "--provider", "scripted",
 		"--scripted-latency", "500ms", "--workspace", dir, "Plan a product launch")
-	cmd.Env = append(isolatedEnv(t), "TERM=xterm-256color")
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
-	var scr screen
-	go func() {
-		buf := make([]byte, 32<<10)
-		for {
-			n, err := master.Read(buf)
-			scr.Write(buf[:n])
-			if err != nil {
-				return
-			}
-		}
-	}()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	for !strings.Contains(scr.String(), "running") {
-		if ctx.Err() != nil {
-			t.Fatalf("the dashboard never showed the run running:\n%q", scr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	startOnPTY(t, ctx, cmd, master, slave)
 	slave.Close()
 	master.Close() // the terminal goes away
 	done := make(chan error, 1)
@@ -203,33 +190,11 @@ func TestDashboardTakesItsTerminalBackAfterSIGCONT(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "--db", filepath.Join(dir, "swarmdeck.db"), "--provider", "scripted",
 		"--scripted-latency", "500ms", "--workspace", dir, "Plan a product launch")
-	cmd.Env = append(isolatedEnv(t), "TERM=xterm-256color")
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
-	var scr screen
-	go func() {
-		buf := make([]byte, 32<<10)
-		for {
-			n, err := master.Read(buf)
-			scr.Write(buf[:n])
-			if err != nil {
-				return
-			}
-		}
-	}()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	startOnPTY(t, ctx, cmd, master, slave)
 	defer func() {
 		cmd.Process.Signal(syscall.SIGTERM)
 		cmd.Wait()
 	}()
-	for !strings.Contains(scr.String(), "running") {
-		if ctx.Err() != nil {
-			t.Fatalf("the dashboard never showed the run running:\n%q", scr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 	canonical := func() bool {
 		tio, err := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS)
 		if err != nil {

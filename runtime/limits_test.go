@@ -601,16 +601,7 @@ func TestAPIKeyNeverLeaves(t *testing.T) {
 		inner.Handler().ServeHTTP(w, r)
 	}))
 	defer hs.Close()
-	dir := t.TempDir()
-	cfg := config.Defaults()
-	cfg.Workspace = dir
-	cfg.LogFile = filepath.Join(dir, "swarmdeck.log")
-	res := config.Resolved{Name: "test", Provider: config.Provider{Type: "openai", BaseURL: hs.URL + "/v1", APIKeyEnv: "TEST_KEY"}, Model: "m", APIKey: key}
-	db := filepath.Join(dir, "db")
-	e, err := New(Options{Config: cfg, Resolved: res, DBPath: db, Logger: fileLogger(t, cfg.LogFile)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e, db, logFile := loggedEngine(t, config.Provider{Type: "openai", BaseURL: hs.URL + "/v1", APIKeyEnv: "TEST_KEY"}, key)
 	var out bytes.Buffer
 	code, err := e.Headless(context.Background(), HeadlessOptions{JSON: true, Out: &out}, func(ctx context.Context) (*Run, error) {
 		return e.Start(ctx, "Plan a product launch")
@@ -622,7 +613,7 @@ func TestAPIKeyNeverLeaves(t *testing.T) {
 	e.Close()
 	exported, _ := json.Marshal(x)
 	places := map[string][]byte{"events": out.Bytes(), "export": exported}
-	for _, name := range []string{db, db + "-wal", cfg.LogFile} {
+	for _, name := range []string{db, db + "-wal", logFile} {
 		b, _ := os.ReadFile(name)
 		places[filepath.Base(name)] = b
 	}
@@ -683,6 +674,24 @@ func TestDeepTree(t *testing.T) {
 	if depth != 5 {
 		t.Errorf("deepest session at depth %d, want 5", depth)
 	}
+}
+
+// loggedEngine is an engine on the model server p (model "m", with key
+// when it is not ""), logging to a file of its own: it returns the engine,
+// its database and its log file.
+func loggedEngine(t *testing.T, p config.Provider, key string) (e *Engine, db, logFile string) {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := config.Defaults()
+	cfg.Workspace = dir
+	cfg.LogFile = filepath.Join(dir, "swarmdeck.log")
+	res := config.Resolved{Name: "test", Provider: p, Model: "m", APIKey: key}
+	db = filepath.Join(dir, "db")
+	e, err := New(Options{Config: cfg, Resolved: res, DBPath: db, Logger: fileLogger(t, cfg.LogFile)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, db, cfg.LogFile
 }
 
 func fileLogger(t *testing.T, path string) *slogLogger {
@@ -1139,15 +1148,7 @@ func TestLogNamesRunsAndRetries(t *testing.T) {
 		inner.Handler().ServeHTTP(w, r)
 	}))
 	defer hs.Close()
-	dir := t.TempDir()
-	cfg := config.Defaults()
-	cfg.Workspace = dir
-	cfg.LogFile = filepath.Join(dir, "swarmdeck.log")
-	res := config.Resolved{Name: "test", Provider: config.Provider{Type: "openai", BaseURL: hs.URL + "/v1"}, Model: "m"}
-	e, err := New(Options{Config: cfg, Resolved: res, DBPath: filepath.Join(dir, "db"), Logger: fileLogger(t, cfg.LogFile)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e, _, logFile := loggedEngine(t, config.Provider{Type: "openai", BaseURL: hs.URL + "/v1"}, "")
 	defer e.Close()
 	var id string
 	code, err := e.Headless(context.Background(), HeadlessOptions{JSON: true, Out: io.Discard}, func(ctx context.Context) (*Run, error) {
@@ -1161,7 +1162,7 @@ func TestLogNamesRunsAndRetries(t *testing.T) {
 		t.Fatalf("exit %d, %v", code, err)
 	}
 	root := exportLatest(t, e).Sessions[0].ID
-	logged, _ := os.ReadFile(cfg.LogFile)
+	logged, _ := os.ReadFile(logFile)
 	for _, want := range []string{
 		`msg="run started" run=` + id,
 		`msg="model call failed, retrying" run=` + id + ` session=` + root + ` next_attempt=2`,
