@@ -68,7 +68,13 @@ func (s *screen) String() string {
 // shows its run running.
 func startOnPTY(t *testing.T, ctx context.Context, cmd *exec.Cmd, master, slave *os.File) *screen {
 	t.Helper()
-	cmd.Env = append(isolatedEnv(t), "TERM=xterm-256color")
+	return startOnPTYWith(t, ctx, cmd, master, slave)
+}
+
+// startOnPTYWith is startOnPTY with more variables in cmd's environment.
+func startOnPTYWith(t *testing.T, ctx context.Context, cmd *exec.Cmd, master, slave *os.File, env ...string) *screen {
+	t.Helper()
+	cmd.Env = append(append(isolatedEnv(t), "TERM=xterm-256color"), env...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
 	scr := &screen{}
@@ -222,5 +228,42 @@ func TestDashboardTakesItsTerminalBackAfterSIGCONT(t *testing.T) {
 			t.Fatal("the dashboard left its terminal in the shell's modes after SIGCONT")
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A dashboard whose stdout goes to a file (`swarmdeck GOAL > out.txt`)
+// draws on the terminal it was started from: drawn into the file, its
+// frames were unreadable there and the terminal stayed blank.
+func TestDashboardDrawsOnTheTerminalWhenStdoutIsAFile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary; skipped with -short")
+	}
+	bin := buildSwarmdeck(t)
+	master, slave := openPTY(t, 40, 120)
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	outPath := filepath.Join(dir, "out.txt")
+	// The shell leads the terminal's session and sends the dashboard's
+	// stdout to the file, as a user's shell does.
+	cmd := exec.CommandContext(ctx, "sh", "-c", `"$0" "$@" > "$OUT"`, bin, "--db", filepath.Join(dir, "swarmdeck.db"),
+		"--provider", "scripted", "--scripted-latency", "500ms", "--workspace", dir, "Plan a product launch")
+	startOnPTYWith(t, ctx, cmd, master, slave, "OUT="+outPath)
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) // the shell and the dashboard
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+		t.Fatal("the dashboard did not stop within 20 s of SIGTERM")
+	}
+	out, err := os.ReadFile(outPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(out, []byte("\x1b[")) || bytes.Contains(out, []byte("Sessions")) {
+		t.Errorf("the dashboard drew into the file that stdout went to:\n%q", out[:min(len(out), 400)])
 	}
 }

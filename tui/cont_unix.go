@@ -17,7 +17,7 @@ import (
 // reported the stop has put the terminal back in its own modes, so the
 // dashboard, still drawing as if in raw mode, had its keys echoed and the
 // shell's lines left across it.
-func followCont(ctx context.Context, p *tea.Program) {
+func followCont(ctx context.Context, p *tea.Program, tty *os.File) {
 	cont := make(chan os.Signal, 1)
 	signal.Notify(cont, syscall.SIGCONT)
 	defer signal.Stop(cont)
@@ -30,7 +30,7 @@ func followCont(ctx context.Context, p *tea.Program) {
 		// Not when it ends (a kill of a stopped job comes with a SIGCONT)
 		// nor from the background (bg): setting the terminal's modes there
 		// would stop the process again (SIGTTOU); fg sends another SIGCONT.
-		if ctx.Err() != nil || !foreground(os.Stdout) {
+		if ctx.Err() != nil || !foreground(tty) {
 			continue
 		}
 		if err := p.ReleaseTerminal(); err == nil {

@@ -2,10 +2,11 @@ package tui
 
 import (
 	"context"
+	"os"
 
 	tea "charm.land/bubbletea/v2"
 )
 
 // followCont does nothing on Windows, where processes are not stopped and
 // continued by signals.
-func followCont(context.Context, *tea.Program) {}
+func followCont(context.Context, *tea.Program, *os.File) {}

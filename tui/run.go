@@ -103,6 +103,27 @@ func asciiLocale(getenv func(string) string) bool {
 	return false
 }
 
+// screenFile is where the dashboard draws: stdout when it is a terminal,
+// and the process's controlling terminal when stdout goes elsewhere
+// (`swarmdeck > run.txt`), as the keys are read from it when stdin does.
+// Drawn into a file, the frames were unreadable there and the terminal
+// showed nothing. close releases what screenFile opened.
+func screenFile() (out *os.File, close func()) {
+	if term.IsTerminal(os.Stdout.Fd()) {
+		return os.Stdout, func() {}
+	}
+	in, tty, err := tea.OpenTTY()
+	if err != nil {
+		return os.Stdout, func() {}
+	}
+	return tty, func() {
+		tty.Close()
+		if in != tty {
+			in.Close()
+		}
+	}
+}
+
 // Run runs the dashboard on the terminal until the person quits. The
 // terminal is restored on quit, on ctrl+c and on a panic. It returns ctx's
 // error when ctx ends first, and an error when the dashboard itself failed.
@@ -124,8 +145,10 @@ func Run(ctx context.Context, opts Options) error {
 	// program, hold the program's shutdown for good.
 	pctx, lost := context.WithCancelCause(ctx)
 	defer lost(nil)
-	go watchTerminal(pctx, os.Stdout, lost)
-	popts := []tea.ProgramOption{tea.WithContext(pctx), tea.WithoutSignalHandler()}
+	out, closeOut := screenFile()
+	defer closeOut()
+	go watchTerminal(pctx, out, lost)
+	popts := []tea.ProgramOption{tea.WithContext(pctx), tea.WithoutSignalHandler(), tea.WithOutput(out)}
 	// NO_COLOR (https://no-color.org): any non-empty value. The theme then
 	// uses reverse video and bold instead of colour, and the renderer is
 	// told to emit no colour codes at all, including from library parts.
@@ -136,7 +159,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 
 	prog := tea.NewProgram(m, popts...)
-	go followCont(pctx, prog)
+	go followCont(pctx, prog, out)
 	final, err := prog.Run()
 	if fm, ok := final.(Model); ok {
 		if fm.sub != nil {
