@@ -399,6 +399,7 @@ func openLog(cfg *config.Config) (log *slog.Logger, closeLog, undo func(), err e
 		_, statErr := os.Stat(path)
 		var f *os.File
 		if f, err = os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err == nil {
+			f = rotateLog(f, path)
 			closeLog = func() { f.Close() }
 			undo = func() {
 				f.Close()
@@ -425,6 +426,35 @@ func openLog(cfg *config.Config) (log *slog.Logger, closeLog, undo func(), err e
 		return nil, nil, nil, fmt.Errorf("%s: cannot write the log at %s: %w", where, path, err)
 	}
 	return slog.New(slog.DiscardHandler), func() {}, func() {}, nil
+}
+
+// maxLogBytes is the size past which a start moves the log aside: the log
+// grows by a few lines per run, and by a line per retried call, so a log
+// kept for years stays within twice this size.
+const maxLogBytes = 8 << 20
+
+// rotateLog moves the log f, opened at path, to path.1 (replacing the one
+// there) and returns a new, empty log at path, once f has grown past
+// maxLogBytes. It returns f itself when f is small enough, and when the
+// move fails; another process that started at the same time may have
+// moved it already, in which case f is still written where it now is.
+func rotateLog(f *os.File, path string) *os.File {
+	st, err := f.Stat()
+	if err != nil || st.Size() < maxLogBytes {
+		return f
+	}
+	if now, err := os.Stat(path); err != nil || !os.SameFile(st, now) {
+		return f
+	}
+	if os.Rename(path, path+".1") != nil {
+		return f
+	}
+	fresh, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return f // keeps writing the moved log
+	}
+	f.Close()
+	return fresh
 }
 
 // missingDirs lists dir and those of its parents that do not exist yet,

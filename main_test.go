@@ -1,12 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"os/exec"
+	"path/filepath"
 	goruntime "runtime"
 	"strconv"
 	"testing"
+
+	"github.com/swarmdeck/swarmdeck/runtime/config"
 )
 
 // The process runs with one processor more than Go would take by itself,
@@ -44,5 +48,36 @@ func TestProcessSchedulerProcessors(t *testing.T) {
 		if got := procs("GOMAXPROCS=" + strconv.Itoa(n)); got != n {
 			t.Errorf("with GOMAXPROCS=%d: the process ran with %d processors", n, got)
 		}
+	}
+}
+
+// A log past maxLogBytes is moved to .1 at the next start, which writes a
+// new one: the log stays bounded over years of runs, and the last stretch
+// of the old one is kept.
+func TestOpenLogMovesABigLogAside(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "swarmdeck.log")
+	old := bytes.Repeat([]byte("level=INFO msg=\"run ended\"\n"), maxLogBytes/27+1)
+	if err := os.WriteFile(path, old, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{"first start", "second start"} {
+		log, closeLog, _, err := openLog(&config.Config{LogFile: path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		log.Info(want)
+		closeLog()
+		moved, err := os.ReadFile(path + ".1")
+		if err != nil || !bytes.Equal(moved, old) {
+			t.Fatalf("start %d: %s.1 holds %d bytes (%v), want the old log's %d", i+1, path, len(moved), err, len(old))
+		}
+	}
+	now, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(now, []byte("first start")) || !bytes.Contains(now, []byte("second start")) || len(now) > 1000 {
+		t.Errorf("the new log holds %d bytes, want both starts' lines only:\n%s", len(now), now[:min(len(now), 400)])
 	}
 }
