@@ -506,7 +506,7 @@ func TestDashboardEndSaysHowTheRunEnded(t *testing.T) {
 	db := filepath.Join(dir, "d.db")
 	cf, run := startSlowRun(t, db, "a goal that takes an hour")
 	var out bytes.Buffer
-	err := cf.dashboardEnd(run, &out)
+	err := cf.dashboardEnd(run, &out, "")
 	var ee *exitError
 	if !errors.As(err, &ee) || ee.code != 1 {
 		t.Fatalf("closing on a running run: %v, want exit status 1", err)
@@ -536,7 +536,7 @@ func TestDashboardEndSaysHowTheRunEnded(t *testing.T) {
 	}
 	<-done.Done()
 	out.Reset()
-	if err := cf.dashboardEnd(done, &out); err != nil {
+	if err := cf.dashboardEnd(done, &out, ""); err != nil {
 		t.Fatalf("a completed run: %v, want exit status 0", err)
 	}
 	if !strings.Contains(out.String(), "completed; see it again with: swarmdeck view --config "+fast+" --db "+db) {
@@ -579,7 +579,7 @@ func TestDashboardEndSaysHowToContinueAFailedRun(t *testing.T) {
 		t.Fatal("the run did not end")
 	}
 	var out bytes.Buffer
-	err = cf.dashboardEnd(run, &out)
+	err = cf.dashboardEnd(run, &out, "")
 	var ee *exitError
 	if !errors.As(err, &ee) || ee.code != 1 {
 		t.Fatalf("a failed run: %v, want exit status 1", err)

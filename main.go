@@ -1553,23 +1553,36 @@ func dashboard(ctx context.Context, cf *commonFlags, goal, runID string, readOnl
 		run.SetHumanAttached(true)
 		opts.Controller = run
 	}
-	if err := tui.Run(ctx, opts); err != nil && !errors.Is(err, context.Canceled) {
-		return &exitError{1, err}
+	tuiErr := tui.Run(ctx, opts)
+	if tuiErr != nil && !errors.Is(tuiErr, context.Canceled) {
+		return &exitError{1, tuiErr}
 	}
 	if run == nil {
 		return nil
 	}
-	return cf.dashboardEnd(run, stdout)
+	var why string // the person quit
+	switch {
+	case errors.Is(tuiErr, tui.ErrTerminalGone):
+		why = "the dashboard's terminal is gone"
+	case ctx.Err() != nil:
+		why = context.Cause(ctx).Error() // a signal
+	}
+	return cf.dashboardEnd(run, stdout, why)
 }
 
 // dashboardEnd says how the run the dashboard showed ended, with its exit
 // status: 0 only for a completed run. A run still going when the person
-// quit is stopped and stored, and the command that continues it printed.
-func (cf *commonFlags) dashboardEnd(run *runtime.Run, stdout io.Writer) error {
+// quit is stopped and stored, and the command that continues it printed;
+// stoppedBy says what closed the dashboard when the person did not.
+func (cf *commonFlags) dashboardEnd(run *runtime.Run, stdout io.Writer, stoppedBy string) error {
 	status := run.Status()
 	if status == runtime.RunRunning {
-		run.Interrupt()
-		return &exitError{runtime.ExitFailed, cf.withResume(&runtime.InterruptedError{RunID: run.ID(), Reason: "the dashboard was closed while it ran"}, false)}
+		why := "the dashboard was closed while it ran"
+		if stoppedBy != "" {
+			why = stoppedBy
+		}
+		run.InterruptFor(why)
+		return &exitError{runtime.ExitFailed, cf.withResume(&runtime.InterruptedError{RunID: run.ID(), Reason: why}, false)}
 	}
 	if status == runtime.RunInterrupted {
 		_, why := run.Result()

@@ -89,7 +89,7 @@ func (e *Engine) Headless(ctx context.Context, opts HeadlessOptions, start func(
 				}
 				// Whoever read the output has gone (a closed pipe): stop
 				// the run resumable rather than run on unseen.
-				run.Interrupt()
+				run.InterruptFor("its output could not be written: " + err.Error())
 				return ExitFailed, &InterruptedError{RunID: run.ID(), Reason: "its output could not be written: " + err.Error()}
 			}
 			if ev.Type == event.RunFinished {
@@ -114,7 +114,7 @@ func (e *Engine) Headless(ctx context.Context, opts HeadlessOptions, start func(
 				fmt.Fprintln(opts.Log, line)
 			}
 		case <-ctx.Done():
-			run.Interrupt()
+			run.InterruptFor(context.Cause(ctx).Error())
 			// The events up to the run's end, run.finished included, are
 			// still shown: a consumer of --json learns how it ended.
 			drainTo(sub, run.ID(), show)

@@ -1173,3 +1173,30 @@ func TestLogNamesRunsAndRetries(t *testing.T) {
 		}
 	}
 }
+
+// A run stopped from outside says what stopped it in the log's "run ended"
+// line: the run itself stores no reason, and the line said only
+// "status=interrupted error=".
+func TestLogSaysWhatStoppedARun(t *testing.T) {
+	e, _, logFile := loggedEngine(t, config.Provider{Type: "scripted"}, "")
+	defer e.Close()
+	for _, c := range []struct{ cause, want string }{
+		{"terminated signal received", `cause="terminated signal received"`},
+		{"", `cause="stopped from outside"`},
+	} {
+		r, err := e.Start(context.Background(), "Plan a product launch")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.InterruptFor(c.cause)
+		logged, _ := os.ReadFile(logFile)
+		want := `msg="run ended" run=` + r.ID() + ` status=interrupted tokens=`
+		i := strings.Index(string(logged), want)
+		if i < 0 {
+			t.Fatalf("the log has no %q:\n%s", want, logged)
+		}
+		if line, _, _ := strings.Cut(string(logged[i:]), "\n"); !strings.HasSuffix(line, c.want) {
+			t.Errorf("the log's line %q does not end with %s", line, c.want)
+		}
+	}
+}

@@ -65,6 +65,7 @@ type Run struct {
 	prompts   promptTails
 	human     atomic.Bool // a person can answer questions (dashboard or --control)
 	stopping  atomic.Bool
+	stoppedBy string        // why InterruptFor stopped the run; set by the one stopper, before recordStopped
 	ctxWatch  contextWatch  // prompts larger than the model's context window
 	lock      *runlock.Lock // held while this process runs the run (nil without one)
 	wg        sync.WaitGroup
@@ -663,12 +664,18 @@ func (r *Run) Wait(ctx context.Context) error {
 
 // Interrupt stops every session without changing what is stored about it:
 // the run stays resumable. It returns once the session goroutines are gone.
-func (r *Run) Interrupt() {
+func (r *Run) Interrupt() { r.InterruptFor("") }
+
+// InterruptFor is Interrupt, with what stopped the run from outside (a
+// signal, the dashboard closed) for the log's "run ended" line: the run
+// itself stores no reason, as nothing went wrong in it.
+func (r *Run) InterruptFor(cause string) {
 	if !r.stopping.CompareAndSwap(false, true) {
 		<-r.done
 		return
 	}
 	r.halt(errInterrupted)
+	r.stoppedBy = cause
 	r.recordStopped("")
 	r.release("the run was interrupted")
 }
@@ -728,6 +735,14 @@ func (r *Run) recordStopped(why string) {
 	})
 	if err != nil {
 		r.e.log.Error("could not record a stopped run", "run", r.id, "err", err)
+		return
+	}
+	if why == "" {
+		cause := r.stoppedBy
+		if cause == "" {
+			cause = "stopped from outside"
+		}
+		r.e.log.Info("run ended", "run", r.id, "status", rec.Status, "tokens", rec.Usage.TotalTokens, "cause", cause)
 		return
 	}
 	r.e.log.Info("run ended", "run", r.id, "status", rec.Status, "tokens", rec.Usage.TotalTokens, "error", rec.Error)
