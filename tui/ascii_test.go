@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -160,13 +161,21 @@ func TestGoldenASCII(t *testing.T) {
 	golden.RequireEqual(t, out)
 }
 
-// In ASCII no mark means two things: a row that read ">- v orchestrator"
+// No mark means two things. In ASCII a row that read ">- v orchestrator"
 // said unfolded with the separator's "-", and done with the "v" of newer.
 // Marks of one meaning in UTF-8 (a cursor and a transcript's bar, a
 // cancelled session and a blocked task) may share one. The frame's
 // corners and sides are told by where they are.
-func TestASCIIMarksMeanOneThing(t *testing.T) {
-	g := &asciiGlyphs
+//
+// The same holds in UTF-8, where an unknown status was marked with the
+// separator's "·".
+func TestMarksMeanOneThing(t *testing.T) {
+	for _, g := range []*glyphs{&asciiGlyphs, &unicodeGlyphs} {
+		t.Run(fmt.Sprint("ascii=", g.ascii), func(t *testing.T) { checkMarksMeanOneThing(t, g) })
+	}
+}
+
+func checkMarksMeanOneThing(t *testing.T, g *glyphs) {
 	meaning := map[string]string{}
 	mark := func(glyph, what string) {
 		glyph = strings.TrimSpace(glyph)

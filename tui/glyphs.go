@@ -109,10 +109,7 @@ func (g *glyphs) statusOf(status string) string {
 	if s, ok := g.status[status]; ok {
 		return s
 	}
-	if g.ascii {
-		return " " // no mark, rather than one that means another status
-	}
-	return "·"
+	return " " // no mark, rather than one that means something else ("·" separates)
 }
 
 // key is how help writes a key: arrows as glyphs in UTF-8, every key by
