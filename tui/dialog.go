@@ -239,7 +239,9 @@ func (m *model) sheetLines(w int) []string {
 		body = append(body, inputView(&d.input))
 		footer()
 	case dialogMessage:
-		title = "Message " + m.st.sessionName(d.target) + s.g.sep + d.target
+		// The id goes first where the title is short: cut, it would read
+		// as another session's.
+		title = fitItems(titleRoom(w), s.g.sep, whole("Message "+m.st.sessionName(d.target)), item{{0, d.target}, {1, ""}})
 		mode := radio(!d.noReply, "wake the session") + "   " + radio(d.noReply, "no-reply: deliver passively at its next turn")
 		body = append(body, "delivery: "+mode+s.dim.Render("   ("+label(k.ToggleNoReply)+")"))
 		body = append(body, inputView(&d.input))

@@ -1249,3 +1249,17 @@ func TestEndedRunsSayWhatReachesThem(t *testing.T) {
 	wantCalls(t, ctl, tuitest.Call{Op: "message", SessionID: "s-plan", Text: "try the other source"})
 	mustContain(t, m, "message sent to planner (plan); it has failed, and reads it once the run is resumed")
 }
+
+// A message dialog whose title does not fit leaves the session's id out
+// whole: cut at the border, "s-pl…" read as another session's id.
+func TestMessageTitleLeavesTheIDOutWhole(t *testing.T) {
+	snap := tuitest.Demo(t0)
+	snap.Sessions[1].Label = "the-planner-of-every-launch-task"
+	m, _ := newTestModel(t, snap, 60, 30)
+	m, _ = press(t, m, "down", "m")
+	mustContain(t, m, "Message planner (the-planner-of-every-launch-task) ━")
+	mustNotContain(t, m, "· s-p")
+	m, _ = newTestModel(t, snap, 100, 30)
+	m, _ = press(t, m, "down", "m")
+	mustContain(t, m, "Message planner (the-planner-of-every-launch-task) · s-plan")
+}
