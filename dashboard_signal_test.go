@@ -267,3 +267,72 @@ func TestDashboardDrawsOnTheTerminalWhenStdoutIsAFile(t *testing.T) {
 		t.Errorf("the dashboard drew into the file that stdout went to:\n%q", out[:min(len(out), 400)])
 	}
 }
+
+// A stopped dashboard killed by its shell's `kill %1` (SIGTERM, then
+// SIGCONT so that the job takes it) ends, its run stored interrupted. It
+// used to restore its terminal from the background, which stopped it
+// again, and it waited stopped, its run held under its lock, until fg.
+func TestStoppedDashboardEndsOnKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary; skipped with -short")
+	}
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash for job control")
+	}
+	bin := buildSwarmdeck(t)
+	master, slave := openPTY(t, 40, 120)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "swarmdeck.db")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	// bash with job control runs the dashboard as a foreground job; once
+	// the job stops, bash takes the terminal back and kills it as a
+	// person would.
+	script := `set -m
+"$0" "$@"
+echo "job stopped" >&2
+kill %1
+wait %1
+echo "job ended: $?" >&2`
+	cmd := exec.CommandContext(ctx, "bash", "-c", script, bin, "--db", db, "--provider", "scripted",
+		"--scripted-latency", "500ms", "--workspace", dir, "Plan a product launch")
+	scr := startOnPTY(t, ctx, cmd, master, slave)
+	out, err := exec.Command("pgrep", "-f", "-n", "^"+bin).Output()
+	if err != nil {
+		t.Skipf("no pgrep to find the dashboard: %v", err)
+	}
+	var pid int
+	fmt.Sscan(string(out), &pid)
+	defer syscall.Kill(pid, syscall.SIGKILL) // a dashboard left stopped
+	syscall.Kill(pid, syscall.SIGSTOP)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		syscall.Kill(pid, syscall.SIGKILL)
+		<-done
+		t.Fatalf("the killed dashboard did not end within 20 s; its terminal's last output:\n%q", tail(scr.String(), 600))
+	}
+	// The terminal's output ends after the process exits.
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(scr.String(), "job ended") && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !strings.Contains(scr.String(), "job ended: 1") {
+		t.Errorf("the job did not end with exit status 1; its terminal's last output:\n%q", tail(scr.String(), 600))
+	}
+	for syscall.Kill(pid, 0) == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the killed dashboard is still there, stopped again")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	runs, err := exec.Command(bin, "--db", db, "runs").CombinedOutput()
+	if err != nil || !strings.Contains(string(runs), "interrupted") {
+		t.Errorf("the run is not stored interrupted: %v\n%s", err, runs)
+	}
+}
+
+func tail(s string, n int) string { return s[max(len(s)-n, 0):] }

@@ -45,3 +45,11 @@ func foreground(tty *os.File) bool {
 	pgrp, err := unix.IoctlGetInt(int(tty.Fd()), unix.TIOCGPGRP)
 	return err == nil && pgrp == unix.Getpgrp()
 }
+
+// quietStop lets a dashboard that ends from the background (a stopped job
+// killed by the shell's `kill %1`, which continues it to take the signal)
+// restore its terminal and exit: the kernel would stop it again for
+// setting the terminal's modes, and it would wait stopped, its run held
+// under its lock, until fg. With SIGTTOU ignored the modes are set, and
+// the terminal is as the dashboard found it.
+func quietStop() { signal.Ignore(syscall.SIGTTOU) }

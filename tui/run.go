@@ -148,7 +148,16 @@ func Run(ctx context.Context, opts Options) error {
 	out, closeOut := screenFile()
 	defer closeOut()
 	go watchTerminal(pctx, out, lost)
-	popts := []tea.ProgramOption{tea.WithContext(pctx), tea.WithoutSignalHandler(), tea.WithOutput(out)}
+	// The program ends with the run's context, once whatever restores the
+	// terminal may do so from the background (see quietStop).
+	tctx, tcancel := context.WithCancelCause(context.Background())
+	defer tcancel(nil)
+	go func() {
+		<-pctx.Done()
+		quietStop()
+		tcancel(context.Cause(pctx))
+	}()
+	popts := []tea.ProgramOption{tea.WithContext(tctx), tea.WithoutSignalHandler(), tea.WithOutput(out)}
 	// NO_COLOR (https://no-color.org): any non-empty value. The theme then
 	// uses reverse video and bold instead of colour, and the renderer is
 	// told to emit no colour codes at all, including from library parts.
@@ -172,7 +181,7 @@ func Run(ctx context.Context, opts Options) error {
 	switch {
 	case err == nil, errors.Is(err, tea.ErrInterrupted):
 		return nil
-	case pctx.Err() != nil && errors.Is(err, tea.ErrProgramKilled):
+	case tctx.Err() != nil && errors.Is(err, tea.ErrProgramKilled):
 		return context.Cause(pctx)
 	case errors.Is(err, syscall.EIO):
 		// The keys' side of a terminal that closed.
