@@ -20,8 +20,17 @@ import (
 	"time"
 )
 
-// Dir is the directory of the lock files of the database at dbPath.
-func Dir(dbPath string) string { return dbPath + ".locks" }
+// Dir is the directory of the lock files of the database at dbPath,
+// beside the file it names once symbolic links are followed: SQLite opens
+// that file whatever link leads to it, and a lock kept beside the link
+// would let a second process run a run that another runs through the file
+// itself. A database not made yet has its locks beside the path as given.
+func Dir(dbPath string) string {
+	if real, err := filepath.EvalSymlinks(dbPath); err == nil {
+		dbPath = real
+	}
+	return dbPath + ".locks"
+}
 
 // HeldError reports a run that another process holds.
 type HeldError struct {

@@ -153,3 +153,32 @@ func TestConcurrentAcquireAndRelease(t *testing.T) {
 		t.Errorf("lock directory left after every release: %v", err)
 	}
 }
+
+// A database reached through a symbolic link has its locks beside the
+// file itself: kept beside the link, they let a second process resume a
+// run that another ran through the file's own name.
+func TestLinkToTheDatabaseSharesItsLocks(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "swarmdeck.db")
+	if err := os.WriteFile(db, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(t.TempDir(), "link.db")
+	if err := os.Symlink(db, link); err != nil {
+		t.Skipf("no symbolic links: %v", err)
+	}
+	if Dir(link) != Dir(db) {
+		t.Fatalf("Dir(%s) = %s, Dir(%s) = %s: want one", link, Dir(link), db, Dir(db))
+	}
+	l, err := Acquire(Dir(db), "r-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	if held, known := Held(Dir(link), "r-1"); !held || !known {
+		t.Errorf("through the link the run is held=%v known=%v, want held", held, known)
+	}
+	if fresh := filepath.Join(dir, "new.db"); Dir(fresh) != fresh+".locks" {
+		t.Errorf("a database not made yet: Dir = %s", Dir(fresh))
+	}
+}
