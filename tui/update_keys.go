@@ -119,7 +119,17 @@ func (m *model) startAction(k tea.KeyPressMsg) tea.Cmd {
 		return nil
 	}
 	if m.readOnly {
-		m.setStatus(readOnlyText, true)
+		switch st := m.st.run.Status; st {
+		case "completed", "failed", "cancelled":
+			// resume refuses a run that has ended; a failed one it takes.
+			text := "read-only: view only shows a run, and this one has " + st
+			if st == "failed" {
+				text += "; " + m.resumeCommand() + " continues it once the cause is fixed"
+			}
+			m.setStatus(text, true)
+		default:
+			m.setStatus(readOnlyText, true)
+		}
 		return nil
 	}
 	if m.ctl == nil {

@@ -687,7 +687,10 @@ func TestReadOnlyRefusesActions(t *testing.T) {
 		if m.dialog.kind != dialogNone {
 			t.Fatalf("%s opened a dialog on a stored run", k)
 		}
-		mustContain(t, m, "read-only: view only shows a run")
+		// resume refuses a completed run: the refusal does not send the
+		// person there.
+		mustContain(t, m, "read-only: view only shows a run, and this one has completed")
+		mustNotContain(t, m, "resume")
 		m, _ = press(t, m, "esc")
 	}
 	wantCalls(t, ctl)
@@ -1262,4 +1265,30 @@ func TestMessageTitleLeavesTheIDOutWhole(t *testing.T) {
 	m, _ = newTestModel(t, snap, 100, 30)
 	m, _ = press(t, m, "down", "m")
 	mustContain(t, m, "Message planner (the-planner-of-every-launch-task) · s-plan")
+}
+
+// A read-only view refuses the action keys with what can be done about
+// the run as it stands: resume takes a stopped or failed run, not a
+// completed or cancelled one.
+func TestReadOnlyRefusalFitsTheRunsEnd(t *testing.T) {
+	for status, want := range map[string]string{
+		"running":     readOnlyText,
+		"interrupted": readOnlyText,
+		"failed":      "this one has failed; swarmdeck resume r-7c1e continues it once the cause is fixed",
+		"cancelled":   "read-only: view only shows a run, and this one has cancelled",
+	} {
+		snap := tuitest.Demo(t0)
+		snap.Run.Status = status
+		ctl := tuitest.NewController(snap)
+		ctl.SetReadOnly(true)
+		m := New(Options{Controller: ctl, Theme: "dark"})
+		t.Cleanup(m.cancel)
+		m.now, m.ticks = func() timeT { return t0 }, false
+		m, _ = update(m, windowSize(200, 48))
+		m = connect(m, ctl)
+		m, _ = press(t, m, "b")
+		if got := m.status.text; got != want && !strings.HasSuffix(got, want) {
+			t.Errorf("%s: b says %q, want %q", status, got, want)
+		}
+	}
 }
