@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"charm.land/bubbles/v2/key"
 	"charm.land/lipgloss/v2"
@@ -42,6 +43,11 @@ func (m *model) renderHeader(w int) []string {
 	// shorten as the session table writes them (8.7M); then the session
 	// count goes, which the Sessions pane's title gives, then the tokens
 	// (after their word shortens as a transcript writes it), then the time.
+	// A run from another day says which: its times (the feed's, a
+	// transcript's) are of the clock alone. The date goes last of all.
+	if at := st.run.StartedAt.In(m.loc); !st.run.StartedAt.IsZero() && !sameDay(at, m.now().In(m.loc)) {
+		first = append(first, item{{0, "started " + at.Format("2006-01-02 15:04")}, {3, at.Format("2006-01-02")}, {8, ""}})
+	}
 	items := append(first,
 		item{{0, fmtDuration(st.elapsed(m.now()))}, {7, ""}},
 		item{{0, fmtCount(tokens) + " tokens"}, {2, fmtTokens(tokens) + " tokens"}, {5, fmtTokens(tokens) + " tok"}, {6, ""}},
@@ -72,6 +78,12 @@ func (m *model) renderHeader(w int) []string {
 		line2 = g.fit(line2, room) + " " + right
 	}
 	return []string{g.fit(line1, w), g.fit(line2, w)}
+}
+
+func sameDay(a, b time.Time) bool {
+	ay, am, ad := a.Date()
+	by, bm, bd := b.Date()
+	return ay == by && am == bm && ad == bd
 }
 
 func providerModel(provider, model string) string {

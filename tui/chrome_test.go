@@ -47,3 +47,20 @@ func TestHeaderItemsWholeAtAnyWidth(t *testing.T) {
 		}
 	}
 }
+
+// A run from another day says when it started: the feed and transcripts
+// give times of the clock alone, which read as today's.
+func TestHeaderDatesARunOfAnotherDay(t *testing.T) {
+	snap := tuitest.Demo(t0)
+	snap.Run.StartedAt = t0.Add(-90 * 24 * time.Hour)
+	snap.Run.EndedAt = snap.Run.StartedAt.Add(3 * time.Minute)
+	snap.Run.Status = "completed"
+	m, _ := newTestModel(t, snap, 160, 48)
+	at := snap.Run.StartedAt.In(m.loc)
+	mustContain(t, m, "completed · started "+at.Format("2006-01-02 15:04")+" · 3m00s")
+	m, _ = newTestModel(t, snap, 60, 30) // the date stays, shortened
+	mustContain(t, m, "completed · "+at.Format("2006-01-02"))
+
+	m, _ = demoModel(t, 160, 48) // today's run: no date
+	mustNotContain(t, m, "started ")
+}
