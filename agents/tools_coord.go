@@ -173,7 +173,7 @@ var askOthers = &Tool{
 	  "properties":{
 	    "question":{"type":"string","minLength":1,"maxLength":2000},
 	    "allow_human_response":{"type":"boolean"},
-	    "specific_agents":{"type":"array","items":{"type":"string"},"description":"Task ids, labels or roles to ask (default all)"},
+	    "specific_agents":{"type":"array","items":{"type":"string"},"description":"Task ids, labels or roles of the agents to ask (default all); the person is asked too unless allow_human_response is false"},
 	    "timeout":{"type":"number","minimum":1,"maximum":3600,"description":"Seconds to wait"},
 	    "options":{"type":"array","maxItems":10,"items":{"anyOf":[{"type":"string","maxLength":200},{"type":"object","properties":{"id":{"type":"string","maxLength":32},"label":{"type":"string","maxLength":200}},"required":["label"]}]}},
 	    "multi_select":{"type":"boolean"}

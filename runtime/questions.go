@@ -227,13 +227,10 @@ func (h *host) Ask(ctx context.Context, c *agents.Call, req agents.AskRequest) (
 	if err != nil {
 		return nil, err
 	}
+	// specific_agents chooses among the agents; allow_human_response alone
+	// says whether the person is asked too ("human" among the names is
+	// taken as a name, not needed).
 	askHuman := req.AllowHuman && req.Kind == "ask_others"
-	if len(req.SpecificAgents) > 0 {
-		askHuman = askHuman && contains(req.SpecificAgents, "human")
-		if !askHuman && req.AllowHuman && req.Kind == "ask_others" && len(recips) == 0 {
-			askHuman = true
-		}
-	}
 	limit := cfg.MaxQuestionsPerSession
 	b := r.questions
 	raw, err := s.effect(c, "question", func(tx *store.Tx) (any, error) {

@@ -685,3 +685,64 @@ func TestTranscriptOfASessionNotStarted(t *testing.T) {
 		t.Errorf("transcript of a session not started:\n%s", got)
 	}
 }
+
+// specific_agents chooses among the agents, and allow_human_response alone
+// whether the person is asked: a question to one named agent left the
+// person out, even with allow_human_response true.
+func TestAskOthersSpecificAgentsStillAsksThePerson(t *testing.T) {
+	helperStarted, helperRelease := newGate(), newGate()
+	asks := []obj{
+		{"question": "Helper and you, explicitly?", "specific_agents": []string{"helper"}, "allow_human_response": true},
+		{"question": "Helper and you, by default?", "specific_agents": []string{"helper"}},
+		{"question": "Helper alone?", "specific_agents": []string{"helper"}, "allow_human_response": false, "timeout": 30},
+	}
+	p := policyFor(func(c *convo) scripted.Reply {
+		switch {
+		case c.shadow != "":
+			return say("helper agrees")
+		case !c.isRoot():
+			helperStarted.open()
+			helperRelease.wait()
+			return say("helper done")
+		}
+		switch {
+		case c.turns == 0:
+			return do(call("sessions_spawn", obj{"task": "Help", "label": "helper"}))
+		case c.turns <= len(asks):
+			helperStarted.wait()
+			return do(call("ask_others", asks[c.turns-1]))
+		}
+		helperRelease.open()
+		return say("asked")
+	})
+	e := testEngine(t, nil, p, nil)
+	t.Cleanup(func() { helperStarted.open(); helperRelease.open() })
+	var mu sync.Mutex
+	var asked []string
+	_, code := controlled(t, e, func(q *event.QuestionInfo) string {
+		if !q.AllowHuman {
+			return ""
+		}
+		mu.Lock()
+		asked = append(asked, q.Question)
+		mu.Unlock()
+		return controlLine(obj{"op": "answer", "question_id": q.ID, "text": "go"})
+	})
+	x := exportLatest(t, e)
+	mustComplete(t, x, code)
+	results := callResults(rootOf(x), "ask_others")
+	if len(results) != len(asks) {
+		t.Fatalf("%d ask_others results", len(results))
+	}
+	for i, human := range []string{"go", "go", ""} {
+		r := askResult(t, results[i])
+		if r.Responses["human"] != human || r.Responses["helper"] != "helper agrees" {
+			t.Errorf("%q returned %s; want the helper's answer and the person's %q", asks[i]["question"], results[i], human)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(asked) != 2 {
+		t.Errorf("the person was asked %q, want the first two", asked)
+	}
+}
