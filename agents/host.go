@@ -106,6 +106,9 @@ type TaskOutcome struct {
 	Error     string   `json:"error,omitempty"`
 	TimedOut  bool     `json:"timed_out,omitempty"`
 	WaitingOn []string `json:"waiting_on,omitempty"`
+	// Earlier holds what the task reported before a message woke it
+	// again, oldest first: Output is its latest word.
+	Earlier []string `json:"earlier_results,omitempty"`
 }
 
 // SendResult is returned by task_send_message.

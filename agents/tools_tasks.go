@@ -201,7 +201,8 @@ var taskWait = &Tool{
 	Name:  "task_wait",
 	Group: GroupSpawn,
 	Description: "Wait until all listed child tasks (default: all your children) have finished, then return each outcome. " +
-		"A fan-in barrier. timeout is in seconds; unfinished tasks are listed in timed_out.",
+		"A fan-in barrier. timeout is in seconds; unfinished tasks are listed in timed_out. A task woken by a message after it finished " +
+		"gives its latest output, and what it reported before in earlier_results.",
 	Blocking: true,
 	Schema: mustSchema(`{"type":"object","additionalProperties":false,
 	  "properties":{

@@ -612,7 +612,11 @@ wait:
 		out = append(out, o)
 	}
 	if len(mine) > 0 && ctx.Err() == nil {
-		s.consumeResults(callID(c), mine)
+		if earlier, err := s.consumeResults(callID(c), mine); err == nil {
+			for i := range out {
+				out[i].Earlier = earlier[out[i].TaskID]
+			}
+		}
 	}
 	if timedOut == nil {
 		timedOut = []string{}

@@ -97,31 +97,39 @@ func (s *Session) resurrectTx(tx *store.Tx) error {
 
 // consumeResults marks the <task_result> items of the given children as
 // taken by a tool call that returned their outcomes itself, so that they
-// are not injected a second time. Only each child's latest result is the
-// outcome the call returned: an earlier one, from before a message woke
-// the child again, stays in the inbox and is delivered as usual.
-func (s *Session) consumeResults(callID string, children map[string]bool) error {
-	return s.r.e.store.Apply(s.ctx, func(tx *store.Tx) error {
+// are not injected a second time. The call returned each child's latest
+// result; what a child reported before a message woke it again is taken
+// too, and returned, oldest first, for the call to give along with the
+// latest: delivered after the call, an earlier result would be the last
+// word the parent read about that child.
+func (s *Session) consumeResults(callID string, children map[string]bool) (earlier map[string][]string, err error) {
+	err = s.r.e.store.Apply(s.ctx, func(tx *store.Tx) error {
 		s.mu.Lock()
 		var ids []int64
-		taken := map[string]bool{}
-		drop := map[int]bool{}
-		for i := len(s.inbox) - 1; i >= 0; i-- {
-			it := s.inbox[i]
-			if it.Kind == "task_result" && children[it.FromSession] && !taken[it.FromSession] {
-				taken[it.FromSession] = true
-				drop[i] = true
-				ids = append(ids, it.ID)
+		earlier = nil
+		latest := map[string]int{}
+		for i, it := range s.inbox {
+			if it.Kind == "task_result" && children[it.FromSession] {
+				latest[it.FromSession] = i
 			}
 		}
 		kept := s.inbox[:0:0]
 		for i, it := range s.inbox {
-			if !drop[i] {
+			if it.Kind != "task_result" || !children[it.FromSession] {
 				kept = append(kept, it)
+				continue
+			}
+			ids = append(ids, it.ID)
+			if i != latest[it.FromSession] {
+				if earlier == nil {
+					earlier = map[string][]string{}
+				}
+				earlier[it.FromSession] = append(earlier[it.FromSession], it.Content)
 			}
 		}
 		s.inbox = kept
 		s.mu.Unlock()
 		return tx.MarkConsumed(ids, callID)
 	})
+	return earlier, err
 }

@@ -251,7 +251,7 @@ func TestCutToolResultIsStillJSON(t *testing.T) {
 // A child that completed, was woken by a sibling's message and completed
 // again has two results. A task_wait that returns its latest must not
 // swallow the first: the parent still receives it.
-func TestWaitKeepsAnEarlierResultOfAWokenChild(t *testing.T) {
+func TestWaitGivesAnEarlierResultOfAWokenChild(t *testing.T) {
 	p := policyFor(func(c *convo) scripted.Reply {
 		switch {
 		case c.isRoot() && c.turns == 0:
@@ -284,6 +284,24 @@ func TestWaitKeepsAnEarlierResultOfAWokenChild(t *testing.T) {
 	}
 	if !slices.Contains(seen, "IMPORTANT RESULT") || !slices.Contains(seen, "You are welcome.") {
 		t.Fatalf("the orchestrator saw %q of the worker's two results", seen)
+	}
+	// The earlier result came before the wait returned, or with it,
+	// marked as earlier: after it, it would be the last word on the
+	// worker.
+	msgs := rootOf(x).Messages
+	at := slices.IndexFunc(msgs, func(m store.ExportMessage) bool { return m.Role == "tool" && strings.HasPrefix(m.Content, `{"results":`) })
+	if at < 0 {
+		t.Fatal("no task_wait result")
+	}
+	before := slices.ContainsFunc(msgs[:at], func(m store.ExportMessage) bool { return strings.Contains(m.Content, "IMPORTANT RESULT") })
+	with := strings.Contains(msgs[at].Content, `"earlier_results":["<task_result`) && strings.Contains(msgs[at].Content, "IMPORTANT RESULT")
+	if !before && !with {
+		t.Errorf("task_wait returned %q, without the worker's earlier result, which did not come before it either", msgs[at].Content)
+	}
+	for _, m := range msgs[at+1:] {
+		if strings.Contains(m.Content, "IMPORTANT RESULT") {
+			t.Errorf("the earlier result came again after the wait: %q", m.Content)
+		}
 	}
 	// The sender is told where the woken task's answer will be.
 	if res := callResults(mustLabel(t, x, "r-1"), "task_send_message"); len(res) != 1 || !strings.Contains(res[0], "read it with task_output") {
