@@ -289,7 +289,9 @@ func TestWaitGivesAnEarlierResultOfAWokenChild(t *testing.T) {
 	// marked as earlier: after it, it would be the last word on the
 	// worker.
 	msgs := rootOf(x).Messages
-	at := slices.IndexFunc(msgs, func(m store.ExportMessage) bool { return m.Role == "tool" && strings.HasPrefix(m.Content, `{"results":`) })
+	at := slices.IndexFunc(msgs, func(m store.ExportMessage) bool {
+		return m.Role == "tool" && strings.HasPrefix(m.Content, `{"results":`)
+	})
 	if at < 0 {
 		t.Fatal("no task_wait result")
 	}
