@@ -120,6 +120,7 @@ func cacheKey(name string, d *Data) string {
 	field(strconv.Itoa(d.Depth))
 	field(strconv.Itoa(d.MaxSpawnDepth))
 	field(strconv.Itoa(d.MaxDelegationDepth))
+	field(strconv.Itoa(d.DelegationDepth))
 	flag(d.Label != "")
 	flag(d.IsRoot)
 	flag(d.Delegated)

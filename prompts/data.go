@@ -33,6 +33,9 @@ type Data struct {
 
 	MaxSpawnDepth      int
 	MaxDelegationDepth int
+	// DelegationDepth counts the delegations this session is inside of:
+	// 1 for a sub-orchestrator that delegate_task started, 0 for the root.
+	DelegationDepth int
 }
 
 // Has reports whether the tool group is enabled. Templates call it as

@@ -345,5 +345,9 @@ func sampleData(role string) []Data {
 			MaxSpawnDepth: 3, MaxDelegationDepth: 2,
 		},
 		{Role: role, Template: role, SessionID: "s-0002", Depth: 2, HasParent: true},
+		{
+			Role: role, Template: role, SessionID: "s-0003", Depth: 1, Goal: "sample goal", Delegated: true, HasParent: true,
+			CanSpawn: true, Groups: allGroups(), Roster: roster, MaxSpawnDepth: 3, MaxDelegationDepth: 1, DelegationDepth: 1,
+		},
 	}
 }

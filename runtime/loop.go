@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -467,6 +468,7 @@ func (s *Session) systemPrompt() (string, error) {
 		HasParent: s.parent != nil, CanSpawn: s.role.CanSpawn, CanWrite: s.role.CanWrite, Groups: s.groups(),
 		Roster: entries, Workspace: s.r.ws.Dir(), SharedContext: shared,
 		MaxSpawnDepth: cfg.Limits.MaxSpawnDepth, MaxDelegationDepth: cfg.Coordination.MaxDelegationDepth,
+		DelegationDepth: s.delegationDepth(),
 	})
 }
 
@@ -559,7 +561,17 @@ func (s *Session) reminder() string {
 	for _, t := range p.Ready() {
 		d.Ready = append(d.Ready, t.ID+": "+t.Description)
 	}
-	d.Groups = s.groups()
+	// Fan-out advice names only what can succeed: a delegate at the
+	// delegation depth limit, told to delegate, wasted turns on refusals.
+	d.Groups = maps.Clone(s.groups())
+	cfg := s.r.e.Config()
+	if s.depth >= cfg.Limits.MaxSpawnDepth {
+		delete(d.Groups, agents.GroupSpawn)
+		delete(d.Groups, agents.GroupDelegation)
+	}
+	if s.delegationDepth() >= cfg.Coordination.MaxDelegationDepth {
+		delete(d.Groups, agents.GroupDelegation)
+	}
 	return s.r.e.prompts.Reminder(d)
 }
 

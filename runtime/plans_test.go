@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -370,5 +371,56 @@ func TestPlanChangesThatLoseTrackAreSaid(t *testing.T) {
 	res := callResults(root, "create_task_plan")
 	if len(res) != 2 || strings.Contains(res[0], "replaced") || !strings.Contains(res[1], "this replaced your previous plan of 2 tasks (1 of them completed)") {
 		t.Errorf("create_task_plan results: %q", res)
+	}
+}
+
+// A delegate at the delegation depth limit is not told to delegate: its
+// prompt says delegate_task is refused there, and the reminder of ready
+// tasks points to sessions_spawn. It was told to use delegate_task, and
+// every call was refused.
+func TestDelegateAtTheDepthLimitIsNotToldToDelegate(t *testing.T) {
+	var delegateSystem string
+	var mu sync.Mutex
+	p := policyFor(func(c *convo) scripted.Reply {
+		if c.isRoot() {
+			if c.turns == 0 {
+				return do(call("delegate_task", obj{"description": "Plan the release", "wait": true}))
+			}
+			return say("done")
+		}
+		mu.Lock()
+		delegateSystem = c.system
+		mu.Unlock()
+		switch c.turns {
+		case 0:
+			return do(call("create_task_plan", obj{"tasks": raw(`[{"id":"notes","description":"Write notes"},{"id":"tag","description":"Tag it"}]`)}))
+		case 1:
+			return do(call("get_task_plan", obj{}))
+		}
+		return say("planned")
+	})
+	x, _, code := swarm(t, p, func(cfg *config.Config) { cfg.Coordination.MaxDelegationDepth = 1 })
+	mustComplete(t, x, code)
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(delegateSystem, "You are that deep already: `delegate_task` is refused here, so run parallel work with `sessions_spawn`.") {
+		t.Errorf("the delegate's prompt does not say it cannot delegate:\n%s", delegateSystem)
+	}
+	var reminder string
+	for _, s := range x.Sessions {
+		if s.ParentID == "" {
+			continue
+		}
+		for _, m := range s.Messages {
+			if m.Role == "user" && strings.Contains(m.Content, "Several tasks are ready") {
+				reminder = m.Content
+			}
+		}
+	}
+	if !strings.Contains(reminder, "sessions_spawn") || strings.Contains(reminder, "delegate_task") {
+		t.Errorf("the delegate's reminder:\n%s\nwant sessions_spawn, not delegate_task", reminder)
+	}
+	if !strings.Contains(rootOf(x).Messages[0].Content, "Delegations nest at most 1 level deep.") || strings.Contains(rootOf(x).Messages[0].Content, "You are that deep already") {
+		t.Error("the root's prompt is not that of a session that may delegate")
 	}
 }
