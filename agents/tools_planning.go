@@ -139,7 +139,7 @@ var updateTaskStatus = &Tool{
 	  "properties":{
 	    "task_id":{"type":"string","minLength":1},
 	    "status":{"type":"string","enum":["pending","in_progress","completed","blocked"]},
-	    "note":{"type":"string","maxLength":500,"description":"Optional: why it is blocked, what was done"}
+	    "note":{"type":"string","maxLength":500,"description":"Optional: why it is blocked, what was done (a new status without a note clears the old note)"}
 	  },"required":["task_id","status"]}`),
 	Handler: func(ctx context.Context, c *Call, args json.RawMessage) (any, error) {
 		var a struct {

@@ -422,7 +422,8 @@ func (p *Plan) Add(description, afterID string, dependsOn []string) (Task, error
 }
 
 // SetStatus changes a task's status. A non-empty note replaces the task's
-// note; an empty one keeps it. Completing a task stamps CompletedAt and
+// note; an empty one clears it when the status changes and keeps it when
+// the status stays. Completing a task stamps CompletedAt and
 // returns the tasks that became ready because of it: pending tasks that
 // depend on it and now have every dependency completed. Leaving completed
 // clears CompletedAt.
@@ -439,7 +440,10 @@ func (p *Plan) SetStatus(id, status, note string) (Task, []Task, error) {
 	t := &p.tasks[i]
 	was := t.Status
 	t.Status = status
-	if note != "" {
+	// A note explains a status: a new status without one clears the old,
+	// which would read as the new status's reason ("waiting for the
+	// person" on a completed task). The same status again keeps it.
+	if note != "" || status != was {
 		t.Note = note
 	}
 	var ready []Task

@@ -303,8 +303,22 @@ func TestSetStatus(t *testing.T) {
 		t.Errorf("completed task: %+v", task)
 	}
 	task, _, _ = p.SetStatus("t1", TaskInProgress, "")
-	if !task.CompletedAt.IsZero() || task.Note != "delegation d-1" {
-		t.Errorf("reopened task: %+v (an empty note keeps the old one)", task)
+	if !task.CompletedAt.IsZero() || task.Note != "" {
+		t.Errorf("reopened task: %+v (a new status without a note clears the old one)", task)
+	}
+	// A note explains its status: it stays while the status does, and a
+	// new status without a note of its own does not inherit it.
+	for i, step := range []struct{ status, note, want string }{
+		{TaskBlocked, "waiting for the person", "waiting for the person"},
+		{TaskBlocked, "", "waiting for the person"},
+		{TaskBlocked, "waiting for a key", "waiting for a key"},
+		{TaskCompleted, "", ""},
+		{TaskCompleted, "shipped", "shipped"},
+		{TaskPending, "", ""},
+	} {
+		if task, _, _ := p.SetStatus("t2", step.status, step.note); task.Note != step.want {
+			t.Errorf("step %d: %s with note %q leaves note %q, want %q", i, step.status, step.note, task.Note, step.want)
+		}
 	}
 	if _, _, err := p.SetStatus("t1", "done", ""); err == nil || !strings.Contains(err.Error(), `status "done" is not valid; use one of pending, in_progress, completed, blocked`) {
 		t.Errorf("bad status: %v", err)
