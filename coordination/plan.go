@@ -551,32 +551,37 @@ func (p *Plan) blocked() []BlockedTask {
 }
 
 // Summary returns a one-line progress report such as
-// "3/5 done, 1 in progress, 1 blocked"; the counts match Ready and Blocked.
+// "3/5 done, 1 in progress, 1 waiting, 1 blocked": waiting tasks are
+// pending on dependencies not completed yet, blocked ones are marked so;
+// Blocked returns both. The dashboard's plan line counts the same way.
 func (p *Plan) Summary() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if len(p.tasks) == 0 {
 		return "no tasks"
 	}
-	var done, inProgress, ready int
+	var done, inProgress, ready, waiting, blocked int
 	for _, t := range p.tasks {
 		switch t.Status {
 		case TaskCompleted:
 			done++
 		case TaskInProgress:
 			inProgress++
+		case TaskBlocked:
+			blocked++
 		case TaskPending:
 			if len(p.waitingOn(t)) == 0 {
 				ready++
+			} else {
+				waiting++
 			}
 		}
 	}
-	blocked := len(p.blocked())
 	parts := []string{fmt.Sprintf("%d/%d done", done, len(p.tasks))}
 	for _, c := range []struct {
 		n    int
 		what string
-	}{{inProgress, "in progress"}, {ready, "ready"}, {blocked, "blocked"}} {
+	}{{inProgress, "in progress"}, {ready, "ready"}, {waiting, "waiting"}, {blocked, "blocked"}} {
 		if c.n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", c.n, c.what))
 		}

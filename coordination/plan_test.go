@@ -286,7 +286,7 @@ func TestBlockedWaitingOn(t *testing.T) {
 	if !strings.Contains(string(b), `"waiting_on":["t2"]`) || !strings.Contains(string(b), `"id":"t3"`) {
 		t.Errorf("JSON = %s", b)
 	}
-	if s := p.Summary(); s != "1/3 done, 2 blocked" {
+	if s := p.Summary(); s != "1/3 done, 1 waiting, 1 blocked" {
 		t.Errorf("Summary = %q", s)
 	}
 }
@@ -458,11 +458,11 @@ func TestSummary(t *testing.T) {
 	p.SetStatus("t2", TaskCompleted, "")
 	p.SetStatus("t5", TaskCompleted, "")
 	p.SetStatus("t3", TaskInProgress, "")
-	if got := p.Summary(); got != "3/5 done, 1 in progress, 1 blocked" {
+	if got := p.Summary(); got != "3/5 done, 1 in progress, 1 waiting" {
 		t.Errorf("Summary = %q", got)
 	}
 	p.SetStatus("t3", TaskPending, "")
-	if got := p.Summary(); got != "3/5 done, 1 ready, 1 blocked" {
+	if got := p.Summary(); got != "3/5 done, 1 ready, 1 waiting" {
 		t.Errorf("Summary = %q", got)
 	}
 }

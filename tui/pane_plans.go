@@ -65,10 +65,13 @@ func planView(tasks []event.PlanTask) []taskView {
 // planSummary counts a plan's tasks by status in w cells, after hold, which
 // says why the plan does not move (nil when it may). Where the line is
 // short its items shorten and go whole (fitItems), never cut inside a
-// count: the counts of none first, then the reason of the hold, then the
-// ready and the in progress; the done and the blocked stay.
+// count: the counts of none first, then the waiting (each row says it
+// too), then the reason of the hold, then the ready and the in progress;
+// the done and the blocked stay.
 func planSummary(g *glyphs, tasks []taskView, hold item, w int) string {
-	var done, prog, ready, blocked int
+	// Counted as the plan tools count (coordination.Plan.Summary): waiting
+	// on dependencies apart from marked blocked.
+	var done, prog, ready, waiting, blocked int
 	for _, t := range tasks {
 		switch {
 		case t.Status == "completed":
@@ -79,6 +82,8 @@ func planSummary(g *glyphs, tasks []taskView, hold item, w int) string {
 			blocked++
 		case t.ready:
 			ready++
+		case t.Status == "pending" && len(t.waiting) > 0:
+			waiting++
 		}
 	}
 	count := func(n int, what string, goes int) item {
@@ -91,9 +96,10 @@ func planSummary(g *glyphs, tasks []taskView, hold item, w int) string {
 	return fitItems(w, g.sep,
 		hold,
 		whole(strconv.Itoa(done)+"/"+strconv.Itoa(len(tasks))+" done"),
-		count(prog, "in progress", titleFewer+1),
-		count(ready, "ready", titleFewer),
-		count(blocked, "blocked", titleFewer+2),
+		count(prog, "in progress", titleFewer+2),
+		count(ready, "ready", titleFewer+1),
+		count(waiting, "waiting", titleCompact),
+		count(blocked, "blocked", titleFewer+3),
 	)
 }
 
@@ -121,9 +127,9 @@ func (p *plansPane) Render(c *renderCtx) []string {
 			// Only its owner moves a plan, and it is held by a question:
 			// its children may have finished meanwhile.
 			if c.readOnly {
-				hold = item{{0, "on hold: its owner waits for the person"}, {titleCompact, "on hold"}}
+				hold = item{{0, "on hold: its owner waits for the person"}, {titleFewer, "on hold"}}
 			} else {
-				hold = item{{0, "on hold until you answer"}, {titleCompact, "on hold"}}
+				hold = item{{0, "on hold until you answer"}, {titleFewer, "on hold"}}
 			}
 		}
 		summary := planSummary(s.g, tasks, hold, p.w-3)

@@ -109,7 +109,7 @@ func TestEventPlanUpdated(t *testing.T) {
 		{ID: "6", Description: "Ship v1", Status: "blocked", DependsOn: []string{"4", "5"}, WaitingOn: []string{"4", "5"}},
 	}}
 	m = apply(m, e)
-	mustContain(t, m, "3/6 done · 1 in progress · 1 ready · 1 blocked", "◐ 4  Implement the redirect service",
+	mustContain(t, m, "3/6 done · 1 in progress · 1 ready · 0 waiting · 1 blocked", "◐ 4  Implement the redirect service",
 		"○ 5  Integrate analytics", "blocked · waits on 4, 5")
 	mustNotContain(t, m, "after 3, 4")
 }
