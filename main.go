@@ -235,8 +235,8 @@ Without an API key it uses the scripted model, so "swarmdeck" works offline.`,
 		cf.speedSet = cmd.Flags().Changed("scripted-stream-speed")
 	}
 	root.AddCommand(runCmd(&cf, stdin, stdout, stderr), runsCmd(&cf, stdout), exportCmd(&cf, stdout),
-		resumeCmd(&cf, stdin, stdout, stderr), viewCmd(&cf, stdout), mockCmd(&cf, stdout, stderr),
-		benchCmd(&cf, stdout, stderr))
+		resumeCmd(&cf, stdin, stdout, stderr), viewCmd(&cf, stdout), deleteCmd(&cf, stdout, stderr), pruneCmd(&cf, stdout, stderr),
+		mockCmd(&cf, stdout, stderr), benchCmd(&cf, stdout, stderr))
 	for _, c := range root.Commands() {
 		c.Args = argsWithUsage(c.Args)
 	}
@@ -1343,35 +1343,47 @@ func completeRunIDs(cf *commonFlags, keep func(r *store.Run, live bool) bool) co
 		if len(args) > 0 {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		st, closeStore, err := openStore(cf)
-		if err != nil {
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		}
-		defer closeStore()
-		runs, err := st.Runs(cmd.Context(), 200)
-		if err != nil {
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		}
-		var out []cobra.Completion
-		for i := range runs {
-			r := &runs[i]
-			if !strings.HasPrefix(r.ID, toComplete) {
-				continue
-			}
-			live, known := runtime.RunIsLive(st.Path(), r.ID)
-			if keep != nil && !keep(r, live) {
-				continue
-			}
-			// As runs shows it: a run no process runs is stopped, and a
-			// goal's control characters are escaped.
-			status := r.Status
-			if r.Status == runtime.RunRunning && known && !live {
-				status = "stopped*"
-			}
-			out = append(out, cobra.CompletionWithDesc(r.ID, status+": "+runtime.TerminalText(runtime.OneLine(r.Goal, 50))))
-		}
-		return out, cobra.ShellCompDirectiveNoFileComp
+		return runIDCompletions(cf, cmd.Context(), toComplete, keep, nil), cobra.ShellCompDirectiveNoFileComp
 	}
+}
+
+// completeRunIDList is completeRunIDs for a command that takes several run
+// ids: the runs already named are not offered again.
+func completeRunIDList(cf *commonFlags, keep func(r *store.Run, live bool) bool) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		return runIDCompletions(cf, cmd.Context(), toComplete, keep, args), cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+func runIDCompletions(cf *commonFlags, ctx context.Context, toComplete string, keep func(r *store.Run, live bool) bool, named []string) []cobra.Completion {
+	st, closeStore, err := openStore(cf)
+	if err != nil {
+		return nil
+	}
+	defer closeStore()
+	runs, err := st.Runs(ctx, 200)
+	if err != nil {
+		return nil
+	}
+	var out []cobra.Completion
+	for i := range runs {
+		r := &runs[i]
+		if !strings.HasPrefix(r.ID, toComplete) || slices.Contains(named, r.ID) {
+			continue
+		}
+		live, known := runtime.RunIsLive(st.Path(), r.ID)
+		if keep != nil && !keep(r, live) {
+			continue
+		}
+		// As runs shows it: a run no process runs is stopped, and a
+		// goal's control characters are escaped.
+		status := r.Status
+		if r.Status == runtime.RunRunning && known && !live {
+			status = "stopped*"
+		}
+		out = append(out, cobra.CompletionWithDesc(r.ID, status+": "+runtime.TerminalText(runtime.OneLine(r.Goal, 50))))
+	}
+	return out
 }
 
 // storedDB is the database the configuration names, for commands that

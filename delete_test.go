@@ -1,0 +1,198 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/swarmdeck/swarmdeck/runtime/store"
+)
+
+// sd runs a command in-process and returns its exit status and output.
+func sd(args ...string) (code int, stdout, stderr string) {
+	var out, errOut bytes.Buffer
+	code = run(args, strings.NewReader(""), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+// storedIDs lists the runs a database holds, as runs --json says.
+func storedIDs(t *testing.T, db string) []string {
+	t.Helper()
+	code, out, errOut := sd("runs", "--db", db, "--json")
+	if code != 0 {
+		t.Fatalf("runs: exit %d: %s", code, errOut)
+	}
+	var ids []string
+	for _, m := range regexp.MustCompile(`"id":"([^"]+)"`).FindAllStringSubmatch(out, -1) {
+		ids = append(ids, m[1])
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// delete checks every id first and deletes nothing when one is unknown,
+// ambiguous or running; else it deletes each, a run whose process died
+// with its lock file, leaves the others as they were, and compacts the
+// file unless another process has it open.
+func TestDeleteRuns(t *testing.T) {
+	dir := cliEnv(t)
+	db := filepath.Join(dir, "d.db")
+	storeRuns(t, db,
+		store.Run{ID: "r-000001", Goal: "first goal", Status: "completed", Provider: "scripted", Scripted: true},
+		store.Run{ID: "r-000002", Goal: "second goal", Status: "interrupted", Provider: "scripted", Scripted: true},
+		store.Run{ID: "r-000003", Goal: "third goal", Status: "failed", Provider: "scripted", Scripted: true},
+		store.Run{ID: "r-dead01", Goal: "left by a kill -9", Status: "running", Provider: "scripted", Scripted: true},
+		store.Run{ID: "r-0000a1", Goal: "to go alone", Status: "completed", Provider: "scripted", Scripted: true})
+	// The process that ran r-dead01 died holding its lock: the file stays.
+	stale := filepath.Join(db+".locks", "r-dead01.lock")
+	os.MkdirAll(filepath.Dir(stale), 0o755)
+	if err := os.WriteFile(stale, []byte("999999\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, kept, _ := sd("export", "--db", db, "r-000002")
+
+	code, out, errOut := sd("delete", "--db", db, "r-0000a1")
+	if code != 0 || errOut != "" || !regexp.MustCompile(`^deleted r-0000a1 \(completed, last active \d{4}-\d\d-\d\d \d\d:\d\d\): to go alone\n`+
+		regexp.QuoteMeta(db)+`: \d+ KB before, \d+ KB now\n$`).MatchString(out) {
+		t.Errorf("delete alone: exit %d\n%s%s", code, out, errOut)
+	}
+
+	// Mistakes: nothing is deleted, and every one is said.
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"r-000001", "r-zzzzzz"}, []string{`nothing deleted: run "r-zzzzzz": not found`}},
+		{[]string{"r-00000", "nope", "r-000003"}, []string{"nothing deleted:\n", `run "r-00000" is ambiguous`, `run "nope": not found`}},
+		{[]string{}, []string{"delete: requires at least 1 arg(s), only received 0 (usage: swarmdeck delete RUN_ID...)"}},
+	} {
+		code, out, errOut := sd(append([]string{"delete", "--db", db}, c.args...)...)
+		if code != 2 || out != "" {
+			t.Errorf("delete %v: exit %d, stdout %q", c.args, code, out)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(errOut, w) {
+				t.Errorf("delete %v says %q, want %q in it", c.args, errOut, w)
+			}
+		}
+	}
+	if code, _, errOut := sd("delete", "--db", filepath.Join(dir, "none.db"), "r-000001"); code != 2 || !strings.Contains(errOut, "no database at") {
+		t.Errorf("delete in a database that is not there: exit %d, %s", code, errOut)
+	}
+	if got, want := storedIDs(t, db), []string{"r-000001", "r-000002", "r-000003", "r-dead01"}; !slices.Equal(got, want) {
+		t.Fatalf("after refused deletes the runs are %v, want %v", got, want)
+	}
+
+	_, live := startSlowRun(t, db, "still going")
+	defer live.Interrupt()
+	code, out, errOut = sd("delete", "--db", db, "r-000001", live.ID())
+	if code != 2 || out != "" || !strings.Contains(errOut, "nothing deleted: run "+live.ID()+" is running in another swarmdeck process (pid "+strconv.Itoa(os.Getpid())+"): stop that process first") {
+		t.Errorf("delete of a live run: exit %d, %q, %q", code, out, errOut)
+	}
+	code, out, _ = sd("__complete", "--db", db, "delete", "r-000001", "")
+	if code != 0 || strings.Contains(out, live.ID()) || strings.Contains(out, "r-000001") ||
+		!strings.Contains(out, "r-000002\tinterrupted: second goal") || !strings.Contains(out, "r-dead01\tstopped*: left by a kill -9") {
+		t.Errorf("delete completes %q", out)
+	}
+
+	// The live run's process has the database open: it keeps its size.
+	code, out, errOut = sd("delete", "--db", db, "r-000001", "r-dead", "r-000001")
+	if code != 0 || !regexp.MustCompile(`^deleted r-000001 \(completed, .*\): first goal\ndeleted r-dead01 \(running, .*\): left by a kill -9\n$`).MatchString(out) {
+		t.Errorf("delete: exit %d\n%s%s", code, out, errOut)
+	}
+	if !strings.Contains(errOut, db+" is open in another swarmdeck process, so it keeps its size") ||
+		!strings.Contains(errOut, "`swarmdeck --db "+db+" prune --vacuum-only` gives it back") {
+		t.Errorf("delete beside a live run says %q", errOut)
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("the dead run's lock file is left: %v", err)
+	}
+	if got, want := storedIDs(t, db), []string{"r-000002", "r-000003", live.ID()}; !slices.Equal(got, slices.Sorted(slices.Values(want))) {
+		t.Errorf("after the delete the runs are %v, want %v", got, want)
+	}
+	if _, now, _ := sd("export", "--db", db, "r-000002"); now != kept {
+		t.Errorf("a run kept exports otherwise after the delete:\n%s\nwas\n%s", now, kept)
+	}
+}
+
+// prune deletes the runs that ended and were idle for longer than the
+// age, never a live one; --dry-run lists them and deletes nothing.
+func TestPruneRuns(t *testing.T) {
+	dir := cliEnv(t)
+	db := filepath.Join(dir, "p.db")
+	storeRuns(t, db,
+		store.Run{ID: "r-000001", Goal: "first goal", Status: "completed", Provider: "scripted", Scripted: true},
+		store.Run{ID: "r-000002", Goal: "second goal", Status: "interrupted", Provider: "scripted", Scripted: true},
+		store.Run{ID: "r-dead01", Goal: "left by a kill -9", Status: "running", Provider: "scripted", Scripted: true})
+	_, live := startSlowRun(t, db, "still going")
+	defer live.Interrupt()
+	// Three days on, every run was last written to two to three days ago.
+	saved := now
+	now = func() time.Time { return time.Now().Add(72 * time.Hour) }
+	t.Cleanup(func() { now = saved })
+	all := slices.Sorted(slices.Values([]string{"r-000001", "r-000002", "r-dead01", live.ID()}))
+
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "prune: give --older-than DURATION"},
+		{[]string{"--older-than", "0"}, "--older-than 0: give an age above zero"},
+		{[]string{"--older-than", "-1h"}, "--older-than -1h: give an age above zero"},
+		{[]string{"--older-than", "30 days"}, `--older-than "30 days" is no age`},
+		{[]string{"--older-than", "1d", "--vacuum-only"}, "--vacuum-only deletes no run"},
+		{[]string{"r-000001"}, "prune: unknown command \"r-000001\""},
+	} {
+		code, out, errOut := sd(append([]string{"prune", "--db", db}, c.args...)...)
+		if code != 2 || out != "" || !strings.Contains(errOut, c.want) {
+			t.Errorf("prune %v: exit %d, %q, %q; want %q", c.args, code, out, errOut, c.want)
+		}
+	}
+
+	code, out, errOut := sd("prune", "--db", db, "--older-than", "2d", "--dry-run")
+	if code != 0 || !regexp.MustCompile(`^(would delete r-\S+ \((completed|interrupted|running), last active .*\): .*\n){3}3 runs would be deleted \(ended, and last active before .*, 2d ago\); nothing was deleted \(--dry-run\)\n$`).MatchString(out) ||
+		strings.Contains(out, live.ID()) || !strings.Contains(errOut, "kept run "+live.ID()+": a swarmdeck process is running it") {
+		t.Errorf("prune --dry-run: exit %d\n%s%s", code, out, errOut)
+	}
+	if got := storedIDs(t, db); !slices.Equal(got, all) {
+		t.Fatalf("after --dry-run the runs are %v, want %v", got, all)
+	}
+	code, out, _ = sd("prune", "--db", db, "--older-than", "4d")
+	if code != 0 || !strings.HasPrefix(out, "no run ended and last active before ") {
+		t.Errorf("prune of nothing: exit %d\n%s", code, out)
+	}
+	if got := storedIDs(t, db); !slices.Equal(got, all) {
+		t.Fatalf("after a prune of nothing the runs are %v, want %v", got, all)
+	}
+
+	code, out, errOut = sd("prune", "--db", db, "--older-than", "1d12h")
+	if code != 0 || !strings.HasSuffix(out, "\n3 runs deleted\n") || strings.Count(out, "deleted r-") != 3 ||
+		!strings.Contains(errOut, "is open in another swarmdeck process") {
+		t.Errorf("prune: exit %d\n%s%s", code, out, errOut)
+	}
+	if got := storedIDs(t, db); !slices.Equal(got, []string{live.ID()}) {
+		t.Errorf("after prune the runs are %v, want the live one alone", got)
+	}
+}
+
+func TestParseAge(t *testing.T) {
+	for in, want := range map[string]time.Duration{
+		"30d": 30 * 24 * time.Hour, "12h": 12 * time.Hour, "90m": 90 * time.Minute, "1d12h": 36 * time.Hour,
+		"1.5d": 36 * time.Hour, " 2d ": 48 * time.Hour, "0.5h": 30 * time.Minute,
+	} {
+		if got, err := parseAge(in); err != nil || got != want {
+			t.Errorf("parseAge(%q) = %s, %v; want %s", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "0", "0d", "0s", "-1d", "-2h", "d", "1y", "1d-2h", "1dd", "1e9d", "30 days", "NaNd"} {
+		if got, err := parseAge(in); err == nil {
+			t.Errorf("parseAge(%q) = %s, want an error", in, got)
+		}
+	}
+}
