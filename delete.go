@@ -231,7 +231,11 @@ back once no swarmdeck is running.`,
 			if err != nil {
 				return &exitError{runtime.ExitFailed, readErr(st.Path(), err)}
 			}
-			since := fmt.Sprintf("last active before %s, %s ago", cutoff.Local().Format("2006-01-02 15:04"), strings.TrimSpace(olderThan))
+			layout := "2006-01-02 15:04"
+			if age < time.Hour {
+				layout += ":05" // minutes would hide the age
+			}
+			since := fmt.Sprintf("last active before %s, %s ago", cutoff.Local().Format(layout), strings.TrimSpace(olderThan))
 			n := 0
 			for i := range idle {
 				r := &idle[i]
