@@ -121,13 +121,7 @@ func TestDashboardStopsOnSIGTERM(t *testing.T) {
 			scr := startOnPTY(t, ctx, cmd, master, slave)
 			time.Sleep(300 * time.Millisecond) // into the run's first model calls
 			cmd.Process.Signal(syscall.SIGTERM)
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
-			select {
-			case <-done:
-			case <-time.After(20 * time.Second):
-				cmd.Process.Kill()
-				<-done
+			if !waitExit(cmd, func() { cmd.Process.Kill() }) {
 				t.Fatal("the dashboard did not stop within 20 s of SIGTERM")
 			}
 			if code := cmd.ProcessState.ExitCode(); code != 1 {
@@ -166,13 +160,7 @@ func TestDashboardStopsWhenItsTerminalIsGone(t *testing.T) {
 	startOnPTY(t, ctx, cmd, master, slave)
 	slave.Close()
 	master.Close() // the terminal goes away
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case <-done:
-	case <-time.After(20 * time.Second):
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // the shell and the dashboard
-		<-done
+	if !waitExit(cmd, func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }) {
 		t.Fatal("the dashboard ran on for 20 s after its terminal was gone")
 	}
 	out, err := exec.Command(bin, "--db", db, "runs").CombinedOutput()
@@ -250,13 +238,7 @@ func TestDashboardDrawsOnTheTerminalWhenStdoutIsAFile(t *testing.T) {
 		"--provider", "scripted", "--scripted-latency", "500ms", "--workspace", dir, "Plan a product launch")
 	startOnPTYWith(t, ctx, cmd, master, slave, "OUT="+outPath)
 	syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) // the shell and the dashboard
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case <-done:
-	case <-time.After(20 * time.Second):
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-done
+	if !waitExit(cmd, func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }) {
 		t.Fatal("the dashboard did not stop within 20 s of SIGTERM")
 	}
 	out, err := os.ReadFile(outPath)
@@ -305,14 +287,7 @@ echo "job ended: $?" >&2`
 	fmt.Sscan(string(out), &pid)
 	defer syscall.Kill(pid, syscall.SIGKILL) // a dashboard left stopped
 	syscall.Kill(pid, syscall.SIGSTOP)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case <-done:
-	case <-time.After(20 * time.Second):
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		syscall.Kill(pid, syscall.SIGKILL)
-		<-done
+	if !waitExit(cmd, func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); syscall.Kill(pid, syscall.SIGKILL) }) {
 		t.Fatalf("the killed dashboard did not end within 20 s; its terminal's last output:\n%q", tail(scr.String(), 600))
 	}
 	// The terminal's output ends after the process exits.
@@ -332,6 +307,21 @@ echo "job ended: $?" >&2`
 	runs, err := exec.Command(bin, "--db", db, "runs").CombinedOutput()
 	if err != nil || !strings.Contains(string(runs), "interrupted") {
 		t.Errorf("the run is not stored interrupted: %v\n%s", err, runs)
+	}
+}
+
+// waitExit waits 20 s at most for cmd to exit; past that it kills what
+// kill kills, waits for that, and reports false.
+func waitExit(cmd *exec.Cmd, kill func()) bool {
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+		return true
+	case <-time.After(20 * time.Second):
+		kill()
+		<-done
+		return false
 	}
 }
 

@@ -15,13 +15,7 @@ func TestHeaderItemsWholeAtAnyWidth(t *testing.T) {
 	snap.Run.ID, snap.Run.Status = "r-0d0206", "completed"
 	snap.Run.EndedAt = snap.Run.StartedAt.Add(90 * time.Second)
 	snap.Run.Usage.TotalTokens = 7_407_166
-	ctl := tuitest.NewController(snap)
-	ctl.SetReadOnly(true)
-	m := New(Options{Controller: ctl, Theme: "dark"})
-	t.Cleanup(m.cancel)
-	m.now, m.ticks = func() timeT { return t0 }, false
-	m, _ = update(m, windowSize(200, 48))
-	m = connect(m, ctl)
+	m, _ := readOnlyModel(t, snap, 200, 48)
 
 	want := map[int]string{
 		200: " run r-0d0206 · completed · 1m30s · 7,407,166 tokens · 1,000 sessions · scripted / demo ",

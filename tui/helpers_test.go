@@ -30,6 +30,20 @@ func newTestModel(t testing.TB, snap event.Snapshot, w, h int) (Model, *tuitest.
 	return connect(m, ctl), ctl
 }
 
+// readOnlyModel is newTestModel on a stored run opened read-only (view).
+func readOnlyModel(t testing.TB, snap event.Snapshot, w, h int) (Model, *tuitest.Controller) {
+	t.Helper()
+	ctl := tuitest.NewController(snap)
+	ctl.SetReadOnly(true)
+	m := New(Options{Controller: ctl, Theme: "dark"})
+	t.Cleanup(m.cancel)
+	m.now = func() time.Time { return t0 }
+	m.loc = time.UTC
+	m.ticks = false
+	m, _ = update(m, tea.WindowSizeMsg{Width: w, Height: h})
+	return connect(m, ctl), ctl
+}
+
 // connect applies what connectCmd would deliver, without a subscription, so
 // no listener runs.
 func connect(m Model, ctl *tuitest.Controller) Model {

@@ -674,13 +674,7 @@ func TestBroadcastsNewerCountsWhatIsOutOfSight(t *testing.T) {
 func TestReadOnlyRefusesActions(t *testing.T) {
 	snap := tuitest.Demo(t0)
 	snap.Run.Status = "completed"
-	ctl := tuitest.NewController(snap)
-	ctl.SetReadOnly(true)
-	m := New(Options{Controller: ctl, Theme: "dark"})
-	t.Cleanup(m.cancel)
-	m.now, m.ticks = func() timeT { return t0 }, false
-	m, _ = update(m, windowSize(160, 48))
-	m = connect(m, ctl)
+	m, ctl := readOnlyModel(t, snap, 160, 48)
 	mustContain(t, m, "READ-ONLY")
 	for _, k := range []string{"b", "m", "a", "s", "S", "x"} {
 		m, _ = press(t, m, k)
@@ -1279,13 +1273,7 @@ func TestReadOnlyRefusalFitsTheRunsEnd(t *testing.T) {
 	} {
 		snap := tuitest.Demo(t0)
 		snap.Run.Status = status
-		ctl := tuitest.NewController(snap)
-		ctl.SetReadOnly(true)
-		m := New(Options{Controller: ctl, Theme: "dark"})
-		t.Cleanup(m.cancel)
-		m.now, m.ticks = func() timeT { return t0 }, false
-		m, _ = update(m, windowSize(200, 48))
-		m = connect(m, ctl)
+		m, _ := readOnlyModel(t, snap, 200, 48)
 		m, _ = press(t, m, "b")
 		if got := m.status.text; got != want && !strings.HasSuffix(got, want) {
 			t.Errorf("%s: b says %q, want %q", status, got, want)
