@@ -320,15 +320,6 @@ func (h *host) Ask(ctx context.Context, c *agents.Call, req agents.AskRequest) (
 	return s.awaitAnswers(ctx, q)
 }
 
-func contains(list []string, x string) bool {
-	for _, v := range list {
-		if v == x {
-			return true
-		}
-	}
-	return false
-}
-
 // awaitAnswers runs the shadow responders and waits for every answer, the
 // deadline, or the asker's end. It never waits on another session's turn
 // loop, so two sessions asking each other cannot deadlock.
