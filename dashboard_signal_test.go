@@ -45,6 +45,22 @@ func openPTY(t *testing.T, rows, cols uint16) (master, slave *os.File) {
 	return master, slave
 }
 
+// dashboardBinary is the swarmdeck binary for a test that runs its
+// dashboard; such tests are skipped with -short.
+func dashboardBinary(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and runs the binary; skipped with -short")
+	}
+	return buildSwarmdeck(t)
+}
+
+// demoArgs run the scripted demo slowly enough to act on mid-run, with
+// the database db and the workspace dir.
+func demoArgs(db, dir string) []string {
+	return []string{"--db", db, "--provider", "scripted", "--scripted-latency", "500ms", "--workspace", dir, "Plan a product launch"}
+}
+
 // screen collects what a program writes to its terminal.
 type screen struct {
 	mu  sync.Mutex
@@ -106,18 +122,14 @@ func startOnPTYWith(t *testing.T, ctx context.Context, cmd *exec.Cmd, master, sl
 // longer read once the run's context had ended the program, held the
 // program's shutdown for good: the dashboard froze until SIGKILL.
 func TestDashboardStopsOnSIGTERM(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary; skipped with -short")
-	}
-	bin := buildSwarmdeck(t)
+	bin := dashboardBinary(t)
 	for i := range 2 { // the freeze came in most runs, not all
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
 			master, slave := openPTY(t, 40, 120)
 			dir := t.TempDir()
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			cmd := exec.CommandContext(ctx, bin, "--db", filepath.Join(dir, "swarmdeck.db"), "--provider", "scripted",
-				"--scripted-latency", "500ms", "--workspace", dir, "Plan a product launch")
+			cmd := exec.CommandContext(ctx, bin, demoArgs(filepath.Join(dir, "swarmdeck.db"), dir)...)
 			scr := startOnPTY(t, ctx, cmd, master, slave)
 			time.Sleep(300 * time.Millisecond) // into the run's first model calls
 			cmd.Process.Signal(syscall.SIGTERM)
@@ -144,10 +156,7 @@ func TestDashboardStopsOnSIGTERM(t *testing.T) {
 // run as for a quit, instead of running on unseen with the run held under
 // its lock.
 func TestDashboardStopsWhenItsTerminalIsGone(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary; skipped with -short")
-	}
-	bin := buildSwarmdeck(t)
+	bin := dashboardBinary(t)
 	master, slave := openPTY(t, 40, 120)
 	dir := t.TempDir()
 	db := filepath.Join(dir, "swarmdeck.db")
@@ -155,8 +164,7 @@ func TestDashboardStopsWhenItsTerminalIsGone(t *testing.T) {
 	defer cancel()
 	// The shell leads the terminal's session with SIGHUP ignored, as a
 	// `trap "" HUP` does, and runs the dashboard as its child.
-	cmd := exec.CommandContext(ctx, "sh", "-c", `trap "" HUP; "$0" "$@"; echo "exit $?" >&2`, bin, "--db", db, "--provider", "scripted",
-		"--scripted-latency", "500ms", "--workspace", dir, "Plan a product launch")
+	cmd := exec.CommandContext(ctx, "sh", append([]string{"-c", `trap "" HUP; "$0" "$@"; echo "exit $?" >&2`, bin}, demoArgs(db, dir)...)...)
 	startOnPTY(t, ctx, cmd, master, slave)
 	slave.Close()
 	master.Close() // the terminal goes away
@@ -174,16 +182,12 @@ func TestDashboardStopsWhenItsTerminalIsGone(t *testing.T) {
 // stop put the terminal in its own, cooked, modes, where the dashboard's
 // keys were echoed and waited for enter.
 func TestDashboardTakesItsTerminalBackAfterSIGCONT(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary; skipped with -short")
-	}
-	bin := buildSwarmdeck(t)
+	bin := dashboardBinary(t)
 	master, slave := openPTY(t, 40, 120)
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "--db", filepath.Join(dir, "swarmdeck.db"), "--provider", "scripted",
-		"--scripted-latency", "500ms", "--workspace", dir, "Plan a product launch")
+	cmd := exec.CommandContext(ctx, bin, demoArgs(filepath.Join(dir, "swarmdeck.db"), dir)...)
 	startOnPTY(t, ctx, cmd, master, slave)
 	defer func() {
 		cmd.Process.Signal(syscall.SIGTERM)
@@ -223,10 +227,7 @@ func TestDashboardTakesItsTerminalBackAfterSIGCONT(t *testing.T) {
 // draws on the terminal it was started from: drawn into the file, its
 // frames were unreadable there and the terminal stayed blank.
 func TestDashboardDrawsOnTheTerminalWhenStdoutIsAFile(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary; skipped with -short")
-	}
-	bin := buildSwarmdeck(t)
+	bin := dashboardBinary(t)
 	master, slave := openPTY(t, 40, 120)
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -234,8 +235,7 @@ func TestDashboardDrawsOnTheTerminalWhenStdoutIsAFile(t *testing.T) {
 	outPath := filepath.Join(dir, "out.txt")
 	// The shell leads the terminal's session and sends the dashboard's
 	// stdout to the file, as a user's shell does.
-	cmd := exec.CommandContext(ctx, "sh", "-c", `"$0" "$@" > "$OUT"`, bin, "--db", filepath.Join(dir, "swarmdeck.db"),
-		"--provider", "scripted", "--scripted-latency", "500ms", "--workspace", dir, "Plan a product launch")
+	cmd := exec.CommandContext(ctx, "sh", append([]string{"-c", `"$0" "$@" > "$OUT"`, bin}, demoArgs(filepath.Join(dir, "swarmdeck.db"), dir)...)...)
 	startOnPTYWith(t, ctx, cmd, master, slave, "OUT="+outPath)
 	syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) // the shell and the dashboard
 	if !waitExit(cmd, func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }) {
@@ -255,13 +255,10 @@ func TestDashboardDrawsOnTheTerminalWhenStdoutIsAFile(t *testing.T) {
 // used to restore its terminal from the background, which stopped it
 // again, and it waited stopped, its run held under its lock, until fg.
 func TestStoppedDashboardEndsOnKill(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary; skipped with -short")
-	}
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("no bash for job control")
 	}
-	bin := buildSwarmdeck(t)
+	bin := dashboardBinary(t)
 	master, slave := openPTY(t, 40, 120)
 	dir := t.TempDir()
 	db := filepath.Join(dir, "swarmdeck.db")
@@ -276,8 +273,7 @@ echo "job stopped" >&2
 kill %1
 wait %1
 echo "job ended: $?" >&2`
-	cmd := exec.CommandContext(ctx, "bash", "-c", script, bin, "--db", db, "--provider", "scripted",
-		"--scripted-latency", "500ms", "--workspace", dir, "Plan a product launch")
+	cmd := exec.CommandContext(ctx, "bash", append([]string{"-c", script, bin}, demoArgs(db, dir)...)...)
 	scr := startOnPTY(t, ctx, cmd, master, slave)
 	out, err := exec.Command("pgrep", "-f", "-n", "^"+bin).Output()
 	if err != nil {

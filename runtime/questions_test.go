@@ -186,29 +186,17 @@ func controlled(t *testing.T, e *Engine, answer func(q *event.QuestionInfo) stri
 	return headless(t, e, "ask the human", pr)
 }
 
-func controlLine(v any) string { b, _ := json.Marshal(v); return string(b) }
-
-// The person answers through --control, by option number and in free
-// text, skips, and skips all; an answer is remembered and offered again
-// for the same question; a question nobody answers in time returns what
-// arrived, with timed_out. The answers reach the asking agent's tool
-// results, and the export keeps each question's status.
-func TestAskOthersHumanThroughControl(t *testing.T) {
+// askEach is a root that spawns a helper, asks each of asks with
+// ask_others while the helper runs, and ends; the helper's shadow answers
+// with shadowSays. release lets the helper go, for a test that stops
+// early: register it after the engine, so that it runs first.
+func askEach(asks []obj, shadowSays string) (p scripted.Policy, release func()) {
 	helperStarted, helperRelease := newGate(), newGate()
-	opts := []obj{{"id": "a", "label": "Next week"}, {"id": "b", "label": "Next month"}}
-	asks := []obj{
-		{"question": "When should we launch?", "options": opts},
-		{"question": "Any naming ideas?"},
-		{"question": "Skip me?"},
-		{"question": "  when should we LAUNCH ", "options": opts},
-		{"question": "Will anyone answer in time?", "timeout": 1},
-		{"question": "Fifth question"},
-		{"question": "After skip all"},
-	}
-	p := policyFor(func(c *convo) scripted.Reply {
+	release = func() { helperStarted.open(); helperRelease.open() }
+	return policyFor(func(c *convo) scripted.Reply {
 		switch {
 		case c.shadow != "":
-			return say("helper thinks so")
+			return say(shadowSays)
 		case !c.isRoot():
 			helperStarted.open()
 			helperRelease.wait()
@@ -223,9 +211,30 @@ func TestAskOthersHumanThroughControl(t *testing.T) {
 		}
 		helperRelease.open()
 		return say("asked everything")
-	})
+	}), release
+}
+
+func controlLine(v any) string { b, _ := json.Marshal(v); return string(b) }
+
+// The person answers through --control, by option number and in free
+// text, skips, and skips all; an answer is remembered and offered again
+// for the same question; a question nobody answers in time returns what
+// arrived, with timed_out. The answers reach the asking agent's tool
+// results, and the export keeps each question's status.
+func TestAskOthersHumanThroughControl(t *testing.T) {
+	opts := []obj{{"id": "a", "label": "Next week"}, {"id": "b", "label": "Next month"}}
+	asks := []obj{
+		{"question": "When should we launch?", "options": opts},
+		{"question": "Any naming ideas?"},
+		{"question": "Skip me?"},
+		{"question": "  when should we LAUNCH ", "options": opts},
+		{"question": "Will anyone answer in time?", "timeout": 1},
+		{"question": "Fifth question"},
+		{"question": "After skip all"},
+	}
+	p, release := askEach(asks, "helper thinks so")
 	e := testEngine(t, nil, p, func(cfg *config.Config) { cfg.Coordination.MaxQuestionsPerSession = len(asks) })
-	t.Cleanup(func() { helperStarted.open(); helperRelease.open() })
+	t.Cleanup(release)
 	var mu sync.Mutex
 	remembered := map[string]string{}
 	events, code := controlled(t, e, func(q *event.QuestionInfo) string {
@@ -690,33 +699,14 @@ func TestTranscriptOfASessionNotStarted(t *testing.T) {
 // whether the person is asked: a question to one named agent left the
 // person out, even with allow_human_response true.
 func TestAskOthersSpecificAgentsStillAsksThePerson(t *testing.T) {
-	helperStarted, helperRelease := newGate(), newGate()
 	asks := []obj{
 		{"question": "Helper and you, explicitly?", "specific_agents": []string{"helper"}, "allow_human_response": true},
 		{"question": "Helper and you, by default?", "specific_agents": []string{"helper"}},
 		{"question": "Helper alone?", "specific_agents": []string{"helper"}, "allow_human_response": false, "timeout": 30},
 	}
-	p := policyFor(func(c *convo) scripted.Reply {
-		switch {
-		case c.shadow != "":
-			return say("helper agrees")
-		case !c.isRoot():
-			helperStarted.open()
-			helperRelease.wait()
-			return say("helper done")
-		}
-		switch {
-		case c.turns == 0:
-			return do(call("sessions_spawn", obj{"task": "Help", "label": "helper"}))
-		case c.turns <= len(asks):
-			helperStarted.wait()
-			return do(call("ask_others", asks[c.turns-1]))
-		}
-		helperRelease.open()
-		return say("asked")
-	})
+	p, release := askEach(asks, "helper agrees")
 	e := testEngine(t, nil, p, nil)
-	t.Cleanup(func() { helperStarted.open(); helperRelease.open() })
+	t.Cleanup(release)
 	var mu sync.Mutex
 	var asked []string
 	_, code := controlled(t, e, func(q *event.QuestionInfo) string {
