@@ -519,8 +519,21 @@ func (s *Session) related(taskID string) *Session {
 	return nil
 }
 
-func invalidTask(taskID string) error {
-	return agents.Errorf("Invalid task ID - must be a child or sibling task (got %q; your children and siblings are listed in <sibling_tasks> and spawn results)", taskID)
+// invalidTask refuses taskID as the target of a task tool, and says what
+// the id names when it names something: the caller itself, its parent or
+// another session of the run.
+func (s *Session) invalidTask(taskID string) error {
+	const refused = "Invalid task ID - must be a child or sibling task"
+	const listed = "your children and siblings are listed in <sibling_tasks> and spawn results"
+	switch k := s.r.session(taskID); {
+	case taskID == s.id || (s.label != "" && taskID == s.label):
+		return agents.Errorf("%s (%q is your own task; %s)", refused, taskID, listed)
+	case s.parent != nil && (taskID == s.parent.id || (s.parent.label != "" && taskID == s.parent.label)):
+		return agents.Errorf("%s (%q is your parent: it gets your final answer when you finish, so put what it should know there, or ask it with ask_others)", refused, taskID)
+	case k != nil:
+		return agents.Errorf("%s (%q is another session of this run, neither your child nor your sibling; %s)", refused, taskID, listed)
+	}
+	return agents.Errorf("%s (got %q; %s)", refused, taskID, listed)
 }
 
 func outcomeOf(k *Session) agents.TaskOutcome {
@@ -667,7 +680,7 @@ func (h *host) TaskOutput(ctx context.Context, c *agents.Call, taskID string, wa
 	s := h.s()
 	k := s.related(taskID)
 	if k == nil {
-		return nil, invalidTask(taskID)
+		return nil, s.invalidTask(taskID)
 	}
 	if wait {
 		if err := s.beginWait([]*Session{k}); err != nil {
@@ -693,7 +706,7 @@ func (h *host) WaitTasks(ctx context.Context, c *agents.Call, ids []string, time
 	for _, id := range ids {
 		k := s.related(id)
 		if k == nil {
-			return nil, invalidTask(id)
+			return nil, s.invalidTask(id)
 		}
 		targets = append(targets, k)
 	}
@@ -753,7 +766,7 @@ func (h *host) SendMessage(ctx context.Context, c *agents.Call, taskID, message 
 	s := h.s()
 	k := s.related(taskID)
 	if k == nil {
-		return nil, invalidTask(taskID)
+		return nil, s.invalidTask(taskID)
 	}
 	if k.status() == StatusCancelled {
 		return nil, agents.Errorf("task %s was cancelled: it cannot receive messages", k.id)

@@ -105,6 +105,7 @@ func TestSendMessageAndOutput(t *testing.T) {
 					call("task_send_message", obj{"task_id": book.get("pc"), "message": "to my cousin"}),
 					call("task_output", obj{"task_id": book.get("pc")}),
 					call("task_send_message", obj{"task_id": "s-nope", "message": "to nobody"}),
+					call("task_send_message", obj{"task_id": c.id, "message": "to myself"}),
 				)
 			case 5:
 				return do(call("task_send_message", obj{"task_id": c.siblingIDs()["p"], "message": "wake up, p"}))
@@ -185,10 +186,17 @@ func TestSendMessageAndOutput(t *testing.T) {
 		t.Errorf("the root got these results of s-2: %q", results)
 	}
 
-	// Anything but a child or a sibling is refused.
-	for i, res := range append(sends[2:5:5], callResults(s1, "task_output")[2:]...) {
-		if e := toolError(res); !strings.Contains(e, "Invalid task ID - must be a child or sibling task") {
-			t.Errorf("refused target %d gave %s", i, res)
+	// Anything but a child or a sibling is refused, saying what the id
+	// names.
+	outputs := callResults(s1, "task_output")
+	for i, x := range []struct{ res, says string }{
+		{sends[2], "is your parent"}, {outputs[2], "is your parent"},
+		{sends[3], "neither your child nor your sibling"}, {outputs[3], "neither your child nor your sibling"},
+		{sends[4], `(got "s-nope"`},
+		{sends[5], "is your own task"},
+	} {
+		if e := toolError(x.res); !strings.Contains(e, "Invalid task ID - must be a child or sibling task") || !strings.Contains(e, x.says) {
+			t.Errorf("refused target %d gave %s, want it to say %q", i, x.res, x.says)
 		}
 	}
 	if n := len(callResults(s1, "task_output")); n != 4 {
