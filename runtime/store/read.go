@@ -158,7 +158,8 @@ func (s *Store) Run(ctx context.Context, id string) (*Run, error) {
 	if !errors.Is(err, sql.ErrNoRows) {
 		return nil, err
 	}
-	rows, err := s.reader(ctx).QueryContext(ctx, `SELECT `+runCols+` FROM runs WHERE id LIKE ? ESCAPE '\' LIMIT 2`, likePrefix(id))
+	rows, err := s.reader(ctx).QueryContext(ctx, `SELECT `+runCols+` FROM runs WHERE id LIKE ? ESCAPE '\' ORDER BY id LIMIT ?`,
+		likePrefix(id), maxCandidates+1)
 	if err != nil {
 		return nil, err
 	}
@@ -176,10 +177,25 @@ func (s *Store) Run(ctx context.Context, id string) (*Run, error) {
 		return found[0], nil
 	case 0:
 		return nil, fmt.Errorf("run %q: %w (list runs with `swarmdeck runs`)", id, ErrNotFound)
-	default:
-		return nil, fmt.Errorf("run %q is %w: more than one run's id starts so; give more of it", id, ErrAmbiguous)
 	}
+	// More than one: name them, so that the person can pick.
+	var ids []string
+	for _, r := range found[:min(len(found), maxCandidates)] {
+		ids = append(ids, r.ID)
+	}
+	more := ""
+	if len(found) > maxCandidates {
+		var n int
+		if err := s.reader(ctx).QueryRowContext(ctx, `SELECT count(*) FROM runs WHERE id LIKE ? ESCAPE '\'`, likePrefix(id)).Scan(&n); err != nil {
+			return nil, err
+		}
+		more = fmt.Sprintf(" and %d more", n-maxCandidates)
+	}
+	return nil, fmt.Errorf("run %q is %w: more than one run's id starts so (%s%s); give more of it", id, ErrAmbiguous, strings.Join(ids, ", "), more)
 }
+
+// maxCandidates is how many runs an ambiguous id prefix names.
+const maxCandidates = 5
 
 // LatestRun loads the newest run.
 func (s *Store) LatestRun(ctx context.Context) (*Run, error) {

@@ -175,6 +175,42 @@ func TestReopenKeepsSequenceAndData(t *testing.T) {
 	}
 }
 
+// An id prefix that more than one run starts with names them, up to a
+// few and a count of the rest.
+func TestAmbiguousRunIDNamesTheCandidates(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(filepath.Join(t.TempDir(), "s.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, id := range []string{"r-a1", "r-a2", "r-a3", "r-a4", "r-a5", "r-a6", "r-a7", "r-b1"} {
+		s.Do(ctx, func(tx *Tx) error {
+			tx.InsertRun(&Run{ID: id, Goal: "g", Status: "completed", CreatedAt: time.Now()})
+			return nil
+		})
+	}
+	for _, tc := range []struct{ prefix, want string }{
+		{"r-", `run "r-" is ambiguous: more than one run's id starts so (r-a1, r-a2, r-a3, r-a4, r-a5 and 3 more); give more of it`},
+		{"r-a", `(r-a1, r-a2, r-a3, r-a4, r-a5 and 2 more)`},
+	} {
+		_, err := s.Run(ctx, tc.prefix)
+		if !errors.Is(err, ErrAmbiguous) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Run(%q) = %v, want ErrAmbiguous with %q", tc.prefix, err, tc.want)
+		}
+	}
+	s.Do(ctx, func(tx *Tx) error {
+		tx.InsertRun(&Run{ID: "r-b2", Goal: "g", Status: "completed", CreatedAt: time.Now()})
+		return nil
+	})
+	if _, err := s.Run(ctx, "r-b"); err == nil || !strings.Contains(err.Error(), "(r-b1, r-b2); give more of it") {
+		t.Errorf("Run(r-b) = %v, want both candidates and nothing more", err)
+	}
+	if r, err := s.Run(ctx, "r-b1"); err != nil || r.ID != "r-b1" {
+		t.Errorf("Run(r-b1) = %v, %v", r, err)
+	}
+}
+
 func BenchmarkStoreAppend(b *testing.B) {
 	s, err := Open(filepath.Join(b.TempDir(), "b.db"), nil)
 	if err != nil {
