@@ -1200,3 +1200,68 @@ func TestLogSaysWhatStoppedARun(t *testing.T) {
 		}
 	}
 }
+
+// A session whose last call failed is marked so in the live run's
+// snapshot and in a later view of the stored run, which reads it from the
+// messages: the dashboard draws its last tool with ✗ in both.
+func TestLastToolFailedSurvivesTheRun(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "swarmdeck.db")
+	p := policyFor(func(c *convo) scripted.Reply {
+		bad := call("task_output", obj{"task_id": "s-nope"})
+		good := call("get_shared_context", obj{})
+		switch {
+		case c.isRoot():
+			if c.turns == 0 {
+				return do(call("sessions_spawn", obj{"task": []string{"fails last", "fails first", "fails early in its answer"},
+					"parallel": true}))
+			}
+			if c.turns == 1 {
+				return do(call("task_wait", obj{}))
+			}
+			return say("root done")
+		case c.turns == 0 && c.task == "fails last":
+			return do(good, bad)
+		case c.turns == 0 && c.task == "fails first":
+			return do(bad)
+		case c.turns == 1 && c.task == "fails first":
+			return do(good)
+		case c.turns == 0 && c.task == "fails early in its answer":
+			return do(bad, good)
+		}
+		return say("done: " + c.task)
+	})
+	e := limEngineWith(t, db, nil, p)
+	run, err := e.Start(context.Background(), "Try some tools")
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-run.Done():
+	case <-time.After(60 * time.Second):
+		t.Fatal("the run did not end")
+	}
+	want := map[string]bool{"fails last": true, "fails first": false, "fails early in its answer": false}
+	check := func(from string, snap event.Snapshot) {
+		t.Helper()
+		seen := 0
+		for _, s := range snap.Sessions {
+			failed, ok := want[s.Title]
+			if !ok {
+				continue
+			}
+			seen++
+			if s.LastToolFailed != failed || s.LastTool == "" {
+				t.Errorf("%s: %q last tool %q, failed %v; want failed %v", from, s.Title, s.LastTool, s.LastToolFailed, failed)
+			}
+		}
+		if seen != len(want) {
+			t.Errorf("%s: %d of the %d children in the snapshot", from, seen, len(want))
+		}
+	}
+	check("the live run", run.Snapshot())
+	v, err := limEngineAt(t, db, nil).View(context.Background(), run.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("a view of the stored run", v.Snapshot())
+}

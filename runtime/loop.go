@@ -790,7 +790,8 @@ func (s *Session) recordAssistant(resp *llm.Response) ([]llm.ToolCall, error) {
 	s.rec.Usage.CompletionTokens += u.CompletionTokens
 	s.rec.Usage.TotalTokens += u.TotalTokens
 	if len(calls) > 0 {
-		s.rec.LastTool = calls[len(calls)-1].Name
+		s.rec.LastTool, s.rec.LastToolFailed = calls[len(calls)-1].Name, false
+		s.lastCall = calls[len(calls)-1].ID
 	}
 	s.mu.Unlock()
 	s.r.mu.Lock()
@@ -1156,6 +1157,9 @@ func (s *Session) recordResultTx(tx *store.Tx, o toolOutcome) error {
 		return nil
 	}
 	err := s.appendMessageTx(tx, &store.Message{Role: llm.RoleTool, Content: o.content, ToolCallID: o.call.ID, Source: "system"})
+	if err == nil && o.call.ID == s.lastCall {
+		s.rec.LastToolFailed = o.isErr
+	}
 	s.mu.Unlock()
 	if err != nil {
 		return err

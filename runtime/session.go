@@ -81,6 +81,9 @@ type Session struct {
 	answered     map[string]bool // calls answered with their effect's commit
 	pendingMsgs  []*store.Message
 	pendingCalls []llm.ToolCall
+	// lastCall is the id of the last call of the latest answer that made
+	// any: its outcome is the record's LastToolFailed.
+	lastCall string
 
 	// cutOff: the answer whose calls are running stopped at the model's
 	// output limit. Set by the session's goroutine around runTools, read by
@@ -142,7 +145,7 @@ func (s *Session) infoLockedCtx(withContext bool) *event.SessionInfo {
 	return &event.SessionInfo{ID: s.id, ParentID: rec.ParentID, Agent: s.agent, Label: s.label, Title: s.title,
 		Status: rec.Status, Depth: s.depth, Kind: s.kind, SharedContext: sc, Reason: rec.Reason, Result: rec.Result,
 		Error: rec.Error, Usage: event.Usage(rec.Usage), Turns: rec.Turns, WaitingHuman: s.waitingHuman > 0, Retrying: s.retrying,
-		LastTool: rec.LastTool, CreatedAt: rec.CreatedAt, EndedAt: rec.EndedAt}
+		LastTool: rec.LastTool, LastToolFailed: rec.LastToolFailed, CreatedAt: rec.CreatedAt, EndedAt: rec.EndedAt}
 }
 
 func (s *Session) info() *event.SessionInfo {

@@ -80,7 +80,8 @@ func (v *storedRun) load(ctx context.Context, runID string) error {
 		}
 		snap.Sessions = append(snap.Sessions, event.SessionInfo{ID: s.ID, ParentID: s.ParentID, Agent: s.Agent, Label: s.Label,
 			Title: s.Title, Status: s.Status, Depth: s.Depth, Kind: s.Kind, SharedContext: sc, Reason: s.Reason, Result: s.Result,
-			Error: s.Error, Usage: event.Usage(s.Usage), Turns: s.Turns, LastTool: s.LastTool, CreatedAt: s.CreatedAt, EndedAt: s.EndedAt})
+			Error: s.Error, Usage: event.Usage(s.Usage), Turns: s.Turns, LastTool: s.LastTool, LastToolFailed: s.LastToolFailed,
+			CreatedAt: s.CreatedAt, EndedAt: s.EndedAt})
 	}
 	bcs, total, err := recentFeed(ctx, st, rec.ID)
 	if err != nil {

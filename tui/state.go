@@ -241,7 +241,7 @@ func (s *runState) apply(ev event.Event) bool {
 func (s *runState) upsertSession(si event.SessionInfo) {
 	n := s.sessions[si.ID]
 	if n == nil {
-		n = &sessionNode{info: si, subtreeTokens: si.Usage.TotalTokens}
+		n = &sessionNode{info: si, subtreeTokens: si.Usage.TotalTokens, toolFailed: si.LastToolFailed && si.LastTool != ""}
 		s.setLastTool(n, si.LastTool)
 		if si.Turns == 0 {
 			// Known from a snapshot before its first reply, it has been at

@@ -60,6 +60,25 @@ func TestEventToolStartedShowsLastTool(t *testing.T) {
 	mustContain(t, m, "✗ edit_file")
 }
 
+// A session read from a snapshot (a resumed run, a stored run's view)
+// whose last call failed shows its tool with ✗, as it showed live.
+func TestSnapshotShowsAFailedLastTool(t *testing.T) {
+	snap := tuitest.Demo(t0)
+	for i := range snap.Sessions {
+		switch snap.Sessions[i].ID {
+		case "s-exe1":
+			snap.Sessions[i].LastTool, snap.Sessions[i].LastToolFailed = "edit_file", true
+		case "s-res1":
+			snap.Sessions[i].LastTool, snap.Sessions[i].LastToolFailed = "read_file", false
+		}
+	}
+	m, _ := readOnlyModel(t, snap, 160, 48)
+	mustContain(t, m, "✗ edit_file")
+	if s := plainView(m); !strings.Contains(s, "read_file") || strings.Contains(s, "✗ read_file") {
+		t.Errorf("a last tool that did not fail is drawn as failed, or not at all:\n%s", s)
+	}
+}
+
 func TestEventBroadcastSent(t *testing.T) {
 	m, _ := demoModel(t, 160, 48)
 	e := ev(event.BroadcastSent, "s-exp2")

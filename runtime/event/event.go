@@ -131,8 +131,10 @@ type SessionInfo struct {
 	WaitingHuman  bool            `json:"waiting_human,omitempty"`
 	Retrying      string          `json:"retrying,omitempty"` // a model call failed and is tried again: what failed and when
 	LastTool      string          `json:"last_tool,omitempty"`
-	CreatedAt     time.Time       `json:"created_at"`
-	EndedAt       time.Time       `json:"ended_at,omitzero"`
+	// LastToolFailed: the last call of LastTool's answer failed.
+	LastToolFailed bool      `json:"last_tool_failed,omitempty"`
+	CreatedAt      time.Time `json:"created_at"`
+	EndedAt        time.Time `json:"ended_at,omitzero"`
 }
 
 // ToolCall is a tool call as stored and exported.

@@ -218,6 +218,9 @@ func appendSessionInfo(b []byte, s *event.SessionInfo) ([]byte, error) {
 	}
 	b = appendField(b, `,"retrying":`, s.Retrying, true)
 	b = appendField(b, `,"last_tool":`, s.LastTool, true)
+	if s.LastToolFailed {
+		b = append(b, `,"last_tool_failed":true`...)
+	}
 	b, err := appendTime(b, `,"created_at":`, s.CreatedAt)
 	if err != nil {
 		return b, err

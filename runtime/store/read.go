@@ -250,16 +250,18 @@ func (s *Store) Sessions(ctx context.Context, runID string) ([]Session, error) {
 	return out, s.addStoredTotals(ctx, runID, out)
 }
 
-// addStoredTotals sets each session's usage, turns and last tool from its
-// stored messages and shadow answers. A session's row is written when its
+// addStoredTotals sets each session's usage, turns and last tool (and
+// whether its call failed) from its stored messages and shadow answers. A session's row is written when its
 // status changes, not on every turn, so after a kill -9 the row of a
 // session that was working lags behind its messages; the messages are
 // what a resume continues from.
 func (s *Store) addStoredTotals(ctx context.Context, runID string, sessions []Session) error {
 	type totals struct {
-		usage Usage
-		turns int
-		tool  string
+		usage  Usage
+		turns  int
+		tool   string
+		callID string // the call of tool
+		failed bool
 	}
 	by := map[string]*totals{}
 	get := func(id string) *totals {
@@ -328,7 +330,29 @@ func (s *Store) addStoredTotals(ctx context.Context, runID string, sessions []Se
 		lastIdx[id] = idx
 		var tc []ToolCall
 		if json.Unmarshal([]byte(calls), &tc) == nil && len(tc) > 0 {
-			get(id).tool = tc[len(tc)-1].Name
+			t := get(id)
+			t.tool, t.callID = tc[len(tc)-1].Name, tc[len(tc)-1].ID
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	// Whether that call failed: a failed call's result is {"error":...},
+	// and nothing else begins so.
+	rows, err = s.reader(ctx).QueryContext(ctx, `SELECT session_id, tool_call_id FROM messages
+		WHERE run_id = ? AND role = 'tool' AND substr(content, 1, 9) = '{"error":'`, runID)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var id, call string
+		if err := rows.Scan(&id, &call); err != nil {
+			rows.Close()
+			return err
+		}
+		if t := by[id]; t != nil && t.callID != "" && t.callID == call {
+			t.failed = true
 		}
 	}
 	rows.Close()
@@ -344,7 +368,7 @@ func (s *Store) addStoredTotals(ctx context.Context, runID string, sessions []Se
 		t.usage.TotalTokens = t.usage.PromptTokens + t.usage.CompletionTokens
 		x.Usage, x.Turns = t.usage, t.turns
 		if t.tool != "" {
-			x.LastTool = t.tool
+			x.LastTool, x.LastToolFailed = t.tool, t.failed
 		}
 	}
 	return nil

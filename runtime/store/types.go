@@ -86,9 +86,12 @@ type Session struct {
 	SpawnCall    string // the tool call that created it (parent session id + "/" + call id)
 	DelegationID string
 	LastTool     string
-	CreatedAt    time.Time
-	UpdatedAt    time.Time
-	EndedAt      time.Time
+	// LastToolFailed says that the last call of LastTool's answer failed.
+	// It has no column: reads take it from the messages.
+	LastToolFailed bool
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	EndedAt        time.Time
 }
 
 // ToolCall is a call requested by a model, as stored.
