@@ -251,6 +251,12 @@ func (e *Engine) newRun(id, goal string, rec store.Run) (*Run, error) {
 // the database or the log would break the run.
 func (e *Engine) protectOwnFiles(ws *agents.Workspace, cfg *config.Config) {
 	ws.Protect(cfg.Path, "configuration file")
+	// So are the files the next start would read as its configuration,
+	// present or not: an agent that created ./config.yaml in a workspace
+	// that is the current directory would choose the next run's server
+	// (and be sent its API key) and its limits.
+	ws.Protect(config.FileName, "configuration file")
+	ws.Protect(config.UserConfigPath(), "configuration file")
 	ws.Protect(cfg.PromptsDir, "prompt templates")
 	ws.Protect(cfg.LogPath(), "log")
 	if e.dbPath != "" {

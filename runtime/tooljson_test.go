@@ -273,6 +273,46 @@ func TestWriteToolsLeaveSwarmdecksFiles(t *testing.T) {
 	}
 }
 
+// The files a next start would read as its configuration are swarmdeck's
+// own too, before they exist: ./config.yaml, in a workspace that is the
+// current directory, and the one in the user's config directory.
+func TestWriteToolsCreateNoConfiguration(t *testing.T) {
+	policy := scripted.PolicyFunc(func(req *scripted.Request) scripted.Reply {
+		if turnsOf(req) == 0 {
+			return limDo(
+				scripted.Call{Name: "write_file", Args: limArgs{"path": "config.yaml", "content": "providers: {}\n"}},
+				scripted.Call{Name: "write_file", Args: limArgs{"path": "xdg/swarmdeck/config.yaml", "content": "providers: {}\n"}},
+				scripted.Call{Name: "write_file", Args: limArgs{"path": "xdg/swarmdeck/notes.md", "content": "mine"}},
+			)
+		}
+		return limSay("done")
+	})
+	var ws string
+	e := testEngine(t, nil, policy, func(c *config.Config) {
+		ws = c.Workspace
+		t.Chdir(ws)
+		t.Setenv("XDG_CONFIG_HOME", filepath.Join(ws, "xdg"))
+		for i := range c.Agents {
+			if c.Agents[i].Role == "orchestrator" {
+				c.Agents[i].CanWrite = true
+			}
+		}
+	})
+	if _, code := headless(t, e, "write", nil); code != ExitOK {
+		t.Fatalf("exit %d", code)
+	}
+	writes := toolResults(rootOf(exportLatest(t, e)), "write_file")
+	if len(writes) != 3 || !strings.Contains(writes[0], "config.yaml is swarmdeck's own configuration file") ||
+		!strings.Contains(writes[1], "xdg/swarmdeck/config.yaml is swarmdeck's own configuration file") || !strings.Contains(writes[2], `"bytes":4`) {
+		t.Errorf("write_file answered %q", writes)
+	}
+	for _, p := range []string{"config.yaml", "xdg/swarmdeck/config.yaml"} {
+		if _, err := os.Stat(filepath.Join(ws, p)); err == nil {
+			t.Errorf("an agent created %s", p)
+		}
+	}
+}
+
 // Arguments over the tools' limit are refused, and are not sent back with
 // every later request of the session: the history carries {} in their
 // place (the store keeps what the model wrote).
