@@ -250,7 +250,7 @@ func FuzzParseDelivered(f *testing.F) {
 			{FormatBroadcast(from, taskID, word, ts, body), Delivered{Tag: TagSiblingBroadcast, From: from, TaskID: taskID, Category: word, Body: body}},
 			{FormatAnnouncement(from, taskID, body, ts), Delivered{Tag: TagAnnouncement, From: from, TaskID: taskID, Body: body}},
 			{FormatShadowNote(word, from, body, taskID), Delivered{Tag: TagAnsweredOnYourBehalf, From: from, Question: word,
-				Body: shadowNoteIntro + "Question: " + body + "\n" + shadowNoteAnswer + taskID}},
+				Body: shadowNoteIntro + "Question: " + oneLine(body) + "\n" + shadowNoteAnswer + taskID}},
 			{FormatSiblingTasks([]SiblingRow{{TaskID: taskID, Agent: from, Title: body}}, 0), Delivered{Tag: TagSiblingTasks,
 				Body: strings.TrimPrefix(strings.TrimSuffix(Unescape(FormatSiblingTasks([]SiblingRow{{TaskID: taskID, Agent: from, Title: body}}, 0)),
 					"\n</sibling_tasks>"), "<sibling_tasks>\n")}},

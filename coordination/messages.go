@@ -19,6 +19,7 @@ const (
 	TagAnnouncement         = "announcement"
 	TagAnsweredOnYourBehalf = "answered_on_your_behalf"
 	TagRunResumed           = "run_resumed"
+	TagQuestion             = "question"
 )
 
 // attr is one attribute of a formatted tag; a slice of them keeps the
@@ -497,7 +498,7 @@ func ParseDelivered(content string) (d Delivered, ok bool) {
 		case TagAnsweredOnYourBehalf:
 			d.From, d.Question = el.get("asked_by"), el.get("question_id")
 			question, answer, _ := strings.Cut(strings.TrimPrefix(d.Body, shadowNoteIntro+"Question: "), "\n"+shadowNoteAnswer)
-			want = FormatShadowNote(d.Question, d.From, question, answer)
+			want = shadowNote(d.Question, d.From, question, answer)
 		case TagRunResumed:
 			d.Failure = el.get("failure")
 			want = element(TagRunResumed, []attr{{"failure", d.Failure}}, EscapeBody(d.Body))
@@ -565,10 +566,51 @@ const (
 //	Question: {question}
 //	Answer given on your behalf: {answer}
 //	</answered_on_your_behalf>
+//
+// The question is put on one line, so that no line of it reads as the
+// note's own answer line.
 func FormatShadowNote(questionID, asker, question, answer string) string {
+	return shadowNote(questionID, asker, oneLine(question), answer)
+}
+
+// shadowNote is FormatShadowNote with the question as given: notes stored
+// before questions were put on one line parse as written.
+func shadowNote(questionID, asker, question, answer string) string {
 	body := shadowNoteIntro + "Question: " + EscapeBody(question) + "\n" + shadowNoteAnswer + EscapeBody(answer)
 	return element(TagAnsweredOnYourBehalf, []attr{
 		{"question_id", questionID},
 		{"asked_by", asker},
 	}, body)
 }
+
+// FormatShadowQuestion renders a question as a shadow responder reads it,
+// after the snapshot of the history it answers from. The question and its
+// options are the asker's text: escaped in an element, they cannot pass
+// for the snapshot, the instructions or another message.
+//
+//	<question from="planner (p-1)">
+//	Which database?
+//	Options:
+//	- a: SQLite
+//	- b: Postgres
+//	</question>
+func FormatShadowQuestion(asker, question string, options []string) string {
+	body := EscapeBody(question)
+	if len(options) > 0 {
+		body += "\nOptions:"
+		for _, o := range options {
+			body += "\n- " + EscapeBody(oneLine(o))
+		}
+	}
+	return element(TagQuestion, []attr{{"from", asker}}, body)
+}
+
+// oneLine joins the lines of s with spaces.
+func oneLine(s string) string {
+	if !strings.ContainsAny(s, "\r\n") {
+		return s
+	}
+	return lineBreaks.Replace(s)
+}
+
+var lineBreaks = strings.NewReplacer("\r\n", " ", "\r", " ", "\n", " ")

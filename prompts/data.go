@@ -51,8 +51,12 @@ type RosterEntry struct {
 // ShadowData is what the shadow responder prompt sees: one tool-less call
 // answering a question on behalf of another session.
 type ShadowData struct {
-	Agent       string // "researcher (research-1)"
-	AskedBy     string // "orchestrator (s-1a2b)"
+	Agent   string // "researcher (research-1)"
+	AskedBy string // "orchestrator (s-1a2b)"
+	// Question and Options are the asker's text, escaped as tag bodies
+	// are. The built-in template leaves them out: the responder reads them
+	// in the next message, so that agents' text never becomes part of a
+	// system prompt. They are here for overrides that want them.
 	Question    string
 	Options     []string // "a: Next week", ...
 	MultiSelect bool     // the asker accepts several options

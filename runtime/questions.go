@@ -481,16 +481,19 @@ func (s *Session) shadowAnswer(ctx context.Context, q *question, k *Session) {
 	for _, o := range q.options {
 		opts = append(opts, o.ID+": "+o.Label)
 	}
-	system, err := r.e.prompts.Shadow(prompts.ShadowData{Agent: k.display(), AskedBy: s.display(), Question: q.rec.Question,
-		Options: opts, MultiSelect: q.rec.MultiSelect})
+	// The question is the asker's text: the system prompt only says where
+	// it is, and it comes escaped after the snapshot.
+	var escaped []string
+	for _, o := range opts {
+		escaped = append(escaped, coordination.EscapeBody(o))
+	}
+	system, err := r.e.prompts.Shadow(prompts.ShadowData{Agent: k.display(), AskedBy: s.display(),
+		Question: coordination.EscapeBody(q.rec.Question), Options: escaped, MultiSelect: q.rec.MultiSelect})
 	if err != nil {
 		r.e.log.Warn("shadow prompt", "err", err)
 		return
 	}
-	user := transcript(k) + "\n\nQuestion from " + s.display() + ":\n" + q.rec.Question
-	if len(opts) > 0 {
-		user += "\nOptions:\n" + strings.Join(opts, "\n")
-	}
+	user := transcript(k) + "\n\n" + coordination.FormatShadowQuestion(s.display(), q.rec.Question, opts)
 	model := r.e.Model()
 	if k.role.Model != "" {
 		model = k.role.Model

@@ -109,8 +109,8 @@ func TestAskOthersShadowResponders(t *testing.T) {
 		t.Errorf("human part of the result: timed_out %v, note %q", res.TimedOut, res.Note)
 	}
 	// The shadow call saw the recipient's conversation, the question and the options.
-	if v, ok := shadowSaw.Load("researcher (r-2)"); !ok || !strings.Contains(v.(string), "Question from researcher (r-1):\n"+question) ||
-		!strings.Contains(v.(string), "a: SQLite") || !strings.Contains(v.(string), "Your conversation so far") {
+	if v, ok := shadowSaw.Load("researcher (r-2)"); !ok || !strings.Contains(v.(string), "<question from=\"researcher (r-1)\">\n"+question+"\nOptions:\n- a: SQLite\n") ||
+		!strings.Contains(v.(string), "Your conversation so far") {
 		t.Errorf("the shadow request for r-2 was %q", v)
 	}
 	// Recipients were not interrupted: r-2 took exactly its own turn, and
