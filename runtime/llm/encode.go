@@ -289,13 +289,11 @@ func appendMessage(b []byte, m *Message) []byte {
 				b = jsontext.AppendString(b, tc.ID)
 				b = append(b, ',')
 			}
-			b = append(b, `"type":"function","function":{`...)
-			if tc.Name != "" {
-				b = append(b, `"name":`...)
-				b = jsontext.AppendString(b, tc.Name)
-				b = append(b, ',')
-			}
-			b = append(b, `"arguments":`...)
+			// The name even when the model gave none: the schema requires
+			// it, and a strict server refuses the request without it.
+			b = append(b, `"type":"function","function":{"name":`...)
+			b = jsontext.AppendString(b, tc.Name)
+			b = append(b, `,"arguments":`...)
 			if isBlank(tc.Arguments) {
 				b = append(b, `"{}"`...) // servers that parse the arguments reject ""
 			} else {
