@@ -24,6 +24,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/charmbracelet/x/term"
 	"github.com/spf13/cobra"
 
 	"github.com/swarmdeck/swarmdeck/runtime"
@@ -682,7 +683,8 @@ func headlessRun(ctx context.Context, cf *commonFlags, use engineFor, asJSON, de
 			}
 		}
 	}()
-	opts := runtime.HeadlessOptions{JSON: asJSON, Deltas: deltas, Out: stdout, Log: stderr, Control: control, Notices: lines}
+	opts := runtime.HeadlessOptions{JSON: asJSON, Deltas: deltas, Out: stdout, OutTerminal: isTerminal(stdout), Log: stderr,
+		Control: control, Notices: lines}
 	var run *runtime.Run
 	code, err := eng.Headless(ctx, opts, func(ctx context.Context) (*runtime.Run, error) {
 		r, err := start(ctx, eng)
@@ -1615,4 +1617,10 @@ func (cf *commonFlags) dashboardEnd(run *runtime.Run, stdout io.Writer, stoppedB
 		return &exitError{runtime.ExitFailed, nil}
 	}
 	return nil
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(f.Fd())
 }

@@ -19,6 +19,10 @@ type HeadlessOptions struct {
 	JSON   bool      // one event per line on Out
 	Deltas bool      // include message.delta events (with JSON)
 	Out    io.Writer // stdout
+	// OutTerminal says that Out is a terminal: without JSON, the answer
+	// is then written with its control characters escaped, as Log is, so
+	// that a model's text cannot clear the screen or set the title.
+	OutTerminal bool
 	// Log receives progress for people when not JSON, and why a run did
 	// not complete in either mode (stderr). Without JSON, the run's final
 	// answer goes to Out, so that a script can capture it alone.
@@ -57,6 +61,9 @@ func (e *Engine) Headless(ctx context.Context, opts HeadlessOptions, start func(
 	}
 	if opts.Log != nil {
 		opts.Log = terminalSafe{opts.Log}
+	}
+	if opts.OutTerminal && !opts.JSON && opts.Out != nil {
+		opts.Out = terminalSafe{opts.Out}
 	}
 	enc := json.NewEncoder(opts.Out)
 	enc.SetEscapeHTML(false)

@@ -170,6 +170,32 @@ func TestAnswerThatCannotBeWrittenFails(t *testing.T) {
 	}
 }
 
+// A model's answer printed on a terminal cannot drive it: its control
+// characters are escaped, while a pipe or a file gets the answer as it is.
+func TestAnswerOnATerminalIsEscaped(t *testing.T) {
+	const answer = "done \x1b]0;owned\a\x1b[2J"
+	policy := scripted.PolicyFunc(func(req *scripted.Request) scripted.Reply { return limSay(answer) })
+	for _, terminal := range []bool{true, false} {
+		e := testEngine(t, nil, policy, nil)
+		var out, log bytes.Buffer
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		code, err := e.Headless(ctx, HeadlessOptions{Out: &out, OutTerminal: terminal, Log: &log}, func(ctx context.Context) (*Run, error) {
+			return e.Start(ctx, "Plan a product launch")
+		})
+		cancel()
+		if code != ExitOK || err != nil {
+			t.Fatalf("exit %d, %v", code, err)
+		}
+		want := answer
+		if terminal {
+			want = `done \x1b]0;owned\x07\x1b[2J`
+		}
+		if got := strings.TrimSpace(out.String()); got != want {
+			t.Errorf("terminal %v: the answer printed is %q, want %q", terminal, got, want)
+		}
+	}
+}
+
 type codedErr struct{ code int }
 
 func (e codedErr) Error() string { return fmt.Sprintf("database or disk is full (%d)", e.code) }
