@@ -194,9 +194,15 @@ func (w *Workspace) Clean(p string) (string, error) {
 	if strings.ContainsRune(p, 0) {
 		return "", Errorf("path contains a NUL byte")
 	}
-	p = strings.TrimSpace(p)
-	if p == "" {
+	if t := strings.TrimSpace(p); t == "" {
 		p = "."
+	} else if t != p {
+		// Trimmed quietly, "a.txt " would name a.txt, another file than
+		// the one asked for.
+		return "", Errorf("path %q begins or ends with white space; give it without (file names here do not have it)", p)
+	}
+	if err := checkNameChars(p); err != nil {
+		return "", err
 	}
 	if filepath.IsAbs(p) || strings.HasPrefix(p, "/") || strings.HasPrefix(p, `\`) {
 		return "", Errorf("path %q is absolute; give a path relative to the workspace, e.g. \"docs/notes.md\"", p)
@@ -209,6 +215,53 @@ func (w *Workspace) Clean(p string) (string, error) {
 	return path.Clean(filepath.ToSlash(p)), nil
 }
 
+// absoluteLink finds the first part of the clean path p that is a
+// symbolic link to an absolute path inside the workspace, and where it
+// points, relative to the workspace: the file tools refuse those links
+// too, and the refusal should not say that the path leads outside. It
+// only reads the links.
+func (w *Workspace) absoluteLink(p string) (link, inside string, ok bool) {
+	parts := strings.Split(p, "/")
+	for i := range parts {
+		sub := strings.Join(parts[:i+1], "/")
+		fi, err := w.root.Lstat(sub)
+		if err != nil {
+			return "", "", false
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			continue
+		}
+		t, err := w.root.Readlink(sub)
+		if err != nil || !filepath.IsAbs(t) {
+			return "", "", false
+		}
+		rel, err := filepath.Rel(resolveLoose(w.dir), resolveLoose(t))
+		if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return "", "", false
+		}
+		return sub, filepath.ToSlash(filepath.Join(rel, filepath.FromSlash(strings.Join(parts[i+1:], "/")))), true
+	}
+	return "", "", false
+}
+
+// checkNameChars refuses a path with characters that make a file name
+// read as something else than it is: control characters (a line break, an
+// escape sequence) and the bidirectional controls that reorder text.
+func checkNameChars(p string) error {
+	if !utf8.ValidString(p) {
+		return Errorf("path %q is not valid UTF-8", p)
+	}
+	for _, r := range p {
+		switch {
+		case r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0:
+			return Errorf("path %q contains a control character (U+%04X); file names may not", p, r)
+		case r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069 || r == 0x200e || r == 0x200f || r == 0x061c:
+			return Errorf("path %q contains a bidirectional control character (U+%04X), which makes a name read as another; file names may not", p, r)
+		}
+	}
+	return nil
+}
+
 // explain rewrites file system errors into tool errors.
 func (w *Workspace) explain(p string, err error) error {
 	switch {
@@ -219,6 +272,9 @@ func (w *Workspace) explain(p string, err error) error {
 	case errors.Is(err, fs.ErrPermission):
 		return Errorf("%s: permission denied", p)
 	case strings.Contains(err.Error(), "escapes from parent") || strings.Contains(err.Error(), "path escapes"):
+		if link, inside, ok := w.absoluteLink(p); ok {
+			return Errorf("%s goes through %s, a symbolic link that names its target by an absolute path, which the file tools do not follow; it points to %s in the workspace: use that path", p, link, inside)
+		}
 		return Errorf("%s leads outside the workspace (through a symbolic link); only files inside the workspace can be used", p)
 	case strings.Contains(err.Error(), "is a directory"):
 		return Errorf("%s is a directory, not a file", p)
@@ -370,7 +426,7 @@ func (w *Workspace) ReadWithin(p string, offset, limit, budget int) (*FileConten
 // Entry is one item of list_files.
 type Entry struct {
 	Name string `json:"name"`
-	Type string `json:"type"` // file, dir, symlink
+	Type string `json:"type"` // file, dir, symlink, other (a named pipe, a socket, a device)
 	Size int64  `json:"size,omitempty"`
 }
 
@@ -432,6 +488,10 @@ func (w *Workspace) List(p string, recursive bool, limit int) (*Listing, error) 
 			e.Type = "symlink"
 		case d.IsDir():
 			e.Type = "dir"
+		case !d.Type().IsRegular():
+			// A named pipe, a socket, a device: the file tools refuse
+			// them, and the listing says so before a call fails.
+			e.Type = "other"
 		default:
 			if info, err := d.Info(); err == nil {
 				e.Size = info.Size()

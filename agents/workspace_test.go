@@ -68,6 +68,65 @@ func TestWorkspaceConfinement(t *testing.T) {
 	}
 }
 
+// A path the model gives names one file, read as it is: no white space
+// trimmed off to reach another file, no characters that make a name read
+// as something else.
+func TestWorkspacePathsSayWhatTheyName(t *testing.T) {
+	w, dir, _ := testWorkspace(t)
+	os.WriteFile(filepath.Join(dir, "a.txt"), []byte("original\n"), 0o644)
+	for _, tt := range []struct{ path, want string }{
+		{"a.txt ", "begins or ends with white space"},
+		{"a.txt\n", "begins or ends with white space"},
+		{" a.txt", "begins or ends with white space"},
+		{"nl\nname.txt", "control character (U+000A)"},
+		{"evil\x1b[31m.txt", "control character (U+001B)"},
+		{"c1\u009b.txt", "control character (U+009B)"},
+		{"new\u202edir/x.txt", "bidirectional control character (U+202E)"},
+		{"iso\u2066x.txt", "bidirectional control character (U+2066)"},
+		{"bad\xffname", "not valid UTF-8"},
+	} {
+		if _, err := w.Write(tt.path, []byte("x")); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Write(%q) error = %v, want %q", tt.path, err, tt.want)
+		}
+		if _, err := w.Read(tt.path, 0, 0); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Read(%q) error = %v, want %q", tt.path, err, tt.want)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "a.txt")); string(b) != "original\n" {
+		t.Errorf("a.txt was overwritten: %q", b)
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if checkNameChars(e.Name()) != nil {
+			t.Errorf("a file named %q was created", e.Name())
+		}
+	}
+	// Names with spaces inside, and letters of any script, are fine.
+	for _, ok := range []string{"my notes.md", "日本語/ノート.txt", "café.md", ""} {
+		if _, err := w.Clean(ok); err != nil {
+			t.Errorf("Clean(%q) = %v", ok, err)
+		}
+	}
+}
+
+// A symbolic link that names a file inside the workspace by its absolute
+// path is refused (only relative links are followed), and the refusal says
+// that, and which path to use, not that the file is outside.
+func TestAbsoluteLinkInsideTheWorkspace(t *testing.T) {
+	w, dir, _ := testWorkspace(t)
+	os.Symlink(filepath.Join(dir, "src", "main.go"), filepath.Join(dir, "abs.go"))
+	os.Symlink(filepath.Join(dir, "src"), filepath.Join(dir, "absdir"))
+	for _, tt := range []struct{ path, want string }{
+		{"abs.go", "abs.go goes through abs.go, a symbolic link that names its target by an absolute path, which the file tools do not follow; it points to src/main.go in the workspace"},
+		{"absdir/main.go", "it points to src/main.go in the workspace"},
+		{"escape.txt", "leads outside the workspace"},
+	} {
+		if _, err := w.Read(tt.path, 0, 0); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Read(%s) error = %v, want %q", tt.path, err, tt.want)
+		}
+	}
+}
+
 func TestWorkspaceTools(t *testing.T) {
 	w, dir, _ := testWorkspace(t)
 	if _, err := w.Write("notes/plan.md", []byte("one\ntwo\nthree\n")); err != nil {

@@ -30,6 +30,16 @@ func TestSpecialFilesAreRefused(t *testing.T) {
 		if _, _, _, err := w.PlanEdit("pipe", "a", "b", false); err == nil || !strings.Contains(err.Error(), "not a regular file") {
 			t.Errorf("PlanEdit: %v", err)
 		}
+		// The listing does not call it a file.
+		if l, err := w.List(".", false, 0); err != nil {
+			t.Error(err)
+		} else {
+			for _, e := range l.Entries {
+				if e.Name == "pipe" && e.Type != "other" {
+					t.Errorf("list_files gives the named pipe as %+v", e)
+				}
+			}
+		}
 		// Through a link inside the workspace too.
 		if err := syscall.Symlink("pipe", filepath.Join(dir, "to-pipe")); err != nil {
 			t.Error(err)
