@@ -147,11 +147,11 @@ var ErrInUse = errors.New("the database is open in another process")
 // reports whether there was anything to give back. Close every Store on
 // path in this process first.
 //
-// A reader that opened the database while no process had it open reads it
-// as a file that does not change (see OpenReadOnly) and takes no lock, so
-// it is not waited for; such readers are short (runs, export), and one
-// that overlaps the rewrite may fail to read, as it may beside a run's
-// checkpoint.
+// Readers (runs, export, view) take SQLite's locks when they may write
+// the database (see OpenReadOnly): one open now is waited for, and one
+// that opens during the rewrite waits for it. A reader that may not write
+// the database reads it as a file that does not change, and cannot be; it
+// cannot be compacted by such a user either.
 func Compact(ctx context.Context, path string, o CompactOptions) (bool, error) {
 	// In exclusive locking mode a connection to a database in WAL mode
 	// takes an exclusive lock on the file at its first read, which it

@@ -120,6 +120,16 @@ type ExportQuestion struct {
 
 // Export reads a whole run.
 func (s *Store) Export(ctx context.Context, runID string) (*Export, error) {
+	var x *Export
+	err := s.Snapshot(ctx, func(ctx context.Context) error {
+		var err error
+		x, err = s.export(ctx, runID)
+		return err
+	})
+	return x, err
+}
+
+func (s *Store) export(ctx context.Context, runID string) (*Export, error) {
 	r, err := s.readExport(ctx, runID)
 	if err != nil {
 		return nil, err
@@ -141,6 +151,13 @@ func (s *Store) Export(ctx context.Context, runID string) (*Export, error) {
 // times over (1.3 GB for the 147 MB export of a 1,000-session run). fix,
 // if not nil, may change the run's part first.
 func (s *Store) WriteExport(ctx context.Context, runID string, w io.Writer, fix func(*ExportRun)) error {
+	// One read transaction: a run deleted, or written on, by another
+	// process meanwhile is exported as it was when the export began, not
+	// partly.
+	return s.Snapshot(ctx, func(ctx context.Context) error { return s.writeExport(ctx, runID, w, fix) })
+}
+
+func (s *Store) writeExport(ctx context.Context, runID string, w io.Writer, fix func(*ExportRun)) error {
 	r, err := s.readExport(ctx, runID)
 	if err != nil {
 		return err

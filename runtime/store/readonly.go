@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -28,13 +29,20 @@ func (s *Store) Immutable() bool { return s.immutable }
 // user may only read (its file, or the directory it is in) can be read,
 // and one that does not exist is not created.
 //
-// SQLite reads a WAL database through its -wal and -shm files and makes
-// them when they are missing, even on a read-only connection, and leaves
-// them behind, owned by whoever read. They exist while some process has the
-// database open (a run going on, whose latest writes may be only in the
-// -wal); then they are used as they are. When the -wal file is missing, no
-// process has the database open and all of it is in the main file, which
-// is then read as it is (SQLite's immutable), making nothing beside it.
+// SQLite reads a WAL database through its -wal and -shm files, which
+// exist while some process has the database open (a run going on, whose
+// latest writes may be only in the -wal).
+//   - A user who may write the database and its directory reads it as a
+//     writer would, with query_only: with SQLite's locks, so that a process
+//     that opens it meanwhile (a new run, a compaction by delete or prune)
+//     and this read wait for each other rather than this read seeing the
+//     file half rewritten. SQLite makes the -wal and -shm if they are
+//     missing, and the last process to close the database removes them.
+//   - Anyone else reads through the -wal and -shm as they are; a read-only
+//     connection would make them when they are missing and leave them
+//     behind, owned by the reader. When they are missing, no process has
+//     the database open and all of it is in the main file, which is then
+//     read as it is (SQLite's immutable), making nothing beside it.
 func OpenReadOnly(path string) (*Store, error) {
 	if path == "" {
 		return nil, errors.New("store: no database path")
@@ -58,9 +66,13 @@ func OpenReadOnly(path string) (*Store, error) {
 	}
 	dsn := fileURI(path) + "?mode=ro&_pragma=busy_timeout(10000)&_pragma=query_only(1)"
 	_, err = os.Lstat(path + "-wal")
-	immutable := errors.Is(err, os.ErrNotExist)
-	if immutable {
+	immutable := false
+	switch {
+	case writable(path) && writable(filepath.Dir(path)):
+		dsn = fileURI(path) + "?_pragma=busy_timeout(10000)&_pragma=query_only(1)"
+	case errors.Is(err, os.ErrNotExist):
 		dsn = fileURI(path) + "?mode=ro&immutable=1&_pragma=query_only(1)"
+		immutable = true
 	}
 	read, err := sql.Open("sqlite", dsn)
 	if err != nil {

@@ -29,9 +29,11 @@ func dirNames(t *testing.T, dir string) []string {
 }
 
 // A database opened read-only is read without writing anything: not the
-// file, and no -wal or -shm beside it, which SQLite would otherwise make
-// and leave behind, owned by the reader. So a database the user may only
-// read can be read, as the owner left it.
+// file, and nothing left beside it. One the user may write is read with
+// SQLite's locks (their -wal and -shm exist while it is open, and go with
+// it); one the user may only read is read as it is (see
+// TestRunsAndExportReadADatabaseTheUserMayOnlyRead, which runs as another
+// user: here the tests may write every file).
 func TestOpenReadOnlyWritesNothing(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -66,11 +68,8 @@ func TestOpenReadOnlyWritesNothing(t *testing.T) {
 	if err := r.Do(ctx, func(tx *Tx) error { return nil }); !errors.Is(err, ErrReadOnly) {
 		t.Errorf("a write on a read-only store: %v", err)
 	}
-	if !r.Immutable() {
-		t.Error("a database no process has open is not read as immutable")
-	}
-	if got := dirNames(t, dir); !slices.Equal(got, names) {
-		t.Errorf("while open, the directory holds %v; before, %v", got, names)
+	if r.Immutable() {
+		t.Error("a database the user may write is read as immutable, without locks")
 	}
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
@@ -198,5 +197,66 @@ func TestSnapshotReadsOneMoment(t *testing.T) {
 	}
 	if _, err := s.Run(ctx, "r-2"); err != nil {
 		t.Errorf("after the snapshot: %v", err)
+	}
+}
+
+// A reader of a database no process had open holds SQLite's locks, so that
+// a compaction (delete, prune) does not rewrite the file under it: it waits
+// for the reader, and gives up in use. Read without locks, the reader saw
+// the file half rewritten ("malformed"), or a run without its broadcasts.
+func TestCompactWaitsForAReader(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "t.db")
+	w, err := Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"r-keep", "r-gone"} {
+		if err := w.Do(ctx, func(tx *Tx) error {
+			if err := tx.InsertRun(&Run{ID: id, Goal: "g", Status: "completed", CreatedAt: time.Now()}); err != nil {
+				return err
+			}
+			for i := range 200 {
+				if err := tx.InsertMessage(&Message{RunID: id, SessionID: "s-1", Index: i, Role: "user", Content: strings.Repeat("x", 2000)}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := w.DeleteRun(ctx, "r-gone"); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	if _, err := os.Stat(path + "-wal"); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the database is still open somewhere: %v", err)
+	}
+
+	r, err := OpenReadOnly(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = r.Snapshot(ctx, func(ctx context.Context) error {
+		if _, err := r.Run(ctx, "r-keep"); err != nil {
+			return err
+		}
+		compacted, err := Compact(ctx, path, CompactOptions{Wait: 100 * time.Millisecond})
+		if compacted || !errors.Is(err, ErrInUse) {
+			t.Errorf("Compact while a reader reads = %v, %v; want ErrInUse", compacted, err)
+		}
+		x, err := r.Export(ctx, "r-keep")
+		if err == nil && x.Run.ID != "r-keep" {
+			t.Errorf("the export is of %q", x.Run.ID)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	if compacted, err := Compact(ctx, path, CompactOptions{Wait: time.Second}); !compacted || err != nil {
+		t.Errorf("Compact once the reader has gone = %v, %v", compacted, err)
 	}
 }
