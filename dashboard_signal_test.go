@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +17,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/swarmdeck/swarmdeck/runtime/store"
 )
 
 // openPTY opens a pseudo-terminal of the given size and returns its two
@@ -322,3 +325,33 @@ func waitExit(cmd *exec.Cmd, kill func()) bool {
 }
 
 func tail(s string, n int) string { return s[max(len(s)-n, 0):] }
+
+// The dashboard's resume refuses a run it cannot continue with the exit
+// status resume --headless gives: 2, bad usage, not 1 as for a run that
+// failed.
+func TestDashboardResumeRefusalIsBadUsage(t *testing.T) {
+	bin := dashboardBinary(t)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "swarmdeck.db")
+	storeRuns(t, db, store.Run{ID: "r-done01", Goal: "finished", Status: "completed", Provider: "scripted", Scripted: true, Workspace: dir})
+	for _, args := range [][]string{{"resume", "r-done01"}, {"resume", "--headless", "r-done01"}} {
+		master, slave := openPTY(t, 40, 120)
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		cmd := exec.CommandContext(ctx, bin, append([]string{"--db", db}, args...)...)
+		cmd.Env = append(isolatedEnv(t), "TERM=xterm-256color")
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+		scr := &screen{}
+		go io.Copy(scr, master)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		if !waitExit(cmd, func() { cmd.Process.Kill() }) {
+			t.Fatalf("swarmdeck %s did not end", strings.Join(args, " "))
+		}
+		cancel()
+		if code := cmd.ProcessState.ExitCode(); code != 2 {
+			t.Errorf("swarmdeck %s: exit status %d, want 2; the terminal read:\n%s", strings.Join(args, " "), code, tail(scr.String(), 600))
+		}
+	}
+}

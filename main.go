@@ -1461,6 +1461,21 @@ func openStore(cf *commonFlags) (*store.Store, func(), error) {
 	return st, func() { st.Close() }, nil
 }
 
+// startErr is the exit of a run that could not be started or resumed, as
+// run --headless and resume --headless give it: bad usage (a run that has
+// ended, one running elsewhere, a workspace that is gone), unless the
+// database could not take it (a full disk).
+func startErr(err error) error {
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return err
+	}
+	if _, ok := store.SQLiteCode(err); ok {
+		return &exitError{runtime.ExitFailed, err}
+	}
+	return usageErr(err)
+}
+
 // notFound gives a run or a database that does not exist the status of bad
 // usage, as every command names them; other errors keep theirs, or fail.
 func notFound(err error) error {
@@ -1546,11 +1561,11 @@ func dashboard(ctx context.Context, cf *commonFlags, goal, runID string, readOnl
 		}
 	case runID != "":
 		if run, err = eng.Resume(ctx, runID); err != nil {
-			return notFound(err)
+			return startErr(err)
 		}
 	case goal != "":
 		if run, err = eng.Start(ctx, goal); err != nil {
-			return &exitError{1, err}
+			return startErr(err)
 		}
 	default:
 		opts.Start = func(ctx context.Context, goal string) (event.Controller, error) {
