@@ -955,7 +955,9 @@ func resumeCmd(cf *commonFlags, stdin io.Reader, stdout, stderr io.Writer) *cobr
 (Ctrl-C, the dashboard closed, the process killed) or one that failed, once
 the cause is fixed (a quota, an API key, a server; for a run stopped by its
 token budget, limits.token_budget_per_run raised). No stored message is
-changed or removed; the sessions cut short go on from their last message.`,
+changed or removed; the sessions cut short go on from their last message.
+It continues in the run's own workspace; --workspace DIR continues it in DIR
+instead (for a directory that was moved or removed), which becomes the run's.`,
 		Args: cobra.MaximumNArgs(1),
 		ValidArgsFunction: completeRunIDs(cf, func(r *store.Run, live bool) bool {
 			// A run another process is running is not offered: resume
@@ -981,7 +983,7 @@ changed or removed; the sessions cut short go on from their last message.`,
 				return err
 			}
 			return headlessRun(cmd.Context(), cf, forStoredRun, asJSON, deltas, in, stdout, stderr, func(ctx context.Context, eng *runtime.Engine) (*runtime.Run, error) {
-				return eng.Resume(ctx, id)
+				return eng.ResumeIn(ctx, id, cf.workspace)
 			})
 		},
 	}
@@ -1560,7 +1562,7 @@ func dashboard(ctx context.Context, cf *commonFlags, goal, runID string, readOnl
 			}
 		}
 	case runID != "":
-		if run, err = eng.Resume(ctx, runID); err != nil {
+		if run, err = eng.ResumeIn(ctx, runID, cf.workspace); err != nil {
 			return startErr(err)
 		}
 	case goal != "":

@@ -533,6 +533,51 @@ func TestResumeAfterStop(t *testing.T) {
 	assertResultsOnce(t, after)
 }
 
+// A run whose workspace is gone is not resumed in thin air: resume says so
+// and how to give it another, and resuming in another directory continues
+// the run there, recorded as its workspace from then on.
+func TestResumeInAnotherWorkspace(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "resume.db")
+	mod := func(c *config.Config) { c.Providers["scripted"].Latency = config.Duration(15 * time.Millisecond) }
+	e1 := limEngineAt(t, db, mod)
+	sub := e1.Bus().Subscribe(4096)
+	run, err := e1.Start(context.Background(), "Plan a product launch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := 0; n < 10; {
+		if ev := <-sub.C; ev.Type == event.MessageAppended {
+			n++
+		}
+	}
+	sub.Close()
+	run.Interrupt()
+	e1.Close()
+
+	e2 := limEngineAt(t, db, mod)
+	gone := filepath.Join(dir, "ws")
+	if err := os.RemoveAll(gone); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e2.Resume(context.Background(), run.ID())
+	if want := "run " + run.ID() + " works in " + gone + ", which is gone: resume it in another directory with `swarmdeck resume --workspace DIR " + run.ID() + "`"; err == nil || err.Error() != want {
+		t.Fatalf("resume in a workspace that is gone: %v\nwant %s", err, want)
+	}
+	moved := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var out bytes.Buffer
+	code, err := e2.Headless(ctx, HeadlessOptions{JSON: true, Out: &out}, func(ctx context.Context) (*Run, error) { return e2.ResumeIn(ctx, run.ID(), moved) })
+	if err != nil || code != ExitOK {
+		dumpRun(t, e2)
+		t.Fatalf("resume in %s: exit %d, %v", moved, code, err)
+	}
+	if x := exportLatest(t, e2); x.Run.Workspace != moved {
+		t.Errorf("the resumed run's workspace is %q, want %q", x.Run.Workspace, moved)
+	}
+}
+
 // assertResultsOnce checks that each child's outcome reached its parent at
 // most once per completion.
 func assertResultsOnce(t *testing.T, x *store.Export) {

@@ -3,7 +3,11 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -22,6 +26,12 @@ import (
 // run continues too, once the cause is fixed: the sessions its failure
 // ended come back (see revive.go).
 func (e *Engine) Resume(ctx context.Context, runID string) (*Run, error) {
+	return e.ResumeIn(ctx, runID, "")
+}
+
+// ResumeIn is Resume in another workspace than the run's (none: its own),
+// which becomes the run's: for a run whose directory was moved or removed.
+func (e *Engine) ResumeIn(ctx context.Context, runID, workspace string) (*Run, error) {
 	st := e.store
 	rec, err := st.Run(ctx, runID)
 	if err != nil {
@@ -30,6 +40,15 @@ func (e *Engine) Resume(ctx context.Context, runID string) (*Run, error) {
 	switch rec.Status {
 	case RunCompleted, RunCancelled:
 		return nil, fmt.Errorf("run %s has already ended (%s), so there is nothing to resume: open it with `swarmdeck view %s`", rec.ID, rec.Status, rec.ID)
+	}
+	if workspace != "" {
+		abs, err := filepath.Abs(workspace)
+		if err != nil {
+			return nil, err
+		}
+		rec.Workspace = abs
+	} else if _, err := os.Stat(rec.Workspace); rec.Workspace != "" && errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("run %s works in %s, which is gone: resume it in another directory with `swarmdeck resume --workspace DIR %s`", rec.ID, rec.Workspace, rec.ID)
 	}
 	e.mu.Lock()
 	_, live := e.runs[rec.ID]

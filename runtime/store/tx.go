@@ -192,7 +192,7 @@ func (tx *Tx) InsertRun(r *Run) error {
 	return nil
 }
 
-var updateRunSQL = hot(`UPDATE runs SET status = ?, provider = ?, model = ?, scripted = ?, result = ?, error = ?,
+var updateRunSQL = hot(`UPDATE runs SET status = ?, provider = ?, model = ?, scripted = ?, workspace = ?, result = ?, error = ?,
 	prompt_tokens = ?, completion_tokens = ?, total_tokens = ?, human_skip_all = ?, updated_at = ?, ended_at = ?, base_url = ?, pauses = ?, human_absent = ? WHERE id = ?`)
 
 // UpdateRun writes the mutable fields of a run.
@@ -206,7 +206,7 @@ func (tx *Tx) UpdateRun(r *Run) error {
 		pauses = string(b)
 	}
 	_, err := tx.exec(updateRunSQL,
-		r.Status, r.Provider, r.Model, b2i(r.Scripted), r.Result, r.Error, r.Usage.PromptTokens, r.Usage.CompletionTokens, r.Usage.TotalTokens,
+		r.Status, r.Provider, r.Model, b2i(r.Scripted), r.Workspace, r.Result, r.Error, r.Usage.PromptTokens, r.Usage.CompletionTokens, r.Usage.TotalTokens,
 		b2i(r.HumanSkipAll), Time(time.Now()), Time(r.EndedAt), r.BaseURL, pauses, b2i(r.HumanAbsent), r.ID)
 	return err
 }
