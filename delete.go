@@ -156,12 +156,18 @@ func deleteFailed(path, id string, deleted int, err error) error {
 }
 
 // runLineText is one line about a run a command deletes: what was done,
-// its id, status, last activity and goal.
+// its id, status, last activity and goal. A run stored as running is one
+// whose process died (a live one is never deleted): it is not called
+// running.
 func runLineText(did string, r *store.Run, last time.Time) string {
 	if last.IsZero() {
 		last = r.CreatedAt
 	}
-	return fmt.Sprintf("%s %s (%s, last active %s): %s", did, r.ID, r.Status, last.Local().Format("2006-01-02 15:04"),
+	status := r.Status
+	if status == runtime.RunRunning {
+		status = "stopped when its process died"
+	}
+	return fmt.Sprintf("%s %s (%s, last active %s): %s", did, r.ID, status, last.Local().Format("2006-01-02 15:04"),
 		runtime.TerminalText(runtime.OneLine(r.Goal, 60)))
 }
 

@@ -103,7 +103,7 @@ func TestDeleteRuns(t *testing.T) {
 
 	// The live run's process has the database open: it keeps its size.
 	code, out, errOut = sd("delete", "--db", db, "r-000001", "r-dead", "r-000001")
-	if code != 0 || !regexp.MustCompile(`^deleted r-000001 \(completed, .*\): first goal\ndeleted r-dead01 \(running, .*\): left by a kill -9\n$`).MatchString(out) {
+	if code != 0 || !regexp.MustCompile(`^deleted r-000001 \(completed, .*\): first goal\ndeleted r-dead01 \(stopped when its process died, .*\): left by a kill -9\n$`).MatchString(out) {
 		t.Errorf("delete: exit %d\n%s%s", code, out, errOut)
 	}
 	if !strings.Contains(errOut, db+" is open in another swarmdeck process, so it keeps its size") ||
@@ -156,7 +156,7 @@ func TestPruneRuns(t *testing.T) {
 	}
 
 	code, out, errOut := sd("prune", "--db", db, "--older-than", "2d", "--dry-run")
-	if code != 0 || !regexp.MustCompile(`^(would delete r-\S+ \((completed|interrupted|running), last active .*\): .*\n){3}3 runs would be deleted \(ended, and last active before .*, 2d ago\); nothing was deleted \(--dry-run\)\n$`).MatchString(out) ||
+	if code != 0 || !regexp.MustCompile(`^(would delete r-\S+ \((completed|interrupted|stopped when its process died), last active .*\): .*\n){3}3 runs would be deleted \(ended, and last active before .*, 2d ago\); nothing was deleted \(--dry-run\)\n$`).MatchString(out) ||
 		strings.Contains(out, live.ID()) || !strings.Contains(errOut, "kept run "+live.ID()+": a swarmdeck process is running it") {
 		t.Errorf("prune --dry-run: exit %d\n%s%s", code, out, errOut)
 	}
