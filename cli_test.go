@@ -168,6 +168,16 @@ func TestCLIRefusesMistakes(t *testing.T) {
 		{[]string{"--db", fresh, "list"}, 2, `unknown command "list": did you mean runs?`, ""},
 		{[]string{"--db", fresh, "continue"}, 2, `unknown command "continue": did you mean resume?`, ""},
 		{[]string{"--db", fresh, "show"}, 2, `unknown command "show": did you mean view?`, ""},
+		{[]string{"--db", fresh, "status"}, 2, `unknown command "status": did you mean runs?`, ""},
+		{[]string{"--db", fresh, "start"}, 2, `unknown command "start": did you mean run?`, ""},
+		// Words typed as commands that swarmdeck has not: taken as goals,
+		// they would start a run.
+		{[]string{"--db", fresh, "stop"}, 2, `there is no "stop" command: a run stops with q or ctrl+c in its dashboard`, ""},
+		{[]string{"--db", fresh, "Kill"}, 2, `there is no "Kill" command: a run stops with`, ""},
+		{[]string{"--db", fresh, "config"}, 2, `there is no "config" command: settings live in config.yaml`, ""},
+		{[]string{"--db", fresh, "logs"}, 2, `there is no "logs" command: the log is`, ""},
+		{[]string{"version"}, 0, "", "swarmdeck "},
+		{[]string{"--version"}, 0, "", "swarmdeck "},
 		// A database that does not exist is not made by reading it.
 		{[]string{"runs", "--db", fresh}, 0, "", "no runs stored: there is no database at " + fresh + " yet (check --db, or start a run with `swarmdeck --db " + fresh + ` "your goal"`},
 		// --db naming something that is not a database is bad usage, for

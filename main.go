@@ -195,6 +195,52 @@ func looksLikeRunID(s string) bool {
 	return true
 }
 
+// notACommand are words typed alone as if they were commands, with what
+// to do instead. Taken for a goal, each would start a run.
+var notACommand = func() map[string]string {
+	stop := "a run stops with q or ctrl+c in its dashboard, or with ctrl+c or a signal to its process when headless; `swarmdeck runs` lists the runs"
+	settings := "settings live in config.yaml (./config.yaml, else $XDG_CONFIG_HOME/swarmdeck/config.yaml; the README lists them), and `swarmdeck --help` shows the flags"
+	logs := "the log is $XDG_STATE_HOME/swarmdeck/swarmdeck.log unless log_file: in config.yaml names another; `swarmdeck view` shows a run"
+	return map[string]string{
+		"stop": stop, "kill": stop, "cancel": stop, "pause": stop, "quit": stop, "exit": stop,
+		"config": settings, "configure": settings, "init": settings, "setup": settings, "settings": settings,
+		"log": logs, "logs": logs,
+	}
+}()
+
+// version is how this swarmdeck was built: the module's version, or the
+// commit it was built from.
+func version() string {
+	v := "(devel)"
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return v
+	}
+	if info.Main.Version != "" {
+		v = info.Main.Version
+	}
+	var rev, at, dirty string
+	for _, st := range info.Settings {
+		switch st.Key {
+		case "vcs.revision":
+			rev = st.Value[:min(len(st.Value), 12)]
+		case "vcs.time":
+			at = st.Value
+		case "vcs.modified":
+			if st.Value == "true" {
+				dirty = "+changes"
+			}
+		}
+	}
+	if rev != "" {
+		v += " " + rev + dirty
+		if at != "" {
+			v += " " + at
+		}
+	}
+	return v + " " + info.GoVersion
+}
+
 func newRootCmd(stdin io.Reader, stdout, stderr io.Writer) (*cobra.Command, *commonFlags) {
 	cf := commonFlags{stderr: stderr}
 	root := &cobra.Command{
@@ -212,6 +258,12 @@ Without an API key it uses the scripted model, so "swarmdeck" works offline.`,
 			// A lone word close to a command's name is a typo, not a goal;
 			// so is one followed by a run id (`swarmdeck resum r-3f9a1c`).
 			if len(args) > 0 && !strings.ContainsAny(args[0], " \t") && (len(args) == 1 || slices.ContainsFunc(args[1:], looksLikeRunID)) {
+				if hint, ok := notACommand[strings.ToLower(args[0])]; ok {
+					// A word a person types as a command: run as a goal,
+					// it would start a swarm (and spend tokens).
+					return usageErr(fmt.Errorf("there is no %q command: %s (to run it as a goal: swarmdeck run %q)",
+						args[0], hint, strings.Join(args, " ")))
+				}
 				if near := cmd.SuggestionsFor(args[0]); len(near) > 0 {
 					goal := strings.Join(args, " ")
 					return usageErr(fmt.Errorf("unknown command %q: did you mean %s? (to run it as a goal: swarmdeck run %q)",
@@ -222,6 +274,8 @@ Without an API key it uses the scripted model, so "swarmdeck" works offline.`,
 		},
 	}
 	root.SuggestionsMinimumDistance = 2
+	root.Version = version()
+	root.SetVersionTemplate("swarmdeck {{.Version}}\n")
 	pf := root.PersistentFlags()
 	pf.StringVar(&cf.config, "config", "", "config file (default ./config.yaml, then $XDG_CONFIG_HOME/swarmdeck/config.yaml)")
 	pf.StringVar(&cf.db, "db", "", "SQLite database file (default $XDG_DATA_HOME/swarmdeck/swarmdeck.db)")
@@ -235,6 +289,15 @@ Without an API key it uses the scripted model, so "swarmdeck" works offline.`,
 		cf.latencySet = cmd.Flags().Changed("scripted-latency")
 		cf.speedSet = cmd.Flags().Changed("scripted-stream-speed")
 	}
+	root.AddCommand(&cobra.Command{
+		Use:   "version",
+		Short: "Print how this swarmdeck was built",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, err := fmt.Fprintln(stdout, "swarmdeck "+version())
+			return err
+		},
+	})
 	root.AddCommand(runCmd(&cf, stdin, stdout, stderr), runsCmd(&cf, stdout), exportCmd(&cf, stdout),
 		resumeCmd(&cf, stdin, stdout, stderr), viewCmd(&cf, stdout), deleteCmd(&cf, stdout, stderr), pruneCmd(&cf, stdout, stderr),
 		mockCmd(&cf, stdout, stderr), benchCmd(&cf, stdout, stderr))
@@ -596,9 +659,10 @@ func runCmd(cf *commonFlags, stdin io.Reader, stdout, stderr io.Writer) *cobra.C
 	var headless, asJSON, deltas bool
 	var control string
 	cmd := &cobra.Command{
-		Use:   "run [--headless] [--json] [--control -] GOAL",
-		Short: "Run a goal (with --headless: without the dashboard, for scripts)",
-		Args:  cobra.MinimumNArgs(1),
+		Use:        "run [--headless] [--json] [--control -] GOAL",
+		SuggestFor: []string{"start", "new"},
+		Short:      "Run a goal (with --headless: without the dashboard, for scripts)",
+		Args:       cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			goal := strings.TrimSpace(strings.Join(args, " "))
 			if goal == "" {
@@ -800,7 +864,7 @@ func runsCmd(cf *commonFlags, stdout io.Writer) *cobra.Command {
 	var limit int
 	cmd := &cobra.Command{
 		Use:        "runs [--json] [--limit N]",
-		SuggestFor: []string{"list", "ls", "ps", "history"},
+		SuggestFor: []string{"list", "ls", "ps", "history", "status"},
 		Short:      "List stored runs, newest first",
 		Long: `runs lists the stored runs, newest first: id, status, start, tokens and goal.
 A run marked stopped* is stored as running but no swarmdeck process runs it
@@ -1109,7 +1173,7 @@ func (cf *commonFlags) keepRunProvider(ctx context.Context, id string) error {
 func viewCmd(cf *commonFlags, stdout io.Writer) *cobra.Command {
 	return &cobra.Command{
 		Use:               "view [RUN_ID]",
-		SuggestFor:        []string{"open", "show", "inspect"},
+		SuggestFor:        []string{"open", "show", "inspect", "info"},
 		Short:             "Open a run read-only in the dashboard (default: the latest; follows a run another process is running)",
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: completeRunIDs(cf, nil),
