@@ -488,19 +488,7 @@ func TestResumeAfterStop(t *testing.T) {
 	db := filepath.Join(dir, "resume.db")
 	mod := func(c *config.Config) { c.Providers["scripted"].Latency = config.Duration(15 * time.Millisecond) }
 	e1 := limEngineAt(t, db, mod)
-	sub := e1.Bus().Subscribe(4096)
-	run, err := e1.Start(context.Background(), "Plan a product launch")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for n := 0; n < 45; {
-		ev := <-sub.C
-		if ev.Type == event.MessageAppended {
-			n++
-		}
-	}
-	sub.Close()
-	run.Interrupt()
+	run := startAndStop(t, e1, 45)
 	before, err := e1.Export(context.Background(), run.ID())
 	if err != nil {
 		t.Fatal(err)
@@ -533,6 +521,25 @@ func TestResumeAfterStop(t *testing.T) {
 	assertResultsOnce(t, after)
 }
 
+// startAndStop starts the demo on e and interrupts it once it has stored
+// n messages.
+func startAndStop(t *testing.T, e *Engine, n int) *Run {
+	t.Helper()
+	sub := e.Bus().Subscribe(4096)
+	defer sub.Close()
+	run, err := e.Start(context.Background(), "Plan a product launch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for stored := 0; stored < n; {
+		if ev := <-sub.C; ev.Type == event.MessageAppended {
+			stored++
+		}
+	}
+	run.Interrupt()
+	return run
+}
+
 // A run whose workspace is gone is not resumed in thin air: resume says so
 // and how to give it another, and resuming in another directory continues
 // the run there, recorded as its workspace from then on.
@@ -541,18 +548,7 @@ func TestResumeInAnotherWorkspace(t *testing.T) {
 	db := filepath.Join(dir, "resume.db")
 	mod := func(c *config.Config) { c.Providers["scripted"].Latency = config.Duration(15 * time.Millisecond) }
 	e1 := limEngineAt(t, db, mod)
-	sub := e1.Bus().Subscribe(4096)
-	run, err := e1.Start(context.Background(), "Plan a product launch")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for n := 0; n < 10; {
-		if ev := <-sub.C; ev.Type == event.MessageAppended {
-			n++
-		}
-	}
-	sub.Close()
-	run.Interrupt()
+	run := startAndStop(t, e1, 10)
 	e1.Close()
 
 	e2 := limEngineAt(t, db, mod)
@@ -560,7 +556,7 @@ func TestResumeInAnotherWorkspace(t *testing.T) {
 	if err := os.RemoveAll(gone); err != nil {
 		t.Fatal(err)
 	}
-	_, err = e2.Resume(context.Background(), run.ID())
+	_, err := e2.Resume(context.Background(), run.ID())
 	if want := "run " + run.ID() + " works in " + gone + ", which is gone: resume it in another directory with `swarmdeck resume --workspace DIR " + run.ID() + "`"; err == nil || err.Error() != want {
 		t.Fatalf("resume in a workspace that is gone: %v\nwant %s", err, want)
 	}
