@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -93,6 +92,20 @@ func startOnPTY(t *testing.T, ctx context.Context, cmd *exec.Cmd, master, slave 
 // startOnPTYWith is startOnPTY with more variables in cmd's environment.
 func startOnPTYWith(t *testing.T, ctx context.Context, cmd *exec.Cmd, master, slave *os.File, env ...string) *screen {
 	t.Helper()
+	scr := launchOnPTY(t, cmd, master, slave, env...)
+	for !strings.Contains(scr.String(), "running") {
+		if ctx.Err() != nil {
+			t.Fatalf("the dashboard never showed the run running:\n%q", scr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return scr
+}
+
+// launchOnPTY starts cmd on the terminal whose ends are master and slave,
+// in an isolated environment with env added, and collects what it draws.
+func launchOnPTY(t *testing.T, cmd *exec.Cmd, master, slave *os.File, env ...string) *screen {
+	t.Helper()
 	cmd.Env = append(append(isolatedEnv(t), "TERM=xterm-256color"), env...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
@@ -109,12 +122,6 @@ func startOnPTYWith(t *testing.T, ctx context.Context, cmd *exec.Cmd, master, sl
 	}()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
-	}
-	for !strings.Contains(scr.String(), "running") {
-		if ctx.Err() != nil {
-			t.Fatalf("the dashboard never showed the run running:\n%q", scr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 	return scr
 }
@@ -338,14 +345,7 @@ func TestDashboardResumeRefusalIsBadUsage(t *testing.T) {
 		master, slave := openPTY(t, 40, 120)
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		cmd := exec.CommandContext(ctx, bin, append([]string{"--db", db}, args...)...)
-		cmd.Env = append(isolatedEnv(t), "TERM=xterm-256color")
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
-		scr := &screen{}
-		go io.Copy(scr, master)
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
+		scr := launchOnPTY(t, cmd, master, slave)
 		if !waitExit(cmd, func() { cmd.Process.Kill() }) {
 			t.Fatalf("swarmdeck %s did not end", strings.Join(args, " "))
 		}

@@ -606,11 +606,6 @@ func FormatShadowQuestion(asker, question string, options []string) string {
 }
 
 // oneLine joins the lines of s with spaces.
-func oneLine(s string) string {
-	if !strings.ContainsAny(s, "\r\n") {
-		return s
-	}
-	return lineBreaks.Replace(s)
-}
+func oneLine(s string) string { return lineBreaks.Replace(s) }
 
 var lineBreaks = strings.NewReplacer("\r\n", " ", "\r", " ", "\n", " ")
