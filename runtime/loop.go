@@ -30,11 +30,20 @@ func (s *Session) start() {
 	}
 	s.mu.Lock()
 	if s.running {
+		// The goroutine may be past its last look at the session (a
+		// completed session unwinding): it starts over once it has
+		// cleaned up, rather than a second one running beside it.
+		s.rerun = true
 		s.mu.Unlock()
 		return
 	}
 	s.running = true
 	s.mu.Unlock()
+	s.launch()
+}
+
+// launch starts the session's goroutine; s.running is already set.
+func (s *Session) launch() {
 	s.r.wg.Add(1)
 	s.r.loopStarted()
 	go s.loop()
@@ -56,8 +65,13 @@ func (s *Session) loop() {
 		s.heldTokens = 0
 		s.releaseSlot()
 		s.mu.Lock()
-		s.running = false
+		again := s.rerun && !s.r.stopping.Load()
+		s.rerun = false
+		s.running = again
 		s.mu.Unlock()
+		if again {
+			s.launch() // before this one's wg.Done: the run never looks idle between them
+		}
 	}()
 	if !s.acquireSlot() {
 		return
@@ -1313,7 +1327,6 @@ func (s *Session) endTurn(content string) (outcome turnOutcome, err error) {
 		}
 		s.mu.Lock()
 		s.inTurn = false
-		s.running = false
 		s.rec.Result = content
 		s.rec.Error = ""
 		s.rec.Completions++

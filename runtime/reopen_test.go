@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"fmt"
 	"github.com/swarmdeck/swarmdeck/runtime/config"
 	"net/http/httptest"
 	"slices"
@@ -337,5 +338,49 @@ func TestBroadcastToAFailedRunPointsToResume(t *testing.T) {
 	err = r.Broadcast(ctx, "anyone?", "all", "")
 	if err == nil || !strings.Contains(err.Error(), "has failed: a broadcast would reach nobody (resume the run first: swarmdeck resume "+r.ID()) {
 		t.Fatalf("a broadcast to a failed run: %v", err)
+	}
+}
+
+// A message that wakes a session just as it completes starts it again
+// only once its goroutine has unwound: never two goroutines for one
+// session, which the race detector would see sharing its fields, and never
+// a wake lost. Messages come back to back while the model answers at once,
+// so some arrive while the session's goroutine is still cleaning up after
+// completing.
+func TestWakeAsASessionCompletes(t *testing.T) {
+	const rounds = 200
+	p := policyFor(func(c *convo) scripted.Reply {
+		return say("re: " + c.req.Messages[len(c.req.Messages)-1].Content)
+	})
+	e := testEngine(t, nil, p, func(c *config.Config) { c.Limits.MaxTurnsPerSession = 0 })
+	sub := e.Bus().Subscribe(8192)
+	defer sub.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	r, err := e.Start(ctx, "answer again and again")
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := fmt.Sprintf("round %d", rounds-1)
+	for i := 0; i < rounds; i++ {
+		if err := r.SendMessage(ctx, r.root.id, fmt.Sprintf("round %d", i), false); err != nil {
+			t.Fatalf("round %d: %v", i, err)
+		}
+	}
+	for {
+		select {
+		case ev := <-sub.C:
+			if ev.RunID != r.ID() || ev.Type != event.RunFinished {
+				continue
+			}
+			if ev.Run.Status != RunCompleted {
+				t.Fatalf("the run ended %s: %s", ev.Run.Status, ev.Run.Error)
+			}
+			if strings.Contains(ev.Run.Result, last) {
+				return
+			}
+		case <-ctx.Done():
+			t.Fatalf("no answer to the last message (%q)", last)
+		}
 	}
 }

@@ -51,6 +51,7 @@ type Session struct {
 	started      bool                     // system prompt stored
 	inTurn       bool                     // between the start and the end of a turn
 	running      bool                     // the goroutine is alive
+	rerun        bool                     // woken as its goroutine unwinds: run it again
 	wake         chan struct{}
 	ctx          context.Context
 	cancel       context.CancelCauseFunc
