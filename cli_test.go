@@ -152,6 +152,7 @@ func TestCLIRefusesMistakes(t *testing.T) {
 		// Without an id, resume names the newest run it could continue, and
 		// does not continue it.
 		{[]string{"resume", "--headless", "--db", stored}, 2, "the newest run that can be continued is r-000001 (g, ", ""},
+		{[]string{"resume", "--headless", "--json", "--db", stored}, 2, "`swarmdeck --db " + stored + " resume --headless --json r-000001`", ""},
 		{[]string{"resume", "--db", stored}, 2, "`swarmdeck --db " + stored + " resume r-000001`", ""},
 		{[]string{"resume", "--db", ended}, 2, "no stored run can be continued: `swarmdeck --db " + ended + " runs` lists them", ""},
 		{[]string{"resume", "--db", failed}, 2, "the newest run that can be continued is r-000007 (g, ", ""},
@@ -177,6 +178,15 @@ func TestCLIRefusesMistakes(t *testing.T) {
 		{[]string{"--db", fresh, "config"}, 2, `there is no "config" command: settings live in config.yaml`, ""},
 		{[]string{"--db", fresh, "logs"}, 2, `there is no "logs" command: the log is`, ""},
 		{[]string{"version"}, 0, "", "swarmdeck "},
+		// A mistyped flag is named with the flag meant; a value a flag
+		// cannot take, with what it takes.
+		{[]string{"runs", "--limt", "3", "--db", stored}, 2, "runs: unknown flag --limt: did you mean --limit?", ""},
+		{[]string{"--db", fresh, "--modle", "m", "a goal"}, 2, "swarmdeck: unknown flag --modle: did you mean --model?", ""},
+		{[]string{"export", "--db", stored, "--frobnicate"}, 2, "export: unknown flag --frobnicate: `swarmdeck --db " + stored + " export --help` lists the flags", ""},
+		{[]string{"runs", "--db", stored, "-x"}, 2, "runs: unknown flag -x: `swarmdeck --db " + stored + " runs --help` lists the flags", ""},
+		{[]string{"runs", "--limit", "x", "--db", stored}, 2, `--limit takes a whole number, not "x"`, ""},
+		{[]string{"bench", "--latency", "5"}, 2, `--latency takes a duration such as 50ms, 2s or 1m30s, not "5"`, ""},
+		{[]string{"runs", "--json=maybe", "--db", stored}, 2, `--json takes true or false (or the flag alone: --json), not "maybe"`, ""},
 		{[]string{"--version"}, 0, "", "swarmdeck "},
 		// A database that does not exist is not made by reading it.
 		{[]string{"runs", "--db", fresh}, 0, "", "no runs stored: there is no database at " + fresh + " yet (check --db, or start a run with `swarmdeck --db " + fresh + ` "your goal"`},

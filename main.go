@@ -26,6 +26,7 @@ import (
 
 	"github.com/charmbracelet/x/term"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/swarmdeck/swarmdeck/runtime"
 	"github.com/swarmdeck/swarmdeck/runtime/bench"
@@ -274,6 +275,7 @@ Without an API key it uses the scripted model, so "swarmdeck" works offline.`,
 		},
 	}
 	root.SuggestionsMinimumDistance = 2
+	root.SetFlagErrorFunc(flagError)
 	root.Version = version()
 	root.SetVersionTemplate("swarmdeck {{.Version}}\n")
 	pf := root.PersistentFlags()
@@ -374,6 +376,51 @@ func argsWithUsage(check cobra.PositionalArgs) cobra.PositionalArgs {
 		}
 		return nil
 	}
+}
+
+// flagError words a flag the command does not have, or a value its flag
+// cannot take, for a person: the flag they probably meant, and what the
+// value should look like (pflag says "strconv.ParseInt: parsing").
+func flagError(cmd *cobra.Command, err error) error {
+	var unknown *pflag.NotExistError
+	var invalid *pflag.InvalidValueError
+	switch {
+	case errors.As(err, &unknown):
+		where := ""
+		if cmd.HasParent() {
+			where = cmd.Name() + ": "
+		}
+		name := "--" + unknown.GetSpecifiedName()
+		if group := unknown.GetSpecifiedShortnames(); group != "" {
+			name = "-" + unknown.GetSpecifiedName()
+			if len(group) > 1 {
+				name += " (in -" + group + ")"
+			}
+		} else {
+			var names []string
+			cmd.Flags().VisitAll(func(f *pflag.Flag) {
+				if !f.Hidden {
+					names = append(names, f.Name)
+				}
+			})
+			if near := config.Suggest(unknown.GetSpecifiedName(), names); near != "" {
+				return usageErr(fmt.Errorf("%sunknown flag %s: did you mean --%s?", where, name, near))
+			}
+		}
+		return usageErr(fmt.Errorf("%sunknown flag %s: `%s --help` lists the flags", where, name, cmd.CommandPath()))
+	case errors.As(err, &invalid):
+		f := invalid.GetFlag()
+		want := map[string]string{
+			"int":      "a whole number",
+			"duration": "a duration such as 50ms, 2s or 1m30s",
+			"bool":     fmt.Sprintf("true or false (or the flag alone: --%s)", f.Name),
+		}[f.Value.Type()]
+		if want == "" {
+			want = "a " + f.Value.Type()
+		}
+		return usageErr(fmt.Errorf("--%s takes %s, not %q", f.Name, want, invalid.GetValue()))
+	}
+	return usageErr(err)
 }
 
 // withFlags gives the commands an error suggests (`swarmdeck view RUN_ID`,
@@ -1030,7 +1077,7 @@ instead (for a directory that was moved or removed), which becomes the run's.`,
 		}),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				return usageErr(cf.whichToResume(cmd.Context()))
+				return usageErr(cf.whichToResume(cmd.Context(), headless, asJSON))
 			}
 			id := args[0]
 			if err := checkHeadlessFlags(cmd, headless); err != nil {
@@ -1061,9 +1108,10 @@ instead (for a directory that was moved or removed), which becomes the run's.`,
 // whichToResume is the error of a resume without a run id: it names the
 // newest run that can be continued (interrupted, failed, or stored as
 // running by a process that is gone), so that the next command is one copy
-// away (the commands an error names get this command's --config and --db). A resume
-// acts, so it never picks that run by itself.
-func (cf *commonFlags) whichToResume(ctx context.Context) error {
+// away: with this one's --headless and --json, and (as every command an
+// error names) its --config and --db. A resume acts, so it never picks
+// that run by itself.
+func (cf *commonFlags) whichToResume(ctx context.Context, headless, asJSON bool) error {
 	const need = "resume: which run? give its id (usage: swarmdeck resume [--headless] RUN_ID)"
 	st, closeStore, err := openStore(cf)
 	if err != nil {
@@ -1076,8 +1124,15 @@ func (cf *commonFlags) whichToResume(ctx context.Context) error {
 	}
 	for _, r := range runs {
 		if r.Status == runtime.RunInterrupted || r.Status == runtime.RunFailed || runtime.Orphaned(st.Path(), r.ID, r.Status) {
-			return fmt.Errorf("%s; the newest run that can be continued is %s (%s, %s): `swarmdeck resume %s`",
-				need, r.ID, runtime.TerminalText(runtime.OneLine(r.Goal, 40)), r.CreatedAt.Local().Format("2006-01-02 15:04"), r.ID)
+			flags := ""
+			if headless {
+				flags = "--headless "
+			}
+			if asJSON {
+				flags += "--json "
+			}
+			return fmt.Errorf("%s; the newest run that can be continued is %s (%s, %s): `swarmdeck resume %s%s`",
+				need, r.ID, runtime.TerminalText(runtime.OneLine(r.Goal, 40)), r.CreatedAt.Local().Format("2006-01-02 15:04"), flags, r.ID)
 		}
 	}
 	return errors.New(need + "; no stored run can be continued: `swarmdeck runs` lists them")

@@ -412,15 +412,15 @@ func TestSuggest(t *testing.T) {
 		"max_sessions_per_r": "max_sessions_per_run",
 		"zzz":                "",
 	} {
-		if got := suggest(word, candidates); got != want {
-			t.Errorf("suggest(%q) = %q, want %q", word, got, want)
+		if got := Suggest(word, candidates); got != want {
+			t.Errorf("Suggest(%q) = %q, want %q", word, got, want)
 		}
 	}
-	if got := suggest("ui", []string{"up"}); got != "" {
+	if got := Suggest("ui", []string{"up"}); got != "" {
 		t.Errorf("two-letter word suggested %q", got)
 	}
-	if got := suggest("spwan", ToolGroups); got != "spawn" {
-		t.Errorf("suggest(spwan) = %q", got)
+	if got := Suggest("spwan", ToolGroups); got != "spawn" {
+		t.Errorf("Suggest(spwan) = %q", got)
 	}
 }
 

@@ -475,7 +475,7 @@ func keyHint(path, key string, valid []string) string {
 			return " (the coordination switches live under coordination:; roles go in agents:)"
 		}
 	}
-	if s := suggest(key, valid); s != "" {
+	if s := Suggest(key, valid); s != "" {
 		return " (did you mean " + s + "?)"
 	}
 	return " (valid keys: " + strings.Join(valid, ", ") + ")"

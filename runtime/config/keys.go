@@ -174,7 +174,7 @@ func checkKey(k string) string {
 		hint := how
 		if s := keyAliases[base]; s != "" {
 			hint = "write " + s
-		} else if s := suggest(base, keyNames); s != "" {
+		} else if s := Suggest(base, keyNames); s != "" {
 			hint = "did you mean " + s + "?"
 		}
 		return fmt.Sprintf("%q is not a key name (%s)", k, hint)
@@ -237,7 +237,7 @@ func (c *Config) validateKeyNames(p *problems) map[string]bool {
 		key := joinKey("ui.keys", action)
 		if !slices.Contains(KeyActions, action) {
 			hint := ""
-			if s := suggest(action, KeyActions); s != "" {
+			if s := Suggest(action, KeyActions); s != "" {
 				hint = "did you mean " + s + "? "
 			}
 			p.add(key, "unknown action (%svalid: %s)", hint, strings.Join(KeyActions, ", "))

@@ -2,11 +2,11 @@ package config
 
 import "strings"
 
-// suggest returns the candidate the user most likely meant by word, or "".
-// It catches the three mistakes seen in hand-written config: a different
+// Suggest returns the candidate the user most likely meant by word, or "".
+// It catches the three mistakes seen in hand-written config and flags: a different
 // spelling style (maxTurnsPerSession), a typo (spwan), and a shortened name
 // (max_turn for max_turns_per_session).
-func suggest(word string, candidates []string) string {
+func Suggest(word string, candidates []string) string {
 	w := squash(word)
 	if w == "" {
 		return ""

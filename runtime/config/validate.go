@@ -285,7 +285,7 @@ func (c *Config) validateUI(p *problems) {
 // choices is the parenthesised list after an invalid enum value.
 func choices(got string, valid []string) string {
 	hint := ""
-	if s := suggest(got, valid); s != "" {
+	if s := Suggest(got, valid); s != "" {
 		hint = "did you mean " + s + "? "
 	}
 	return " (" + hint + "valid: " + strings.Join(valid, ", ") + ")"
