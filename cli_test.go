@@ -141,9 +141,11 @@ func TestCLIRefusesMistakes(t *testing.T) {
 		{[]string{"resume", "--json", "--db", stored, "r-000001"}, 2, "--json needs --headless", ""},
 		// No terminal: refused before the run is stored.
 		{[]string{"run", "--db", fresh, "a goal"}, 2, "the dashboard needs a terminal", ""},
-		{[]string{"--db", fresh, "a goal"}, 2, "run --headless GOAL", ""},
-		{[]string{"view", "--db", stored, "r-000001"}, 2, "the dashboard needs a terminal, and there is none here: to read run r-000001 without one, use `swarmdeck --db " + stored + " export r-000001`", ""},
-		{[]string{"view", "--db", stored}, 2, "the dashboard needs a terminal, and there is none here: to read the latest run without one, use `swarmdeck --db " + stored + " export`", ""},
+		{[]string{"--db", fresh, "a goal"}, 2, "to run without it, use `swarmdeck --db " + fresh + " run --headless 'a goal'`", ""},
+		{[]string{"--db", fresh}, 2, "for scripts and CI use `swarmdeck --db " + fresh + " run --headless GOAL`", ""},
+		{[]string{"resume", "--db", stored, "r-000001"}, 2, "to continue run r-000001 without it, use `swarmdeck --db " + stored + " resume --headless r-000001`", ""},
+		{[]string{"view", "--db", stored, "r-000001"}, 2, "the dashboard needs a terminal, and there is none here: to read run r-000001 without it, use `swarmdeck --db " + stored + " export r-000001`", ""},
+		{[]string{"view", "--db", stored}, 2, "the dashboard needs a terminal, and there is none here: to read the latest run without it, use `swarmdeck --db " + stored + " export`", ""},
 		// A run that is not there is said first.
 		{[]string{"view", "--db", stored, "r-nope"}, 2, `run "r-nope": not found (list runs with ` + "`swarmdeck --db " + stored + " runs`)", ""},
 		// A wrong count of arguments names the command and its usage.
@@ -257,6 +259,31 @@ func TestCLIRefusesMistakes(t *testing.T) {
 		}
 		if _, err := os.Stat(filepath.Dir(fresh)); err == nil {
 			t.Fatalf("swarmdeck %s made %s", strings.Join(tc.args, " "), filepath.Dir(fresh))
+		}
+	}
+}
+
+// A terminal that cannot move its cursor gets the same advice as none,
+// and the TERM that would do.
+func TestDumbTerminalSaysWhatDoesTheSame(t *testing.T) {
+	dir := cliEnv(t)
+	checkTerminal = func() error { return tui.ErrDumbTerminal }
+	stored := filepath.Join(dir, "stored.db")
+	storeRuns(t, stored, store.Run{ID: "r-000001", Goal: "g", Status: "interrupted", Provider: "scripted", Scripted: true})
+	const why = "the dashboard needs a terminal that can move its cursor, and TERM=dumb says this one cannot: "
+	const set = ", or set TERM (for example TERM=xterm-256color) if the terminal can"
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"view", "--db", stored, "r-000001"}, "to read run r-000001 without it, use `swarmdeck --db " + stored + " export r-000001`"},
+		{[]string{"resume", "--db", stored, "r-000001"}, "to continue run r-000001 without it, use `swarmdeck --db " + stored + " resume --headless r-000001`"},
+		{[]string{"--db", stored, "it's a goal"}, "to run without it, use `swarmdeck --db " + stored + ` run --headless 'it'\''s a goal'` + "`"},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(tc.args, strings.NewReader(""), &stdout, &stderr)
+		if want := "swarmdeck: " + why + tc.want + set + "\n"; code != 2 || stderr.String() != want {
+			t.Errorf("swarmdeck %s: exit %d, stderr %q; want exit 2 with %q", strings.Join(tc.args, " "), code, stderr.String(), want)
 		}
 	}
 }

@@ -1615,6 +1615,38 @@ func notFound(err error) error {
 // have a terminal depends on where they run.
 var checkTerminal = tui.CheckTerminal
 
+// noDashboard says why the dashboard cannot open here, and what does the
+// same without it: the run headless, or, for a run to read, its export (a
+// headless run is no help to someone who wants to read one).
+func noDashboard(err error, goal, runID string, readOnly bool) error {
+	var why string
+	switch {
+	case errors.Is(err, tui.ErrNoTerminal):
+		why = "the dashboard needs a terminal, and there is none here"
+	case errors.Is(err, tui.ErrDumbTerminal):
+		why = "the dashboard needs a terminal that can move its cursor, and TERM=dumb says this one cannot"
+	default:
+		return usageErr(err)
+	}
+	var instead string
+	switch {
+	case readOnly && runID != "":
+		instead = fmt.Sprintf("to read run %s without it, use `swarmdeck export %s`", runID, runID)
+	case readOnly:
+		instead = "to read the latest run without it, use `swarmdeck export`"
+	case runID != "":
+		instead = fmt.Sprintf("to continue run %s without it, use `swarmdeck resume --headless %s`", runID, runID)
+	case goal != "":
+		instead = fmt.Sprintf("to run without it, use `swarmdeck run --headless %s`", shellQuote(goal))
+	default:
+		instead = "for scripts and CI use `swarmdeck run --headless GOAL`"
+	}
+	if errors.Is(err, tui.ErrDumbTerminal) {
+		instead += ", or set TERM (for example TERM=xterm-256color) if the terminal can"
+	}
+	return usageErr(fmt.Errorf("%s: %s", why, instead))
+}
+
 // dashboard opens the terminal UI on a new run (goal, or a prompt for one
 // when empty), a resumed run, or a stored run read-only.
 func dashboard(ctx context.Context, cf *commonFlags, goal, runID string, readOnly bool, stdout io.Writer) error {
@@ -1623,7 +1655,7 @@ func dashboard(ctx context.Context, cf *commonFlags, goal, runID string, readOnl
 	// to give, not the missing terminal.
 	if !readOnly {
 		if err := checkTerminal(); err != nil {
-			return usageErr(err)
+			return noDashboard(err, goal, runID, false)
 		}
 	}
 	use := forNewRun
@@ -1662,14 +1694,7 @@ func dashboard(ctx context.Context, cf *commonFlags, goal, runID string, readOnl
 			return notFound(err)
 		}
 		if err := checkTerminal(); err != nil {
-			if errors.Is(err, tui.ErrNoTerminal) {
-				// Headless runs are no help to someone who wants to read a run.
-				err = fmt.Errorf("the dashboard needs a terminal, and there is none here: to read run %s without one, use `swarmdeck export %s`", runID, runID)
-				if runID == "" {
-					err = errors.New("the dashboard needs a terminal, and there is none here: to read the latest run without one, use `swarmdeck export`")
-				}
-			}
-			return usageErr(err)
+			return noDashboard(err, "", runID, true)
 		}
 		status := opts.Controller.Snapshot().Run.Status
 		if eng.Store().Immutable() && status != runtime.RunCompleted && status != runtime.RunFailed && status != runtime.RunCancelled {
