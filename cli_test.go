@@ -817,6 +817,17 @@ type epipeWriter struct{}
 
 func (epipeWriter) Write([]byte) (int, error) { return 0, syscall.EPIPE }
 
+// fullWriter is stdout on a disk that is full by the time a write with
+// text in it comes (every write, for no text).
+type fullWriter struct{ text string }
+
+func (w fullWriter) Write(p []byte) (int, error) {
+	if !bytes.Contains(p, []byte(w.text)) {
+		return len(p), nil
+	}
+	return 0, syscall.ENOSPC
+}
+
 // Completion offers run ids (resume only the ones it can continue) and
 // refuses a shell it has no script for; a reader that stops reading the
 // output of export is not an error.
@@ -867,6 +878,22 @@ func TestCompletionAndClosedOutput(t *testing.T) {
 	}
 	if code, msg := cli(epipeWriter{}, "export", "--db", db, "r-000001"); code != 0 || msg != "" {
 		t.Errorf("export to a closed pipe: exit %d, %q", code, msg)
+	}
+	// Output that could not be written is a failure (1), whichever
+	// command's it is, not bad usage and not success.
+	for _, tc := range []struct {
+		args []string
+		full fullWriter
+	}{
+		{[]string{"completion", "bash"}, fullWriter{}},
+		{[]string{"version"}, fullWriter{}},
+		{[]string{"runs", "--db", db}, fullWriter{}},
+		{[]string{"runs", "--db", filepath.Join(dir, "none.db")}, fullWriter{"no runs stored"}},
+		{[]string{"runs", "--db", db, "--limit", "1"}, fullWriter{"runs shown"}}, // the table fits, the note below does not
+	} {
+		if code, msg := cli(tc.full, tc.args...); code != 1 || !strings.Contains(msg, "writing the output: no space left on device") {
+			t.Errorf("%s to a full disk: exit %d, %q", strings.Join(tc.args, " "), code, msg)
+		}
 	}
 }
 

@@ -72,6 +72,14 @@ func readErr(path string, err error) error {
 	return fmt.Errorf("read %s: %w", path, err)
 }
 
+// say writes a line of a command's output.
+func say(w io.Writer, line string) error {
+	if _, err := fmt.Fprintln(w, line); err != nil {
+		return outputErr(err)
+	}
+	return nil
+}
+
 // outputErr is a failure to write a command's output (a full disk): not a
 // mistake in how it was called. A reader that went away (EPIPE) is none.
 func outputErr(err error) error {
@@ -296,8 +304,7 @@ Without an API key it uses the scripted model, so "swarmdeck" works offline.`,
 		Short: "Print how this swarmdeck was built",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, err := fmt.Fprintln(stdout, "swarmdeck "+version())
-			return err
+			return say(stdout, "swarmdeck "+version())
 		},
 	})
 	root.AddCommand(runCmd(&cf, stdin, stdout, stderr), runsCmd(&cf, stdout), exportCmd(&cf, stdout),
@@ -350,6 +357,7 @@ Without an API key it uses the scripted model, so "swarmdeck" works offline.`,
 	})
 	// cobra's completion command shows its help, with status 0, for a shell
 	// it does not know: `completion tcsh > file` filled the file with help.
+	root.SetOut(stdout) // the completion scripts are written where it says now
 	root.InitDefaultCompletionCmd()
 	if c, _, err := root.Find([]string{"completion"}); err == nil && c.Name() == "completion" {
 		c.Args = cobra.ArbitraryArgs
@@ -358,6 +366,18 @@ Without an API key it uses the scripted model, so "swarmdeck" works offline.`,
 				return usageErr(errors.New("completion: which shell? give bash, zsh, fish or powershell (swarmdeck completion --help says how to install each)"))
 			}
 			return usageErr(fmt.Errorf("completion: no script for the shell %q: choose bash, zsh, fish or powershell", args[0]))
+		}
+		// A script that could not be written (a full disk) is a failure,
+		// as for every command's output, not bad usage.
+		for _, sh := range c.Commands() {
+			if write := sh.RunE; write != nil {
+				sh.RunE = func(cmd *cobra.Command, args []string) error {
+					if err := write(cmd, args); err != nil {
+						return outputErr(err)
+					}
+					return nil
+				}
+			}
 		}
 	}
 	return root, &cf
@@ -939,8 +959,7 @@ stopped* run is "interrupted" there, with "stopped": true, as export says.`,
 				if asJSON {
 					return nil
 				}
-				fmt.Fprintln(stdout, cf.withFlags(fmt.Sprintf("no runs stored: there is no database at %s yet (check --db, or start a run with `swarmdeck \"your goal\"`)", nd.path)))
-				return nil
+				return say(stdout, cf.withFlags(fmt.Sprintf("no runs stored: there is no database at %s yet (check --db, or start a run with `swarmdeck \"your goal\"`)", nd.path)))
 			}
 			if err != nil {
 				return err
@@ -951,10 +970,10 @@ stopped* run is "interrupted" there, with "stopped": true, as export says.`,
 				return &exitError{1, readErr(st.Path(), err)}
 			}
 			if len(runs) == 0 {
-				if !asJSON {
-					fmt.Fprintln(stdout, cf.withFlags(fmt.Sprintf("no runs stored in %s yet: start one with `swarmdeck \"your goal\"`", st.Path())))
+				if asJSON {
+					return nil
 				}
-				return nil
+				return say(stdout, cf.withFlags(fmt.Sprintf("no runs stored in %s yet: start one with `swarmdeck \"your goal\"`", st.Path())))
 			}
 			lines := make([]runLine, len(runs))
 			for i, r := range runs {
@@ -1001,11 +1020,13 @@ stopped* run is "interrupted" there, with "stopped": true, as export says.`,
 				return outputErr(err)
 			}
 			if orphan != "" {
-				fmt.Fprintln(stdout, cf.withFlags(fmt.Sprintf("\n* stored as running, but no swarmdeck process runs it (it was killed, crashed, or stopped when its database failed): `swarmdeck resume %s` continues it", orphan)))
+				if err := say(stdout, cf.withFlags(fmt.Sprintf("\n* stored as running, but no swarmdeck process runs it (it was killed, crashed, or stopped when its database failed): `swarmdeck resume %s` continues it", orphan))); err != nil {
+					return err
+				}
 			}
 			if limit > 0 && len(runs) == limit {
 				if total, err := st.RunCount(cmd.Context()); err == nil && total > limit {
-					fmt.Fprintf(stdout, "\n%d of %d runs shown: --limit 0 lists them all\n", limit, total)
+					return say(stdout, fmt.Sprintf("\n%d of %d runs shown: --limit 0 lists them all", limit, total))
 				}
 			}
 			return nil
