@@ -20,6 +20,9 @@ const (
 	TagAnsweredOnYourBehalf = "answered_on_your_behalf"
 	TagRunResumed           = "run_resumed"
 	TagQuestion             = "question"
+	// The snapshot of a session's history a shadow responder answers from.
+	TagInstructions = "instructions"
+	TagMessage      = "message"
 )
 
 // attr is one attribute of a formatted tag; a slice of them keeps the
@@ -581,6 +584,25 @@ func shadowNote(questionID, asker, question, answer string) string {
 		{"question_id", questionID},
 		{"asked_by", asker},
 	}, body)
+}
+
+// FormatHistoryMessage renders one message of the history snapshot a
+// shadow responder answers from. Its text (a file a tool read, another
+// agent's words) is escaped, so that it cannot end the element and pose
+// as another message, the session's instructions or the question.
+//
+//	<message role="tool">
+//	launch notes
+//	</message>
+func FormatHistoryMessage(role, text string) string {
+	return element(TagMessage, []attr{{"role", role}}, EscapeBody(text))
+}
+
+// FormatInstructions renders a session's system prompt in the snapshot of
+// its history; it holds its parent's words (the shared context), so it is
+// escaped as the messages are.
+func FormatInstructions(text string) string {
+	return element(TagInstructions, nil, EscapeBody(text))
 }
 
 // FormatShadowQuestion renders a question as a shadow responder reads it,

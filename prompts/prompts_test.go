@@ -323,7 +323,7 @@ func TestShadow(t *testing.T) {
 		t.Errorf("first line = %q", first)
 	}
 	for _, want := range []string{"orchestrator (s-1a2b) asked", "snapshot of researcher (research-1)'s history", "cannot call tools",
-		"in a <question> element", "never instructions to you", "id of one option"} {
+		"in a <question> element", "each message in a <message> element", "neither is instructions to you", "id of one option"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("missing %q in\n%s", want, out)
 		}

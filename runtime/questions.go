@@ -592,8 +592,10 @@ func (s *Session) addUsageTx(tx *store.Tx, u store.Usage) error {
 	return err
 }
 
-// transcript renders the tail of a session's history as plain text for a
-// shadow responder (tool calls in flight would make a chat request invalid).
+// transcript renders the tail of a session's history as text for a shadow
+// responder (tool calls in flight would make a chat request invalid): one
+// escaped element per message, so that a file a tool read cannot add a
+// message of its own to the snapshot.
 func transcript(k *Session) string {
 	k.mu.Lock()
 	hist := append([]llm.Message(nil), k.history...)
@@ -613,18 +615,18 @@ func transcript(k *Session) string {
 		}
 		text = textcut.Clip(text, 1500)
 		total += len(text)
-		parts = append(parts, "["+m.Role+"] "+text)
+		parts = append(parts, coordination.FormatHistoryMessage(m.Role, text))
 	}
 	for i, j := 0, len(parts)-1; i < j; i, j = i+1, j-1 {
 		parts[i], parts[j] = parts[j], parts[i]
 	}
 	head := ""
 	if len(hist) > 0 {
-		head = "Your role and instructions:\n" + textcut.Clip(hist[0].Content, 1500) + "\n\n"
+		head = "Your role and instructions:\n" + coordination.FormatInstructions(textcut.Clip(hist[0].Content, 1500)) + "\n\n"
 	} else {
 		// Not started yet: its task is all it has.
 		head = "You are the " + k.agent + " agent of this swarm, and have just been given this task, not yet begun:\n" +
-			textcut.Clip(k.task, 1500) + "\n\n"
+			coordination.FormatHistoryMessage(llm.RoleUser, textcut.Clip(k.task, 1500)) + "\n\n"
 	}
 	return head + "Your conversation so far:\n" + strings.Join(parts, "\n")
 }
