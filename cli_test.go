@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -20,6 +21,7 @@ import (
 	"time"
 
 	"github.com/swarmdeck/swarmdeck/runtime"
+	"github.com/swarmdeck/swarmdeck/runtime/config"
 	"github.com/swarmdeck/swarmdeck/runtime/store"
 	"github.com/swarmdeck/swarmdeck/tui"
 )
@@ -1034,5 +1036,31 @@ func TestHelpListsDocumentedFlags(t *testing.T) {
 				t.Errorf("swarmdeck %s does not list %s", strings.Join(tc.args, " "), f)
 			}
 		}
+	}
+}
+
+// sqliteErr is an error SQLite returned, by its result code.
+type sqliteErr int
+
+func (e sqliteErr) Error() string { return fmt.Sprintf("sqlite error (%d)", int(e)) }
+func (e sqliteErr) Code() int     { return int(e) }
+
+// A database another process kept locked past the wait (a delete
+// compacting it) is a failure that passes, said as such, not bad usage.
+func TestLockedDatabaseIsSaid(t *testing.T) {
+	locked := fmt.Errorf("open x.db: %w", sqliteErr(5))
+	const said = "stayed locked by another process for the 10s swarmdeck waits: a `swarmdeck delete` or `prune` giving space back holds it whole until it is done"
+	for name, err := range map[string]error{
+		"opening to read": openErr(config.Defaults(), "x.db", "", locked),
+		"starting a run":  startErr(fmt.Errorf("store x.db: begin: %w", sqliteErr(5))),
+	} {
+		var ee *exitError
+		if !errors.As(err, &ee) || ee.code != runtime.ExitFailed || !strings.Contains(err.Error(), said) || !strings.Contains(err.Error(), "(5)") {
+			t.Errorf("%s: %v; want exit %d with %q", name, err, runtime.ExitFailed, said)
+		}
+	}
+	var ee *exitError
+	if err := openErr(config.Defaults(), "x.db", "", fmt.Errorf("open x.db: %w", sqliteErr(26))); !errors.As(err, &ee) || ee.code != runtime.ExitUsage {
+		t.Errorf("not a database: %v; want bad usage", err)
 	}
 }

@@ -55,9 +55,9 @@ size: the space is reused by later runs, and "swarmdeck prune
 				return notFound(err)
 			}
 			before := store.FileSize(db)
-			st, err := store.OpenWith(db, nil, store.OpenOptions{Upgrading: cf.upgrading})
+			st, err := cf.openToChange(cfg, db, "delete")
 			if err != nil {
-				return usageErr(dbSetting(cfg, err))
+				return err
 			}
 			defer st.Close()
 			claimed, err := claimRuns(ctx, st, args)
@@ -216,6 +216,9 @@ back once no swarmdeck is running.`,
 			}
 			before := store.FileSize(db)
 			if vacuumOnly {
+				if ok, known := store.Writable(db); known && !ok {
+					return readOnlyErr(db, "prune --vacuum-only")
+				}
 				return cf.reclaim(ctx, db, before, -1, stdout, stderr)
 			}
 			var st *store.Store
@@ -227,8 +230,8 @@ back once no swarmdeck is running.`,
 				}
 				defer closeStore()
 			} else {
-				if st, err = store.OpenWith(db, nil, store.OpenOptions{Upgrading: cf.upgrading}); err != nil {
-					return usageErr(dbSetting(cfg, err))
+				if st, err = cf.openToChange(cfg, db, "prune"); err != nil {
+					return err
 				}
 				defer st.Close()
 			}

@@ -649,6 +649,9 @@ func newEngine(ctx context.Context, cf *commonFlags, use engineFor, notices chan
 	eng, err := runtime.New(runtime.Options{Config: cfg, Resolved: res, Logger: log, View: use == forView, Upgrading: cf.upgrading})
 	if err != nil {
 		undoLog()
+		if store.IsBusy(err) {
+			return nil, nil, busyErr(cfg.DBPath(), err)
+		}
 		return nil, nil, usageErr(err)
 	}
 	wctx, cancel := context.WithCancel(ctx)
@@ -1598,9 +1601,53 @@ func openStore(cf *commonFlags) (*store.Store, func(), error) {
 	if err != nil {
 		// Not a database, a directory, unreadable: --db names the wrong
 		// thing, as when a run is started on it.
-		return nil, nil, usageErr(dbSetting(cfg, err))
+		return nil, nil, openErr(cfg, db, "", err)
 	}
 	return st, func() { st.Close() }, nil
+}
+
+// openErr is the error of opening the database at path: bad usage for a
+// file that is no database or cannot be read or, when the command must
+// write it (need says what for), written; a failure for a database that
+// another process kept locked, which passes.
+func openErr(cfg *config.Config, path, need string, err error) error {
+	if store.IsBusy(err) {
+		return busyErr(path, err)
+	}
+	if code, ok := store.SQLiteCode(err); ok && code == 8 && need != "" { // SQLITE_READONLY
+		return readOnlyErr(path, need)
+	}
+	return usageErr(dbSetting(cfg, err))
+}
+
+// openToChange opens the database at path for a command that changes it
+// outside a run (need: delete, prune). One this user may not write is
+// refused first: SQLite would open it read-only without a word, fail at
+// the first write and leave its -wal and -shm files behind.
+func (cf *commonFlags) openToChange(cfg *config.Config, path, need string) (*store.Store, error) {
+	if ok, known := store.Writable(path); known && !ok {
+		return nil, readOnlyErr(path, need)
+	}
+	st, err := store.OpenWith(path, nil, store.OpenOptions{Upgrading: cf.upgrading})
+	if err != nil {
+		return nil, openErr(cfg, path, need, err)
+	}
+	return st, nil
+}
+
+func readOnlyErr(path, need string) error {
+	return usageErr(fmt.Errorf("the database %s is read-only here (the file, or the directory its -wal and -shm files go in): %s needs to write both; make them writable, or run as a user who may", path, need))
+}
+
+// busyErr is SQLite's "database is locked" said for a person: another
+// process held the database for longer than swarmdeck waits.
+func busyErr(path string, err error) error {
+	db := "the database"
+	if path != "" {
+		db += " " + path
+	}
+	return &exitError{runtime.ExitFailed, fmt.Errorf("%s stayed locked by another process for the %v swarmdeck waits: a `swarmdeck delete` or `prune` giving space back holds it whole until it is done (a while, for a large database), and so may another program such as sqlite3; try again then (%w)",
+		db, store.BusyTimeout, err)}
 }
 
 // startErr is the exit of a run that could not be started or resumed, as
@@ -1611,6 +1658,9 @@ func startErr(err error) error {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		return err
+	}
+	if store.IsBusy(err) {
+		return busyErr("", err)
 	}
 	if _, ok := store.SQLiteCode(err); ok {
 		return &exitError{runtime.ExitFailed, err}

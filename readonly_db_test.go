@@ -78,6 +78,21 @@ func TestRunsAndExportReadADatabaseTheUserMayOnlyRead(t *testing.T) {
 				t.Errorf("%s directory: swarmdeck %s: %v\nstdout: %s\nstderr: %s", name, strings.Join(args, " "), err, stdout.String(), stderr.String())
 			}
 		}
+		// Commands that change the database say why they cannot.
+		for _, args := range [][]string{{"delete", "--db", db, "r-ro0001"}, {"prune", "--db", db, "--older-than", "1d"}, {"prune", "--db", db, "--vacuum-only"}} {
+			cmd := exec.Command(bin, args...)
+			cmd.Dir, cmd.Env = dir, env
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+			out, err := cmd.CombinedOutput()
+			need := args[0]
+			if args[len(args)-1] == "--vacuum-only" {
+				need += " --vacuum-only"
+			}
+			want := "swarmdeck: the database " + db + " is read-only here (the file, or the directory its -wal and -shm files go in): " + need + " needs to write both; make them writable, or run as a user who may"
+			if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.HasPrefix(string(out), want) {
+				t.Errorf("%s directory: swarmdeck %s: %v\n%s\nwant exit 2 with %q", name, strings.Join(args, " "), err, out, want)
+			}
+		}
 		after, _ := os.ReadDir(sub)
 		names := func(es []os.DirEntry) []string {
 			var out []string

@@ -203,7 +203,7 @@ type CompactOptions struct {
 // inUse is err, or ErrInUse when it says that another connection holds the
 // database.
 func inUse(err error) error {
-	if isBusy(err) {
+	if IsBusy(err) {
 		return fmt.Errorf("%w (%w)", ErrInUse, err)
 	}
 	return err

@@ -165,7 +165,7 @@ func OpenWith(path string, publish func([]event.Event), o OpenOptions) (*Store, 
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("create the database directory: %w", err)
 	}
-	dsn := fileURI(path) + "?_pragma=busy_timeout(10000)&_pragma=cache_size(-8192)&_pragma=temp_store(MEMORY)&_pragma=wal_autocheckpoint(0)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(OFF)&_txlock=immediate"
+	dsn := fileURI(path) + "?_pragma=" + busyPragma + "&_pragma=cache_size(-8192)&_pragma=temp_store(MEMORY)&_pragma=wal_autocheckpoint(0)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(OFF)&_txlock=immediate"
 	write, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
@@ -184,7 +184,7 @@ func OpenWith(path string, publish func([]event.Event), o OpenOptions) (*Store, 
 	// processes started at once on a new database try again.
 	for wait := 10 * time.Millisecond; ; wait *= 2 {
 		s.conn, err = write.Conn(ctx)
-		if err == nil || !isBusy(err) || wait > 2*time.Second {
+		if err == nil || !IsBusy(err) || wait > 2*time.Second {
 			break
 		}
 		time.Sleep(wait)
@@ -199,14 +199,14 @@ func OpenWith(path string, publish func([]event.Event), o OpenOptions) (*Store, 
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	s.file, _ = os.Stat(path)
-	readDSN := fileURI(path) + "?_pragma=busy_timeout(10000)&_pragma=query_only(1)"
+	readDSN := fileURI(path) + "?_pragma=" + busyPragma + "&_pragma=query_only(1)"
 	if s.read, err = sql.Open("sqlite", readDSN); err != nil {
 		s.conn.Close()
 		write.Close()
 		return nil, err
 	}
 	s.read.SetMaxOpenConns(4)
-	ckDSN := fileURI(path) + "?_pragma=busy_timeout(10000)"
+	ckDSN := fileURI(path) + "?_pragma=" + busyPragma
 	if s.ckpt, err = sql.Open("sqlite", ckDSN); err != nil {
 		s.conn.Close()
 		write.Close()
@@ -227,8 +227,15 @@ func OpenWith(path string, publish func([]event.Event), o OpenOptions) (*Store, 
 	return s, nil
 }
 
-// isBusy reports whether err is SQLite's "database is locked".
-func isBusy(err error) bool {
+// BusyTimeout is how long a connection waits for a lock that another
+// holds before it gives up with "database is locked".
+const BusyTimeout = 10 * time.Second
+
+var busyPragma = "busy_timeout(" + strconv.FormatInt(BusyTimeout.Milliseconds(), 10) + ")"
+
+// IsBusy reports whether err is SQLite's "database is locked": another
+// connection held a lock for longer than BusyTimeout.
+func IsBusy(err error) bool {
 	code, ok := SQLiteCode(err)
 	return ok && code == 5 // SQLITE_BUSY
 }
