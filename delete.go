@@ -136,13 +136,13 @@ func claimRuns(ctx context.Context, st *store.Store, ids []string) ([]claimed, e
 	return nil, usageErr(fmt.Errorf("nothing deleted:\n  %s", strings.Join(problems, "\n  ")))
 }
 
-// heldText says that a process runs a run, in the words of a delete.
+// heldText says that a process runs a run, or is deleting it, in the
+// words of a delete.
 func heldText(h *runtime.RunHeldError) error {
-	who := "another swarmdeck process"
-	if h.PID > 0 {
-		who += " (pid " + strconv.Itoa(h.PID) + ")"
+	if h.Deleting {
+		return h
 	}
-	return fmt.Errorf("run %s is running in %s: stop that process first (its run stays resumable), then delete it", h.RunID, who)
+	return fmt.Errorf("run %s is running in %s: stop that process first (its run stays resumable), then delete it", h.RunID, h.Holder())
 }
 
 // deleteFailed is the error of a delete that failed on run id after

@@ -21,7 +21,7 @@ type RunHeldError = runlock.HeldError
 // process runs it, and refused when that cannot be told.
 func ClaimStoredRun(dbPath, runID string) (release func(), err error) {
 	dir := runlock.Dir(dbPath)
-	l, err := runlock.Acquire(dir, runID)
+	l, err := runlock.AcquireToDelete(dir, runID)
 	if err == nil {
 		return l.Release, nil
 	}

@@ -36,15 +36,27 @@ func Dir(dbPath string) string {
 type HeldError struct {
 	RunID string
 	PID   int // 0 when the holder did not say
+	// Deleting: the holder is deleting the run, not running it.
+	Deleting bool
 }
 
 func (e *HeldError) Error() string {
-	who := "another swarmdeck process"
-	if e.PID > 0 {
-		who += " (pid " + strconv.Itoa(e.PID) + ")"
+	if e.Deleting {
+		return fmt.Sprintf("run %s is being deleted by %s", e.RunID, e.Holder())
 	}
-	return fmt.Sprintf("run %s is running in %s: stop that process first (its run stays resumable), or follow it with `swarmdeck view %s`", e.RunID, who, e.RunID)
+	return fmt.Sprintf("run %s is running in %s: stop that process first (its run stays resumable), or follow it with `swarmdeck view %s`", e.RunID, e.Holder(), e.RunID)
 }
+
+// Holder names the process that holds the run, with its pid when known.
+func (e *HeldError) Holder() string {
+	if e.PID > 0 {
+		return "another swarmdeck process (pid " + strconv.Itoa(e.PID) + ")"
+	}
+	return "another swarmdeck process"
+}
+
+// deleting is the second line of the lock file of a run being deleted.
+const deleting = "deleting"
 
 // Lock is a held run lock.
 type Lock struct {
@@ -52,9 +64,15 @@ type Lock struct {
 	path string
 }
 
-// Acquire takes the lock of runID in dir, creating both as needed. It
-// fails with a *HeldError when another process holds it.
-func Acquire(dir, runID string) (*Lock, error) {
+// Acquire takes the lock of runID in dir, to run the run, creating both
+// as needed. It fails with a *HeldError when another process holds it.
+func Acquire(dir, runID string) (*Lock, error) { return acquire(dir, runID, false) }
+
+// AcquireToDelete is Acquire for a process that deletes the run: another
+// that wants the run is told so.
+func AcquireToDelete(dir, runID string) (*Lock, error) { return acquire(dir, runID, true) }
+
+func acquire(dir, runID string, toDelete bool) (*Lock, error) {
 	if runID == "" || strings.ContainsAny(runID, `/\`) || strings.Contains(runID, "..") {
 		return nil, fmt.Errorf("run lock: bad run id %q", runID)
 	}
@@ -71,20 +89,27 @@ func Acquire(dir, runID string) (*Lock, error) {
 	if held {
 		// The holder writes its pid just after taking the lock: one that
 		// has only just taken it is given a moment to.
-		pid := 0
-		for wait := time.Millisecond; pid == 0 && wait < 100*time.Millisecond; wait *= 2 {
-			b := make([]byte, 32)
+		held := &HeldError{RunID: runID}
+		for wait := time.Millisecond; held.PID == 0 && wait < 100*time.Millisecond; wait *= 2 {
+			b := make([]byte, 64)
 			n, _ := f.ReadAt(b, 0)
-			if pid, _ = strconv.Atoi(strings.TrimSpace(string(b[:n]))); pid == 0 {
+			pid, doing, _ := strings.Cut(string(b[:n]), "\n")
+			if held.PID, _ = strconv.Atoi(strings.TrimSpace(pid)); held.PID == 0 {
 				time.Sleep(wait)
 			}
+			held.Deleting = strings.TrimSpace(doing) == deleting
 		}
 		f.Close()
-		return nil, &HeldError{RunID: runID, PID: pid}
+		return nil, held
 	}
-	// Who holds it, for the message another process shows.
+	// Who holds it and why, for the message another process shows: the
+	// pid on the first line, as it always was, and what it does after.
+	holder := strconv.Itoa(os.Getpid()) + "\n"
+	if toDelete {
+		holder += deleting + "\n"
+	}
 	if err := f.Truncate(0); err == nil {
-		f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+		f.WriteAt([]byte(holder), 0)
 	}
 	return &Lock{f: f, path: path}, nil
 }

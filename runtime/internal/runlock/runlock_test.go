@@ -1,6 +1,7 @@
 package runlock
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,6 +43,37 @@ func TestSecondHolderIsRefusedUntilRelease(t *testing.T) {
 		t.Fatalf("Acquire after release: %v", err)
 	}
 	b.Release()
+}
+
+// A run held by a delete says so to whoever wants it next (a resume, a
+// second delete), with the deleting process's pid.
+func TestHeldByADelete(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "db.locks")
+	d, err := AcquireToDelete(dir, "r-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Release()
+	for _, take := range []func(string, string) (*Lock, error){Acquire, AcquireToDelete} {
+		_, err := take(dir, "r-1")
+		var h *HeldError
+		if !errors.As(err, &h) || !h.Deleting || h.PID != os.Getpid() {
+			t.Fatalf("taking a run being deleted: %#v (%v)", h, err)
+		}
+		if want := "run r-1 is being deleted by another swarmdeck process (pid " + strconv.Itoa(os.Getpid()) + ")"; err.Error() != want {
+			t.Errorf("error %q, want %q", err, want)
+		}
+	}
+	// A lock held to run the run is not one to delete it.
+	r, err := Acquire(dir, "r-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Release()
+	var h *HeldError
+	if _, err := AcquireToDelete(dir, "r-2"); !errors.As(err, &h) || h.Deleting {
+		t.Errorf("deleting a run being run: %#v (%v)", h, err)
+	}
 }
 
 func TestBadRunIDs(t *testing.T) {
