@@ -182,6 +182,13 @@ func TestCLIRefusesMistakes(t *testing.T) {
 		{[]string{"--db", fresh, "config"}, 2, `there is no "config" command: settings live in config.yaml`, ""},
 		{[]string{"--db", fresh, "logs"}, 2, `there is no "logs" command: the log is`, ""},
 		{[]string{"version"}, 0, "", "swarmdeck "},
+		// Shared flags a command does not use are refused, not ignored.
+		{[]string{"runs", "--db", stored, "--model", "m"}, 2, "--model has no effect on runs: it lists the runs stored", ""},
+		{[]string{"export", "--db", stored, "--workspace", dir, "r-000001"}, 2, "--workspace has no effect on export: it prints a run as stored", ""},
+		{[]string{"view", "--db", stored, "--provider", "openai", "r-000001"}, 2, "--provider has no effect on view", ""},
+		{[]string{"delete", "--db", stored, "--scripted-latency", "1s", "r-000001"}, 2, "--scripted-latency has no effect on delete", ""},
+		{[]string{"prune", "--db", stored, "--base-url", "http://x", "--older-than", "1d"}, 2, "--base-url has no effect on prune", ""},
+		{[]string{"mock-llm", "--db", stored}, 2, "--db has no effect on mock-llm", ""},
 		// A mistyped flag is named with the flag meant; a value a flag
 		// cannot take, with what it takes.
 		{[]string{"runs", "--limt", "3", "--db", stored}, 2, "runs: unknown flag --limt: did you mean --limit?", ""},

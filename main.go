@@ -312,6 +312,11 @@ Without an API key it uses the scripted model, so "swarmdeck" works offline.`,
 		mockCmd(&cf, stdout, stderr), benchCmd(&cf, stdout, stderr))
 	for _, c := range root.Commands() {
 		c.Args = argsWithUsage(c.Args)
+		if why, ok := storedOnly[c.Name()]; ok {
+			c.PreRunE = func(cmd *cobra.Command, args []string) error {
+				return refuseFlags(cmd, why, "provider", "base-url", "model", "workspace", "scripted-latency", "scripted-stream-speed")
+			}
+		}
 	}
 	// --provider completes to the configuration's providers.
 	root.RegisterFlagCompletionFunc("provider", func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
@@ -381,6 +386,27 @@ Without an API key it uses the scripted model, so "swarmdeck" works offline.`,
 		}
 	}
 	return root, &cf
+}
+
+// storedOnly are the commands that work on what is stored, and take only
+// --config and --db of the shared flags: why the others do nothing there.
+var storedOnly = map[string]string{
+	"runs":   "it lists the runs stored",
+	"export": "it prints a run as stored",
+	"view":   "it shows a run as stored, and runs nothing",
+	"delete": "it removes stored runs",
+	"prune":  "it removes stored runs",
+}
+
+// refuseFlags refuses the shared flags a command does not use: ignored,
+// they would let a person believe they had an effect (--model on runs).
+func refuseFlags(cmd *cobra.Command, why string, names ...string) error {
+	for _, name := range names {
+		if cmd.Flags().Changed(name) {
+			return usageErr(fmt.Errorf("--%s has no effect on %s: %s", name, cmd.Name(), why))
+		}
+	}
+	return nil
 }
 
 // argsWithUsage names the command and its usage line when its arguments
@@ -1289,6 +1315,10 @@ func mockCmd(cf *commonFlags, stdout, stderr io.Writer) *cobra.Command {
 			}
 			if cmd.Flags().Changed("scripted-stream-speed") {
 				return usageErr(errors.New("mock-llm takes its speed from --stream-speed, not --scripted-stream-speed"))
+			}
+			if err := refuseFlags(cmd, "it serves the scripted model as its own flags say, with no configuration or database",
+				"config", "db", "provider", "base-url", "model", "workspace"); err != nil {
+				return err
 			}
 			var policy scripted.Policy
 			if scenario != "" {
