@@ -188,7 +188,7 @@ func TestCLIRefusesMistakes(t *testing.T) {
 		{[]string{"view", "--db", stored, "--provider", "openai", "r-000001"}, 2, "--provider has no effect on view", ""},
 		{[]string{"delete", "--db", stored, "--scripted-latency", "1s", "r-000001"}, 2, "--scripted-latency has no effect on delete", ""},
 		{[]string{"prune", "--db", stored, "--base-url", "http://x", "--older-than", "1d"}, 2, "--base-url has no effect on prune", ""},
-		{[]string{"mock-llm", "--db", stored}, 2, "--db has no effect on mock-llm", ""},
+		{[]string{"mock-llm", "--db", stored, "--addr", "256.0.0.1:1"}, 2, "--db has no effect on mock-llm", ""},
 		// A mistyped flag is named with the flag meant; a value a flag
 		// cannot take, with what it takes.
 		{[]string{"runs", "--limt", "3", "--db", stored}, 2, "runs: unknown flag --limt: did you mean --limit?", ""},
