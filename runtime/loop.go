@@ -65,7 +65,10 @@ func (s *Session) loop() {
 		s.heldTokens = 0
 		s.releaseSlot()
 		s.mu.Lock()
-		again := s.rerun && !s.r.stopping.Load()
+		// Only a session woken to run again goes on: a start that came
+		// while this goroutine still had work ahead of it asked for
+		// nothing more.
+		again := s.rerun && s.rec.Status == StatusRunning && !s.r.stopping.Load()
 		s.rerun = false
 		s.running = again
 		s.mu.Unlock()
