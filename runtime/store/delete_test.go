@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -401,5 +402,48 @@ func TestCompactGivesSpaceBackWhenAlone(t *testing.T) {
 	defer s.Close()
 	if ms, err := s.Messages(ctx, "r-00000b", "s-1", 0, 0); err != nil || len(ms) == 0 {
 		t.Errorf("the kept run's messages after Compact: %d, %v", len(ms), err)
+	}
+}
+
+// A database that another connection holds whole, as Compact does, makes
+// Open give up with "database is locked" after about one lock wait: each
+// of its tries waited a whole lock wait, and a held database was said
+// after minutes.
+func TestOpenGivesUpOnAHeldDatabase(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "t.db")
+	s, err := Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	holder, err := sql.Open("sqlite", fileURI(path)+"?_pragma=locking_mode(EXCLUSIVE)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	c, err := holder.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.ExecContext(ctx, "BEGIN IMMEDIATE; SELECT count(*) FROM runs; COMMIT"); err != nil {
+		t.Fatal(err)
+	}
+	saved := lockWait
+	lockWait = 200 * time.Millisecond
+	defer func() { lockWait = saved }()
+	start := time.Now()
+	s, err = Open(path, nil)
+	if err == nil {
+		s.Close()
+		t.Fatal("Open took a database another connection holds")
+	}
+	if !IsBusy(err) {
+		t.Errorf("Open of a held database: %v; want database is locked", err)
+	}
+	// Generous: one wait is 200 ms, and one per try came to 7 s.
+	if waited := time.Since(start); waited > 10*lockWait {
+		t.Errorf("Open waited %s for a held database, with a lock wait of %s", waited, lockWait)
 	}
 }

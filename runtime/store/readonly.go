@@ -64,12 +64,12 @@ func OpenReadOnly(path string) (*Store, error) {
 	if info.IsDir() {
 		return nil, fmt.Errorf("the database %s is a directory: give the database file", path)
 	}
-	dsn := fileURI(path) + "?mode=ro&_pragma=" + busyPragma + "&_pragma=query_only(1)"
+	dsn := fileURI(path) + "?mode=ro&_pragma=" + busyPragma() + "&_pragma=query_only(1)"
 	_, err = os.Lstat(path + "-wal")
 	immutable := false
 	switch {
 	case writable(path) && writable(filepath.Dir(path)):
-		dsn = fileURI(path) + "?_pragma=" + busyPragma + "&_pragma=query_only(1)"
+		dsn = fileURI(path) + "?_pragma=" + busyPragma() + "&_pragma=query_only(1)"
 	case errors.Is(err, os.ErrNotExist):
 		dsn = fileURI(path) + "?mode=ro&immutable=1&_pragma=query_only(1)"
 		immutable = true

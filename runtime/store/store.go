@@ -165,7 +165,7 @@ func OpenWith(path string, publish func([]event.Event), o OpenOptions) (*Store, 
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("create the database directory: %w", err)
 	}
-	dsn := fileURI(path) + "?_pragma=" + busyPragma + "&_pragma=cache_size(-8192)&_pragma=temp_store(MEMORY)&_pragma=wal_autocheckpoint(0)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(OFF)&_txlock=immediate"
+	dsn := fileURI(path) + "?_pragma=" + busyPragma() + "&_pragma=cache_size(-8192)&_pragma=temp_store(MEMORY)&_pragma=wal_autocheckpoint(0)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(OFF)&_txlock=immediate"
 	write, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
@@ -181,10 +181,14 @@ func OpenWith(path string, publish func([]event.Event), o OpenOptions) (*Store, 
 		ops: make(chan *op, 1024), closing: make(chan struct{}), closed: make(chan struct{}), failed: make(chan struct{}), seqs: map[string]int64{}}
 	ctx := context.Background()
 	// Turning a new database to WAL takes its lock without waiting for it:
-	// processes started at once on a new database try again.
-	for wait := 10 * time.Millisecond; ; wait *= 2 {
+	// processes started at once on a new database try again. A database
+	// that another process holds makes each try wait BusyTimeout: the
+	// tries stop at that much in all, so that a held database is said
+	// after the wait every other command has, not after minutes.
+	deadline := time.Now().Add(lockWait)
+	for wait := 10 * time.Millisecond; ; wait = min(2*wait, time.Second) {
 		s.conn, err = write.Conn(ctx)
-		if err == nil || !IsBusy(err) || wait > 2*time.Second {
+		if err == nil || !IsBusy(err) || time.Now().Add(wait).After(deadline) {
 			break
 		}
 		time.Sleep(wait)
@@ -199,14 +203,14 @@ func OpenWith(path string, publish func([]event.Event), o OpenOptions) (*Store, 
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	s.file, _ = os.Stat(path)
-	readDSN := fileURI(path) + "?_pragma=" + busyPragma + "&_pragma=query_only(1)"
+	readDSN := fileURI(path) + "?_pragma=" + busyPragma() + "&_pragma=query_only(1)"
 	if s.read, err = sql.Open("sqlite", readDSN); err != nil {
 		s.conn.Close()
 		write.Close()
 		return nil, err
 	}
 	s.read.SetMaxOpenConns(4)
-	ckDSN := fileURI(path) + "?_pragma=" + busyPragma
+	ckDSN := fileURI(path) + "?_pragma=" + busyPragma()
 	if s.ckpt, err = sql.Open("sqlite", ckDSN); err != nil {
 		s.conn.Close()
 		write.Close()
@@ -231,7 +235,13 @@ func OpenWith(path string, publish func([]event.Event), o OpenOptions) (*Store, 
 // holds before it gives up with "database is locked".
 const BusyTimeout = 10 * time.Second
 
-var busyPragma = "busy_timeout(" + strconv.FormatInt(BusyTimeout.Milliseconds(), 10) + ")"
+// lockWait is BusyTimeout; tests shorten it.
+var lockWait = BusyTimeout
+
+// busyPragma sets the wait for a lock in a connection string.
+func busyPragma() string {
+	return "busy_timeout(" + strconv.FormatInt(lockWait.Milliseconds(), 10) + ")"
+}
 
 // IsBusy reports whether err is SQLite's "database is locked": another
 // connection held a lock for longer than BusyTimeout.
