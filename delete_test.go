@@ -181,6 +181,40 @@ func TestPruneRuns(t *testing.T) {
 	}
 }
 
+// delete and prune whose report cannot be written (a full disk) still do
+// all they were asked, and fail at the end, so that the lost record of
+// what was deleted does not pass unnoticed.
+func TestDeleteAndPruneToAFullDisk(t *testing.T) {
+	dir := cliEnv(t)
+	db := filepath.Join(dir, "f.db")
+	storeRuns(t, db,
+		store.Run{ID: "r-000001", Goal: "first goal", Status: "completed", Provider: "scripted", Scripted: true},
+		store.Run{ID: "r-000002", Goal: "second goal", Status: "completed", Provider: "scripted", Scripted: true},
+		store.Run{ID: "r-000003", Goal: "third goal", Status: "completed", Provider: "scripted", Scripted: true},
+		store.Run{ID: "r-000004", Goal: "fourth goal", Status: "completed", Provider: "scripted", Scripted: true})
+	saved := now
+	now = func() time.Time { return time.Now().Add(72 * time.Hour) }
+	t.Cleanup(func() { now = saved })
+	for _, tc := range []struct {
+		args []string
+		left []string
+	}{
+		{[]string{"delete", "r-000001", "r-000002"}, []string{"r-000003", "r-000004"}},
+		{[]string{"prune", "--older-than", "1d", "--dry-run"}, []string{"r-000003", "r-000004"}},
+		{[]string{"prune", "--older-than", "1d"}, nil},
+		{[]string{"prune", "--vacuum-only"}, nil},
+	} {
+		var errOut bytes.Buffer
+		code := run(append(tc.args, "--db", db), strings.NewReader(""), fullWriter{}, &errOut)
+		if code != 1 || !strings.Contains(errOut.String(), "writing the output: no space left on device") {
+			t.Errorf("%s to a full disk: exit %d, %q", strings.Join(tc.args, " "), code, errOut.String())
+		}
+		if got := storedIDs(t, db); !slices.Equal(got, tc.left) {
+			t.Errorf("after %s to a full disk the runs are %v, want %v", strings.Join(tc.args, " "), got, tc.left)
+		}
+	}
+}
+
 func TestParseAge(t *testing.T) {
 	for in, want := range map[string]time.Duration{
 		"30d": 30 * 24 * time.Hour, "12h": 12 * time.Hour, "90m": 90 * time.Minute, "1d12h": 36 * time.Hour,
