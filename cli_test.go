@@ -896,6 +896,10 @@ func TestCompletionAndClosedOutput(t *testing.T) {
 	}{
 		{[]string{"completion", "bash"}, fullWriter{}},
 		{[]string{"version"}, fullWriter{}},
+		{[]string{"--version"}, fullWriter{}},
+		{[]string{"--help"}, fullWriter{}},
+		{[]string{"help", "runs"}, fullWriter{}},
+		{[]string{"bench", "--agents", "2", "--latency", "0", "--db", filepath.Join(dir, "bench.db")}, fullWriter{}},
 		{[]string{"runs", "--db", db}, fullWriter{}},
 		{[]string{"runs", "--db", filepath.Join(dir, "none.db")}, fullWriter{"no runs stored"}},
 		{[]string{"runs", "--db", db, "--limit", "1"}, fullWriter{"runs shown"}}, // the table fits, the note below does not

@@ -47,10 +47,7 @@ size: the space is reused by later runs, and "swarmdeck prune
 		ValidArgsFunction: completeRunIDList(cf, func(r *store.Run, live bool) bool {
 			return !live // delete would refuse it
 		}),
-		RunE: func(cmd *cobra.Command, args []string) (err error) {
-			out := &recorded{w: stdout}
-			defer func() { err = out.result(err) }()
-			stdout := io.Writer(out)
+		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			cf.onlyDB = true
 			db, cfg, err := storedDB(cf)
@@ -85,31 +82,6 @@ size: the space is reused by later runs, and "swarmdeck prune
 			return cf.reclaim(ctx, db, before, deleted, stdout, stderr)
 		},
 	}
-}
-
-// recorded is the output of a command that acts and reports as it goes
-// (delete, prune): a line that cannot be written does not stop the work,
-// and the first such error fails the command once the work is done, as a
-// lost record of what was deleted must not pass unnoticed.
-type recorded struct {
-	w   io.Writer
-	err error
-}
-
-func (r *recorded) Write(p []byte) (int, error) {
-	n, err := r.w.Write(p)
-	if err != nil && r.err == nil {
-		r.err = err
-	}
-	return n, err
-}
-
-// result is the command's outcome: its own error, or else the output's.
-func (r *recorded) result(err error) error {
-	if err == nil && r.err != nil {
-		return outputErr(r.err)
-	}
-	return err
 }
 
 // claimed is a run to delete, with its run lock.
@@ -221,10 +193,7 @@ back once no swarmdeck is running.`,
   swarmdeck prune --older-than 30d
   swarmdeck prune --vacuum-only`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) (err error) {
-			out := &recorded{w: stdout}
-			defer func() { err = out.result(err) }()
-			stdout := io.Writer(out)
+		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			f := cmd.Flags()
 			if vacuumOnly && (f.Changed("older-than") || dryRun) {

@@ -165,17 +165,25 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// a terminal left in the dashboard's modes.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 	defer stop()
-	root, cf := newRootCmd(stdin, stdout, stderr)
+	out := &recorded{w: stdout}
+	root, cf := newRootCmd(stdin, out, stderr)
 	root.SetArgs(args)
-	root.SetOut(stdout)
+	root.SetOut(out)
 	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
+	var ee *exitError
+	if out.err != nil && !errors.As(err, &ee) {
+		// Output that could not be written fails every command alike:
+		// help and --version, whose writes cobra does not check; bench,
+		// which returns the bare error; delete and prune, which go on
+		// deleting and report as they go.
+		err = outputErr(out.err)
+	}
 	if err == nil || errors.Is(err, syscall.EPIPE) {
 		// A reader that stopped reading (`swarmdeck export | head`) had
 		// what it wanted: nothing to report.
 		return 0
 	}
-	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != nil {
 			// Errors quote goals, model servers and files: their controls
@@ -187,6 +195,20 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// Cobra's own errors: unknown flags, wrong argument counts.
 	fmt.Fprintln(stderr, "swarmdeck:", runtime.TerminalText(err.Error()))
 	return runtime.ExitUsage
+}
+
+// recorded is stdout, remembering the first error of writing to it.
+type recorded struct {
+	w   io.Writer
+	err error
+}
+
+func (r *recorded) Write(p []byte) (int, error) {
+	n, err := r.w.Write(p)
+	if err != nil && r.err == nil {
+		r.err = err
+	}
+	return n, err
 }
 
 // looksLikeRunID reports whether s has the shape of a run's id: r- and
@@ -1883,6 +1905,9 @@ func (cf *commonFlags) dashboardEnd(run *runtime.Run, stdout io.Writer, stoppedB
 
 // isTerminal reports whether w is a terminal.
 func isTerminal(w io.Writer) bool {
+	if r, ok := w.(*recorded); ok {
+		w = r.w
+	}
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(f.Fd())
 }
