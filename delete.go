@@ -122,6 +122,20 @@ func claimRuns(ctx context.Context, st *store.Store, ids []string) ([]claimed, e
 			problems = append(problems, err.Error())
 			continue
 		}
+		// The run as it is now: a resume may have taken it further, even
+		// to its end, between the look above and the claim, and what is
+		// said of it ("stopped when its process died") must be true.
+		if r, err = st.Run(ctx, r.ID); err != nil {
+			release()
+			if !errors.Is(err, store.ErrNotFound) {
+				for _, c := range out {
+					c.release()
+				}
+				return nil, &exitError{runtime.ExitFailed, readErr(st.Path(), err)}
+			}
+			problems = append(problems, err.Error())
+			continue
+		}
 		out = append(out, claimed{run: *r, release: release})
 	}
 	if len(problems) == 0 {
