@@ -145,6 +145,14 @@ func TestCLIRefusesMistakes(t *testing.T) {
 		{[]string{"run", "--db", fresh, "a goal"}, 2, "the dashboard needs a terminal", ""},
 		{[]string{"--db", fresh, "a goal"}, 2, "to run without it, use `swarmdeck --db " + fresh + " run --headless 'a goal'`", ""},
 		{[]string{"--db", fresh}, 2, "for scripts and CI use `swarmdeck --db " + fresh + " run --headless GOAL`", ""},
+		{[]string{"--db", fresh, "  "}, 2, "for scripts and CI use `swarmdeck --db " + fresh + " run --headless GOAL`", ""},
+		// The suggestion does the same: the same model and workspace, and
+		// a goal that starts with a dash after "--".
+		{[]string{"--db", fresh, "--model", "m", "--workspace", "/tmp/a b", "--scripted-latency", "2s", "a goal"}, 2,
+			"use `swarmdeck --db " + fresh + " run --headless --model m --workspace '/tmp/a b' --scripted-latency 2s 'a goal'`", ""},
+		{[]string{"--db", fresh, "--", "--weird goal"}, 2, "use `swarmdeck --db " + fresh + " run --headless -- '--weird goal'`", ""},
+		// After "--" a word is the goal, even one that names a command.
+		{[]string{"--db", fresh, "--", "view"}, 2, "use `swarmdeck --db " + fresh + " run --headless view`", ""},
 		{[]string{"resume", "--db", stored, "r-000001"}, 2, "to continue run r-000001 without it, use `swarmdeck --db " + stored + " resume --headless r-000001`", ""},
 		{[]string{"view", "--db", stored, "r-000001"}, 2, "the dashboard needs a terminal, and there is none here: to read run r-000001 without it, use `swarmdeck --db " + stored + " export r-000001`", ""},
 		{[]string{"view", "--db", stored}, 2, "the dashboard needs a terminal, and there is none here: to read the latest run without it, use `swarmdeck --db " + stored + " export`", ""},
@@ -157,7 +165,11 @@ func TestCLIRefusesMistakes(t *testing.T) {
 		// does not continue it.
 		{[]string{"resume", "--headless", "--db", stored}, 2, "the newest run that can be continued is r-000001 (g, ", ""},
 		{[]string{"resume", "--headless", "--json", "--db", stored}, 2, "`swarmdeck --db " + stored + " resume --headless --json r-000001`", ""},
-		{[]string{"resume", "--db", stored}, 2, "`swarmdeck --db " + stored + " resume r-000001`", ""},
+		// Here, with no terminal for the dashboard, headless; with every
+		// flag given.
+		{[]string{"resume", "--db", stored}, 2, "`swarmdeck --db " + stored + " resume --headless r-000001`", ""},
+		{[]string{"resume", "--db", stored, "--json", "--json-deltas", "--control", "-", "--model", "a b"}, 2,
+			"`swarmdeck --db " + stored + " resume --headless --json --json-deltas --control - --model 'a b' r-000001`", ""},
 		{[]string{"resume", "--db", ended}, 2, "no stored run can be continued: `swarmdeck --db " + ended + " runs` lists them", ""},
 		{[]string{"resume", "--db", failed}, 2, "the newest run that can be continued is r-000007 (g, ", ""},
 		{[]string{"run", "--headless", "--db", fresh}, 2, "(usage: swarmdeck run [--headless] [--json] [--control -] GOAL)", ""},

@@ -19,6 +19,7 @@ import (
 	goruntime "runtime"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -288,7 +289,9 @@ Without an API key it uses the scripted model, so "swarmdeck" works offline.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// A lone word close to a command's name is a typo, not a goal;
 			// so is one followed by a run id (`swarmdeck resum r-3f9a1c`).
-			if len(args) > 0 && !strings.ContainsAny(args[0], " \t") && (len(args) == 1 || slices.ContainsFunc(args[1:], looksLikeRunID)) {
+			// After "--" every word is the goal's, as the person said.
+			if len(args) > 0 && cmd.ArgsLenAtDash() != 0 && strings.TrimSpace(args[0]) != "" && !strings.ContainsAny(args[0], " \t") &&
+				(len(args) == 1 || slices.ContainsFunc(args[1:], looksLikeRunID)) {
 				if hint, ok := notACommand[strings.ToLower(args[0])]; ok {
 					// A word a person types as a command: run as a goal,
 					// it would start a swarm (and spend tokens).
@@ -1149,7 +1152,23 @@ instead (for a directory that was moved or removed), which becomes the run's.`,
 		}),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				return usageErr(cf.whichToResume(cmd.Context(), headless, asJSON))
+				// The command to suggest is this one with the id: its
+				// flags, and --headless where there is no terminal for
+				// the dashboard.
+				var flags []string
+				if headless || checkTerminal() != nil {
+					flags = append(flags, "--headless")
+				}
+				if asJSON {
+					flags = append(flags, "--json")
+				}
+				if deltas {
+					flags = append(flags, "--json-deltas")
+				}
+				if control != "" {
+					flags = append(flags, "--control", shellQuote(control))
+				}
+				return usageErr(cf.whichToResume(cmd.Context(), append(flags, cf.runFlags()...)))
 			}
 			id := args[0]
 			if err := checkHeadlessFlags(cmd, headless); err != nil {
@@ -1180,10 +1199,9 @@ instead (for a directory that was moved or removed), which becomes the run's.`,
 // whichToResume is the error of a resume without a run id: it names the
 // newest run that can be continued (interrupted, failed, or stored as
 // running by a process that is gone), so that the next command is one copy
-// away: with this one's --headless and --json, and (as every command an
-// error names) its --config and --db. A resume acts, so it never picks
-// that run by itself.
-func (cf *commonFlags) whichToResume(ctx context.Context, headless, asJSON bool) error {
+// away: with this one's flags, and (as every command an error names) its
+// --config and --db. A resume acts, so it never picks that run by itself.
+func (cf *commonFlags) whichToResume(ctx context.Context, flags []string) error {
 	const need = "resume: which run? give its id (usage: swarmdeck resume [--headless] RUN_ID)"
 	st, closeStore, err := openStore(cf)
 	if err != nil {
@@ -1196,15 +1214,8 @@ func (cf *commonFlags) whichToResume(ctx context.Context, headless, asJSON bool)
 	}
 	for _, r := range runs {
 		if r.Status == runtime.RunInterrupted || r.Status == runtime.RunFailed || runtime.Orphaned(st.Path(), r.ID, r.Status) {
-			flags := ""
-			if headless {
-				flags = "--headless "
-			}
-			if asJSON {
-				flags += "--json "
-			}
-			return fmt.Errorf("%s; the newest run that can be continued is %s (%s, %s): `swarmdeck resume %s%s`",
-				need, r.ID, runtime.TerminalText(runtime.OneLine(r.Goal, 40)), r.CreatedAt.Local().Format("2006-01-02 15:04"), flags, r.ID)
+			return fmt.Errorf("%s; the newest run that can be continued is %s (%s, %s): `swarmdeck resume %s`",
+				need, r.ID, runtime.TerminalText(runtime.OneLine(r.Goal, 40)), r.CreatedAt.Local().Format("2006-01-02 15:04"), strings.Join(append(flags, r.ID), " "))
 		}
 	}
 	return errors.New(need + "; no stored run can be continued: `swarmdeck runs` lists them")
@@ -1738,10 +1749,44 @@ func notFound(err error) error {
 // have a terminal depends on where they run.
 var checkTerminal = tui.CheckTerminal
 
+// runFlags are the shared flags given to this command that choose a
+// run's model and workspace, quoted for a shell: what a command suggested
+// in its place needs to do the same. --config and --db are not among
+// them (see withFlags), nor what resume took from the run itself.
+func (cf *commonFlags) runFlags() []string {
+	var out []string
+	for _, f := range []struct {
+		name, value string
+		given       bool
+	}{
+		{"--provider", cf.provider, cf.provider != "" && !cf.fromRun.provider},
+		{"--base-url", cf.baseURL, cf.baseURL != "" && !cf.fromRun.baseURL},
+		{"--model", cf.model, cf.model != "" && !cf.fromRun.model},
+		{"--workspace", cf.workspace, cf.workspace != ""},
+		{"--scripted-latency", cf.scriptedLatency.String(), cf.latencySet},
+		{"--scripted-stream-speed", strconv.Itoa(cf.scriptedSpeed), cf.speedSet},
+	} {
+		if f.given {
+			out = append(out, f.name, shellQuote(f.value))
+		}
+	}
+	return out
+}
+
+// goalArg is a goal as the last argument of a suggested command line:
+// quoted, and after "--" when it starts with a dash, which would make it
+// a flag.
+func goalArg(goal string) string {
+	if strings.HasPrefix(goal, "-") {
+		return "-- " + shellQuote(goal)
+	}
+	return shellQuote(goal)
+}
+
 // noDashboard says why the dashboard cannot open here, and what does the
 // same without it: the run headless, or, for a run to read, its export (a
 // headless run is no help to someone who wants to read one).
-func noDashboard(err error, goal, runID string, readOnly bool) error {
+func (cf *commonFlags) noDashboard(err error, goal, runID string, readOnly bool) error {
 	var why string
 	switch {
 	case errors.Is(err, tui.ErrNoTerminal):
@@ -1758,9 +1803,9 @@ func noDashboard(err error, goal, runID string, readOnly bool) error {
 	case readOnly:
 		instead = "to read the latest run without it, use `swarmdeck export`"
 	case runID != "":
-		instead = fmt.Sprintf("to continue run %s without it, use `swarmdeck resume --headless %s`", runID, runID)
-	case goal != "":
-		instead = fmt.Sprintf("to run without it, use `swarmdeck run --headless %s`", shellQuote(goal))
+		instead = fmt.Sprintf("to continue run %s without it, use `swarmdeck resume %s %s`", runID, strings.Join(append([]string{"--headless"}, cf.runFlags()...), " "), runID)
+	case strings.TrimSpace(goal) != "":
+		instead = fmt.Sprintf("to run without it, use `swarmdeck run %s %s`", strings.Join(append([]string{"--headless"}, cf.runFlags()...), " "), goalArg(goal))
 	default:
 		instead = "for scripts and CI use `swarmdeck run --headless GOAL`"
 	}
@@ -1778,7 +1823,7 @@ func dashboard(ctx context.Context, cf *commonFlags, goal, runID string, readOnl
 	// to give, not the missing terminal.
 	if !readOnly {
 		if err := checkTerminal(); err != nil {
-			return noDashboard(err, goal, runID, false)
+			return cf.noDashboard(err, goal, runID, false)
 		}
 	}
 	use := forNewRun
@@ -1817,7 +1862,7 @@ func dashboard(ctx context.Context, cf *commonFlags, goal, runID string, readOnl
 			return notFound(err)
 		}
 		if err := checkTerminal(); err != nil {
-			return noDashboard(err, "", runID, true)
+			return cf.noDashboard(err, "", runID, true)
 		}
 		status := opts.Controller.Snapshot().Run.Status
 		if eng.Store().Immutable() && status != runtime.RunCompleted && status != runtime.RunFailed && status != runtime.RunCancelled {
