@@ -208,6 +208,7 @@ func TestCLIRefusesMistakes(t *testing.T) {
 		{[]string{"export", "--db", stored, "--frobnicate"}, 2, "export: unknown flag --frobnicate: `swarmdeck --db " + stored + " export --help` lists the flags", ""},
 		{[]string{"runs", "--db", stored, "-x"}, 2, "runs: unknown flag -x: `swarmdeck --db " + stored + " runs --help` lists the flags", ""},
 		{[]string{"runs", "--limit", "x", "--db", stored}, 2, `--limit takes a whole number, not "x"`, ""},
+		{[]string{"runs", "--limit", "99999999999999999999", "--db", stored}, 2, `--limit 99999999999999999999 is out of range`, ""},
 		{[]string{"bench", "--latency", "5"}, 2, `--latency takes a duration such as 50ms, 2s or 1m30s, not "5"`, ""},
 		{[]string{"runs", "--json=maybe", "--db", stored}, 2, `--json takes true or false (or the flag alone: --json), not "maybe"`, ""},
 		{[]string{"--version"}, 0, "", "swarmdeck "},
@@ -1049,6 +1050,8 @@ func TestHelpListsDocumentedFlags(t *testing.T) {
 		{[]string{"resume", "--help"}, []string{"--headless", "--json", "--json-deltas", "--control"}},
 		{[]string{"bench", "--help"}, []string{"--agents", "--latency", "--fanout", "--turns", "--floor", "--startup", "--cpuprofile", "--memprofile"}},
 		{[]string{"mock-llm", "--help"}, []string{"--addr"}},
+		{[]string{"resume", "--help"}, []string{"--model", "--workspace", "--db"}},
+		{[]string{"runs", "--help"}, []string{"--config", "--db"}},
 	} {
 		var stdout, stderr bytes.Buffer
 		if code := run(tc.args, strings.NewReader(""), &stdout, &stderr); code != 0 {
@@ -1057,6 +1060,23 @@ func TestHelpListsDocumentedFlags(t *testing.T) {
 		for _, f := range tc.flags {
 			if !strings.Contains(stdout.String(), f+" ") {
 				t.Errorf("swarmdeck %s does not list %s", strings.Join(tc.args, " "), f)
+			}
+		}
+	}
+	// Nor the flags a command refuses.
+	for _, tc := range []struct {
+		args  []string
+		flags []string
+	}{
+		{[]string{"runs", "--help"}, []string{"--model", "--provider", "--base-url", "--workspace", "--scripted-latency"}},
+		{[]string{"help", "export"}, []string{"--model", "--workspace"}},
+		{[]string{"mock-llm", "--help"}, []string{"--db", "--config", "--model"}},
+	} {
+		var stdout, stderr bytes.Buffer
+		run(tc.args, strings.NewReader(""), &stdout, &stderr)
+		for _, f := range tc.flags {
+			if strings.Contains(stdout.String(), f+" ") {
+				t.Errorf("swarmdeck %s lists %s, which it refuses", strings.Join(tc.args, " "), f)
 			}
 		}
 	}

@@ -338,9 +338,14 @@ Without an API key it uses the scripted model, so "swarmdeck" works offline.`,
 	for _, c := range root.Commands() {
 		c.Args = argsWithUsage(c.Args)
 		if why, ok := storedOnly[c.Name()]; ok {
+			unused := []string{"provider", "base-url", "model", "workspace", "scripted-latency", "scripted-stream-speed"}
 			c.PreRunE = func(cmd *cobra.Command, args []string) error {
-				return refuseFlags(cmd, why, "provider", "base-url", "model", "workspace", "scripted-latency", "scripted-stream-speed")
+				return refuseFlags(cmd, why, unused...)
 			}
+			hideInHelp(c, unused...)
+		}
+		if c.Name() == "mock-llm" {
+			hideInHelp(c, "config", "db", "provider", "base-url", "model", "workspace", "scripted-latency", "scripted-stream-speed")
 		}
 	}
 	// --provider completes to the configuration's providers.
@@ -423,6 +428,21 @@ var storedOnly = map[string]string{
 	"prune":  "it removes stored runs",
 }
 
+// hideInHelp leaves the shared flags that command c refuses out of its
+// help, which would list them with the others.
+func hideInHelp(c *cobra.Command, names ...string) {
+	help := c.HelpFunc()
+	c.SetHelpFunc(func(cmd *cobra.Command, args []string) {
+		for _, name := range names {
+			if f := cmd.InheritedFlags().Lookup(name); f != nil && !f.Hidden {
+				f.Hidden = true
+				defer func() { f.Hidden = false }()
+			}
+		}
+		help(cmd, args)
+	})
+}
+
 // refuseFlags refuses the shared flags a command does not use: ignored,
 // they would let a person believe they had an effect (--model on runs).
 func refuseFlags(cmd *cobra.Command, why string, names ...string) error {
@@ -488,6 +508,9 @@ func flagError(cmd *cobra.Command, err error) error {
 		}[f.Value.Type()]
 		if want == "" {
 			want = "a " + f.Value.Type()
+		}
+		if errors.Is(err, strconv.ErrRange) {
+			return usageErr(fmt.Errorf("--%s %s is out of range", f.Name, invalid.GetValue()))
 		}
 		return usageErr(fmt.Errorf("--%s takes %s, not %q", f.Name, want, invalid.GetValue()))
 	}
