@@ -948,14 +948,7 @@ func (cf *commonFlags) resumeCommand(id string, headless bool) string {
 	if headless {
 		args = append(args, "--headless")
 	}
-	for _, f := range []struct {
-		name, value string
-		fromRun     bool
-	}{{"--provider", cf.provider, cf.fromRun.provider}, {"--base-url", cf.baseURL, cf.fromRun.baseURL}, {"--model", cf.model, cf.fromRun.model}} {
-		if f.value != "" && !f.fromRun {
-			args = append(args, f.name, shellQuote(f.value))
-		}
-	}
+	args = append(args, cf.modelFlags()...)
 	return cf.commandLine("resume", append(args, id)...)
 }
 
@@ -1458,14 +1451,15 @@ Targets on a 2-core machine:
 			// bench always measures the scripted model on the runtime's
 			// defaults: the flags that choose or shape a run's model and
 			// configuration would be ignored.
-			for _, name := range []string{"config", "provider", "base-url", "model", "workspace", "scripted-latency", "scripted-stream-speed"} {
-				if cmd.Flags().Changed(name) {
-					hint := "bench measures the built-in scripted model on the runtime's defaults"
-					if name == "scripted-latency" {
-						hint = "the model's delay is --latency"
-					}
-					return usageErr(fmt.Errorf("--%s has no effect on bench: %s", name, hint))
-				}
+			const defaults = "bench measures the built-in scripted model on the runtime's defaults"
+			if err := refuseFlags(cmd, defaults, "config", "provider", "base-url", "model", "workspace"); err != nil {
+				return err
+			}
+			if err := refuseFlags(cmd, "the model's delay is --latency", "scripted-latency"); err != nil {
+				return err
+			}
+			if err := refuseFlags(cmd, defaults, "scripted-stream-speed"); err != nil {
+				return err
 			}
 			mode := ""
 			switch {
@@ -1777,18 +1771,32 @@ var checkTerminal = tui.CheckTerminal
 // in its place needs to do the same. --config and --db are not among
 // them (see withFlags), nor what resume took from the run itself.
 func (cf *commonFlags) runFlags() []string {
-	var out []string
-	for _, f := range []struct {
-		name, value string
-		given       bool
-	}{
-		{"--provider", cf.provider, cf.provider != "" && !cf.fromRun.provider},
-		{"--base-url", cf.baseURL, cf.baseURL != "" && !cf.fromRun.baseURL},
-		{"--model", cf.model, cf.model != "" && !cf.fromRun.model},
+	return append(cf.modelFlags(), givenFlags([]givenFlag{
 		{"--workspace", cf.workspace, cf.workspace != ""},
 		{"--scripted-latency", cf.scriptedLatency.String(), cf.latencySet},
 		{"--scripted-stream-speed", strconv.Itoa(cf.scriptedSpeed), cf.speedSet},
-	} {
+	})...)
+}
+
+// modelFlags are the --provider, --base-url and --model given to this
+// command, quoted for a shell; not what resume took from the run.
+func (cf *commonFlags) modelFlags() []string {
+	return givenFlags([]givenFlag{
+		{"--provider", cf.provider, cf.provider != "" && !cf.fromRun.provider},
+		{"--base-url", cf.baseURL, cf.baseURL != "" && !cf.fromRun.baseURL},
+		{"--model", cf.model, cf.model != "" && !cf.fromRun.model},
+	})
+}
+
+// givenFlag is a flag for a suggested command line, if it was given.
+type givenFlag struct {
+	name, value string
+	given       bool
+}
+
+func givenFlags(flags []givenFlag) []string {
+	var out []string
+	for _, f := range flags {
 		if f.given {
 			out = append(out, f.name, shellQuote(f.value))
 		}
