@@ -159,12 +159,7 @@ func tuneScheduler() {
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	// A closed terminal (SIGHUP) stops a run as Ctrl-C does: stored
-	// "interrupted", resumable, instead of left "running" by a dead process.
-	// So does SIGQUIT (Ctrl-\ in a shell), whose default in a Go program
-	// is a goroutine dump, exit status 2 (which says "bad usage" here) and
-	// a terminal left in the dashboard's modes.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+	ctx, stop := watchSignals(stderr)
 	defer stop()
 	out := &recorded{w: stdout}
 	root, cf := newRootCmd(stdin, out, stderr)

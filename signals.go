@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+// stopSignals end a command's context: Ctrl-C, kill's default, a closed
+// terminal (SIGHUP), which stops a run as Ctrl-C does (stored
+// "interrupted" and resumable, not left "running" by a dead process), and
+// Ctrl-\ (SIGQUIT), whose default in a Go program is a goroutine dump,
+// exit status 2 (which says "bad usage" here) and a terminal left in the
+// dashboard's modes.
+var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
+
+// stillStopping is how long after a first signal the command is told to
+// be slow: stopping a run takes milliseconds, unless a wait inside SQLite
+// (up to store.BusyTimeout for a database another process holds) or a
+// slow disk holds it.
+const stillStopping = time.Second
+
+// exitNow ends the process on a second signal; tests replace it.
+var exitNow = os.Exit
+
+// watchSignals returns a context that the first stop signal ends, with a
+// signalCause. A command may take a while to
+// act on it, and SQLite's wait for a lock does not look at the context:
+// if it has not returned a second later, stderr says so, and a second
+// signal exits at once. Nothing is lost that way: every write is a
+// transaction that a killed process leaves whole or undone, and a run
+// left "running" by it is resumed like one whose process died.
+func watchSignals(stderr io.Writer) (context.Context, func()) {
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, stopSignals...)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	done := make(chan struct{})
+	go func() {
+		var first os.Signal
+		select {
+		case first = <-sigs:
+			cancel(signalCause(first.String() + " signal received"))
+		case <-done:
+			return
+		}
+		slow := time.NewTimer(stillStopping)
+		defer slow.Stop()
+		for {
+			select {
+			case <-slow.C:
+				again := "send the signal again"
+				if first == os.Interrupt {
+					again = "press Ctrl-C again"
+				}
+				fmt.Fprintf(stderr, "swarmdeck: still stopping (%s); %s to stop at once\n", first, again)
+			case <-sigs:
+				fmt.Fprintln(stderr, "swarmdeck: stopped at once on a second signal; nothing stored is lost "+
+					"(a run stopped this way resumes as if its process had died)")
+				exitNow(1)
+				return
+			case <-done:
+				return
+			}
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(sigs)
+		close(done)
+		cancel(nil)
+	}
+}
+
+// signalCause says which signal ended a context ("interrupt signal
+// received"). It is context.Canceled to errors.Is, as the cause that
+// signal.NotifyContext gives is: what the signal ends stops as if
+// cancelled, and says why.
+type signalCause string
+
+func (s signalCause) Error() string { return string(s) }
+
+func (s signalCause) Is(target error) bool { return target == context.Canceled }

@@ -1,0 +1,122 @@
+//go:build linux
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/swarmdeck/swarmdeck/runtime/store"
+)
+
+// syncBuffer is a bytes.Buffer that a process writes while a test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// holdDatabase takes db whole, as a `delete` compacting it does, until the
+// test ends.
+func holdDatabase(t *testing.T, db string) {
+	t.Helper()
+	h, err := sql.Open("sqlite", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	conn, err := h.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	for _, q := range []string{"PRAGMA locking_mode=EXCLUSIVE", "BEGIN EXCLUSIVE", "SELECT count(*) FROM runs", "COMMIT"} {
+		if _, err := conn.ExecContext(context.Background(), q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+}
+
+// opened reports whether process pid has path open.
+func opened(pid int, path string) bool {
+	fds, _ := filepath.Glob("/proc/" + strconv.Itoa(pid) + "/fd/*")
+	for _, fd := range fds {
+		if to, err := os.Readlink(fd); err == nil && to == path {
+			return true
+		}
+	}
+	return false
+}
+
+// waitFor polls cond until it holds, failing the test after a while.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for end := time.Now().Add(20 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+	}
+}
+
+// A command waiting inside SQLite for a database another process holds
+// does not look at its context: after a first Ctrl-C it says it is still
+// stopping, and a second one ends it at once instead of after the wait.
+func TestSecondSignalStopsAtOnce(t *testing.T) {
+	bin := dashboardBinary(t)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "held.db")
+	s, err := store.Open(db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	holdDatabase(t, db)
+
+	cmd := exec.Command(bin, "runs", "--db", db)
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+dir, "XDG_CONFIG_HOME="+dir, "XDG_DATA_HOME="+dir)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	// Once the database is open the process is in SQLite's wait, its
+	// signal handling long set up.
+	waitFor(t, "the database to be opened", func() bool { return opened(cmd.Process.Pid, db) })
+	cmd.Process.Signal(syscall.SIGINT)
+	waitFor(t, "the hint after a first Ctrl-C", func() bool { return strings.Contains(stderr.String(), "press Ctrl-C again") })
+	cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case err := <-exited:
+		if code := cmd.ProcessState.ExitCode(); code != 1 {
+			t.Errorf("exit status %d (%v), want 1", code, err)
+		}
+	case <-time.After(store.BusyTimeout / 2):
+		t.Fatalf("still waiting on the database after a second Ctrl-C; stderr:\n%s", stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "stopped at once on a second signal; nothing stored is lost") {
+		t.Errorf("stderr does not say it stopped at once:\n%s", stderr.String())
+	}
+}
