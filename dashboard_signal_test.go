@@ -355,3 +355,55 @@ func TestDashboardResumeRefusalIsBadUsage(t *testing.T) {
 		}
 	}
 }
+
+// ctrl+z in the dashboard stops it as a job of the shell, its terminal
+// handed back; fg continues it with the terminal taken again and a word
+// that the run was paused.
+func TestDashboardSuspendsOnCtrlZ(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash for job control")
+	}
+	bin := dashboardBinary(t)
+	master, slave := openPTY(t, 40, 120)
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	script := `set -m
+"$0" "$@"
+echo "job stopped: $?" >&2
+fg %1 >/dev/null
+echo "job ended: $?" >&2`
+	cmd := exec.CommandContext(ctx, "bash", append([]string{"-c", script, bin}, demoArgs(filepath.Join(dir, "swarmdeck.db"), dir)...)...)
+	scr := startOnPTY(t, ctx, cmd, master, slave)
+	defer syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	waitScreen := func(what string) {
+		t.Helper()
+		for !strings.Contains(scr.String(), what) {
+			if ctx.Err() != nil {
+				t.Fatalf("the terminal never showed %q; its last output:\n%q", what, tail(scr.String(), 600))
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	master.Write([]byte{0x1a}) // ctrl+z, a key in the dashboard's raw mode
+	waitScreen("job stopped: 148")
+	waitScreen("back: the run was paused while swarmdeck was suspended")
+	tio, err := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tio.Lflag&unix.ICANON != 0 {
+		t.Error("the continued dashboard left its terminal in the shell's modes")
+	}
+	master.Write([]byte{0x03}) // ctrl+c
+	if !waitExit(cmd, func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }) {
+		t.Fatalf("the dashboard did not end on ctrl+c after it was continued; its last output:\n%q", tail(scr.String(), 600))
+	}
+	// The terminal's output ends after the process exits.
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(scr.String(), "job ended") && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !strings.Contains(scr.String(), "job ended: 1") {
+		t.Errorf("the job did not end with exit status 1 (run stopped, resumable); its last output:\n%q", tail(scr.String(), 600))
+	}
+}

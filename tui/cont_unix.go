@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 
 	tea "charm.land/bubbletea/v2"
@@ -17,7 +18,10 @@ import (
 // reported the stop has put the terminal back in its own modes, so the
 // dashboard, still drawing as if in raw mode, had its keys echoed and the
 // shell's lines left across it.
-func followCont(ctx context.Context, p *tea.Program, tty *os.File) {
+//
+// After a ctrl+z the dashboard asked for (ours set), Bubble Tea takes the
+// terminal back itself.
+func followCont(ctx context.Context, p *tea.Program, tty *os.File, ours *atomic.Bool) {
 	cont := make(chan os.Signal, 1)
 	signal.Notify(cont, syscall.SIGCONT)
 	defer signal.Stop(cont)
@@ -30,7 +34,7 @@ func followCont(ctx context.Context, p *tea.Program, tty *os.File) {
 		// Not when it ends (a kill of a stopped job comes with a SIGCONT)
 		// nor from the background (bg): setting the terminal's modes there
 		// would stop the process again (SIGTTOU); fg sends another SIGCONT.
-		if ctx.Err() != nil || !foreground(tty) {
+		if ours.Swap(false) || ctx.Err() != nil || !foreground(tty) {
 			continue
 		}
 		if err := p.ReleaseTerminal(); err == nil {

@@ -3,13 +3,14 @@ package tui
 import (
 	"context"
 	"os"
+	"sync/atomic"
 
 	tea "charm.land/bubbletea/v2"
 )
 
 // followCont does nothing on Windows, where processes are not stopped and
 // continued by signals.
-func followCont(context.Context, *tea.Program, *os.File) {}
+func followCont(context.Context, *tea.Program, *os.File, *atomic.Bool) {}
 
 // quietStop does nothing on Windows, which has no background stops.
 func quietStop() {}

@@ -17,7 +17,7 @@ func (k keyMap) helpColumns() []helpColumn {
 	return []helpColumn{
 		{"Move", []key.Binding{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.FocusNext, k.FocusPrev}},
 		{"Panes", []key.Binding{k.Open, k.Back, k.Collapse, k.Filter, k.Parent, k.PrevSibling, k.NextSibling, k.FirstChild}},
-		{"Act", []key.Binding{k.Broadcast, k.Message, k.Answer, k.Skip, k.SkipAll, k.Cancel, k.Help, k.Quit, k.ForceQuit}},
+		{"Act", []key.Binding{k.Broadcast, k.Message, k.Answer, k.Skip, k.SkipAll, k.Cancel, k.Help, k.Quit, k.ForceQuit, k.Suspend}},
 		{"In a dialog", k.dialogKeys()},
 	}
 }

@@ -38,7 +38,7 @@ func TestHelpSheetScrollsAtTheSmallestSize(t *testing.T) {
 	selected := m.sessions.selected
 	m, _ = press(t, m, "?")
 	rows := helpRows(t, m)
-	if rows[0] != "Move                    Panes" || !strings.HasPrefix(rows[len(rows)-1], "1-6 of 28 · ↓ more · ? or esc closes this") {
+	if rows[0] != "Move                    Panes" || !strings.HasPrefix(rows[len(rows)-1], "1-6 of 29 · ↓ more · ? or esc closes this") {
 		t.Fatalf("the sheet opens elsewhere than its top:\n%s", plainView(m))
 	}
 
@@ -47,7 +47,7 @@ func TestHelpSheetScrollsAtTheSmallestSize(t *testing.T) {
 		m, _ = press(t, m, "j")
 	}
 	rows = helpRows(t, m)
-	if rows[len(rows)-2] != lastHelpLine || !strings.HasPrefix(rows[len(rows)-1], "23-28 of 28 · ↑ more") {
+	if rows[len(rows)-2] != lastHelpLine || !strings.HasPrefix(rows[len(rows)-1], "24-29 of 29 · ↑ more") {
 		t.Fatalf("j did not reach the last line:\n%s", plainView(m))
 	}
 	if m.sessions.selected != selected {
@@ -59,7 +59,7 @@ func TestHelpSheetScrollsAtTheSmallestSize(t *testing.T) {
 		t.Fatalf("home did not go back to the top:\n%s", plainView(m))
 	}
 	m, _ = press(t, m, "pgdown")
-	if rows = helpRows(t, m); !strings.HasPrefix(rows[len(rows)-1], "6-11 of 28 · ↑↓ more") {
+	if rows = helpRows(t, m); !strings.HasPrefix(rows[len(rows)-1], "6-11 of 29 · ↑↓ more") {
 		t.Fatalf("pgdown did not move a page less a line:\n%s", plainView(m))
 	}
 	m, _ = press(t, m, "end")
@@ -67,7 +67,7 @@ func TestHelpSheetScrollsAtTheSmallestSize(t *testing.T) {
 		t.Fatalf("end did not reach the last line:\n%s", plainView(m))
 	}
 	m, _ = press(t, m, "pgup", "k")
-	if rows = helpRows(t, m); !strings.HasPrefix(rows[len(rows)-1], "17-22 of 28") {
+	if rows = helpRows(t, m); !strings.HasPrefix(rows[len(rows)-1], "18-23 of 29") {
 		t.Fatalf("pgup and k did not scroll back:\n%s", plainView(m))
 	}
 
@@ -148,7 +148,7 @@ func TestHelpSheetScrollsWithTheWheel(t *testing.T) {
 	m, _ = press(t, m, "?")
 	l, _ := m.layout()
 	m, _ = update(m, tea.MouseWheelMsg{X: 5, Y: l.sheet.y + 2, Button: tea.MouseWheelDown})
-	if rows := helpRows(t, m); !strings.HasPrefix(rows[len(rows)-1], "4-9 of 28") {
+	if rows := helpRows(t, m); !strings.HasPrefix(rows[len(rows)-1], "4-9 of 29") {
 		t.Fatalf("the wheel did not scroll the sheet:\n%s", plainView(m))
 	}
 }

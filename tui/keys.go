@@ -30,6 +30,8 @@ type keyMap struct {
 
 	// ForceQuit is not overridable: ctrl+c must always get the person out.
 	ForceQuit key.Binding
+	// Suspend is not either: ctrl+z hands the terminal back to the shell.
+	Suspend key.Binding
 }
 
 type namedBinding struct {
@@ -90,6 +92,7 @@ func newKeyMap(overrides map[string][]string, g *glyphs) (keyMap, []string) {
 		setKeys(a.b, defaults[a.action], a.desc, g)
 	}
 	k.ForceQuit = key.NewBinding(key.WithKeys(config.ForceQuitKey), key.WithHelp(config.ForceQuitKey, "quit now"))
+	k.Suspend = key.NewBinding(key.WithKeys(config.SuspendKey), key.WithHelp(config.SuspendKey, "suspend"))
 
 	var unknown []string
 	byName := map[string]namedBinding{}

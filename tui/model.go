@@ -100,11 +100,12 @@ type model struct {
 	ticks  bool          // false in tests: no timers, deterministic frames
 	window time.Duration // event coalescing window
 
-	keys    keyMap
-	styles  styles
-	isDark  bool
-	noColor bool
-	help    help.Model
+	keys      keyMap
+	suspender suspender
+	styles    styles
+	isDark    bool
+	noColor   bool
+	help      help.Model
 
 	ctl          event.Controller
 	sub          *event.Subscription
@@ -184,6 +185,7 @@ func newModel(ctx context.Context, cancel context.CancelFunc, opts Options) Mode
 		dialog:      dialog{},
 		focus:       focusSessions,
 		delegations: delegationsPane{},
+		suspender:   newSuspender(),
 	}
 	if opts.Controller == nil {
 		m.screen = screenGoal
@@ -274,6 +276,8 @@ func (m *model) update(msg tea.Msg) (cmd tea.Cmd) {
 			m.isDark = msg.IsDark()
 			m.applyTheme()
 		}
+	case tea.ResumeMsg:
+		m.resumed()
 	case tea.KeyPressMsg:
 		cmd = m.handleKey(msg)
 	case tea.PasteMsg:

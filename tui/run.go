@@ -168,7 +168,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 
 	prog := tea.NewProgram(m, popts...)
-	go followCont(pctx, prog, out)
+	go followCont(pctx, prog, out, m.suspender.ours)
 	final, err := prog.Run()
 	if fm, ok := final.(Model); ok {
 		if fm.sub != nil {

@@ -13,7 +13,7 @@ import (
 
 const readOnlyText = "read-only: view only shows a run; steer it from the dashboard that runs it, or resume it once it is stopped"
 
-// handleKey routes a key press. The order is fixed: ctrl+c, the goal prompt,
+// handleKey routes a key press. The order is fixed: ctrl+c, ctrl+z, the goal prompt,
 // an open dialog, a broadcast's sheet, the filter input, then global keys,
 // then the focused pane.
 // runtime/config/keys.go lists which actions each of these places reads, to
@@ -22,6 +22,9 @@ func (m *model) handleKey(k tea.KeyPressMsg) tea.Cmd {
 	keys := &m.keys
 	if key.Matches(k, keys.ForceQuit) {
 		return m.quit()
+	}
+	if key.Matches(k, keys.Suspend) {
+		return m.suspend()
 	}
 	if m.width < minWidth || m.height < minHeight {
 		// Nothing is visible to act on, not even a quit confirmation; the

@@ -155,6 +155,7 @@ func TestParseErrors(t *testing.T) {
 		{"shifted letter", "ui:\n  keys:\n    skip_all: [shift+s]\n", 3, "ui.keys.skip_all", `write the character shift types, "S"`},
 		{"upper case with ctrl", "ui:\n  keys:\n    quit: [ctrl+Q]\n", 3, "ui.keys.quit", `"ctrl+shift+q"`},
 		{"ctrl+c", "ui:\n  keys:\n    help: [ctrl+c]\n", 3, "ui.keys.help", "always quits at once"},
+		{"ctrl+z", "ui:\n  keys:\n    skip: [ctrl+z]\n", 3, "ui.keys.skip", "always suspends the dashboard"},
 		// Keys a terminal sends as another key.
 		{"ctrl+m is enter", "ui:\n  keys: {broadcast: [B], quit: [ctrl+m]}\n", 2, "ui.keys.quit", `"ctrl+m" never fires: terminals send it as enter; choose another key`},
 		{"ctrl+i is tab", "ui:\n  keys:\n    help: [\"?\", ctrl+i]\n", 3, "ui.keys.help", `"ctrl+i" never fires: terminals send it as tab`},

@@ -81,6 +81,10 @@ func DefaultKeys() map[string][]string {
 // the person can get out; no action may take it.
 const ForceQuitKey = "ctrl+c"
 
+// SuspendKey hands the terminal back to the shell, as in any terminal
+// program, whatever is open; no action may take it either.
+const SuspendKey = "ctrl+z"
+
 // keyContext is a place in the dashboard that reads key presses for a set of
 // actions (tui/update_keys.go dispatches them): one key can serve only one
 // action of a context, but the same key may do different things in
@@ -256,6 +260,8 @@ func (c *Config) validateKeyNames(p *problems) map[string]bool {
 				p.addAt(key, at, "%s", msg)
 			case k == ForceQuitKey:
 				p.addAt(key, at, "%s always quits at once and cannot be bound to an action", k)
+			case k == SuspendKey:
+				p.addAt(key, at, "%s always suspends the dashboard to the shell and cannot be bound to an action", k)
 			}
 		}
 	}
@@ -284,7 +290,7 @@ func (c *Config) validateKeyClashes(p *problems, set map[string]bool) {
 		owner := map[string]string{} // key -> the first action of ctx using it
 		for _, action := range ctx.actions {
 			for _, k := range effective[action] {
-				if checkKey(k) != "" || k == ForceQuitKey {
+				if checkKey(k) != "" || k == ForceQuitKey || k == SuspendKey {
 					continue // reported above
 				}
 				if ctx.text && types(k) {
