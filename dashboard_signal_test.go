@@ -312,7 +312,7 @@ echo "job ended: $?" >&2`
 	}
 	runs, err := exec.Command(bin, "--db", db, "runs").CombinedOutput()
 	if err != nil || !strings.Contains(string(runs), "interrupted") {
-		t.Errorf("the run is not stored interrupted: %v\n%s", err, runs)
+		t.Errorf("the run is not stored interrupted: %v\n%s\nterminal: %q", err, runs, tail(scr.String(), 800))
 	}
 }
 

@@ -28,12 +28,17 @@ const stillStopping = time.Second
 var exitNow = os.Exit
 
 // watchSignals returns a context that the first stop signal ends, with a
-// signalCause. A command may take a while to
-// act on it, and SQLite's wait for a lock does not look at the context:
-// if it has not returned a second later, stderr says so, and a second
-// signal exits at once. Nothing is lost that way: every write is a
-// transaction that a killed process leaves whole or undone, and a run
-// left "running" by it is resumed like one whose process died.
+// signalCause. A command may take a while to act on it, and SQLite's wait
+// for a lock does not look at the context: if it has not returned a
+// second later, stderr says so, and a Ctrl-C then exits at once. Nothing
+// is lost that way: every write is a transaction that a killed process
+// leaves whole or undone, and a run left "running" by it is resumed like
+// one whose process died.
+//
+// Only SIGINT, a person at the terminal, hurries the stop. Another
+// SIGTERM is what a shell sends again to a stopped job it already killed
+// when it exits, and a hangup comes with the continue of such a job; the
+// stop those asked for is under way.
 func watchSignals(stderr io.Writer) (context.Context, func()) {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, stopSignals...)
@@ -49,15 +54,21 @@ func watchSignals(stderr io.Writer) (context.Context, func()) {
 		}
 		slow := time.NewTimer(stillStopping)
 		defer slow.Stop()
+		if first == syscall.SIGHUP {
+			slow.Stop() // no terminal to say it on
+		}
 		for {
 			select {
 			case <-slow.C:
-				again := "send the signal again"
+				press := "press Ctrl-C"
 				if first == os.Interrupt {
-					again = "press Ctrl-C again"
+					press += " again"
 				}
-				fmt.Fprintf(stderr, "swarmdeck: still stopping (%s); %s to stop at once\n", first, again)
-			case <-sigs:
+				fmt.Fprintf(stderr, "swarmdeck: still stopping (%s); %s to stop at once\n", first, press)
+			case sig := <-sigs:
+				if sig != os.Interrupt {
+					continue
+				}
 				fmt.Fprintln(stderr, "swarmdeck: stopped at once on a second signal; nothing stored is lost "+
 					"(a run stopped this way resumes as if its process had died)")
 				exitNow(1)
