@@ -117,7 +117,7 @@ func claimRuns(ctx context.Context, st *store.Store, ids []string) ([]claimed, e
 		if err != nil {
 			var held *runtime.RunHeldError
 			if errors.As(err, &held) {
-				err = heldText(held)
+				err = heldText(held, r.Status)
 			}
 			problems = append(problems, err.Error())
 			continue
@@ -152,11 +152,16 @@ func claimRuns(ctx context.Context, st *store.Store, ids []string) ([]claimed, e
 
 // heldText says that a process runs a run, or is deleting it, in the
 // words of a delete.
-func heldText(h *runtime.RunHeldError) error {
-	if h.Deleting {
+func heldText(h *runtime.RunHeldError, status string) error {
+	switch {
+	case h.Deleting:
 		return h
+	case status == "" || status == runtime.RunRunning:
+		return fmt.Errorf("run %s is running in %s: stop that process first (its run stays resumable), then delete it", h.RunID, h.Holder())
 	}
-	return fmt.Errorf("run %s is running in %s: stop that process first (its run stays resumable), then delete it", h.RunID, h.Holder())
+	// A dashboard still open on the run it ran, which holds it for a
+	// message that would reopen it.
+	return fmt.Errorf("run %s (%s) is still open in %s: quit that dashboard first, then delete it", h.RunID, status, h.Holder())
 }
 
 // deleteFailed is the error of a delete that failed on run id after
@@ -326,7 +331,11 @@ func pruneRun(ctx context.Context, st *store.Store, id string, cutoff time.Time,
 	if err != nil {
 		var held *runtime.RunHeldError
 		if errors.As(err, &held) {
-			err = heldText(held)
+			var status string
+			if r, err := st.Run(ctx, id); err == nil {
+				status = r.Status
+			}
+			err = heldText(held, status)
 		}
 		fmt.Fprintf(stderr, "swarmdeck: kept: %s\n", runtime.TerminalText(err.Error()))
 		return false, nil
@@ -372,8 +381,9 @@ func runCount(n int) string {
 func parseAge(s string) (time.Duration, error) {
 	bad := fmt.Errorf("--older-than %q is no age: give a number of days or a duration, e.g. 30d, 12h, 1d12h", s)
 	t := strings.TrimSpace(s)
+	notAbove := fmt.Errorf("--older-than %s: give an age above zero, e.g. 30d", t)
 	if strings.HasPrefix(t, "-") || t == "0" {
-		return 0, fmt.Errorf("--older-than %s: give an age above zero, e.g. 30d", t)
+		return 0, notAbove
 	}
 	var days time.Duration
 	if i := strings.IndexByte(t, 'd'); i >= 0 {
@@ -393,7 +403,7 @@ func parseAge(s string) (time.Duration, error) {
 	}
 	age := days + rest
 	if age <= 0 || rest < 0 {
-		return 0, fmt.Errorf("--older-than %s: give an age above zero, e.g. 30d", t)
+		return 0, notAbove
 	}
 	return age, nil
 }

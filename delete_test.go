@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/swarmdeck/swarmdeck/runtime"
 	"github.com/swarmdeck/swarmdeck/runtime/store"
 )
 
@@ -145,6 +146,8 @@ func TestPruneRuns(t *testing.T) {
 		{nil, "prune: give --older-than DURATION"},
 		{[]string{"--older-than", "0"}, "--older-than 0: give an age above zero"},
 		{[]string{"--older-than", "-1h"}, "--older-than -1h: give an age above zero"},
+		{[]string{"--older-than", "0d"}, "--older-than 0d: give an age above zero"},
+		{[]string{"--older-than", "0d0h"}, "--older-than 0d0h: give an age above zero"},
 		{[]string{"--older-than", "30 days"}, `--older-than "30 days" is no age`},
 		{[]string{"--older-than", "1d", "--vacuum-only"}, "--vacuum-only deletes no run"},
 		{[]string{"r-000001"}, "prune: unknown command \"r-000001\""},
@@ -227,6 +230,23 @@ func TestParseAge(t *testing.T) {
 	for _, in := range []string{"", "0", "0d", "0s", "-1d", "-2h", "d", "1y", "1d-2h", "1dd", "1e9d", "30 days", "NaNd"} {
 		if got, err := parseAge(in); err == nil {
 			t.Errorf("parseAge(%q) = %s, want an error", in, got)
+		}
+	}
+}
+
+// A run held by another process is said as it is stored: a live run is
+// resumable once stopped, an ended one is held by the dashboard still
+// open on it.
+func TestHeldRunText(t *testing.T) {
+	held := &runtime.RunHeldError{RunID: "r-000001", PID: 42}
+	for status, want := range map[string]string{
+		runtime.RunRunning: "run r-000001 is running in another swarmdeck process (pid 42): stop that process first (its run stays resumable), then delete it",
+		"":                 "run r-000001 is running in another swarmdeck process (pid 42): stop that process first",
+		"completed":        "run r-000001 (completed) is still open in another swarmdeck process (pid 42): quit that dashboard first, then delete it",
+		"failed":           "run r-000001 (failed) is still open in another swarmdeck process (pid 42): quit that dashboard first",
+	} {
+		if got := heldText(held, status).Error(); !strings.HasPrefix(got, want) {
+			t.Errorf("held %q: %q, want %q", status, got, want)
 		}
 	}
 }

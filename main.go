@@ -226,7 +226,7 @@ func looksLikeRunID(s string) bool {
 // to do instead. Taken for a goal, each would start a run.
 var notACommand = func() map[string]string {
 	stop := "a run stops with q or ctrl+c in its dashboard, or with ctrl+c or a signal to its process when headless; `swarmdeck runs` lists the runs"
-	settings := "settings live in config.yaml (./config.yaml, else $XDG_CONFIG_HOME/swarmdeck/config.yaml; the README lists them), and `swarmdeck --help` shows the flags"
+	settings := "settings live in config.yaml (./config.yaml, else $XDG_CONFIG_HOME/swarmdeck/config.yaml); the one in swarmdeck's source explains each setting, and `swarmdeck --help` shows the flags"
 	logs := "the log is $XDG_STATE_HOME/swarmdeck/swarmdeck.log unless log_file: in config.yaml names another; `swarmdeck view` shows a run"
 	return map[string]string{
 		"stop": stop, "kill": stop, "cancel": stop, "pause": stop, "quit": stop, "exit": stop,
@@ -339,8 +339,14 @@ Without an API key it uses the scripted model, so "swarmdeck" works offline.`,
 			}
 			hideInHelp(c, unused...)
 		}
-		if c.Name() == "mock-llm" {
-			hideInHelp(c, "config", "db", "provider", "base-url", "model", "workspace", "scripted-latency", "scripted-stream-speed")
+		switch c.Name() {
+		case "mock-llm":
+			hideInHelp(c, sharedFlags...)
+		case "bench":
+			// It refuses them itself, each with its own reason.
+			hideInHelp(c, slices.DeleteFunc(slices.Clone(sharedFlags), func(f string) bool { return f == "db" })...)
+		case "version":
+			takesNoSharedFlags(c, "it prints which swarmdeck this is")
 		}
 	}
 	// --provider completes to the configuration's providers.
@@ -400,6 +406,7 @@ Without an API key it uses the scripted model, so "swarmdeck" works offline.`,
 		// A script that could not be written (a full disk) is a failure,
 		// as for every command's output, not bad usage.
 		for _, sh := range c.Commands() {
+			takesNoSharedFlags(sh, "the script it prints is the same whatever they say")
 			if write := sh.RunE; write != nil {
 				sh.RunE = func(cmd *cobra.Command, args []string) error {
 					if err := write(cmd, args); err != nil {
@@ -423,6 +430,19 @@ var storedOnly = map[string]string{
 	"prune":  "it removes stored runs",
 }
 
+// sharedFlags are the flags every command is given, most of which only
+// the commands that run something take.
+var sharedFlags = []string{"config", "db", "provider", "base-url", "model", "workspace", "scripted-latency", "scripted-stream-speed"}
+
+// takesNoSharedFlags makes command c refuse every shared flag, and leave
+// them out of its help.
+func takesNoSharedFlags(c *cobra.Command, why string) {
+	c.PreRunE = func(cmd *cobra.Command, args []string) error {
+		return refuseFlags(cmd, why, sharedFlags...)
+	}
+	hideInHelp(c, sharedFlags...)
+}
+
 // hideInHelp leaves the shared flags that command c refuses out of its
 // help, which would list them with the others.
 func hideInHelp(c *cobra.Command, names ...string) {
@@ -443,7 +463,7 @@ func hideInHelp(c *cobra.Command, names ...string) {
 func refuseFlags(cmd *cobra.Command, why string, names ...string) error {
 	for _, name := range names {
 		if cmd.Flags().Changed(name) {
-			return usageErr(fmt.Errorf("--%s has no effect on %s: %s", name, cmd.Name(), why))
+			return usageErr(fmt.Errorf("--%s has no effect on %s: %s", name, strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" "), why))
 		}
 	}
 	return nil
