@@ -374,7 +374,7 @@ func (m *model) selectedSession() string {
 	if m.screen == screenSession {
 		return m.transcript.sessionID
 	}
-	return m.sessions.selected
+	return m.sessions.current()
 }
 
 // chrome is what this frame needs besides the panes, with a sheet of
@@ -444,7 +444,7 @@ func (m *model) sync() {
 	}
 	m.layout()
 	m.sessions.sync(m.st)
-	m.plans.show(m.sessions.selected)
+	m.plans.show(m.sessions.current())
 	m.plans.sync(m.st)
 	m.delegations.sync(m.st)
 	m.broadcasts.sync(&m.st.feed, m.st.sessionName)

@@ -85,6 +85,16 @@ func (p *sessionsPane) sync(st *runState) {
 	p.clamp(len(p.rows), p.bodyRows())
 }
 
+// current is the selected session as the pane shows it: none while a
+// filter hides every row, so that nothing acts on a session out of sight
+// (the selection is back once the filter is cleared).
+func (p *sessionsPane) current() string {
+	if p.filter != "" && len(p.rows) == 0 {
+		return ""
+	}
+	return p.selected
+}
+
 func (p *sessionsPane) rebuild(st *runState) {
 	p.rows = p.rows[:0]
 	clear(p.rowIndex)

@@ -109,6 +109,15 @@ func (m *model) askQuit() tea.Cmd {
 	return nil
 }
 
+// noSelection says why an action on the selected session has none to act
+// on.
+func (m *model) noSelection(action string) string {
+	if m.sessions.filter != "" {
+		return "the filter shows no session to " + action + ": " + label(m.keys.Back) + " in Sessions clears it"
+	}
+	return "select a session to " + action + " first"
+}
+
 // startAction opens the dialog of an action key, or refuses it.
 func (m *model) startAction(k tea.KeyPressMsg) tea.Cmd {
 	keys := &m.keys
@@ -154,7 +163,7 @@ func (m *model) startAction(k tea.KeyPressMsg) tea.Cmd {
 		m.dialog.input.Placeholder = "what every agent should know"
 	case key.Matches(k, keys.Message):
 		if sel == "" {
-			m.setStatus("select a session to message first", true)
+			m.setStatus(m.noSelection("message"), true)
 			return nil
 		}
 		if m.st.run.Status == "cancelled" {
@@ -192,7 +201,7 @@ func (m *model) startAction(k tea.KeyPressMsg) tea.Cmd {
 		m.openDialog(dialog{kind: dialogConfirm, confirm: confirmSkipAll})
 	case key.Matches(k, keys.Cancel):
 		if sel == "" {
-			m.setStatus("select a session to cancel first", true)
+			m.setStatus(m.noSelection("cancel"), true)
 			return nil
 		}
 		if n := m.st.sessions[sel]; n != nil && !n.anyActive() {
@@ -457,7 +466,7 @@ func (m *model) dashboardKey(k tea.KeyPressMsg) tea.Cmd {
 		}
 		return m.broadcasts.editFilter()
 	case key.Matches(k, keys.Parent, keys.PrevSibling, keys.NextSibling, keys.FirstChild):
-		if id, ok := m.relative(m.sessions.selected, k); ok {
+		if id, ok := m.relative(m.sessions.current(), k); ok {
 			m.sessions.selectID(m.st, id)
 			m.focus = focusSessions
 		}
@@ -498,7 +507,7 @@ func (m *model) dashboardKey(k tea.KeyPressMsg) tea.Cmd {
 		switch {
 		case key.Matches(k, keys.Open):
 			m.back = backTo{}
-			return m.openSession(m.sessions.selected)
+			return m.openSession(m.sessions.current())
 		case key.Matches(k, keys.Collapse) && m.sessions.filter != "":
 			m.setNote("the filter shows every match unfolded: " + label(keys.Back) + " clears it")
 		case key.Matches(k, keys.Collapse):
@@ -685,7 +694,7 @@ func (m *model) relative(id string, k tea.KeyPressMsg) (string, bool) {
 func (m *model) comeBackHere() {
 	m.back = backTo{set: true, focus: m.focus}
 	if m.focus == focusPlans {
-		m.back.selected = m.sessions.selected
+		m.back.selected = m.sessions.current()
 	}
 	if m.detail.open {
 		b := m.detail.b

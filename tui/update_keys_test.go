@@ -1280,3 +1280,32 @@ func TestReadOnlyRefusalFitsTheRunsEnd(t *testing.T) {
 		}
 	}
 }
+
+// A Sessions filter that hides every row leaves nothing selected: the
+// keys that act on the selected session say so instead of acting on one
+// out of sight, and the selection is back once the filter is cleared.
+func TestFilterHidingEverySessionSelectsNone(t *testing.T) {
+	m, ctl := demoModel(t, 160, 48)
+	m, _ = press(t, m, "down", "down") // researcher (r-1)
+	m, _ = press(t, m, "/")
+	m = typeText(t, m, "zzz")
+	m, _ = press(t, m, "enter")
+	mustContain(t, m, "no session matches", "select a session to see its plan")
+	for _, k := range []string{"x", "m"} {
+		m, _ = press(t, m, k)
+		if m.dialog.kind != dialogNone {
+			t.Fatalf("%s opened a dialog on a session the filter hides:\n%s", k, plainView(m))
+		}
+	}
+	mustContain(t, m, "the filter shows no session to message: esc in Sessions clears it")
+	m, _ = press(t, m, "enter")
+	if m.screen != screenDashboard {
+		t.Fatal("enter opened the transcript of a session the filter hides")
+	}
+	wantCalls(t, ctl)
+
+	m, _ = press(t, m, "esc", "x")
+	if m.dialog.kind != dialogConfirm || m.dialog.target != "s-res1" {
+		t.Fatalf("with the filter cleared, x does not act on the session selected before:\n%s", plainView(m))
+	}
+}

@@ -21,7 +21,7 @@ func (m *model) handleClick(ms tea.Mouse) tea.Cmd {
 		i, ok := m.sessions.rowAt(ms.Y - l.sessions.y)
 		if m.screen == screenSession {
 			if ok && m.sessions.selectRow(i) {
-				return m.openSession(m.sessions.selected)
+				return m.openSession(m.sessions.current())
 			}
 			return nil
 		}
