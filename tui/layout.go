@@ -51,6 +51,20 @@ type screenLayout struct {
 	sheet, status, footer                    rect
 }
 
+// pane is the area of the pane that focus f names; empty when the frame
+// has no room for it.
+func (l screenLayout) pane(f focus) rect {
+	switch f {
+	case focusBroadcasts:
+		return l.broadcasts
+	case focusPlans:
+		return l.plans
+	case focusDelegations:
+		return l.delegations
+	}
+	return l.sessions
+}
+
 const headerRows = 2
 
 // computeLayout is a pure function from the terminal size and the chrome of

@@ -442,7 +442,12 @@ func (m *model) sync() {
 	if m.screen == screenGoal {
 		return
 	}
-	m.layout()
+	l, _ := m.layout()
+	if m.screen == screenDashboard && l.sheet.empty() && m.dialog.kind == dialogNone && l.pane(m.focus).empty() && !l.sessions.empty() {
+		// The terminal shrank under the focused pane (a sheet or a dialog
+		// takes rows from the panes only while it is open).
+		m.focus = focusSessions
+	}
 	m.sessions.sync(m.st)
 	m.plans.show(m.sessions.current())
 	m.plans.sync(m.st)

@@ -447,6 +447,21 @@ func (m *model) handlePaste(msg tea.PasteMsg) tea.Cmd {
 	return cmd
 }
 
+// shownPane is the next pane in the direction step that this frame
+// draws: a short terminal leaves out the least important panes, and focus
+// there would be out of sight, acted on by keys the person cannot follow.
+func (m *model) shownPane(step int) focus {
+	l, _ := m.layout()
+	f := m.focus
+	for range focusCount {
+		f = (f + focus(step) + focusCount) % focusCount
+		if !l.pane(f).empty() {
+			return f
+		}
+	}
+	return m.focus
+}
+
 // page is how far page up/down moves in a pane of h rows.
 func page(h int) int { return max(h-1, 1) }
 
@@ -454,10 +469,10 @@ func (m *model) dashboardKey(k tea.KeyPressMsg) tea.Cmd {
 	keys := &m.keys
 	switch {
 	case key.Matches(k, keys.FocusNext):
-		m.focus = (m.focus + 1) % focusCount
+		m.focus = m.shownPane(1)
 		return nil
 	case key.Matches(k, keys.FocusPrev):
-		m.focus = (m.focus + focusCount - 1) % focusCount
+		m.focus = m.shownPane(-1)
 		return nil
 	case key.Matches(k, keys.Filter):
 		m.focus = m.filteredPane()

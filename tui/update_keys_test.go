@@ -1309,3 +1309,42 @@ func TestFilterHidingEverySessionSelectsNone(t *testing.T) {
 		t.Fatalf("with the filter cleared, x does not act on the session selected before:\n%s", plainView(m))
 	}
 }
+
+// On a terminal too short for all four panes, tab moves only between the
+// panes drawn, and a pane that a shrinking terminal leaves out gives the
+// focus back to Sessions.
+func TestFocusSkipsPanesNotDrawn(t *testing.T) {
+	m, _ := demoModel(t, 60, 16)
+	l, _ := m.layout()
+	if !l.delegations.empty() {
+		t.Skip("60x16 draws every pane now; the test needs a size that does not")
+	}
+	seen := map[focus]bool{}
+	for range 8 {
+		m, _ = press(t, m, "tab")
+		seen[m.focus] = true
+		if l.pane(m.focus).empty() {
+			t.Fatalf("tab focused pane %d, which is not drawn:\n%s", m.focus, plainView(m))
+		}
+	}
+	for range 8 {
+		m, _ = press(t, m, "shift+tab")
+		if l.pane(m.focus).empty() {
+			t.Fatalf("shift+tab focused pane %d, which is not drawn", m.focus)
+		}
+	}
+	if !seen[focusSessions] || !seen[focusBroadcasts] {
+		t.Errorf("tab did not reach every pane drawn: %v", seen)
+	}
+
+	m, _ = demoModel(t, 160, 48)
+	m, _ = press(t, m, "shift+tab")
+	if m.focus != focusDelegations {
+		t.Fatalf("shift+tab from Sessions focused %d, want Delegations", m.focus)
+	}
+	m, _ = update(m, windowSize(60, 16))
+	plainView(m)
+	if m.focus != focusSessions {
+		t.Errorf("after the terminal shrank under Delegations the focus is %d, want Sessions", m.focus)
+	}
+}
