@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"slices"
 	"sort"
 	"strings"
 
@@ -120,6 +121,16 @@ func setKeys(b *key.Binding, keys []string, desc string, g *glyphs) {
 		labels[i] = g.key(k)
 	}
 	*b = key.NewBinding(key.WithKeys(keys...), key.WithHelp(strings.Join(labels, "/"), desc))
+}
+
+// uses reports whether an action is bound to key k.
+func (k *keyMap) uses(name string) bool {
+	for _, a := range k.actions() {
+		if slices.Contains(a.b.Keys(), name) {
+			return true
+		}
+	}
+	return false
 }
 
 // label is the help text of a binding's keys, for hints inside the screen.

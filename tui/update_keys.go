@@ -26,6 +26,13 @@ func (m *model) handleKey(k tea.KeyPressMsg) tea.Cmd {
 	if key.Matches(k, keys.Suspend) {
 		return m.suspend()
 	}
+	if k.Code == tea.KeyEscape && k.Mod == tea.ModAlt && !keys.uses(k.String()) {
+		// Two esc within a few milliseconds (a quick double tap, a held
+		// key) reach the program as one alt+esc, which did nothing.
+		esc := tea.KeyPressMsg{Code: tea.KeyEscape}
+		first := m.handleKey(esc)
+		return tea.Batch(first, m.handleKey(esc))
+	}
 	if m.width < minWidth || m.height < minHeight {
 		// Nothing is visible to act on, not even a quit confirmation; the
 		// message says ctrl+c quits.

@@ -1348,3 +1348,27 @@ func TestFocusSkipsPanesNotDrawn(t *testing.T) {
 		t.Errorf("after the terminal shrank under Delegations the focus is %d, want Sessions", m.focus)
 	}
 }
+
+// A quick double esc arrives as one alt+esc: it acts as the two presses.
+func TestDoubleEscArrivingAsAltEsc(t *testing.T) {
+	altEsc := tea.KeyPressMsg{Code: tea.KeyEscape, Mod: tea.ModAlt}
+	m, _ := demoModel(t, 80, 24)
+	m, _ = press(t, m, "?")
+	mustContain(t, m, "Keys")
+	var cmd tea.Cmd
+	m, cmd = update(m, altEsc)
+	m, _ = drive(t, m, cmd)
+	if m.showHelp {
+		t.Fatal("a double esc left the help sheet open")
+	}
+
+	m, _ = press(t, m, "down", "m")
+	m = typeText(t, m, "draft")
+	m, cmd = update(m, altEsc)
+	m, _ = drive(t, m, cmd)
+	if m.dialog.kind != dialogNone {
+		t.Fatal("a double esc left the message dialog open")
+	}
+	m, _ = press(t, m, "m")
+	mustContain(t, m, "> draft") // kept for the next time, as after one esc
+}
