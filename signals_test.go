@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"os"
@@ -11,31 +10,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/swarmdeck/swarmdeck/runtime/store"
 )
-
-// syncBuffer is a bytes.Buffer that a process writes while a test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // holdDatabase takes db whole, as a `delete` compacting it does, until the
 // test ends.
@@ -94,7 +74,7 @@ func TestSecondSignalStopsAtOnce(t *testing.T) {
 	holdDatabase(t, db)
 
 	cmd := exec.Command(bin, "runs", "--db", db)
-	var stderr syncBuffer
+	var stderr lockedBuffer
 	cmd.Stderr = &stderr
 	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+dir, "XDG_CONFIG_HOME="+dir, "XDG_DATA_HOME="+dir)
 	if err := cmd.Start(); err != nil {
