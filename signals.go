@@ -24,9 +24,6 @@ var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, sys
 // slow disk holds it.
 const stillStopping = time.Second
 
-// exitNow ends the process on a second signal; tests replace it.
-var exitNow = os.Exit
-
 // watchSignals returns a context that the first stop signal ends, with a
 // signalCause. A command may take a while to act on it, and SQLite's wait
 // for a lock does not look at the context: if it has not returned a
@@ -71,7 +68,7 @@ func watchSignals(stderr io.Writer) (context.Context, func()) {
 				}
 				fmt.Fprintln(stderr, "swarmdeck: stopped at once on a second signal; nothing stored is lost "+
 					"(a run stopped this way resumes as if its process had died)")
-				exitNow(1)
+				os.Exit(1)
 				return
 			case <-done:
 				return

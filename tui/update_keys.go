@@ -13,9 +13,9 @@ import (
 
 const readOnlyText = "read-only: view only shows a run; steer it from the dashboard that runs it, or resume it once it is stopped"
 
-// handleKey routes a key press. The order is fixed: ctrl+c, ctrl+z, the goal prompt,
-// an open dialog, a broadcast's sheet, the filter input, then global keys,
-// then the focused pane.
+// handleKey routes a key press. The order is fixed: ctrl+c, ctrl+z, the
+// goal prompt, an open dialog, a broadcast's sheet, the filter input, then
+// global keys, then the focused pane.
 // runtime/config/keys.go lists which actions each of these places reads, to
 // refuse a key bound to two of them; change both together.
 func (m *model) handleKey(k tea.KeyPressMsg) tea.Cmd {
