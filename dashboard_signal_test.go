@@ -263,11 +263,21 @@ func TestDashboardDrawsOnTheTerminalWhenStdoutIsAFile(t *testing.T) {
 // A stopped dashboard killed by its shell's `kill %1` (SIGTERM, then
 // SIGCONT so that the job takes it) ends, its run stored interrupted. It
 // used to restore its terminal from the background, which stopped it
-// again, and it waited stopped, its run held under its lock, until fg.
+// again, and it waited stopped, its run held under its lock, until fg:
+// after a stop from outside, and after its own ctrl+z.
 func TestStoppedDashboardEndsOnKill(t *testing.T) {
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("no bash for job control")
 	}
+	t.Run("SIGSTOP", func(t *testing.T) {
+		testStoppedDashboardEndsOnKill(t, func(pid int, _ *os.File) { syscall.Kill(pid, syscall.SIGSTOP) })
+	})
+	t.Run("ctrl+z", func(t *testing.T) {
+		testStoppedDashboardEndsOnKill(t, func(_ int, master *os.File) { master.Write([]byte{0x1a}) })
+	})
+}
+
+func testStoppedDashboardEndsOnKill(t *testing.T, stop func(pid int, master *os.File)) {
 	bin := dashboardBinary(t)
 	master, slave := openPTY(t, 40, 120)
 	dir := t.TempDir()
@@ -292,7 +302,7 @@ echo "job ended: $?" >&2`
 	var pid int
 	fmt.Sscan(string(out), &pid)
 	defer syscall.Kill(pid, syscall.SIGKILL) // a dashboard left stopped
-	syscall.Kill(pid, syscall.SIGSTOP)
+	stop(pid, master)
 	if !waitExit(cmd, func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); syscall.Kill(pid, syscall.SIGKILL) }) {
 		t.Fatalf("the killed dashboard did not end within 20 s; its terminal's last output:\n%q", tail(scr.String(), 600))
 	}
@@ -359,10 +369,22 @@ func TestDashboardResumeRefusalIsBadUsage(t *testing.T) {
 // ctrl+z in the dashboard stops it as a job of the shell, its terminal
 // handed back; fg continues it with the terminal taken again and a word
 // that the run was paused.
+//
+// bg first lets the run go on without a screen: fg sends no continue to a
+// running job, and the dashboard comes back all the same.
 func TestDashboardSuspendsOnCtrlZ(t *testing.T) {
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("no bash for job control")
 	}
+	t.Run("fg", func(t *testing.T) {
+		testDashboardSuspends(t, `fg %1 >/dev/null`, "back: the run was paused while swarmdeck was suspended")
+	})
+	t.Run("bg then fg", func(t *testing.T) {
+		testDashboardSuspends(t, `bg %1 >/dev/null; sleep 1; fg %1 >/dev/null`, "back: the run went on while swarmdeck was in the background")
+	})
+}
+
+func testDashboardSuspends(t *testing.T, continueJob, note string) {
 	bin := dashboardBinary(t)
 	master, slave := openPTY(t, 40, 120)
 	dir := t.TempDir()
@@ -371,7 +393,7 @@ func TestDashboardSuspendsOnCtrlZ(t *testing.T) {
 	script := `set -m
 "$0" "$@"
 echo "job stopped: $?" >&2
-fg %1 >/dev/null
+` + continueJob + `
 echo "job ended: $?" >&2`
 	cmd := exec.CommandContext(ctx, "bash", append([]string{"-c", script, bin}, demoArgs(filepath.Join(dir, "swarmdeck.db"), dir)...)...)
 	scr := startOnPTY(t, ctx, cmd, master, slave)
@@ -387,7 +409,7 @@ echo "job ended: $?" >&2`
 	}
 	master.Write([]byte{0x1a}) // ctrl+z, a key in the dashboard's raw mode
 	waitScreen("job stopped: 148")
-	waitScreen("back: the run was paused while swarmdeck was suspended")
+	waitScreen(note)
 	tio, err := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS)
 	if err != nil {
 		t.Fatal(err)

@@ -4,10 +4,12 @@ package tui
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"os/signal"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	tea "charm.land/bubbletea/v2"
 	"golang.org/x/sys/unix"
@@ -19,22 +21,53 @@ import (
 // dashboard, still drawing as if in raw mode, had its keys echoed and the
 // shell's lines left across it.
 //
-// After a ctrl+z the dashboard asked for (ours set), Bubble Tea takes the
-// terminal back itself.
+// After a ctrl+z (ours set) the terminal is already the shell's: it is
+// taken back once the job is in the foreground again, and the dashboard
+// told. A job that bg continued runs on without a screen: fg sends no
+// continue to a running job, so its turn to the foreground is watched
+// for instead.
 func followCont(ctx context.Context, p *tea.Program, tty *os.File, ours *atomic.Bool) {
 	cont := make(chan os.Signal, 1)
 	signal.Notify(cont, syscall.SIGCONT)
 	defer signal.Stop(cont)
+	var watch *time.Ticker
+	var watching <-chan time.Time
+	defer func() {
+		if watch != nil {
+			watch.Stop()
+		}
+	}()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-cont:
+		case <-watching:
 		}
 		// Not when it ends (a kill of a stopped job comes with a SIGCONT)
 		// nor from the background (bg): setting the terminal's modes there
 		// would stop the process again (SIGTTOU); fg sends another SIGCONT.
-		if ours.Swap(false) || ctx.Err() != nil || !foreground(tty) {
+		if ctx.Err() != nil {
+			continue
+		}
+		if !foreground(tty) {
+			if ours.Load() && watch == nil {
+				watch = time.NewTicker(fgWatch)
+				watching = watch.C
+			}
+			continue
+		}
+		background := watch != nil
+		if watch != nil {
+			watch.Stop()
+			watch, watching = nil, nil
+		}
+		if ours.Swap(false) {
+			if err := p.RestoreTerminal(); err != nil {
+				slog.Warn("tui: taking the terminal back after ctrl+z", "err", err)
+			}
+			p.Send(tea.ClearScreen()) // the alternate screen came back empty
+			p.Send(resumedMsg{background: background})
 			continue
 		}
 		if err := p.ReleaseTerminal(); err == nil {
@@ -43,11 +76,23 @@ func followCont(ctx context.Context, p *tea.Program, tty *os.File, ours *atomic.
 	}
 }
 
+// fgWatch is how often a dashboard running in the background after a
+// ctrl+z and bg looks whether fg has brought it back.
+const fgWatch = 200 * time.Millisecond
+
 // foreground reports whether this process's group is the terminal's
 // foreground group.
 func foreground(tty *os.File) bool {
 	pgrp, err := unix.IoctlGetInt(int(tty.Fd()), unix.TIOCGPGRP)
 	return err == nil && pgrp == unix.Getpgrp()
+}
+
+// stopProcess hands the terminal back and stops this process's group as
+// the terminal's ctrl+z would.
+func stopProcess(p *tea.Program) {
+	if p.ReleaseTerminal() == nil {
+		syscall.Kill(0, syscall.SIGTSTP)
+	}
 }
 
 // quietStop lets a dashboard that ends from the background (a stopped job

@@ -12,5 +12,8 @@ import (
 // continued by signals.
 func followCont(context.Context, *tea.Program, *os.File, *atomic.Bool) {}
 
+// stopProcess does nothing on Windows (jobControl is false there).
+func stopProcess(*tea.Program) {}
+
 // quietStop does nothing on Windows, which has no background stops.
 func quietStop() {}

@@ -276,8 +276,8 @@ func (m *model) update(msg tea.Msg) (cmd tea.Cmd) {
 			m.isDark = msg.IsDark()
 			m.applyTheme()
 		}
-	case tea.ResumeMsg:
-		m.resumed()
+	case resumedMsg:
+		m.resumed(msg)
 	case tea.KeyPressMsg:
 		cmd = m.handleKey(msg)
 	case tea.PasteMsg:

@@ -168,6 +168,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 
 	prog := tea.NewProgram(m, popts...)
+	m.suspender.stop = func() { stopProcess(prog) }
 	go followCont(pctx, prog, out, m.suspender.ours)
 	final, err := prog.Run()
 	if fm, ok := final.(Model); ok {

@@ -8,12 +8,20 @@ import (
 
 // suspender is how ctrl+z hands the terminal back to the shell. The whole
 // process stops, the run with it, until the shell's fg continues it.
+//
+// Bubble Tea's own suspend takes the terminal back as soon as the process
+// is continued, which a shell's `kill %1` of the stopped job also does,
+// from the background: the kernel stopped the process again for it, and
+// the run stayed "running" until an fg. So the dashboard stops itself and
+// leaves the continue to followCont, which takes the terminal back only
+// in the foreground.
 type suspender struct {
 	// possible reports whether a stop could be undone from the terminal.
 	possible func() bool
-	// ours is set while a stop the dashboard asked for is under way:
-	// Bubble Tea takes the terminal back itself then, and followCont,
-	// which does it after a stop from outside, leaves it alone.
+	// stop hands the terminal back and stops the process (nil in tests).
+	stop func()
+	// ours is set from a ctrl+z until the terminal is taken back, for the
+	// note that the run was paused.
 	ours *atomic.Bool
 }
 
@@ -25,18 +33,39 @@ func newSuspender() suspender {
 // cannot.
 func (m *model) suspend() tea.Cmd {
 	if !m.suspender.possible() {
+		if m.screen == screenGoal {
+			return nil // no status line there; nothing runs yet either
+		}
 		m.setStatus(label(m.keys.Suspend)+" cannot suspend here: no shell with job control started swarmdeck to continue it; "+
 			label(m.keys.Quit)+" quits (the run stays stored)", true)
 		return nil
 	}
 	m.suspender.ours.Store(true)
-	return tea.Suspend
+	stop := m.suspender.stop
+	return func() tea.Msg {
+		if stop != nil {
+			stop()
+		}
+		return suspendedMsg{}
+	}
 }
 
-// resumed follows the continue after a ctrl+z.
-func (m *model) resumed() {
+// suspendedMsg follows the stop of a ctrl+z.
+type suspendedMsg struct{}
+
+// resumedMsg is the terminal taken back after a ctrl+z; background: the
+// job ran in the background (bg) meanwhile.
+type resumedMsg struct{ background bool }
+
+// resumed follows the terminal taken back after a ctrl+z.
+func (m *model) resumed(msg resumedMsg) {
 	m.suspender.ours.Store(false)
-	if m.ctl != nil && !m.readOnly && m.st.run.Status == "running" {
+	if m.ctl == nil || m.readOnly || m.st.run.Status != "running" {
+		return
+	}
+	if msg.background {
+		m.setNote("back: the run went on while swarmdeck was in the background")
+	} else {
 		m.setNote("back: the run was paused while swarmdeck was suspended")
 	}
 }

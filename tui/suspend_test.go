@@ -8,7 +8,7 @@ import (
 
 func suspendSeen(msgs []tea.Msg) bool {
 	for _, m := range msgs {
-		if _, ok := m.(tea.SuspendMsg); ok {
+		if _, ok := m.(suspendedMsg); ok {
 			return true
 		}
 	}
@@ -20,20 +20,30 @@ func suspendSeen(msgs []tea.Msg) bool {
 func TestCtrlZSuspends(t *testing.T) {
 	m, _ := demoModel(t, 120, 40)
 	m.suspender.possible = func() bool { return true }
+	stops := 0
+	m.suspender.stop = func() { stops++ }
 	m, _ = press(t, m, "down", "m")
 	m = typeText(t, m, "hold on")
 	m, seen := press(t, m, "ctrl+z")
 	if !suspendSeen(seen) {
 		t.Fatalf("ctrl+z did not suspend; messages %v", seen)
 	}
-	if !m.suspender.ours.Load() {
-		t.Error("the suspension is not marked as the dashboard's own, for followCont to leave alone")
+	if stops != 1 {
+		t.Errorf("ctrl+z stopped the process %d times, want once", stops)
 	}
-	m, _ = update(m, tea.ResumeMsg{})
+	if !m.suspender.ours.Load() {
+		t.Error("the suspension is not marked as the dashboard's own, for the note when it is continued")
+	}
+	m, _ = update(m, resumedMsg{})
 	if m.suspender.ours.Load() {
 		t.Error("still marked as suspending after the continue")
 	}
 	mustContain(t, m, "back: the run was paused while swarmdeck was suspended", "> hold on")
+
+	// bg, then fg: the run went on meanwhile.
+	m, _ = press(t, m, "ctrl+z")
+	m, _ = update(m, resumedMsg{background: true})
+	mustContain(t, m, "back: the run went on while swarmdeck was in the background")
 }
 
 // Without a shell with job control, a stop would never be continued:
@@ -46,4 +56,15 @@ func TestCtrlZWithoutJobControl(t *testing.T) {
 		t.Fatal("ctrl+z suspended with nothing to continue the process")
 	}
 	mustContain(t, m, "ctrl+z cannot suspend here")
+
+	// At the goal prompt, which has no status line, it does nothing, and
+	// the first frame of the run does not say it.
+	m = New(Options{Theme: "dark", Provider: "scripted", Model: "demo", Scripted: true})
+	t.Cleanup(m.cancel)
+	m.ticks = false
+	m, _ = update(m, windowSize(160, 48))
+	m.suspender.possible = func() bool { return false }
+	if m, seen = press(t, m, "ctrl+z"); suspendSeen(seen) || m.status.text != "" {
+		t.Fatalf("ctrl+z at the goal prompt: suspended %v, status %q", suspendSeen(seen), m.status.text)
+	}
 }
