@@ -312,7 +312,7 @@ func (c *Client) attempt(ctx context.Context, oreq openai.ChatCompletionRequest,
 		switch {
 		case idle <= 0:
 		case watchdog == nil:
-			watchdog = time.AfterFunc(idle, func() { cancel(errIdleStall) })
+			watchdog = stallTimer(idle, func() { cancel(errIdleStall) })
 		default:
 			watchdog.Reset(idle)
 		}
