@@ -295,7 +295,7 @@ func (c *Client) attempt(ctx context.Context, oreq openai.ChatCompletionRequest,
 	// it includes prompt processing, which can be long on local servers,
 	// some of which send the response headers before it (vLLM), and is
 	// CallTimeout's to bound.
-	var watchdog *time.Timer
+	var watchdog *stallWatch
 	idle := time.Duration(c.idleTimeout.Load())
 	var (
 		ch      chunk
@@ -312,9 +312,9 @@ func (c *Client) attempt(ctx context.Context, oreq openai.ChatCompletionRequest,
 		switch {
 		case idle <= 0:
 		case watchdog == nil:
-			watchdog = stallTimer(idle, func() { cancel(errIdleStall) })
+			watchdog = newStallWatch(idle, func() { cancel(errIdleStall) })
 		default:
-			watchdog.Reset(idle)
+			watchdog.seen()
 		}
 		if len(line) == 0 {
 			continue
@@ -345,23 +345,19 @@ func (c *Client) attempt(ctx context.Context, oreq openai.ChatCompletionRequest,
 	default:
 		failure = finishFailure(acc.finish)
 	}
+	if watchdog != nil {
+		watchdog.stop()
+	}
 	if failure != nil {
-		if watchdog != nil {
-			watchdog.Stop()
-		}
 		cancel(errAborted) // so Close does not wait to drain a broken stream
 		stream.Close()
 		return c.failure(ctx, actx, info, failure, true)
 	}
 	// Draining the tail keeps the connection reusable; bound it in case a
 	// server holds the stream open after its last chunk.
-	if watchdog == nil {
-		watchdog = time.AfterFunc(drainWait, func() { cancel(errAborted) })
-	} else {
-		watchdog.Reset(drainWait)
-	}
+	drain := time.AfterFunc(drainWait, func() { cancel(errAborted) })
 	stream.Close()
-	watchdog.Stop()
+	drain.Stop()
 	return nil
 }
 
