@@ -270,14 +270,16 @@ func TestStoppedDashboardEndsOnKill(t *testing.T) {
 		t.Skip("no bash for job control")
 	}
 	t.Run("SIGSTOP", func(t *testing.T) {
-		testStoppedDashboardEndsOnKill(t, func(pid int, _ *os.File) { syscall.Kill(pid, syscall.SIGSTOP) })
+		testStoppedDashboardEndsOnKill(t, func(pid int, _ *os.File) { syscall.Kill(pid, syscall.SIGSTOP) }, false)
 	})
+	// After its own ctrl+z the terminal is the shell's: the dashboard
+	// ends without drawing on it or setting its modes.
 	t.Run("ctrl+z", func(t *testing.T) {
-		testStoppedDashboardEndsOnKill(t, func(_ int, master *os.File) { master.Write([]byte{0x1a}) })
+		testStoppedDashboardEndsOnKill(t, func(_ int, master *os.File) { master.Write([]byte{0x1a}) }, true)
 	})
 }
 
-func testStoppedDashboardEndsOnKill(t *testing.T, stop func(pid int, master *os.File)) {
+func testStoppedDashboardEndsOnKill(t *testing.T, stop func(pid int, master *os.File), quiet bool) {
 	bin := dashboardBinary(t)
 	master, slave := openPTY(t, 40, 120)
 	dir := t.TempDir()
@@ -323,6 +325,9 @@ echo "job ended: $?" >&2`
 	runs, err := exec.Command(bin, "--db", db, "runs").CombinedOutput()
 	if err != nil || !strings.Contains(string(runs), "interrupted") {
 		t.Errorf("the run is not stored interrupted: %v\n%s\nterminal: %q", err, runs, tail(scr.String(), 800))
+	}
+	if _, after, _ := strings.Cut(scr.String(), "job stopped"); quiet && strings.Contains(after, "\x1b[") {
+		t.Errorf("the dashboard drew on the shell's terminal as it ended:\n%q", after)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -92,6 +93,45 @@ func foreground(tty *os.File) bool {
 func stopProcess(p *tea.Program) {
 	if p.ReleaseTerminal() == nil {
 		syscall.Kill(0, syscall.SIGTSTP)
+	}
+}
+
+// quietEnd keeps a dashboard that ends with its terminal handed back
+// (after ctrl+z, stopped or run on with bg, then `kill %1`) off the
+// terminal the shell has: Bubble Tea's shutdown would draw its last frame
+// down the shell's screen and set the terminal's modes under the line the
+// shell is reading. Its descriptors point at /dev/null until the returned
+// func puts them back, for what is printed after the dashboard.
+func quietEnd(out *os.File, released bool) (restore func()) {
+	if !released || foreground(out) {
+		return func() {}
+	}
+	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		return func() {}
+	}
+	defer null.Close()
+	var saved [][2]int // descriptor, its copy
+	for _, f := range []*os.File{out, os.Stdin} {
+		fd := int(f.Fd())
+		if slices.ContainsFunc(saved, func(s [2]int) bool { return s[0] == fd }) {
+			continue
+		}
+		keep, err := unix.Dup(fd)
+		if err != nil {
+			continue
+		}
+		if err := unix.Dup2(int(null.Fd()), fd); err != nil {
+			unix.Close(keep)
+			continue
+		}
+		saved = append(saved, [2]int{fd, keep})
+	}
+	return func() {
+		for _, s := range saved {
+			unix.Dup2(s[1], s[0])
+			unix.Close(s[1])
+		}
 	}
 }
 

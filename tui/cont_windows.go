@@ -15,5 +15,8 @@ func followCont(context.Context, *tea.Program, *os.File, *atomic.Bool) {}
 // stopProcess does nothing on Windows (jobControl is false there).
 func stopProcess(*tea.Program) {}
 
+// quietEnd does nothing on Windows, which has no background stops.
+func quietEnd(*os.File, bool) func() { return func() {} }
+
 // quietStop does nothing on Windows, which has no background stops.
 func quietStop() {}

@@ -152,10 +152,19 @@ func Run(ctx context.Context, opts Options) error {
 	// terminal may do so from the background (see quietStop).
 	tctx, tcancel := context.WithCancelCause(context.Background())
 	defer tcancel(nil)
+	unmute := make(chan func(), 1)
 	go func() {
 		<-pctx.Done()
 		quietStop()
+		unmute <- quietEnd(out, m.suspender.ours.Load())
 		tcancel(context.Cause(pctx))
+	}()
+	defer func() {
+		select {
+		case restore := <-unmute:
+			restore()
+		default:
+		}
 	}()
 	popts := []tea.ProgramOption{tea.WithContext(tctx), tea.WithoutSignalHandler(), tea.WithOutput(out)}
 	// NO_COLOR (https://no-color.org): any non-empty value. The theme then
