@@ -123,7 +123,7 @@ func setKeys(b *key.Binding, keys []string, desc string, g *glyphs) {
 	*b = key.NewBinding(key.WithKeys(keys...), key.WithHelp(strings.Join(labels, "/"), desc))
 }
 
-// uses reports whether an action is bound to key k.
+// uses reports whether an action is bound to the key named name.
 func (k *keyMap) uses(name string) bool {
 	for _, a := range k.actions() {
 		if slices.Contains(a.b.Keys(), name) {

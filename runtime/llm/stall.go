@@ -73,13 +73,14 @@ func (w *stallWatch) arm(after time.Duration) {
 
 func (w *stallWatch) check() {
 	at := now()
+	cont, quiet := sinceContinued(), at-time.Duration(w.last.Load())
 	switch {
 	case at-time.Duration(w.due.Load()) > overdue:
 		w.arm(w.d) // the process was stopped: the silence starts now
-	case sinceContinued() < w.d:
-		w.arm(w.d - sinceContinued())
-	case at-time.Duration(w.last.Load()) < w.d:
-		w.arm(w.d - (at - time.Duration(w.last.Load())))
+	case cont < w.d:
+		w.arm(w.d - cont)
+	case quiet < w.d:
+		w.arm(w.d - quiet)
 	default:
 		w.fire()
 	}

@@ -28,28 +28,15 @@ func TestIdleTimeoutCountsFromAContinue(t *testing.T) {
 		{"not continued", false, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
-				s := startSSE(w)
-				s.data(contentChunk("Hello, "))
-				if n == 1 {
-					// The first chunk is read; 0.6 s on, the process is
-					// "continued"; the next chunk comes 1.2 s after the
-					// first, past the 1 s idle timeout from it, but not
-					// from the continue.
-					time.Sleep(600 * time.Millisecond)
-					if tc.continued {
-						syscall.Kill(os.Getpid(), syscall.SIGCONT)
-					}
-					select {
-					case <-time.After(600 * time.Millisecond):
-					case <-r.Context().Done():
-						return
-					}
+			// The first chunk is read; 0.6 s on, the process is
+			// "continued"; the next chunk comes 1.2 s after the first,
+			// past the 1 s idle timeout from it, but not from the continue.
+			fs := newFakeServer(t, pausingReply(func() {
+				time.Sleep(600 * time.Millisecond)
+				if tc.continued {
+					syscall.Kill(os.Getpid(), syscall.SIGCONT)
 				}
-				s.data(contentChunk("world"))
-				s.data(finishChunk("stop"))
-				s.done()
-			})
+			}, 600*time.Millisecond))
 			c, _ := newTestClient(fs, func(c *Config) { c.IdleTimeout = time.Second })
 			resp := mustStream(t, c, userRequest("x"), nil)
 			if resp.Attempts != tc.attempts || resp.Content != "Hello, world" {
@@ -104,14 +91,23 @@ func TestIdleTimeoutSpansAStop(t *testing.T) {
 // the first, with an idle timeout of 1 s; the parent test stops this
 // process right after the first.
 func streamAcrossAStop(t *testing.T) {
-	fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+	fs := newFakeServer(t, pausingReply(func() { fmt.Println("first chunk sent") }, 2*time.Second))
+	c, _ := newTestClient(fs, func(c *Config) { c.IdleTimeout = time.Second })
+	resp := mustStream(t, c, userRequest("x"), nil)
+	fmt.Printf("attempts: %d\n", resp.Attempts)
+}
+
+// pausingReply answers "Hello, world" in two chunks. Between them, on the
+// first request only, it runs mid and then waits pause (less if the client
+// leaves).
+func pausingReply(mid func(), pause time.Duration) func(int, http.ResponseWriter, *http.Request) {
+	return func(n int, w http.ResponseWriter, r *http.Request) {
 		s := startSSE(w)
 		s.data(contentChunk("Hello, "))
-		w.(http.Flusher).Flush()
 		if n == 1 {
-			fmt.Println("first chunk sent")
+			mid()
 			select {
-			case <-time.After(2 * time.Second):
+			case <-time.After(pause):
 			case <-r.Context().Done():
 				return
 			}
@@ -119,8 +115,5 @@ func streamAcrossAStop(t *testing.T) {
 		s.data(contentChunk("world"))
 		s.data(finishChunk("stop"))
 		s.done()
-	})
-	c, _ := newTestClient(fs, func(c *Config) { c.IdleTimeout = time.Second })
-	resp := mustStream(t, c, userRequest("x"), nil)
-	fmt.Printf("attempts: %d\n", resp.Attempts)
+	}
 }
