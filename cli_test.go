@@ -889,6 +889,26 @@ func TestCompletionAndClosedOutput(t *testing.T) {
 	if code, _ := cli(&out, "__complete", "--db", db, "resume", ""); code != 0 || strings.Contains(out.String(), live.ID()) {
 		t.Errorf("resume completes %q, a run live in this process among them", out.String())
 	}
+	// Flags a command refuses are not offered after it.
+	for _, tc := range []struct {
+		args      []string
+		want, not string
+	}{
+		{[]string{"runs", "--"}, "--limit", "--model"},
+		{[]string{"--db", db, "export", "r-000001", "--"}, "--config", "--workspace"},
+		{[]string{"version", "--"}, "--help", "--db"},
+		{[]string{"bench", "--"}, "--agents", "--scripted-latency"},
+		{[]string{"mock-llm", "--"}, "--scenario", "--config"},
+		{[]string{"completion", "bash", "--"}, "--no-descriptions", "--db"},
+		{[]string{"run", "--"}, "--model", "--limit"},
+	} {
+		out.Reset()
+		code, _ := cli(&out, append([]string{"__complete"}, tc.args...)...)
+		flags := "\n" + out.String()
+		if code != 0 || !strings.Contains(flags, "\n"+tc.want+"\t") || strings.Contains(flags, "\n"+tc.not+"\t") {
+			t.Errorf("%q completes %q: want %s, not %s", tc.args, out.String(), tc.want, tc.not)
+		}
+	}
 	out.Reset()
 	if code, _ := cli(&out, "__complete", "--provider", ""); code != 0 || !strings.HasPrefix(out.String(), "auto\nopenai\nscripted\n") {
 		t.Errorf("--provider completes %q", out.String())

@@ -164,6 +164,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	out := &recorded{w: stdout}
 	root, cf := newRootCmd(stdin, out, stderr)
 	root.SetArgs(args)
+	hideRefusedInCompletion(root, args)
 	root.SetOut(out)
 	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
@@ -443,9 +444,17 @@ func takesNoSharedFlags(c *cobra.Command, why string) {
 	hideInHelp(c, sharedFlags...)
 }
 
+// refusedAnnotation lists, on a command, the shared flags it refuses.
+const refusedAnnotation = "swarmdeck/refused-flags"
+
 // hideInHelp leaves the shared flags that command c refuses out of its
-// help, which would list them with the others.
+// help, which would list them with the others, and out of what the shell
+// completes after it (see hideRefusedInCompletion).
 func hideInHelp(c *cobra.Command, names ...string) {
+	if c.Annotations == nil {
+		c.Annotations = map[string]string{}
+	}
+	c.Annotations[refusedAnnotation] = strings.Join(names, " ")
 	help := c.HelpFunc()
 	c.SetHelpFunc(func(cmd *cobra.Command, args []string) {
 		for _, name := range names {
@@ -456,6 +465,26 @@ func hideInHelp(c *cobra.Command, names ...string) {
 		}
 		help(cmd, args)
 	})
+}
+
+// hideRefusedInCompletion hides the shared flags that the command being
+// completed refuses, when args ask cobra for completions: offered after
+// `swarmdeck runs --`, --model would only lead to an error. The flags are
+// the root's, shared by every command, so this is done once the command
+// is known, for a process that does nothing else.
+func hideRefusedInCompletion(root *cobra.Command, args []string) {
+	if len(args) == 0 || (args[0] != cobra.ShellCompRequestCmd && args[0] != cobra.ShellCompNoDescRequestCmd) {
+		return
+	}
+	c, _, err := root.Find(args[1:])
+	if err != nil || c == nil {
+		return
+	}
+	for _, name := range strings.Fields(c.Annotations[refusedAnnotation]) {
+		if f := root.PersistentFlags().Lookup(name); f != nil {
+			f.Hidden = true
+		}
+	}
 }
 
 // refuseFlags refuses the shared flags a command does not use: ignored,
