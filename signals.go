@@ -57,11 +57,15 @@ func watchSignals(stderr io.Writer) (context.Context, func()) {
 		for {
 			select {
 			case <-slow.C:
-				press := "press Ctrl-C"
-				if first == os.Interrupt {
-					press += " again"
+				how := "press Ctrl-C"
+				switch {
+				case inBackground(stderr):
+					// A Ctrl-C typed at the shell goes to its foreground job.
+					how = fmt.Sprintf("kill -INT %d", os.Getpid())
+				case first == os.Interrupt:
+					how += " again"
 				}
-				fmt.Fprintf(stderr, "swarmdeck: still stopping (%s); %s to stop at once\n", first, press)
+				fmt.Fprintf(stderr, "swarmdeck: still stopping (%s); %s to stop at once\n", first, how)
 			case sig := <-sigs:
 				if sig != os.Interrupt {
 					continue

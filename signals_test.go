@@ -5,9 +5,11 @@ package main
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -98,5 +100,52 @@ func TestSecondSignalStopsAtOnce(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "stopped at once on a second signal; nothing stored is lost") {
 		t.Errorf("stderr does not say it stopped at once:\n%s", stderr.String())
+	}
+}
+
+// A job in the background cannot be reached by a Ctrl-C typed at its
+// shell: after a SIGTERM (the shell's `kill %1`) the hint names the
+// signal to send it instead, and that signal ends it at once.
+func TestStillStoppingInTheBackground(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash for job control")
+	}
+	bin := dashboardBinary(t)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "held.db")
+	s, err := store.Open(db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	holdDatabase(t, db)
+
+	master, slave := openPTY(t, 40, 120)
+	script := `set -m
+"$0" "$@" &
+echo "started $!" >&2
+wait $!
+echo "job ended: $?" >&2`
+	cmd := exec.Command("bash", "-c", script, bin, "runs", "--db", db)
+	scr := launchOnPTY(t, cmd, master, slave)
+	defer syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	var pid int
+	started := regexp.MustCompile(`started (\d+)\r?\n`)
+	waitFor(t, "the job to start", func() bool {
+		m := started.FindStringSubmatch(scr.String())
+		if m != nil {
+			pid, _ = strconv.Atoi(m[1])
+		}
+		return m != nil
+	})
+	defer syscall.Kill(pid, syscall.SIGKILL)
+	waitFor(t, "the database to be opened", func() bool { return opened(pid, db) })
+	syscall.Kill(pid, syscall.SIGTERM)
+	hint := fmt.Sprintf("still stopping (terminated); kill -INT %d to stop at once", pid)
+	waitFor(t, "the hint for a job in the background", func() bool { return strings.Contains(scr.String(), hint) })
+	syscall.Kill(pid, syscall.SIGINT)
+	waitFor(t, "the job to end", func() bool { return strings.Contains(scr.String(), "job ended") })
+	if !strings.Contains(scr.String(), "job ended: 1") {
+		t.Errorf("the job did not end with exit status 1; the terminal read:\n%q", tail(scr.String(), 600))
 	}
 }
