@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"database/sql"
 	"fmt"
@@ -147,5 +148,53 @@ echo "job ended: $?" >&2`
 	waitFor(t, "the job to end", func() bool { return strings.Contains(scr.String(), "job ended") })
 	if !strings.Contains(scr.String(), "job ended: 1") {
 		t.Errorf("the job did not end with exit status 1; the terminal read:\n%q", tail(scr.String(), 600))
+	}
+}
+
+// A run's limits count the time its process works, not the time it stood
+// stopped (ctrl+z, SIGSTOP): a stop longer than the session, call and
+// question timeouts, mid-run, fails nothing. Counted on the wall clock,
+// every session failed as timed out the moment the process continued.
+func TestARunOutlastsAStop(t *testing.T) {
+	bin := dashboardBinary(t)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.yaml")
+	os.WriteFile(cfg, []byte("limits:\n  session_timeout: 4s\n  call_timeout: 3s\ncoordination:\n  broadcast_timeout: 3s\n"), 0o644)
+	cmd := exec.Command(bin, "run", "--headless", "--json", "--config", cfg, "--db", filepath.Join(dir, "s.db"), "--workspace", dir,
+		"--provider", "scripted", "--scripted-latency", "100ms", "--scripted-stream-speed", "0", "Plan a product launch")
+	cmd.Env = isolatedEnv(t)
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	var events []string
+	lines := bufio.NewScanner(out)
+	lines.Buffer(nil, 1<<20)
+	stopped := false
+	for lines.Scan() {
+		events = append(events, lines.Text())
+		// Once the orchestrator has children, the run is under way with
+		// every kind of wait: sessions, calls, questions.
+		if !stopped && strings.Contains(lines.Text(), `"type":"session.created"`) && strings.Contains(lines.Text(), `"parent_id"`) {
+			stopped = true
+			cmd.Process.Signal(syscall.SIGSTOP)
+			time.Sleep(5 * time.Second)
+			cmd.Process.Signal(syscall.SIGCONT)
+		}
+	}
+	if err := cmd.Wait(); err != nil || !stopped {
+		t.Fatalf("the run did not complete across a 5 s stop (stopped: %v): %v\nstderr:\n%s\nlast events:\n%s",
+			stopped, err, stderr.String(), strings.Join(events[max(len(events)-8, 0):], "\n"))
+	}
+	for _, e := range events {
+		if strings.Contains(e, "timed out") || strings.Contains(e, "took longer than") {
+			t.Errorf("a limit counted the stop: %s", e)
+		}
 	}
 }

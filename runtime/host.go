@@ -11,6 +11,7 @@ import (
 
 	"github.com/swarmdeck/swarmdeck/agents"
 	"github.com/swarmdeck/swarmdeck/coordination"
+	"github.com/swarmdeck/swarmdeck/runtime/awake"
 	"github.com/swarmdeck/swarmdeck/runtime/event"
 	"github.com/swarmdeck/swarmdeck/runtime/llm"
 	"github.com/swarmdeck/swarmdeck/runtime/store"
@@ -562,7 +563,8 @@ func (s *Session) waitTerminal(ctx context.Context, c *agents.Call, targets []*S
 	if timeout <= 0 {
 		timeout = 5 * time.Minute
 	}
-	deadline := time.NewTimer(timeout)
+	expired := make(chan struct{}) // after timeout of awake time: a ctrl+z does not count
+	deadline := awake.AfterFunc(timeout, func() { close(expired) })
 	defer deadline.Stop()
 	blocked := false
 	defer func() {
@@ -605,7 +607,7 @@ wait:
 		select {
 		case <-ch:
 		case <-tick:
-		case <-deadline.C:
+		case <-expired:
 			break wait
 		case <-ctx.Done():
 			break wait

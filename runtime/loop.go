@@ -16,6 +16,7 @@ import (
 	"github.com/swarmdeck/swarmdeck/agents"
 	"github.com/swarmdeck/swarmdeck/coordination"
 	"github.com/swarmdeck/swarmdeck/prompts"
+	"github.com/swarmdeck/swarmdeck/runtime/awake"
 	"github.com/swarmdeck/swarmdeck/runtime/event"
 	"github.com/swarmdeck/swarmdeck/runtime/llm"
 	"github.com/swarmdeck/swarmdeck/runtime/store"
@@ -316,12 +317,14 @@ func (s *Session) armTimeout() (disarm func()) {
 	s.mu.Lock()
 	started := s.startedAt
 	s.mu.Unlock()
-	remaining := d - time.Since(started)
+	// Awake time: a ctrl+z of the dashboard, however long, does not use
+	// the session's time up.
+	remaining := d - awake.Since(started)
 	if remaining <= 0 {
 		remaining = time.Millisecond
 	}
 	cancel := s.cancel
-	t := time.AfterFunc(remaining, func() { cancel(errSessionTimeout) })
+	t := awake.AfterFunc(remaining, func() { cancel(errSessionTimeout) })
 	return func() { t.Stop() }
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/swarmdeck/swarmdeck/agents"
 	"github.com/swarmdeck/swarmdeck/coordination"
 	"github.com/swarmdeck/swarmdeck/prompts"
+	"github.com/swarmdeck/swarmdeck/runtime/awake"
 	"github.com/swarmdeck/swarmdeck/runtime/event"
 	"github.com/swarmdeck/swarmdeck/runtime/internal/textcut"
 	"github.com/swarmdeck/swarmdeck/runtime/llm"
@@ -326,7 +327,9 @@ func (h *host) Ask(ctx context.Context, c *agents.Call, req agents.AskRequest) (
 func (s *Session) awaitAnswers(ctx context.Context, q *question) (*agents.AskResult, error) {
 	r := s.r
 	b := r.questions
-	qctx, cancel := context.WithDeadline(ctx, q.rec.Deadline)
+	// The deadline is kept in awake time: a ctrl+z of the dashboard does
+	// not close the question unanswered.
+	qctx, cancel := awake.WithTimeoutCause(ctx, time.Until(q.rec.Deadline), context.DeadlineExceeded)
 	defer cancel()
 	b.mu.Lock()
 	q.cancel = cancel
@@ -369,7 +372,7 @@ func (s *Session) awaitAnswers(ctx context.Context, q *question) (*agents.AskRes
 	}
 	// Ended before its answers and not by its deadline: the asker ended
 	// (cancelled, failed) or the run did. Nobody timed out.
-	closed := !done && (ctx.Err() != nil || !errors.Is(qctx.Err(), context.DeadlineExceeded))
+	closed := !done && (ctx.Err() != nil || !errors.Is(context.Cause(qctx), context.DeadlineExceeded))
 	cancel()
 	wg.Wait()
 	s.endBlocking()

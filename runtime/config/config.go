@@ -60,7 +60,7 @@ type Limits struct {
 	TokenBudgetPerRun     int      `yaml:"token_budget_per_run"` // 0 means unlimited
 	CallTimeout           Duration `yaml:"call_timeout"`         // one LLM call, retries excluded
 	StreamIdleTimeout     Duration `yaml:"stream_idle_timeout"`  // silence allowed inside a stream
-	SessionTimeout        Duration `yaml:"session_timeout"`      // wall clock per session
+	SessionTimeout        Duration `yaml:"session_timeout"`      // per session, in time the process runs (runtime/awake)
 	MaxRetries            int      `yaml:"max_retries"`          // per LLM call
 	MaxSiblingRows        int      `yaml:"max_sibling_rows"`     // rows of <sibling_tasks> before a summary line
 	MaxToolOutput         int      `yaml:"max_tool_output"`      // characters of a tool result kept in history

@@ -20,6 +20,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/swarmdeck/swarmdeck/runtime/awake"
 	"github.com/swarmdeck/swarmdeck/runtime/internal/textcut"
 )
 
@@ -279,11 +280,11 @@ func (c *Client) attempt(ctx context.Context, oreq openai.ChatCompletionRequest,
 	}
 	actx, cancel := context.WithCancelCause(withRespInfo(ctx, info))
 	defer cancel(errAborted)
-	callTimeout := time.Duration(c.callTimeout.Load())
-	if callTimeout > 0 {
-		var stop context.CancelFunc
-		actx, stop = context.WithTimeoutCause(actx, callTimeout, errCallTimeout)
-		defer stop()
+	// The call's time is awake time: a ctrl+z of the dashboard longer than
+	// the timeout does not fail the calls it stopped.
+	if callTimeout := time.Duration(c.callTimeout.Load()); callTimeout > 0 {
+		t := awake.AfterFunc(callTimeout, func() { cancel(errCallTimeout) })
+		defer t.Stop()
 	}
 
 	stream, err := c.oa.CreateChatCompletionStream(actx, oreq)

@@ -1,0 +1,169 @@
+// Package awake measures time as the process lives it: a stretch during
+// which the process stood stopped (ctrl+z in the dashboard, SIGSTOP) does
+// not count.
+//
+// A run's limits are meant for the work: a session's half hour, a call's
+// three minutes, a stream's silence. While the process is stopped nothing
+// works, and counted on the wall clock a long ctrl+z failed every session
+// as timed out the moment fg continued it.
+//
+// A stop is seen as a gap between two signs of life: a heartbeat every
+// beat, and every call of Now. A gap longer than beat+overdue is taken
+// for a stop as long as the gap less one beat, so a stop is counted short
+// by at most a beat, and a goroutine delayed more than overdue on a
+// starved machine counts as a stop.
+package awake
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+const (
+	beat    = 500 * time.Millisecond
+	overdue = time.Second
+)
+
+var (
+	epoch   = time.Now()
+	alive   atomic.Int64 // since epoch, the last sign of life
+	stopped atomic.Int64 // the stops seen so far, in all
+	mu      sync.Mutex   // held to count a stop
+	stops   []stop       // the stops seen, oldest first; mu guards it
+	start   sync.Once
+)
+
+// stop is a stretch the process stood stopped, as seen once it ran again.
+type stop struct {
+	end time.Time
+	d   time.Duration
+}
+
+// Now is the awake time since the process started.
+func Now() time.Duration {
+	start.Do(heartbeat)
+	at := time.Since(epoch)
+	if at-time.Duration(alive.Load()) > beat+overdue {
+		return count(at)
+	}
+	return at - time.Duration(stopped.Load())
+}
+
+// count takes a gap before at for a stop, once: whoever sees it first.
+func count(at time.Duration) time.Duration {
+	mu.Lock()
+	defer mu.Unlock()
+	if gap := at - time.Duration(alive.Load()); gap > beat+overdue {
+		d := gap - beat
+		stopped.Add(int64(d))
+		stops = append(stops, stop{epoch.Add(at), d})
+		if len(stops) > maxStops {
+			stops = append(stops[:0], stops[len(stops)-maxStops:]...)
+		}
+	}
+	if at > time.Duration(alive.Load()) {
+		alive.Store(int64(at))
+	}
+	return at - time.Duration(stopped.Load())
+}
+
+// maxStops bounds the stops remembered for StoppedSince: a process stopped
+// and continued all day keeps the latest.
+const maxStops = 256
+
+// heartbeat starts the sign of life that dates the start of a stop.
+func heartbeat() {
+	alive.Store(int64(time.Since(epoch)))
+	go func() {
+		for range time.Tick(beat) {
+			at := time.Since(epoch)
+			if last := alive.Load(); at-time.Duration(last) > beat+overdue {
+				count(at)
+			} else {
+				alive.CompareAndSwap(last, int64(at)) // unless a gap was just counted
+			}
+		}
+	}()
+}
+
+// StoppedSince is how long the process stood stopped after t, by the stops
+// it has seen so far.
+func StoppedSince(t time.Time) time.Duration {
+	Now() // a stop not yet seen is counted
+	mu.Lock()
+	defer mu.Unlock()
+	var d time.Duration
+	for _, s := range stops {
+		if s.end.After(t) {
+			d += min(s.d, s.end.Sub(t))
+		}
+	}
+	return d
+}
+
+// Since is the awake time from the wall-clock time t to now.
+func Since(t time.Time) time.Duration {
+	return time.Since(t) - StoppedSince(t)
+}
+
+// A Timer calls its function once the awake time it was given has passed.
+type Timer struct {
+	mu    sync.Mutex
+	t     *time.Timer
+	from  time.Duration
+	d     time.Duration
+	done  bool // stopped, or its function called
+	fired func()
+}
+
+// AfterFunc calls f in its own goroutine once d of awake time has passed.
+func AfterFunc(d time.Duration, f func()) *Timer {
+	t := &Timer{from: Now(), d: d, fired: f}
+	t.mu.Lock()
+	t.t = time.AfterFunc(d, t.check)
+	t.mu.Unlock()
+	return t
+}
+
+func (t *Timer) check() {
+	t.mu.Lock()
+	if t.done {
+		t.mu.Unlock()
+		return
+	}
+	if left := t.d - (Now() - t.from); left > 0 {
+		t.t.Reset(left) // the process stood stopped meanwhile
+		t.mu.Unlock()
+		return
+	}
+	t.done = true
+	t.mu.Unlock()
+	t.fired()
+}
+
+// Stop keeps the timer's function from being called, and reports whether
+// it did: false once the function has been called or the timer stopped.
+func (t *Timer) Stop() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.done {
+		return false
+	}
+	t.done = true
+	t.t.Stop()
+	return true
+}
+
+// WithTimeoutCause is context.WithTimeoutCause on awake time: the context
+// ends with cause once d of awake time has passed. Its Deadline is unset:
+// no wall-clock time says when that will be.
+func WithTimeoutCause(ctx context.Context, d time.Duration, cause error) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	t := AfterFunc(d, func() { cancel(cause) })
+	return ctx, func() {
+		t.Stop()
+		cancel(context.Canceled)
+	}
+}

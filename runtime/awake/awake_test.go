@@ -1,0 +1,94 @@
+package awake
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+// pretendStopped makes the process look as if it had just been continued
+// after standing stopped for d: its last sign of life was d ago.
+func pretendStopped(d time.Duration) {
+	Now() // the heartbeat runs
+	mu.Lock()
+	alive.Store(int64(time.Since(epoch) - d))
+	mu.Unlock()
+}
+
+func TestAStopIsNotAwakeTime(t *testing.T) {
+	from := time.Now()
+	before := Now()
+	pretendStopped(10 * time.Second)
+	// The stop is counted as the gap less a beat, by whichever of Now and
+	// the heartbeat sees it first.
+	if got := Now() - before; got > 0 {
+		t.Errorf("awake time went on by %s across a 10 s stop", got)
+	}
+	if got := StoppedSince(from.Add(-time.Minute)); got < 10*time.Second-beat {
+		t.Errorf("StoppedSince before the stop = %s, want at least %s", got, 10*time.Second-beat)
+	}
+	if got := Since(from.Add(-time.Minute)); got > time.Minute-10*time.Second+beat+time.Second {
+		t.Errorf("Since a minute ago = %s across a 10 s stop", got)
+	}
+	if got := StoppedSince(time.Now().Add(time.Second)); got != 0 {
+		t.Errorf("StoppedSince a time after the stop = %s, want 0", got)
+	}
+	// A gap shorter than a beat and overdue is a busy moment, not a stop.
+	stopped := StoppedSince(from.Add(-time.Minute))
+	pretendStopped(beat + overdue/2)
+	if got := StoppedSince(from.Add(-time.Minute)); got != stopped {
+		t.Errorf("a gap of %s counted as a stop of %s", beat+overdue/2, got-stopped)
+	}
+}
+
+// A timer's function waits for the awake time it was given: a stop before
+// it was due puts it off by the stop.
+func TestTimerWaitsOutAStop(t *testing.T) {
+	start := time.Now()
+	fired := make(chan time.Duration, 1)
+	AfterFunc(200*time.Millisecond, func() { fired <- time.Since(start) })
+	pretendStopped(2 * time.Second)
+	select {
+	case after := <-fired:
+		if after < 1500*time.Millisecond {
+			t.Errorf("fired %s after it was set, across a 1.5 s stop and a 200 ms timeout", after)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the timer never fired")
+	}
+}
+
+func TestTimerStop(t *testing.T) {
+	called := make(chan bool, 1)
+	tm := AfterFunc(time.Millisecond, func() { called <- true })
+	<-called
+	if tm.Stop() {
+		t.Error("Stop reported stopping a timer whose function ran")
+	}
+	tm = AfterFunc(time.Hour, func() { called <- true })
+	if !tm.Stop() {
+		t.Error("Stop did not report stopping a pending timer")
+	}
+	if tm.Stop() {
+		t.Error("a second Stop reported stopping the timer again")
+	}
+}
+
+func TestWithTimeoutCause(t *testing.T) {
+	cause := errors.New("too slow")
+	ctx, cancel := WithTimeoutCause(context.Background(), 10*time.Millisecond, cause)
+	defer cancel()
+	<-ctx.Done()
+	if !errors.Is(context.Cause(ctx), cause) {
+		t.Errorf("cause %v, want %v", context.Cause(ctx), cause)
+	}
+	ctx, cancel = WithTimeoutCause(context.Background(), time.Hour, cause)
+	cancel()
+	if !errors.Is(context.Cause(ctx), context.Canceled) {
+		t.Errorf("cancelled before its time: cause %v, want context.Canceled", context.Cause(ctx))
+	}
+	if _, ok := ctx.Deadline(); ok {
+		t.Error("a deadline in awake time has no wall-clock deadline to give")
+	}
+}
