@@ -53,7 +53,8 @@ const (
 
 // Client makes chat completion calls. It is safe for concurrent use.
 type Client struct {
-	cfg   Config
+	cfg   Config // its BaseURL without the query
+	query string // the base URL's query, which every request carries
 	oa    *openai.Client
 	hc    *http.Client
 	log   *slog.Logger
@@ -102,7 +103,12 @@ func New(cfg Config) *Client {
 	}
 	calls := *hc // the caller's client stays as it was
 	calls.CheckRedirect = keepMethod(hc.CheckRedirect)
-	d := &doer{hc: &calls}
+	// A query in the base URL (Azure's ?api-version=) goes on every
+	// request, after the endpoint's path: go-openai appends the path to
+	// the base URL as a string, which put it inside the query.
+	var query string
+	cfg.BaseURL, query, _ = strings.Cut(cfg.BaseURL, "?")
+	d := &doer{hc: &calls, query: query}
 	for _, k := range slices.Sorted(maps.Keys(cfg.Headers)) {
 		d.headers = append(d.headers, headerKV{k, cfg.Headers[k]})
 	}
@@ -114,7 +120,7 @@ func New(cfg Config) *Client {
 	// go-openai gives up after this many non-data lines in a row; stalls are
 	// IdleTimeout's job.
 	oc.EmptyMessagesLimit = math.MaxUint32
-	c := &Client{cfg: cfg, oa: openai.NewClientWithConfig(oc), hc: hc, log: cfg.Logger, sleep: cfg.Sleep}
+	c := &Client{cfg: cfg, query: query, oa: openai.NewClientWithConfig(oc), hc: hc, log: cfg.Logger, sleep: cfg.Sleep}
 	c.SetLimits(Limits{CallTimeout: cfg.CallTimeout, IdleTimeout: cfg.IdleTimeout, MaxRetries: cfg.MaxRetries})
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
@@ -578,6 +584,10 @@ func (c *Client) clean(msg string) string {
 	msg = textcut.OneLine(msg, 500)
 	if k := c.cfg.APIKey; len(k) >= 4 {
 		msg = strings.ReplaceAll(msg, k, "[redacted]")
+	}
+	if c.query != "" {
+		// A URL in a transport error, whose query may carry a key.
+		msg = strings.ReplaceAll(msg, "?"+c.query, "?[redacted]")
 	}
 	return msg
 }

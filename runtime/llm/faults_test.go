@@ -1106,3 +1106,31 @@ func TestSetLimitsAppliesToTheNextCall(t *testing.T) {
 		t.Errorf("error = %v", e)
 	}
 }
+
+// A query in the base URL (Azure's ?api-version=) goes after the
+// endpoint's path on each request, and stays out of error messages, where
+// it may carry a key.
+func TestBaseURLWithAQuery(t *testing.T) {
+	var query atomic.Value
+	fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		query.Store(r.URL.RawQuery)
+		simpleAnswer(w)
+	})
+	c, _ := newTestClient(fs, func(c *Config) { c.BaseURL += "?api-version=2024-06-01" })
+	mustStream(t, c, userRequest("x"), nil) // the fake server answers /v1/chat/completions only
+	if got := query.Load(); got != "api-version=2024-06-01" {
+		t.Errorf("the request's query = %q, want the base URL's", got)
+	}
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	c = New(Config{BaseURL: "http://" + addr + "/v1?key=sk-in-the-query", MaxRetries: 0})
+	_, err = c.Stream(context.Background(), userRequest("x"), nil)
+	if msg := asError(t, err).Error(); strings.Contains(msg, "sk-in-the-query") || !strings.Contains(msg, "/v1/chat/completions?[redacted]") {
+		t.Errorf("error = %q: want the URL with its query redacted", msg)
+	}
+}

@@ -83,6 +83,7 @@ func (c *Client) getBounded(ctx context.Context, url string, wait time.Duration,
 	if err != nil {
 		return nil
 	}
+	addQuery(req.URL, c.query)
 	req.Header.Set("Accept", "application/json")
 	if c.cfg.APIKey != "" {
 		req.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)

@@ -13,6 +13,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -167,6 +168,7 @@ func withRespInfo(ctx context.Context, info *respInfo) context.Context {
 type doer struct {
 	hc      *http.Client
 	headers []headerKV
+	query   string // the base URL's, for every request
 }
 
 type headerKV struct{ key, value string }
@@ -181,6 +183,7 @@ func (d *doer) Do(req *http.Request) (*http.Response, error) {
 	for _, h := range d.headers {
 		req.Header.Set(h.key, h.value)
 	}
+	addQuery(req.URL, d.query)
 	if info != nil {
 		info.sent = true
 	}
@@ -695,4 +698,15 @@ func (f *sseFilter) Close() error {
 	f.br = nil
 	f.pending = nil
 	return f.body.Close()
+}
+
+// addQuery adds the base URL's query to a request's URL.
+func addQuery(u *url.URL, query string) {
+	switch {
+	case query == "":
+	case u.RawQuery == "":
+		u.RawQuery = query
+	default:
+		u.RawQuery += "&" + query
+	}
 }
