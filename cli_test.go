@@ -438,7 +438,11 @@ func TestResumeKeepsTheRunsProvider(t *testing.T) {
 		store.Run{ID: "r-000003", Goal: "g", Status: "interrupted", Provider: "openai (127.0.0.1:11434)", Model: "llama3.1"},
 		store.Run{ID: "r-000004", Goal: "g", Status: "interrupted", Provider: "gone (example.com)", Model: "m"},
 		// Started with --base-url: the run says where its server was.
-		store.Run{ID: "r-000005", Goal: "g", Status: "interrupted", Provider: "openai (127.0.0.1:11434)", BaseURL: "http://127.0.0.1:11434/v1", Model: "llama3.1"})
+		store.Run{ID: "r-000005", Goal: "g", Status: "interrupted", Provider: "openai (127.0.0.1:11434)", BaseURL: "http://127.0.0.1:11434/v1", Model: "llama3.1"},
+		// On the configured host under another path (a gateway's), and
+		// under the configured one.
+		store.Run{ID: "r-000006", Goal: "g", Status: "interrupted", Provider: "openai (api.openai.com)", BaseURL: "https://api.openai.com/gateway/v1", Model: "m"},
+		store.Run{ID: "r-000007", Goal: "g", Status: "interrupted", Provider: "openai (api.openai.com)", BaseURL: "https://api.openai.com/v1/", Model: "m"})
 	ctx := context.Background()
 	// Without a key, a run started on another server is told to give
 	// --base-url, not to set a key for the configured one.
@@ -457,6 +461,8 @@ func TestResumeKeepsTheRunsProvider(t *testing.T) {
 		{id: "r-000003", err: `was started on openai (127.0.0.1:11434), but provider "openai" is now openai (api.openai.com): give --base-url`},
 		{id: "r-000004", err: `run r-000004 was started on gone (example.com), and the configuration has no provider "gone" now`},
 		{id: "r-000005", provider: "openai", model: "llama3.1", baseURL: "http://127.0.0.1:11434/v1"},
+		{id: "r-000006", provider: "openai", model: "m", baseURL: "https://api.openai.com/gateway/v1"},
+		{id: "r-000007", provider: "openai", model: "m"},
 		// Flags choose for themselves; what they leave out comes from the
 		// run, unless a provider is chosen anew.
 		{id: "r-000001", flagProvider: "openai", provider: "openai"},

@@ -1328,13 +1328,14 @@ func (cf *commonFlags) keepRunProvider(ctx context.Context, id string) error {
 	if cf.baseURL != "" {
 		return nil // the run's server, moved: the flag says where it is now
 	}
-	label := func() (string, error) {
+	// where is the provider's label and base URL as the run records them.
+	where := func() (string, string, error) {
 		next, err := cf.configFile()
 		if err != nil {
-			return "", err
+			return "", "", err
 		}
 		if err := next.Apply(cf.overrides()); err != nil {
-			return "", usageErr(err)
+			return "", "", usageErr(err)
 		}
 		// Where the provider points decides; a key it lacks is reported
 		// later, once it is the right server.
@@ -1345,19 +1346,21 @@ func (cf *commonFlags) keepRunProvider(ctx context.Context, id string) error {
 			return "unset"
 		})
 		if err != nil {
-			return "", usageErr(err)
+			return "", "", usageErr(err)
 		}
-		return runtime.ProviderLabel(res), nil
+		return runtime.ProviderLabel(res), runtime.RedactedBaseURL(res.Provider.BaseURL), nil
 	}
-	now, err := label()
+	now, base, err := where()
 	if err != nil {
 		return err
 	}
-	if now != rec.Provider && rec.BaseURL != "" {
+	if rec.BaseURL != "" && (now != rec.Provider || !sameURL(base, rec.BaseURL)) {
 		// Started with --base-url (or a configuration that has changed
-		// since): the run says where its server was.
+		// since): the run says where its server was. The label names
+		// only the host: a gateway serves other models under other
+		// paths of the same one.
 		cf.baseURL, cf.fromRun.baseURL = rec.BaseURL, true
-		if now, err = label(); err != nil {
+		if now, _, err = where(); err != nil {
 			return err
 		}
 	}
@@ -1366,6 +1369,12 @@ func (cf *commonFlags) keepRunProvider(ctx context.Context, id string) error {
 			id, rec.Provider, name, now))
 	}
 	return nil
+}
+
+// sameURL reports whether two base URLs name the same place, a slash at
+// the end aside.
+func sameURL(a, b string) bool {
+	return strings.TrimSuffix(a, "/") == strings.TrimSuffix(b, "/")
 }
 
 func viewCmd(cf *commonFlags, stdout io.Writer) *cobra.Command {
