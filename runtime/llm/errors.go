@@ -188,8 +188,24 @@ func classify(status int, code, typ, msg string) (Kind, bool) {
 		return Server, true
 	case strings.Contains(lt, "invalid_request") || strings.Contains(lc, "invalid_request"):
 		return BadRequest, false
+	case lt == "" && lc == "" && soundsPassing(msg):
+		// Local servers send a bare message when a model is swapped out
+		// under a call (LM Studio, Ollama): another attempt loads it.
+		return Server, true
 	}
 	return Server, false
+}
+
+// soundsPassing reports whether an error's message says the trouble will
+// pass: the model is being loaded or was unloaded, the server is busy.
+func soundsPassing(msg string) bool {
+	m := strings.ToLower(msg)
+	for _, w := range []string{"unloaded", "loading", "overloaded", "busy", "try again", "temporarily", "unavailable"} {
+		if strings.Contains(m, w) {
+			return true
+		}
+	}
+	return false
 }
 
 func isServerErrorName(s string) bool {

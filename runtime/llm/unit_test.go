@@ -315,6 +315,9 @@ func TestClassify(t *testing.T) {
 		{0, "", "server_error", "", Server, true},
 		{0, "429", "", "", RateLimited, true},
 		{0, "", "", "unexplained", Server, false},
+		{0, "", "", "Model unloaded.", Server, true},
+		{0, "", "", "Server busy, please try again later", Server, true},
+		{0, "", "invalid_request_error", "model is loading", BadRequest, false},
 	} {
 		kind, retry := classify(tc.status, tc.code, tc.typ, tc.msg)
 		if kind != tc.kind || retry != tc.retryable {
