@@ -80,6 +80,13 @@ func (e *Engine) ResumeIn(ctx context.Context, runID, workspace string) (*Run, e
 			return nil, fmt.Errorf("run %s failed on its token budget: it has used %d tokens and limits.token_budget_per_run is %d; raise the limit in the configuration (0 means none) to resume it",
 				rec.ID, r.rec.Usage.TotalTokens, e.Config().Limits.TokenBudgetPerRun)
 		}
+		if turns, limit := r.rootTurns(), e.Config().Limits.MaxTurnsPerSession; limit > 0 && turns >= limit {
+			// Revived, the orchestrator would fail again before its first
+			// call.
+			lock.Release()
+			return nil, fmt.Errorf("run %s failed when its orchestrator reached limits.max_turns_per_session (%d model calls); raise the limit in the configuration to resume it",
+				rec.ID, limit)
+		}
 		reports, err := st.Reports(ctx, rec.ID)
 		if err != nil {
 			lock.Release()

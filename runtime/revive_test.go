@@ -506,3 +506,38 @@ func TestAnsweredBy(t *testing.T) {
 		}
 	}
 }
+
+// A run whose orchestrator used up max_turns_per_session cannot resume
+// until the limit is raised, and says so: revived, it failed again before
+// its first call, after saying it had resumed.
+func TestFailedRunOnItsTurnLimitResumesOnceRaised(t *testing.T) {
+	p := policyFor(func(c *convo) scripted.Reply {
+		if c.turns < 2 {
+			return do(call("list_files", obj{}))
+		}
+		return say("Final answer: listed.")
+	})
+	hs := recServer(t, p)
+	dir := t.TempDir()
+	turns := func(n int) func(*config.Config) {
+		return func(c *config.Config) { c.Limits.MaxTurnsPerSession = n }
+	}
+	e := recEngine(t, dir, hs.URL+"/v1", turns(2))
+	x := failRun(t, e, "List the files")
+	if !strings.Contains(x.Run.Error, "max_turns_per_session") {
+		t.Fatalf("run error %q", x.Run.Error)
+	}
+	e.Close()
+	e = recEngine(t, dir, hs.URL+"/v1", turns(2))
+	if _, err := e.Resume(context.Background(), x.Run.ID); err == nil ||
+		!strings.Contains(err.Error(), "reached limits.max_turns_per_session (2 model calls); raise the limit") {
+		t.Fatalf("resume within the same limit: %v", err)
+	}
+	if got, _ := e.Export(context.Background(), x.Run.ID); got.Run.Status != RunFailed {
+		t.Fatalf("a refused resume left the run %s", got.Run.Status)
+	}
+	_, x = resumeElsewhere(t, e, dir, hs.URL+"/v1", turns(3), x)
+	if x.Run.Status != RunCompleted {
+		t.Errorf("resumed with the limit raised, the run is %s: %s", x.Run.Status, x.Run.Error)
+	}
+}

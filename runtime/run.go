@@ -830,6 +830,19 @@ func (r *Run) overBudget() bool {
 	return r.rec.Usage.TotalTokens >= budget
 }
 
+// rootTurns is how many model calls the orchestrator has made.
+func (r *Run) rootTurns() int {
+	r.mu.Lock()
+	root := r.root
+	r.mu.Unlock()
+	if root == nil {
+		return 0
+	}
+	root.mu.Lock()
+	defer root.mu.Unlock()
+	return root.rec.Turns
+}
+
 // budgetExhausted stops the run cleanly, once, saying why.
 func (r *Run) budgetExhausted() {
 	r.mu.Lock()
