@@ -471,7 +471,8 @@ func TestResumeKeepsTheRunsProvider(t *testing.T) {
 		{id: "r-000005", flagModel: "qwen2.5:7b", provider: "openai", model: "qwen2.5:7b", baseURL: "http://127.0.0.1:11434/v1"},
 		{id: "r-000002", flagModel: "gpt-other", provider: "openai", model: "gpt-other"},
 		{id: "r-000001", flagModel: "any", provider: "scripted", model: "any"},
-		{id: "r-000001", flagURL: "http://127.0.0.1:11434/v1"},
+		{id: "r-000001", flagURL: "http://127.0.0.1:11434/v1", err: "ran on the built-in scripted model, which no server serves: give --model with --base-url"},
+		{id: "r-000001", flagURL: "http://127.0.0.1:11434/v1", flagModel: "llama3.1", model: "llama3.1"},
 		{id: "r-nope", err: `run "r-nope": not found`},
 	} {
 		cf := &commonFlags{db: db, provider: tc.flagProvider, baseURL: tc.flagURL, model: tc.flagModel}

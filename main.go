@@ -1307,7 +1307,13 @@ func (cf *commonFlags) keepRunProvider(ctx context.Context, id string) error {
 	}
 	if rec.Scripted {
 		if cf.baseURL != "" {
-			return nil // an offline run taken to a server
+			// An offline run taken to a server: the built-in model's name
+			// means nothing there, and the configuration's default model
+			// would be taken without a word.
+			if cf.model == "" {
+				return usageErr(fmt.Errorf("run %s ran on the built-in scripted model, which no server serves: give --model with --base-url to say which model continues it", id))
+			}
+			return nil
 		}
 		cf.provider, cf.fromRun.provider = config.TypeScripted, true
 		return nil
