@@ -170,6 +170,10 @@ func TestCLIRefusesMistakes(t *testing.T) {
 		{[]string{"resume", "--db", stored}, 2, "`swarmdeck --db " + stored + " resume --headless r-000001`", ""},
 		{[]string{"resume", "--db", stored, "--json", "--json-deltas", "--control", "-", "--model", "a b"}, 2,
 			"`swarmdeck --db " + stored + " resume --headless --json --json-deltas --control - --model 'a b' r-000001`", ""},
+		// A flag without its value took the id: the command to copy
+		// leaves the flag out.
+		{[]string{"resume", "--headless", "--db", stored, "--model", "r-000001"}, 2,
+			"--model took r-000001 as its value, and no run id was left: give a value after --model, or leave it out: `swarmdeck --db " + stored + " resume --headless r-000001`", ""},
 		{[]string{"resume", "--db", ended}, 2, "no stored run can be continued: `swarmdeck --db " + ended + " runs` lists them", ""},
 		{[]string{"resume", "--db", failed}, 2, "the newest run that can be continued is r-000007 (g, ", ""},
 		{[]string{"run", "--headless", "--db", fresh}, 2, "(usage: swarmdeck run [--headless] [--json] [--control -] GOAL)", ""},

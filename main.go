@@ -1272,6 +1272,20 @@ func (cf *commonFlags) whichToResume(ctx context.Context, flags []string) error 
 	if err != nil {
 		return errors.New(need)
 	}
+	// A flag given without its value took the run id for it
+	// (`resume --model r-1a2b3c`): the command to copy leaves it out.
+	for i := 0; i+1 < len(flags); i++ {
+		if !strings.HasPrefix(flags[i], "--") {
+			continue
+		}
+		for _, r := range runs {
+			if flags[i+1] == r.ID {
+				rest := slices.Delete(slices.Clone(flags), i, i+2)
+				return fmt.Errorf("resume: which run? %s took %s as its value, and no run id was left: give a value after %s, or leave it out: `swarmdeck resume %s`",
+					flags[i], r.ID, flags[i], strings.Join(append(rest, r.ID), " "))
+			}
+		}
+	}
 	for _, r := range runs {
 		if r.Status == runtime.RunInterrupted || r.Status == runtime.RunFailed || runtime.Orphaned(st.Path(), r.ID, r.Status) {
 			return fmt.Errorf("%s; the newest run that can be continued is %s (%s, %s): `swarmdeck resume %s`",
