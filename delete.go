@@ -432,6 +432,13 @@ func (cf *commonFlags) reclaim(ctx context.Context, path string, before int64, d
 		fmt.Fprintln(stderr, "swarmdeck: "+cf.withFlags(fmt.Sprintf("%s is open in another swarmdeck process, so it keeps its size (%s): %s is reused by later runs; `swarmdeck prune --vacuum-only` gives it back to the file system when no swarmdeck is running",
 			shown, fileSize(after), space)))
 		return nil
+	case err != nil && ctx.Err() != nil:
+		// Stopped by a signal: the file is as it was, whole.
+		msg := fmt.Errorf("%s was not compacted: stopped before the end; `swarmdeck prune --vacuum-only` compacts it", path)
+		if deleted > 0 {
+			msg = fmt.Errorf("the runs are deleted, but %w", msg)
+		}
+		return &exitError{runtime.ExitFailed, msg}
 	case err != nil:
 		msg := fmt.Errorf("%s could not be compacted (compacting needs about as much free disk space as the database takes): %w", path, err)
 		if deleted > 0 {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -248,5 +250,21 @@ func TestHeldRunText(t *testing.T) {
 		if got := heldText(held, status).Error(); !strings.HasPrefix(got, want) {
 			t.Errorf("held %q: %q, want %q", status, got, want)
 		}
+	}
+}
+
+// A compaction stopped by a signal says so, and what finishes it: not that
+// the disk may be full.
+func TestCompactionStopped(t *testing.T) {
+	dir := cliEnv(t)
+	db := filepath.Join(dir, "c.db")
+	storeRuns(t, db, store.Run{ID: "r-000001", Goal: "g", Status: "completed", Provider: "scripted", Scripted: true})
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(signalCause("interrupt signal received"))
+	cf := &commonFlags{db: db}
+	err := cf.reclaim(ctx, db, store.FileSize(db), 1, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "the runs are deleted, but "+db+" was not compacted: stopped before the end; `swarmdeck prune --vacuum-only` compacts it") ||
+		strings.Contains(err.Error(), "disk space") {
+		t.Errorf("a compaction stopped by a signal: %v", err)
 	}
 }
