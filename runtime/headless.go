@@ -322,7 +322,8 @@ func (t terminalSafe) Write(p []byte) (int, error) {
 }
 
 // TerminalText is text with its control characters (C0 but line feed and
-// tab, DEL, C1, and bytes that are not UTF-8) written as Go escapes.
+// tab, DEL, C1, the bidi controls, and bytes that are not UTF-8) written as
+// Go escapes.
 func TerminalText[T string | []byte](text T) T {
 	b := []byte(text)
 	clean := true
@@ -343,7 +344,9 @@ func TerminalText[T string | []byte](text T) T {
 			out = fmt.Appendf(out, "\\x%02x", b[0])
 		case r < 0x20 && r != '\n' && r != '\t' || r == 0x7f:
 			out = fmt.Appendf(out, "\\x%02x", r)
-		case r >= 0x80 && r < 0xa0:
+		case r >= 0x80 && r < 0xa0, r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
+			// C1 controls, and the bidi embeddings, overrides and isolates,
+			// which can show the rest of a line reversed.
 			out = fmt.Appendf(out, "\\u%04x", r)
 		default:
 			out = append(out, b[:size]...)

@@ -218,3 +218,23 @@ func TestStartRefusedByTheStoreIsNoUsageError(t *testing.T) {
 		}
 	}
 }
+
+// Text bound for a terminal shows its controls as escapes: those that move
+// the cursor or set the title, and the bidi controls that show the rest of
+// a line reversed; other text, right-to-left scripts included, is kept.
+func TestTerminalText(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain goal":               "plain goal",
+		"red \x1b[31m":             `red \x1b[31m`,
+		"c1 \u009b2J":              `c1 \u009b2J`,
+		"Bidi \u202eevil\u202c ok": `Bidi \u202eevil\u202c ok`,
+		"\u2066isolated\u2069":     `\u2066isolated\u2069`,
+		"שלום … “quoted” • kept":   "שלום … “quoted” • kept",
+		"lines\nand\ttabs":         "lines\nand\ttabs",
+		"not utf-8 \xff":           `not utf-8 \xff`,
+	} {
+		if got := TerminalText(in); got != want {
+			t.Errorf("TerminalText(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

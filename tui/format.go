@@ -230,13 +230,21 @@ func clean(s string) string {
 			b.WriteRune(r)
 		case r == '\t':
 			b.WriteString("    ")
-		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
-			// drop other C0/C1 controls
+		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || isBidiControl(r):
+			// drop other C0/C1 controls, and the bidi ones, which would
+			// show the rest of a line reversed
 		default:
 			b.WriteRune(r)
 		}
 	}
 	return plainEmoji(b.String())
+}
+
+// isBidiControl reports the embeddings, overrides and isolates of the
+// Unicode bidi algorithm: in a terminal that applies it, U+202E shows what
+// follows it on the line reversed, so that a name can pass for another.
+func isBidiControl(r rune) bool {
+	return r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069
 }
 
 func needsClean(s string) bool {
@@ -245,6 +253,11 @@ func needsClean(s string) bool {
 		c := s[i]
 		if c < 0x20 && c != '\n' || c == 0x7f || c == 0xc2 {
 			return true
+		}
+		if c == 0xe2 && i+2 < len(s) {
+			if r, _ := utf8.DecodeRuneInString(s[i:]); isBidiControl(r) {
+				return true
+			}
 		}
 		if c >= 0x80 {
 			ascii = false

@@ -145,6 +145,9 @@ func TestClean(t *testing.T) {
 		"raw\x9f c1 kept the rest": "raw\ufffd c1 kept the rest",
 		"raw\x9b[2J csi":           "raw\ufffd[2J csi",
 		"cut \xe2\x80 short":       "cut \ufffd short",
+		// bidi overrides and isolates go; other punctuation stays
+		"a \u202eevil\u202c b":      "a evil b",
+		"\u2067isolate\u2069 … “x”": "isolate … “x”",
 	} {
 		if got := clean(in); got != want {
 			t.Errorf("clean(%q) = %q, want %q", in, got, want)
