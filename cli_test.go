@@ -230,7 +230,7 @@ func TestCLIRefusesMistakes(t *testing.T) {
 		{[]string{"bench", "--startup", "--db", fresh}, 2, "--db has no effect with --startup", ""},
 		{[]string{"bench", "--agents", "100000"}, 2, "--agents 100000: at most 20000", ""},
 		// A --db that cannot be used is bad usage for bench as for run.
-		{[]string{"bench", "--agents", "2", "--latency", "0", "--db", dir}, 2, "open the database " + dir, ""},
+		{[]string{"bench", "--agents", "2", "--latency", "0", "--db", dir}, 2, "the database " + dir + " is a directory: give the database file", ""},
 		{[]string{"bench", "--agents", "2", "--latency", "0", "--db", notDB}, 2, notDB + ": file is not a database", ""},
 		{[]string{"bench", "--scripted-latency", "1s"}, 2, "--scripted-latency has no effect on bench: the model's delay is --latency", ""},
 		{[]string{"bench", "--floor", "--model", "big"}, 2, "--model has no effect on bench", ""},
@@ -247,7 +247,7 @@ func TestCLIRefusesMistakes(t *testing.T) {
 		{[]string{"run", "--headless", "--config", badPrompts, "--db", fresh, "a goal"}, 2, "swarmdeck: " + badPrompts + ":1: prompts_dir: open " + badLog + ": not a directory", ""},
 		{[]string{"run", "--headless", "--config", badScenario, "--db", fresh, "a goal"}, 2, "swarmdeck: " + badScenario + ":3: providers.scripted.scenario: scenario file: open " + filepath.Join(dir, "none.yaml") + ": no such file or directory", ""},
 		{[]string{"run", "--headless", "--config", badWorkspace, "--db", stored, "a goal"}, 2, "swarmdeck: " + badWorkspace + ":3: workspace: open " + badLog + ": not a directory", ""},
-		{[]string{"run", "--headless", "--config", badDB, "a goal"}, 2, "swarmdeck: " + badDB + ":3: db: open the database " + dir, ""},
+		{[]string{"run", "--headless", "--config", badDB, "a goal"}, 2, "swarmdeck: " + badDB + ":3: db: the database " + dir + " is a directory", ""},
 		{[]string{"runs", "--config", badDB}, 2, "swarmdeck: " + badDB + ":3: db: the database " + dir + " is a directory", ""},
 		// A flag has no line: its value is named by the error.
 		{[]string{"run", "--headless", "--config", badWorkspace, "--workspace", notDB, "--db", stored, "a goal"}, 2, "swarmdeck: workspace " + notDB + ": open " + notDB + ": not a directory", ""},
@@ -347,7 +347,7 @@ func TestRefusedStartMakesNoFiles(t *testing.T) {
 		{[]string{"--workspace", missing}, true, "workspace " + missing + ": open " + missing + ": no such file or directory"},
 		{[]string{"run", "--headless", "--config", noPrompts, "a goal"}, false, noPrompts + ":2: prompts_dir: open " + missing + ": no such file or directory"},
 		{[]string{"--config", noPrompts}, true, noPrompts + ":2: prompts_dir: open " + missing + ": no such file or directory"},
-		{[]string{"run", "--headless", "--db", dir, "a goal"}, false, "open the database " + dir + ": open " + dir + ": is a directory"},
+		{[]string{"run", "--headless", "--db", dir, "a goal"}, false, "the database " + dir + " is a directory: give the database file"},
 	} {
 		checkTerminal = func() error { return tui.ErrNoTerminal }
 		if tc.terminal {

@@ -1708,6 +1708,9 @@ func storedDB(cf *commonFlags) (string, *config.Config, error) {
 	if _, err := os.Stat(db); errors.Is(err, os.ErrNotExist) {
 		return db, cfg, dbSetting(cfg, &noDBError{db})
 	}
+	if err := store.CheckFile(db); err != nil {
+		return db, cfg, usageErr(dbSetting(cfg, err))
+	}
 	return db, cfg, nil
 }
 

@@ -516,6 +516,9 @@ func openToView(path string, notWritable error) (*store.Store, error) {
 // it is in, where SQLite makes the database and its write-ahead log: a
 // file is made there and removed again to find out.
 func checkWritable(path string) error {
+	if err := store.CheckFile(path); err != nil {
+		return err // a pipe's opening would wait for a reader
+	}
 	f, err := os.OpenFile(path, os.O_WRONLY, 0)
 	switch {
 	case err == nil:

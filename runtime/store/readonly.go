@@ -52,18 +52,18 @@ func OpenReadOnly(path string) (*Store, error) {
 	}
 	// SQLite's own "unable to open database file" says neither which file
 	// nor why.
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("open the database: %w", err)
+	}
+	if err := regularFile(path, info); err != nil {
+		return nil, err
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("open the database: %w", err)
 	}
-	info, err := f.Stat()
 	f.Close()
-	if err != nil {
-		return nil, fmt.Errorf("open the database: %w", err)
-	}
-	if info.IsDir() {
-		return nil, fmt.Errorf("the database %s is a directory: give the database file", path)
-	}
 	dsn := fileURI(path) + "?mode=ro&_pragma=" + busyPragma() + "&_pragma=query_only(1)"
 	_, err = os.Lstat(path + "-wal")
 	immutable := false
@@ -99,4 +99,43 @@ func OpenReadOnly(path string) (*Store, error) {
 	}
 	return &Store{path: path, read: read, readOnly: true, immutable: immutable,
 		closing: make(chan struct{}), closed: make(chan struct{}), failed: make(chan struct{})}, nil
+}
+
+// regularFile refuses a database path that names something else than a
+// file: a directory, a device (/dev/null, which SQLite took for a database
+// of an older swarmdeck) or a pipe, whose opening waits for a writer.
+func regularFile(path string, info os.FileInfo) error {
+	switch {
+	case info.Mode().IsRegular():
+		return nil
+	case info.IsDir():
+		return fmt.Errorf("the database %s is a directory: give the database file", path)
+	}
+	return fmt.Errorf("the database %s is not a file (%s): give the database file", path, fileKind(info.Mode()))
+}
+
+// fileKind names the kind of file a mode is, other than a regular file or
+// a directory.
+func fileKind(m os.FileMode) string {
+	switch {
+	case m&os.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	case m&os.ModeCharDevice != 0:
+		return "a character device"
+	case m&os.ModeDevice != 0:
+		return "a device"
+	}
+	return "mode " + m.String()
+}
+
+// CheckFile refuses a database path that names something else than a
+// file, before anything opens it; a path where nothing is yet passes.
+func CheckFile(path string) error {
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil // the opening that follows says what is wrong
+	}
+	return regularFile(path, info)
 }

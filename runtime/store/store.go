@@ -162,6 +162,9 @@ func OpenWith(path string, publish func([]event.Event), o OpenOptions) (*Store, 
 		// an in-memory database is private to the connection that made it.
 		return nil, fmt.Errorf("store: an in-memory database (%s) cannot be used: give a file, e.g. --db /tmp/swarmdeck.db", path)
 	}
+	if err := CheckFile(path); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("create the database directory: %w", err)
 	}
