@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -382,13 +383,19 @@ func parseAge(s string) (time.Duration, error) {
 	bad := fmt.Errorf("--older-than %q is no age: give a number of days or a duration, e.g. 30d, 12h, 1d12h", s)
 	t := strings.TrimSpace(s)
 	notAbove := fmt.Errorf("--older-than %s: give an age above zero, e.g. 30d", t)
-	if strings.HasPrefix(t, "-") || t == "0" {
+	switch {
+	case t == "":
+		return 0, bad
+	case strings.HasPrefix(t, "-") || t == "0":
 		return 0, notAbove
 	}
 	var days time.Duration
 	if i := strings.IndexByte(t, 'd'); i >= 0 {
 		n, err := strconv.ParseFloat(t[:i], 64)
-		if err != nil || n > 100*365 {
+		switch {
+		case errors.Is(err, strconv.ErrRange), err == nil && n > maxAgeDays && !math.IsInf(n, 0):
+			return 0, fmt.Errorf("--older-than %s: give at most %dd (a hundred years)", t, maxAgeDays)
+		case err != nil, math.IsNaN(n), math.IsInf(n, 0):
 			return 0, bad
 		}
 		days = time.Duration(n * float64(24*time.Hour))
@@ -402,11 +409,17 @@ func parseAge(s string) (time.Duration, error) {
 		}
 	}
 	age := days + rest
-	if age <= 0 || rest < 0 {
+	switch {
+	case rest < 0:
+		return 0, fmt.Errorf("--older-than %s: give no part below zero, e.g. 1d12h or 23h", strings.TrimSpace(s))
+	case age <= 0:
 		return 0, notAbove
 	}
 	return age, nil
 }
+
+// maxAgeDays is the longest age --older-than takes, in days.
+const maxAgeDays = 100 * 365
 
 // reclaim compacts the database at path after deleted runs (-1: none were
 // to be deleted, compacting is the point) and says how large it was before

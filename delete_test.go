@@ -229,9 +229,13 @@ func TestParseAge(t *testing.T) {
 			t.Errorf("parseAge(%q) = %s, %v; want %s", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"", "0", "0d", "0s", "-1d", "-2h", "d", "1y", "1d-2h", "1dd", "1e9d", "30 days", "NaNd"} {
-		if got, err := parseAge(in); err == nil {
-			t.Errorf("parseAge(%q) = %s, want an error", in, got)
+	for in, want := range map[string]string{
+		"": "is no age", "0": "above zero", "0d": "above zero", "0s": "above zero", "-1d": "above zero", "-2h": "above zero",
+		"d": "is no age", "1y": "is no age", "1dd": "is no age", "30 days": "is no age", "NaNd": "is no age", "Infd": "is no age",
+		"1d-2h": "no part below zero", "50000d": "at most 36500d", "1e9d": "at most 36500d", "1e400d": "at most 36500d",
+	} {
+		if got, err := parseAge(in); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("parseAge(%q) = %s, %v; want an error saying %q", in, got, err, want)
 		}
 	}
 }
