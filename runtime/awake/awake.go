@@ -7,11 +7,11 @@
 // works, and counted on the wall clock a long ctrl+z failed every session
 // as timed out the moment fg continued it.
 //
-// A stop is seen as a gap between two signs of life: a heartbeat every
-// beat, and every call of Now. A gap longer than beat+overdue is taken
-// for a stop as long as the gap less one beat, so a stop is counted short
-// by at most a beat, and a goroutine delayed more than overdue on a
-// starved machine counts as a stop.
+// A stop is seen as a gap in a heartbeat that beats every beat: whichever
+// sees a gap longer than beat+overdue first, the heartbeat or a call of
+// Now, counts it as a stop as long as the gap less one beat. A stop is so
+// counted short by at most a beat, and a heartbeat delayed more than
+// overdue on a starved machine counts as a stop.
 package awake
 
 import (
