@@ -55,16 +55,30 @@ func watch(ctx context.Context, path string, onChange func(*Config), onError fun
 	// and renaming it over the old one, which ends a watch on the file
 	// itself. When the config is a symlink (dotfile managers do this) the
 	// edits happen next to its target, so watch there too.
-	names := map[string]bool{abs: true}
-	dirs := []string{filepath.Dir(abs)}
-	if real, err := filepath.EvalSymlinks(abs); err == nil && real != abs {
-		names[real] = true
-		dirs = append(dirs, filepath.Dir(real))
+	if err := w.Add(filepath.Dir(abs)); err != nil {
+		return fmt.Errorf("%s: cannot watch %s: %w", path, filepath.Dir(abs), err)
 	}
-	for _, dir := range dirs {
-		if err := w.Add(dir); err != nil {
-			return fmt.Errorf("%s: cannot watch %s: %w", path, dir, err)
+	// target is where the symlink points, "" for a plain file. A dotfile
+	// manager may point it elsewhere later (ln -sfn): the link's own
+	// change is seen in its directory, and the new target is watched from
+	// then on.
+	target := ""
+	follow := func() error {
+		real, err := filepath.EvalSymlinks(abs)
+		if err != nil || real == abs || real == target {
+			return nil
 		}
+		if target != "" && filepath.Dir(target) != filepath.Dir(abs) {
+			w.Remove(filepath.Dir(target))
+		}
+		target = real
+		if filepath.Dir(real) == filepath.Dir(abs) {
+			return nil
+		}
+		return w.Add(filepath.Dir(real))
+	}
+	if err := follow(); err != nil {
+		return fmt.Errorf("%s: cannot watch %s: %w", path, filepath.Dir(target), err)
 	}
 
 	last, _ := os.ReadFile(abs) // the content the caller loaded, near enough
@@ -81,7 +95,14 @@ func watch(ctx context.Context, path string, onChange func(*Config), onError fun
 			if !ok {
 				return nil
 			}
-			if names[filepath.Clean(ev.Name)] && ev.Op != fsnotify.Chmod {
+			switch name := filepath.Clean(ev.Name); {
+			case ev.Op == fsnotify.Chmod:
+			case name == abs:
+				if err := follow(); err != nil {
+					onError(fmt.Errorf("%s: cannot watch %s: %w", path, filepath.Dir(target), err))
+				}
+				timer.Reset(quiet)
+			case name == target:
 				timer.Reset(quiet)
 			}
 		case err, ok := <-w.Errors:

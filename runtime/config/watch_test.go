@@ -155,3 +155,62 @@ func TestWatchReturnsWhenItCannotStart(t *testing.T) {
 		t.Errorf("Watch on a missing directory = %v", err)
 	}
 }
+
+// A config that is a symlink is followed where it points, also after it is
+// pointed elsewhere (ln -sfn, as dotfile managers switch profiles): edits
+// of the new target reload, edits of the old one no longer do.
+func TestWatchFollowsASymlink(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "dotA", "a.yaml"), filepath.Join(dir, "dotB", "b.yaml")
+	for _, d := range []string{filepath.Dir(a), filepath.Dir(b), filepath.Join(dir, "ws")} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile(t, a, "limits:\n  max_turns_per_session: 5\n")
+	writeFile(t, b, "limits:\n  max_turns_per_session: 7\n")
+	path := filepath.Join(dir, "ws", "config.yaml")
+	if err := os.Symlink(a, path); err != nil {
+		t.Skipf("no symlinks: %v", err)
+	}
+	changes := make(chan int, 10)
+	errs := make(chan error, 10)
+	ready := make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go watch(ctx, path, func(c *Config) { changes <- c.Limits.MaxTurnsPerSession }, func(err error) { errs <- err }, debounce, func() { close(ready) })
+	<-ready
+	next := func(want int) {
+		t.Helper()
+		select {
+		case got := <-changes:
+			if got != want {
+				t.Fatalf("reloaded max_turns_per_session = %d, want %d", got, want)
+			}
+		case err := <-errs:
+			t.Fatalf("want a reload, got error %v", err)
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no reload to %d", want)
+		}
+	}
+	writeFile(t, a, "limits:\n  max_turns_per_session: 6\n")
+	next(6)
+	link := filepath.Join(dir, "ws", ".config.yaml.new")
+	if err := os.Symlink(b, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(link, path); err != nil {
+		t.Fatal(err)
+	}
+	next(7)
+	writeFile(t, b, "limits:\n  max_turns_per_session: 8\n")
+	next(8)
+	writeFile(t, a, "limits:\n  max_turns_per_session: 9\n")
+	select {
+	case got := <-changes:
+		t.Errorf("an edit of the old target reloaded %d", got)
+	case err := <-errs:
+		t.Errorf("an edit of the old target: %v", err)
+	case <-time.After(4 * debounce):
+	}
+}
