@@ -1022,6 +1022,22 @@ func TestHeadlessHearsOfConfigReloads(t *testing.T) {
 	}
 	await(base+"limits:\n  max_turns_per_session: -4\n", "configuration not reloaded, the running settings stay: "+path+":6:")
 	await(base+"limits:\n  max_turns_per_session: 12\n", "configuration reloaded from "+path)
+	// A setting for the next start is said to wait, until the edit is
+	// undone: it is told against the settings the process started with.
+	await(base+"workspace: "+dir+"\nlimits:\n  max_turns_per_session: 12\n", "workspace changed, which take effect at the next start")
+	reloads := strings.Count(stderr.String(), "configuration reloaded")
+	for undo := time.Now().Add(20 * time.Second); strings.Count(stderr.String(), "configuration reloaded") == reloads; {
+		if time.Now().After(undo) {
+			t.Fatalf("the undone edit was not reloaded:\n%s", stderr.String())
+		}
+		edits++
+		write(path, base+"limits:\n  max_turns_per_session: 12\n# edit "+strconv.Itoa(edits)+"\n")
+		time.Sleep(300 * time.Millisecond)
+	}
+	last := stderr.String()[strings.LastIndex(stderr.String(), "configuration reloaded"):]
+	if last, _, _ = strings.Cut(last, "\n"); strings.Contains(last, "workspace") {
+		t.Errorf("an undone edit is said to wait for the next start: %s", last)
+	}
 	id := qid.FindStringSubmatch(stdout.String())[1]
 	io.WriteString(answer, `{"op":"answer","question_id":"`+id+`","text":"yes"}`+"\n")
 	select {

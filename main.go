@@ -792,18 +792,23 @@ func newEngine(ctx context.Context, cf *commonFlags, use engineFor, notices chan
 			log.Warn("config reload refused", "err", err)
 			notify("configuration not reloaded, the running settings stay: "+err.Error(), true)
 		}
+		// What waits for the next start is told against the settings this
+		// process started with, not the last file read: an edit undone
+		// leaves nothing waiting, and an unrelated edit does not hide one
+		// that is.
+		started := eng.Config()
 		go config.Watch(wctx, cfg.Path, func(next *config.Config) {
 			if err := next.Apply(cf.overrides()); err != nil {
 				refused(err)
 				return
 			}
-			old := eng.Config()
 			if err := eng.Reload(next); err != nil {
 				refused(err)
 				return
 			}
-			log.Info("config reloaded", "path", cfg.Path)
-			notify(reloadedText(cfg.Path, old, next), false)
+			atStart, atNextRun := config.NotLive(started, next)
+			log.Info("config reloaded", "path", cfg.Path, "waiting_for_start", atStart, "waiting_for_next_run", atNextRun)
+			notify(reloadedText(cfg.Path, atStart, atNextRun), false)
 		}, refused)
 	}
 	go eng.Prompts().Watch(wctx)
@@ -830,10 +835,9 @@ func dbInWorkingDirNote(cfg *config.Config) string {
 }
 
 // reloadedText says that the configuration at path was reloaded, and which
-// of the changes from old to next wait for the next start or run.
-func reloadedText(path string, old, next *config.Config) string {
+// of its settings wait for the next start or run.
+func reloadedText(path string, atStart, atNextRun []string) string {
 	text := "configuration reloaded from " + path
-	atStart, atNextRun := config.NotLive(old, next)
 	if len(atStart) > 0 {
 		text += "; " + strings.Join(atStart, ", ") + " changed, which take effect at the next start"
 	}
