@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 
 	"github.com/swarmdeck/swarmdeck/runtime/event"
@@ -29,6 +30,35 @@ type Command struct {
 	NoReply    bool   `json:"no_reply"`
 }
 
+// jsonProblem words a decoding error of a control line for the person who
+// wrote it: encoding/json names Go's types ("Go value of type
+// runtime.Command").
+func jsonProblem(err error) string {
+	var te *json.UnmarshalTypeError
+	switch {
+	case !errors.As(err, &te):
+		return err.Error()
+	case te.Field == "":
+		return "it is a JSON " + te.Value + ", and a command is an object"
+	}
+	return fmt.Sprintf("%q is a JSON %s, and it takes a %s", te.Field, te.Value, jsonKind(te.Type.Kind()))
+}
+
+// jsonKind names a Go kind as JSON does.
+func jsonKind(k reflect.Kind) string {
+	switch k {
+	case reflect.String:
+		return "string"
+	case reflect.Bool:
+		return "boolean (true or false)"
+	case reflect.Slice, reflect.Array:
+		return "list"
+	case reflect.Map, reflect.Struct:
+		return "object"
+	}
+	return "number"
+}
+
 // ParseCommand reads one control line, with errors that say how to fix it.
 func ParseCommand(line []byte) (Command, error) {
 	var c Command
@@ -41,7 +71,7 @@ func ParseCommand(line []byte) (Command, error) {
 	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&c); err != nil {
-		return c, fmt.Errorf("control line is not a JSON command (%v); e.g. {\"op\":\"answer\",\"question_id\":\"q-1a2b\",\"text\":\"yes\"}", err)
+		return c, fmt.Errorf("control line is not a JSON command (%s); e.g. {\"op\":\"answer\",\"question_id\":\"q-1a2b\",\"text\":\"yes\"}", jsonProblem(err))
 	}
 	if dec.More() {
 		return c, errors.New("control line holds more than one JSON value: send one command per line")
