@@ -11,7 +11,7 @@ import (
 	"github.com/swarmdeck/swarmdeck/runtime/event"
 )
 
-const readOnlyText = "read-only: view only shows a run; steer it from the dashboard that runs it, or resume it once it is stopped"
+const readOnlyText = "read-only: view only shows a run; steer it where it runs (its dashboard, or a headless run's --control), or resume it once it is stopped"
 
 // handleKey routes a key press. The order is fixed: ctrl+c, ctrl+z, the
 // goal prompt, an open dialog, a broadcast's sheet, the filter input, then
