@@ -20,10 +20,15 @@ import (
 	"github.com/swarmdeck/swarmdeck/runtime/store"
 )
 
-// holdDatabase takes db whole, as a `delete` compacting it does, until the
-// test ends.
+// holdDatabase makes a database at db and takes it whole, as a `delete`
+// compacting it does, until the test ends.
 func holdDatabase(t *testing.T, db string) {
 	t.Helper()
+	s, err := store.Open(db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
 	h, err := sql.Open("sqlite", db)
 	if err != nil {
 		t.Fatal(err)
@@ -69,11 +74,6 @@ func TestSecondSignalStopsAtOnce(t *testing.T) {
 	bin := dashboardBinary(t)
 	dir := t.TempDir()
 	db := filepath.Join(dir, "held.db")
-	s, err := store.Open(db, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
 	holdDatabase(t, db)
 
 	cmd := exec.Command(bin, "runs", "--db", db)
@@ -114,11 +114,6 @@ func TestStillStoppingInTheBackground(t *testing.T) {
 	bin := dashboardBinary(t)
 	dir := t.TempDir()
 	db := filepath.Join(dir, "held.db")
-	s, err := store.Open(db, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
 	holdDatabase(t, db)
 
 	master, slave := openPTY(t, 40, 120)
