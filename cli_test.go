@@ -446,7 +446,9 @@ func TestResumeKeepsTheRunsProvider(t *testing.T) {
 		// On the configured host under another path (a gateway's), and
 		// under the configured one.
 		store.Run{ID: "r-000006", Goal: "g", Status: "interrupted", Provider: "openai (api.openai.com)", BaseURL: "https://api.openai.com/gateway/v1", Model: "m"},
-		store.Run{ID: "r-000007", Goal: "g", Status: "interrupted", Provider: "openai (api.openai.com)", BaseURL: "https://api.openai.com/v1/", Model: "m"})
+		store.Run{ID: "r-000007", Goal: "g", Status: "interrupted", Provider: "openai (api.openai.com)", BaseURL: "https://api.openai.com/v1/", Model: "m"},
+		// Started with a query, whose values were not stored.
+		store.Run{ID: "r-000008", Goal: "g", Status: "interrupted", Provider: "openai (az.example)", BaseURL: "https://az.example/v1?api-version=xxxxx", Model: "m"})
 	ctx := context.Background()
 	// Without a key, a run started on another server is told to give
 	// --base-url, not to set a key for the configured one.
@@ -467,6 +469,8 @@ func TestResumeKeepsTheRunsProvider(t *testing.T) {
 		{id: "r-000005", provider: "openai", model: "llama3.1", baseURL: "http://127.0.0.1:11434/v1"},
 		{id: "r-000006", provider: "openai", model: "m", baseURL: "https://api.openai.com/gateway/v1"},
 		{id: "r-000007", provider: "openai", model: "m"},
+		{id: "r-000008", err: "run r-000008 was started on https://az.example/v1?api-version=xxxxx, whose query is not stored (its values may hold a key): give the whole URL again with --base-url"},
+		{id: "r-000008", flagURL: "https://az.example/v1?api-version=2024-06-01", provider: "openai", model: "m"},
 		// Flags choose for themselves; what they leave out comes from the
 		// run, unless a provider is chosen anew.
 		{id: "r-000001", flagProvider: "openai", provider: "openai"},

@@ -1383,6 +1383,11 @@ func (cf *commonFlags) keepRunProvider(ctx context.Context, id string) error {
 		// since): the run says where its server was. The label names
 		// only the host: a gateway serves other models under other
 		// paths of the same one.
+		if strings.Contains(rec.BaseURL, "="+runtime.HiddenValue) {
+			// Its query's values were not stored: they may hold a key.
+			return usageErr(fmt.Errorf("run %s was started on %s, whose query is not stored (its values may hold a key): give the whole URL again with --base-url to continue it",
+				id, rec.BaseURL))
+		}
 		cf.baseURL, cf.fromRun.baseURL = rec.BaseURL, true
 		if now, _, err = where(); err != nil {
 			return err

@@ -344,16 +344,30 @@ func (e *Engine) BaseURL() string {
 	return RedactedBaseURL(e.resolved.Provider.BaseURL)
 }
 
-// RedactedBaseURL is a base URL without the user info, query and fragment
-// that could carry a secret.
+// RedactedBaseURL is a base URL without the user info and fragment, and
+// with the values of its query hidden ("?api-version=xxxxx"): any of them
+// could carry a secret. The names stay, so that a resume knows that the
+// query must be given again.
 func RedactedBaseURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" {
 		return ""
 	}
-	u.User, u.RawQuery, u.Fragment = nil, "", ""
+	u.User, u.Fragment, u.RawFragment = nil, "", ""
+	if u.RawQuery != "" {
+		parts := strings.Split(u.RawQuery, "&")
+		for i, p := range parts {
+			name, _, _ := strings.Cut(p, "=")
+			parts[i] = name + "=" + HiddenValue
+		}
+		u.RawQuery = strings.Join(parts, "&")
+	}
 	return u.String()
 }
+
+// HiddenValue stands for each value of a base URL's query in what a run
+// stores.
+const HiddenValue = "xxxxx"
 
 // Model is the model requested.
 func (e *Engine) Model() string { return e.resolved.Model }

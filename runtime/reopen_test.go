@@ -71,8 +71,9 @@ func TestMessageReopensAFinishedRun(t *testing.T) {
 // resume finds it again.
 func TestRunRecordsItsServer(t *testing.T) {
 	for raw, want := range map[string]string{
-		"http://127.0.0.1:11434/v1":               "http://127.0.0.1:11434/v1",
-		"https://user:secret@llm.example/v1?k=sk": "https://llm.example/v1",
+		"http://127.0.0.1:11434/v1":                                   "http://127.0.0.1:11434/v1",
+		"https://user:secret@llm.example/v1#frag":                     "https://llm.example/v1",
+		"https://llm.example/v1?api-version=2024-06-01&key=sk-secret": "https://llm.example/v1?api-version=xxxxx&key=xxxxx",
 		"not a url": "",
 	} {
 		if got := RedactedBaseURL(raw); got != want {
