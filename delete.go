@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -383,6 +384,7 @@ func parseAge(s string) (time.Duration, error) {
 	bad := fmt.Errorf("--older-than %q is no age: give a number of days or a duration, e.g. 30d, 12h, 1d12h", s)
 	t := strings.TrimSpace(s)
 	notAbove := fmt.Errorf("--older-than %s: give an age above zero, e.g. 30d", t)
+	tooLong := fmt.Errorf("--older-than %s: give at most %dd (a hundred years)", t, maxAgeDays)
 	switch {
 	case t == "":
 		return 0, bad
@@ -390,33 +392,41 @@ func parseAge(s string) (time.Duration, error) {
 		return 0, notAbove
 	}
 	var days time.Duration
+	rest := t
 	if i := strings.IndexByte(t, 'd'); i >= 0 {
 		n, err := strconv.ParseFloat(t[:i], 64)
 		switch {
 		case errors.Is(err, strconv.ErrRange), err == nil && n > maxAgeDays && !math.IsInf(n, 0):
-			return 0, fmt.Errorf("--older-than %s: give at most %dd (a hundred years)", t, maxAgeDays)
+			return 0, tooLong
 		case err != nil, math.IsNaN(n), math.IsInf(n, 0):
 			return 0, bad
 		}
 		days = time.Duration(n * float64(24*time.Hour))
-		t = t[i+1:]
+		rest = t[i+1:]
 	}
-	var rest time.Duration
-	if t != "" {
+	var more time.Duration
+	if rest != "" {
 		var err error
-		if rest, err = time.ParseDuration(t); err != nil {
+		if more, err = time.ParseDuration(rest); err != nil {
+			if durationShape.MatchString(rest) {
+				return 0, tooLong // well formed, and past what a duration holds
+			}
 			return 0, bad
 		}
 	}
-	age := days + rest
 	switch {
-	case rest < 0:
-		return 0, fmt.Errorf("--older-than %s: give no part below zero, e.g. 1d12h or 23h", strings.TrimSpace(s))
-	case age <= 0:
+	case more < 0:
+		return 0, fmt.Errorf("--older-than %s: give no part below zero, e.g. 1d12h or 23h", t)
+	case more > maxAgeDays*24*time.Hour-days:
+		return 0, tooLong
+	case days+more <= 0:
 		return 0, notAbove
 	}
-	return age, nil
+	return days + more, nil
 }
+
+// durationShape is the form of a Go duration (1h30m, 1.5h).
+var durationShape = regexp.MustCompile(`^([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h)(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))*$`)
 
 // maxAgeDays is the longest age --older-than takes, in days.
 const maxAgeDays = 100 * 365

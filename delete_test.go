@@ -223,7 +223,7 @@ func TestDeleteAndPruneToAFullDisk(t *testing.T) {
 func TestParseAge(t *testing.T) {
 	for in, want := range map[string]time.Duration{
 		"30d": 30 * 24 * time.Hour, "12h": 12 * time.Hour, "90m": 90 * time.Minute, "1d12h": 36 * time.Hour,
-		"1.5d": 36 * time.Hour, " 2d ": 48 * time.Hour, "0.5h": 30 * time.Minute,
+		"1.5d": 36 * time.Hour, " 2d ": 48 * time.Hour, "0.5h": 30 * time.Minute, "36500d": 36500 * 24 * time.Hour, "35000d24000h": 36000 * 24 * time.Hour,
 	} {
 		if got, err := parseAge(in); err != nil || got != want {
 			t.Errorf("parseAge(%q) = %s, %v; want %s", in, got, err, want)
@@ -233,6 +233,8 @@ func TestParseAge(t *testing.T) {
 		"": "is no age", "0": "above zero", "0d": "above zero", "0s": "above zero", "-1d": "above zero", "-2h": "above zero",
 		"d": "is no age", "1y": "is no age", "1dd": "is no age", "30 days": "is no age", "NaNd": "is no age", "Infd": "is no age",
 		"1d-2h": "no part below zero", "50000d": "at most 36500d", "1e9d": "at most 36500d", "1e400d": "at most 36500d",
+		"36500d2562047h": "at most 36500d", "1d2562047h": "at most 36500d", "2562048h": "at most 36500d", "36500d1h": "at most 36500d",
+		"9223372036854775807ns": "at most 36500d", "1h-": "is no age",
 	} {
 		if got, err := parseAge(in); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("parseAge(%q) = %s, %v; want an error saying %q", in, got, err, want)
