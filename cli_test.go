@@ -173,7 +173,11 @@ func TestCLIRefusesMistakes(t *testing.T) {
 		// A flag without its value took the id: the command to copy
 		// leaves the flag out.
 		{[]string{"resume", "--headless", "--db", stored, "--model", "r-000001"}, 2,
-			"--model took r-000001 as its value, and no run id was left: give a value after --model, or leave it out: `swarmdeck --db " + stored + " resume --headless r-000001`", ""},
+			"--model took r-000001, a run id by the look of it, as its value, and no run id was left: give a value after --model, or leave it out: `swarmdeck --db " + stored + " resume --headless r-000001`", ""},
+		{[]string{"resume", "--headless", "--db", stored, "--workspace", "R-0000"}, 2, "or leave it out: `swarmdeck --db " + stored + " resume --headless r-000001`", ""},
+		{[]string{"resume", "--headless", "--db", stored, "--provider", "r-000001"}, 2,
+			"--provider took r-000001, a run id by the look of it, as its value, and no run id was left: give a value after --provider, or leave it out (usage:", ""},
+		{[]string{"resume", "--headless", "--db", "r-000001"}, 2, "--db took r-000001, a run id by the look of it, as its value", ""},
 		{[]string{"resume", "--db", ended}, 2, "no stored run can be continued: `swarmdeck --db " + ended + " runs` lists them", ""},
 		{[]string{"resume", "--db", failed}, 2, "the newest run that can be continued is r-000007 (g, ", ""},
 		{[]string{"run", "--headless", "--db", fresh}, 2, "(usage: swarmdeck run [--headless] [--json] [--control -] GOAL)", ""},

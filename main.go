@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	goruntime "runtime"
 	"runtime/debug"
 	"slices"
@@ -1267,8 +1268,31 @@ instead (for a directory that was moved or removed), which becomes the run's.`,
 // --config and --db. A resume acts, so it never picks that run by itself.
 func (cf *commonFlags) whichToResume(ctx context.Context, flags []string) error {
 	const need = "resume: which run? give its id (usage: swarmdeck resume [--headless] RUN_ID)"
+	// A flag given without its value took the run id for it (`resume
+	// --model r-1a2b3c`): it is named, and the command to copy, when the
+	// run is found, leaves it out.
+	at, swallowed, value := -1, "", ""
+	for i := 0; i+1 < len(flags); i++ {
+		if strings.HasPrefix(flags[i], "--") && runIDShape.MatchString(flags[i+1]) {
+			at, swallowed, value = i, flags[i], flags[i+1]
+			break
+		}
+	}
+	for _, f := range []struct{ name, value string }{{"--config", cf.config}, {"--db", cf.db}} {
+		if swallowed == "" && runIDShape.MatchString(f.value) {
+			swallowed, value = f.name, f.value
+		}
+	}
+	took := ""
+	if swallowed != "" {
+		took = fmt.Sprintf("resume: which run? %s took %s, a run id by the look of it, as its value, and no run id was left: give a value after %s, or leave it out",
+			swallowed, value, swallowed)
+	}
 	st, closeStore, err := openStore(cf)
 	if err != nil {
+		if took != "" {
+			return errors.New(took + " (usage: swarmdeck resume [--headless] RUN_ID)")
+		}
 		return errors.New(need)
 	}
 	defer closeStore()
@@ -1276,19 +1300,16 @@ func (cf *commonFlags) whichToResume(ctx context.Context, flags []string) error 
 	if err != nil {
 		return errors.New(need)
 	}
-	// A flag given without its value took the run id for it
-	// (`resume --model r-1a2b3c`): the command to copy leaves it out.
-	for i := 0; i+1 < len(flags); i++ {
-		if !strings.HasPrefix(flags[i], "--") {
-			continue
-		}
+	if at >= 0 {
 		for _, r := range runs {
-			if flags[i+1] == r.ID {
-				rest := slices.Delete(slices.Clone(flags), i, i+2)
-				return fmt.Errorf("resume: which run? %s took %s as its value, and no run id was left: give a value after %s, or leave it out: `swarmdeck resume %s`",
-					flags[i], r.ID, flags[i], strings.Join(append(rest, r.ID), " "))
+			if strings.HasPrefix(r.ID, strings.ToLower(value)) {
+				rest := slices.Delete(slices.Clone(flags), at, at+2)
+				return fmt.Errorf("%s: `swarmdeck resume %s`", took, strings.Join(append(rest, r.ID), " "))
 			}
 		}
+	}
+	if took != "" {
+		return errors.New(took + " (usage: swarmdeck resume [--headless] RUN_ID)")
 	}
 	for _, r := range runs {
 		if r.Status == runtime.RunInterrupted || r.Status == runtime.RunFailed || runtime.Orphaned(st.Path(), r.ID, r.Status) {
@@ -1298,6 +1319,9 @@ func (cf *commonFlags) whichToResume(ctx context.Context, flags []string) error 
 	}
 	return errors.New(need + "; no stored run can be continued: `swarmdeck runs` lists them")
 }
+
+// runIDShape is what a run id, or the start of one, looks like.
+var runIDShape = regexp.MustCompile(`^(?i)r-[0-9a-f]{2,}$`)
 
 // keepRunProvider makes a resume continue on the provider, server and
 // model its run was started with, each unless a flag gives it: --model
