@@ -18,6 +18,10 @@ import (
 // reading between them would see half a file.
 const debounce = 100 * time.Millisecond
 
+// linkCheck is how often the watch looks whether a symlink on the way to
+// the file now points elsewhere.
+const linkCheck = 2 * time.Second
+
 // Watch re-reads the configuration file at path whenever it changes and
 // calls onChange with the new, validated Config, or onError when the edit is
 // invalid or unreadable; after an error the caller keeps the Config it has.
@@ -58,28 +62,36 @@ func watch(ctx context.Context, path string, onChange func(*Config), onError fun
 	if err := w.Add(filepath.Dir(abs)); err != nil {
 		return fmt.Errorf("%s: cannot watch %s: %w", path, filepath.Dir(abs), err)
 	}
-	// target is where the symlink points, "" for a plain file. A dotfile
-	// manager may point it elsewhere later (ln -sfn): the link's own
-	// change is seen in its directory, and the new target is watched from
-	// then on.
-	target := ""
-	follow := func() error {
+	// resolved is the file path reaches, symlinks followed; target is
+	// the same when it is another than abs, "" otherwise. A dotfile
+	// manager may point a link elsewhere later (ln -sfn), the file's or a
+	// directory's above it: the file's own change is seen as an event, a
+	// directory's by looking now and then, and the new target is watched
+	// from then on. A watch left on an old target only ever finds the
+	// content unchanged.
+	resolved, target := abs, ""
+	follow := func() (bool, error) {
 		real, err := filepath.EvalSymlinks(abs)
-		if err != nil || real == abs || real == target {
-			return nil
+		if err != nil || real == resolved {
+			return false, nil
 		}
-		if target != "" && filepath.Dir(target) != filepath.Dir(abs) {
-			w.Remove(filepath.Dir(target))
+		resolved, target = real, ""
+		// Added again, a symlinked directory is watched where it now
+		// points.
+		if err := w.Add(filepath.Dir(abs)); err != nil {
+			return true, err
+		}
+		if real == abs {
+			return true, nil
 		}
 		target = real
-		if filepath.Dir(real) == filepath.Dir(abs) {
-			return nil
-		}
-		return w.Add(filepath.Dir(real))
+		return true, w.Add(filepath.Dir(real))
 	}
-	if err := follow(); err != nil {
-		return fmt.Errorf("%s: cannot watch %s: %w", path, filepath.Dir(target), err)
+	if _, err := follow(); err != nil {
+		return fmt.Errorf("%s: cannot watch %s: %w", path, filepath.Dir(resolved), err)
 	}
+	relink := time.NewTicker(linkCheck)
+	defer relink.Stop()
 
 	last, _ := os.ReadFile(abs) // the content the caller loaded, near enough
 	timer := time.NewTimer(quiet)
@@ -98,11 +110,19 @@ func watch(ctx context.Context, path string, onChange func(*Config), onError fun
 			switch name := filepath.Clean(ev.Name); {
 			case ev.Op == fsnotify.Chmod:
 			case name == abs:
-				if err := follow(); err != nil {
-					onError(fmt.Errorf("%s: cannot watch %s: %w", path, filepath.Dir(target), err))
+				if _, err := follow(); err != nil {
+					onError(fmt.Errorf("%s: cannot watch %s: %w", path, filepath.Dir(resolved), err))
 				}
 				timer.Reset(quiet)
 			case name == target:
+				timer.Reset(quiet)
+			}
+		case <-relink.C:
+			moved, err := follow()
+			if err != nil {
+				onError(fmt.Errorf("%s: cannot watch %s: %w", path, filepath.Dir(resolved), err))
+			}
+			if moved {
 				timer.Reset(quiet)
 			}
 		case err, ok := <-w.Errors:

@@ -156,61 +156,73 @@ func TestWatchReturnsWhenItCannotStart(t *testing.T) {
 	}
 }
 
-// A config that is a symlink is followed where it points, also after it is
-// pointed elsewhere (ln -sfn, as dotfile managers switch profiles): edits
-// of the new target reload, edits of the old one no longer do.
+// A config reached through a symlink is followed where it points, also
+// after the link is pointed elsewhere (ln -sfn, as dotfile managers switch
+// profiles), whether it is the file's or a directory's above it (stow's
+// layout): edits of the new target reload, edits of the old one no longer
+// do.
 func TestWatchFollowsASymlink(t *testing.T) {
-	dir := t.TempDir()
-	a, b := filepath.Join(dir, "dotA", "a.yaml"), filepath.Join(dir, "dotB", "b.yaml")
-	for _, d := range []string{filepath.Dir(a), filepath.Dir(b), filepath.Join(dir, "ws")} {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	writeFile(t, a, "limits:\n  max_turns_per_session: 5\n")
-	writeFile(t, b, "limits:\n  max_turns_per_session: 7\n")
-	path := filepath.Join(dir, "ws", "config.yaml")
-	if err := os.Symlink(a, path); err != nil {
-		t.Skipf("no symlinks: %v", err)
-	}
-	changes := make(chan int, 10)
-	errs := make(chan error, 10)
-	ready := make(chan struct{})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go watch(ctx, path, func(c *Config) { changes <- c.Limits.MaxTurnsPerSession }, func(err error) { errs <- err }, debounce, func() { close(ready) })
-	<-ready
-	next := func(want int) {
-		t.Helper()
-		select {
-		case got := <-changes:
-			if got != want {
-				t.Fatalf("reloaded max_turns_per_session = %d, want %d", got, want)
+	for _, layout := range []string{"file", "directory"} {
+		t.Run(layout, func(t *testing.T) {
+			dir := t.TempDir()
+			a, b := filepath.Join(dir, "dotA", "swarmdeck", "config.yaml"), filepath.Join(dir, "dotB", "swarmdeck", "config.yaml")
+			for _, d := range []string{filepath.Dir(a), filepath.Dir(b), filepath.Join(dir, "home")} {
+				if err := os.MkdirAll(d, 0o755); err != nil {
+					t.Fatal(err)
+				}
 			}
-		case err := <-errs:
-			t.Fatalf("want a reload, got error %v", err)
-		case <-time.After(5 * time.Second):
-			t.Fatalf("no reload to %d", want)
-		}
-	}
-	writeFile(t, a, "limits:\n  max_turns_per_session: 6\n")
-	next(6)
-	link := filepath.Join(dir, "ws", ".config.yaml.new")
-	if err := os.Symlink(b, link); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(link, path); err != nil {
-		t.Fatal(err)
-	}
-	next(7)
-	writeFile(t, b, "limits:\n  max_turns_per_session: 8\n")
-	next(8)
-	writeFile(t, a, "limits:\n  max_turns_per_session: 9\n")
-	select {
-	case got := <-changes:
-		t.Errorf("an edit of the old target reloaded %d", got)
-	case err := <-errs:
-		t.Errorf("an edit of the old target: %v", err)
-	case <-time.After(4 * debounce):
+			writeFile(t, a, "limits:\n  max_turns_per_session: 5\n")
+			writeFile(t, b, "limits:\n  max_turns_per_session: 7\n")
+			// The link is the config itself, or its directory.
+			link, to := filepath.Join(dir, "home", "config.yaml"), func(f string) string { return f }
+			path := link
+			if layout == "directory" {
+				link, to = filepath.Join(dir, "home", "swarmdeck"), filepath.Dir
+				path = filepath.Join(link, "config.yaml")
+			}
+			if err := os.Symlink(to(a), link); err != nil {
+				t.Skipf("no symlinks: %v", err)
+			}
+			changes := make(chan int, 10)
+			errs := make(chan error, 10)
+			ready := make(chan struct{})
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			go watch(ctx, path, func(c *Config) { changes <- c.Limits.MaxTurnsPerSession }, func(err error) { errs <- err }, debounce, func() { close(ready) })
+			<-ready
+			next := func(want int) {
+				t.Helper()
+				select {
+				case got := <-changes:
+					if got != want {
+						t.Fatalf("reloaded max_turns_per_session = %d, want %d", got, want)
+					}
+				case err := <-errs:
+					t.Fatalf("want a reload, got error %v", err)
+				case <-time.After(3*linkCheck + time.Second):
+					t.Fatalf("no reload to %d", want)
+				}
+			}
+			writeFile(t, a, "limits:\n  max_turns_per_session: 6\n")
+			next(6)
+			tmp := link + ".new"
+			if err := os.Symlink(to(b), tmp); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(tmp, link); err != nil {
+				t.Fatal(err)
+			}
+			next(7)
+			writeFile(t, b, "limits:\n  max_turns_per_session: 8\n")
+			next(8)
+			writeFile(t, a, "limits:\n  max_turns_per_session: 9\n")
+			select {
+			case got := <-changes:
+				t.Errorf("an edit of the old target reloaded %d", got)
+			case err := <-errs:
+				t.Errorf("an edit of the old target: %v", err)
+			case <-time.After(4 * debounce):
+			}
+		})
 	}
 }
