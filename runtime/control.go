@@ -35,13 +35,17 @@ type Command struct {
 // runtime.Command").
 func jsonProblem(err error) string {
 	var te *json.UnmarshalTypeError
-	switch {
-	case !errors.As(err, &te):
+	if !errors.As(err, &te) {
 		return err.Error()
-	case te.Field == "":
-		return "it is a JSON " + te.Value + ", and a command is an object"
 	}
-	return fmt.Sprintf("%q is a JSON %s, and it takes a %s", te.Field, te.Value, jsonKind(te.Type.Kind()))
+	value := te.Value // "bool", "array", "number", "string", "object"
+	if value == "bool" {
+		value = "boolean"
+	}
+	if te.Field == "" {
+		return "it is a JSON " + value + ", and a command is an object"
+	}
+	return fmt.Sprintf("%q is a JSON %s, and it takes a %s", te.Field, value, jsonKind(te.Type.Kind()))
 }
 
 // jsonKind names a Go kind as JSON does.

@@ -32,6 +32,7 @@ func TestParseCommand(t *testing.T) {
 		{`{"op":"skip_all","extra":1}`, "", `unknown field "extra"`},
 		{`not json`, "", "not a JSON command"},
 		{`[1,2]`, "", "not a JSON command (it is a JSON array, and a command is an object)"},
+		{`true`, "", "not a JSON command (it is a JSON boolean, and a command is an object)"},
 		{`{"op":"message","session_id":"s-1","text":"x","no_reply":"yes"}`, "", `"no_reply" is a JSON string, and it takes a boolean (true or false)`},
 		{`{"op":"answer","question_id":7,"text":"x"}`, "", `"question_id" is a JSON number, and it takes a string`},
 		{`{"op":"skip_all"}{"op":"skip_all"}`, "", "more than one JSON value"},

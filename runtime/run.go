@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -700,7 +701,8 @@ func (r *Run) suspend(cause string) {
 		return
 	}
 	r.halt(errInterrupted)
-	r.recordStopped("the model server failed: " + cause + ". The run is stored as it was: resume it once the server answers")
+	// A server's own message often ends a sentence ("Model unloaded.").
+	r.recordStopped("the model server failed: " + strings.TrimRight(cause, ". ") + ". The run is stored as it was: resume it once the server answers")
 	r.release("the run stopped: the model server failed")
 }
 
