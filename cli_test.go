@@ -919,6 +919,8 @@ func TestCompletionAndClosedOutput(t *testing.T) {
 		{[]string{"bench", "--"}, "--agents", "--scripted-latency"},
 		{[]string{"mock-llm", "--"}, "--scenario", "--config"},
 		{[]string{"completion", "bash", "--"}, "--no-descriptions", "--db"},
+		{[]string{"completion", "--"}, "--help", "--model"},
+		{[]string{"help", "--"}, "--help", "--base-url"},
 		{[]string{"run", "--"}, "--model", "--limit"},
 	} {
 		out.Reset()

@@ -372,7 +372,7 @@ Without an API key it uses the scripted model, so "swarmdeck" works offline.`,
 	})
 	// cobra's help command shows the root's help, with status 0, for a
 	// topic it does not know: a typo would look answered.
-	root.SetHelpCommand(&cobra.Command{
+	help := &cobra.Command{
 		Use:   "help [command]",
 		Short: "Help about any command",
 		ValidArgsFunction: func(c *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
@@ -392,12 +392,15 @@ Without an API key it uses the scripted model, so "swarmdeck" works offline.`,
 			cmd.InitDefaultHelpFlag()
 			return cmd.Help()
 		},
-	})
+	}
+	takesNoSharedFlags(help, "it shows the help of a command")
+	root.SetHelpCommand(help)
 	// cobra's completion command shows its help, with status 0, for a shell
 	// it does not know: `completion tcsh > file` filled the file with help.
 	root.SetOut(stdout) // the completion scripts are written where it says now
 	root.InitDefaultCompletionCmd()
 	if c, _, err := root.Find([]string{"completion"}); err == nil && c.Name() == "completion" {
+		takesNoSharedFlags(c, "the script it prints is the same whatever they say")
 		c.Args = cobra.ArbitraryArgs
 		c.RunE = func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
@@ -477,6 +480,7 @@ func hideRefusedInCompletion(root *cobra.Command, args []string) {
 	if len(args) == 0 || (args[0] != cobra.ShellCompRequestCmd && args[0] != cobra.ShellCompNoDescRequestCmd) {
 		return
 	}
+	root.InitDefaultHelpCmd() // which cobra adds only as it executes
 	c, _, err := root.Find(args[1:])
 	if err != nil || c == nil {
 		return
