@@ -4,9 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
-	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/exp/golden"
 	"github.com/swarmdeck/swarmdeck/runtime/event"
 	"github.com/swarmdeck/swarmdeck/tui/tuitest"
@@ -41,13 +39,7 @@ func TestASCIILocale(t *testing.T) {
 func asciiModel(t testing.TB, snap event.Snapshot, w, h int) (Model, *tuitest.Controller) {
 	t.Helper()
 	ctl := tuitest.NewController(snap)
-	m := New(Options{Controller: ctl, Theme: "dark", ASCII: true})
-	t.Cleanup(m.cancel)
-	m.now = func() time.Time { return t0 }
-	m.loc = time.UTC
-	m.ticks = false
-	m, _ = update(m, tea.WindowSizeMsg{Width: w, Height: h})
-	return connect(m, ctl), ctl
+	return startTestModel(t, ctl, Options{ASCII: true}, w, h), ctl
 }
 
 // nonASCII is the first character of s outside ASCII, or "".

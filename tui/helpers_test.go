@@ -21,13 +21,7 @@ var t0 = time.Date(2026, 1, 26, 19, 30, 0, 0, time.UTC)
 func newTestModel(t testing.TB, snap event.Snapshot, w, h int) (Model, *tuitest.Controller) {
 	t.Helper()
 	ctl := tuitest.NewController(snap)
-	m := New(Options{Controller: ctl, Theme: "dark"})
-	t.Cleanup(m.cancel)
-	m.now = func() time.Time { return t0 }
-	m.loc = time.UTC
-	m.ticks = false
-	m, _ = update(m, tea.WindowSizeMsg{Width: w, Height: h})
-	return connect(m, ctl), ctl
+	return startTestModel(t, ctl, Options{}, w, h), ctl
 }
 
 // readOnlyModel is newTestModel on a stored run opened read-only (view).
@@ -35,13 +29,20 @@ func readOnlyModel(t testing.TB, snap event.Snapshot, w, h int) (Model, *tuitest
 	t.Helper()
 	ctl := tuitest.NewController(snap)
 	ctl.SetReadOnly(true)
-	m := New(Options{Controller: ctl, Theme: "dark"})
+	return startTestModel(t, ctl, Options{}, w, h), ctl
+}
+
+// startTestModel makes the dashboard of newTestModel on ctl, with opts
+// (the controller and theme are set here).
+func startTestModel(t testing.TB, ctl *tuitest.Controller, opts Options, w, h int) Model {
+	opts.Controller, opts.Theme = ctl, "dark"
+	m := New(opts)
 	t.Cleanup(m.cancel)
 	m.now = func() time.Time { return t0 }
 	m.loc = time.UTC
 	m.ticks = false
 	m, _ = update(m, tea.WindowSizeMsg{Width: w, Height: h})
-	return connect(m, ctl), ctl
+	return connect(m, ctl)
 }
 
 // connect applies what connectCmd would deliver, without a subscription, so
