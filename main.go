@@ -778,24 +778,30 @@ func newEngine(ctx context.Context, cf *commonFlags, use engineFor, notices chan
 		return nil, nil, usageErr(err)
 	}
 	wctx, cancel := context.WithCancel(ctx)
-	notify := func(text string, isErr bool) {
+	notify := func(n tui.Notice) {
 		if notices == nil {
 			return
 		}
 		select {
-		case notices <- tui.Notice{Text: text, Err: isErr}:
+		case notices <- n:
 		default:
 		}
 	}
 	// A template edit that does not load is said where the person looks,
-	// not only in the log: new sessions go on with the previous ones.
+	// not only in the log: new sessions go on with the previous ones. The
+	// error stands in the dashboard until a reload goes through.
 	eng.Prompts().OnError(func(err error) {
-		notify("prompt templates not reloaded, new sessions get the previous ones: "+err.Error(), true)
+		notify(tui.Notice{Topic: "prompts", Err: true,
+			Text: "prompt templates not reloaded, new sessions get the previous ones: " + err.Error()})
+	})
+	eng.Prompts().OnReload(func(dir string) {
+		notify(tui.Notice{Topic: "prompts", Text: "prompt templates reloaded from " + dir})
 	})
 	if cfg.Path != "" {
 		refused := func(err error) {
 			log.Warn("config reload refused", "err", err)
-			notify("configuration not reloaded, the running settings stay: "+err.Error(), true)
+			notify(tui.Notice{Topic: "config", Err: true,
+				Text: "configuration not reloaded, the running settings stay: " + err.Error()})
 		}
 		// What waits for the next start is told against the settings this
 		// process started with, not the last file read: an edit undone
@@ -813,7 +819,7 @@ func newEngine(ctx context.Context, cf *commonFlags, use engineFor, notices chan
 			}
 			atStart, atNextRun := config.NotLive(started, next)
 			log.Info("config reloaded", "path", cfg.Path, "waiting_for_start", atStart, "waiting_for_next_run", atNextRun)
-			notify(reloadedText(cfg.Path, atStart, atNextRun), false)
+			notify(tui.Notice{Topic: "config", Text: reloadedText(cfg.Path, atStart, atNextRun)})
 		}, refused)
 	}
 	go eng.Prompts().Watch(wctx)

@@ -40,6 +40,7 @@ type Library struct {
 	dir        string
 	lastDigest [sha256.Size]byte // of the last override contents tried, good or bad
 	onError    []func(error)
+	onReload   []func(dir string)
 
 	// dirChanged tells a running Watch to move its watch after SetDir.
 	dirChanged chan struct{}
@@ -158,6 +159,15 @@ func (l *Library) OnError(fn func(error)) {
 	l.onError = append(l.onError, fn)
 }
 
+// OnReload registers a function called with the directory after each reload that Watch makes
+// of a changed directory (not after the first load, nor SetDir's), on the
+// watching goroutine: it should return quickly.
+func (l *Library) OnReload(fn func(dir string)) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.onReload = append(l.onReload, fn)
+}
+
 // load reads and compiles dir and makes it current.
 func (l *Library) load(dir string) error {
 	l.mu.Lock()
@@ -192,13 +202,18 @@ func (l *Library) reload() {
 		l.lastDigest = digest
 		s, err = compile(srcs)
 	}
+	var fns []func(string)
 	if err == nil {
 		l.cur.Store(s)
 		l.logger.Info("prompts: templates reloaded", "dir", dir, "overrides", s.overrides)
+		fns = slices.Clone(l.onReload)
 	}
 	l.mu.Unlock()
 	if err != nil {
 		l.report(err)
+	}
+	for _, fn := range fns {
+		fn(dir)
 	}
 }
 

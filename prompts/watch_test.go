@@ -61,6 +61,13 @@ func researcherWith(text string) string {
 func TestWatchReloadsAndKeepsPreviousOnError(t *testing.T) {
 	dir := t.TempDir()
 	l := newLibrary(t, dir)
+	reloads := make(chan string, 16)
+	l.OnReload(func(dir string) {
+		select {
+		case reloads <- dir:
+		default:
+		}
+	})
 	errs := startWatch(t, l)
 	d := childData("researcher", "workspace")
 
@@ -87,9 +94,19 @@ func TestWatchReloadsAndKeepsPreviousOnError(t *testing.T) {
 		t.Errorf("broken edit replaced the templates:\n%s", out)
 	}
 
-	// Fixing the file recovers; removing it restores the embedded template.
+	// Fixing the file recovers, and says so: a dashboard that showed the
+	// error takes it down then. Removing it restores the embedded template.
+	drain(reloads)
 	writeFile(t, dir, "researcher.md", researcherWith("Version three."))
 	eventually(t, l, d, "Version three.")
+	select {
+	case got := <-reloads:
+		if got != dir {
+			t.Errorf("OnReload got %q, want %q", got, dir)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the fixed edit was loaded without OnReload")
+	}
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
@@ -151,10 +168,10 @@ func TestConcurrentRenderDuringReload(t *testing.T) {
 	wg.Wait()
 }
 
-func drain(errs <-chan error) {
+func drain[T any](ch <-chan T) {
 	for {
 		select {
-		case <-errs:
+		case <-ch:
 		default:
 			return
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
@@ -52,6 +53,13 @@ type Options struct {
 type Notice struct {
 	Text string
 	Err  bool
+	// Topic names what the notice is about ("config", "prompts"). An
+	// error with a topic stands: once the status line is free again (the
+	// next line said expired or was dismissed), it comes back, until a
+	// notice of the same topic that is not an error clears it. A file
+	// that is still broken is not forgotten because something else was
+	// said since.
+	Topic string
 }
 
 type screen int
@@ -138,6 +146,7 @@ type model struct {
 	detail     broadcastSheet
 	status     statusLine
 	runEnd     statusLine // why the run stopped and how it continues: the status line when nothing else is said
+	standing   []Notice   // errors by topic still in force (see Notice.Topic), oldest first
 	goal       goalPrompt
 
 	frame   int
@@ -289,6 +298,7 @@ func (m *model) update(msg tea.Msg) (cmd tea.Cmd) {
 	case tickMsg:
 		cmd = m.handleTick()
 	case noticeMsg:
+		m.keepStanding(Notice(msg))
 		if msg.Err {
 			m.setStatus(msg.Text, true)
 		} else {
@@ -334,14 +344,32 @@ func (m *model) setStatus(text string, isErr bool) {
 }
 
 // shownStatus is the status line to draw: what was said last, or, once it
-// expired or was dismissed, why the run stopped. That reason and the command
-// that continues the run are worth more than an empty line, and a person
-// who pressed a key in the meantime must not lose them for good.
+// expired or was dismissed, why the run stopped, or else the latest
+// standing error (a configuration file still refused). That reason and the
+// command that continues the run are worth more than an empty line, and a
+// person who pressed a key in the meantime must not lose them for good.
 func (m *model) shownStatus() statusLine {
-	if m.status.text == "" && !m.st.runActive() {
+	if m.status.text != "" {
+		return m.status
+	}
+	if !m.st.runActive() && m.runEnd.text != "" {
 		return m.runEnd
 	}
+	if n := len(m.standing); n > 0 {
+		return statusLine{text: m.standing[n-1].Text, err: true}
+	}
 	return m.status
+}
+
+// keepStanding records or clears the standing error of n's topic.
+func (m *model) keepStanding(n Notice) {
+	if n.Topic == "" {
+		return
+	}
+	m.standing = slices.DeleteFunc(m.standing, func(s Notice) bool { return s.Topic == n.Topic })
+	if n.Err {
+		m.standing = append(m.standing, n)
+	}
 }
 
 // setNote shows a neutral line: not a success, not an error.

@@ -433,6 +433,38 @@ func TestNoticesReachTheStatusLine(t *testing.T) {
 	mustContain(t, m, "· configuration reloaded from live.yaml")
 }
 
+// A configuration error stands: something else said since replaces it on
+// the status line only for a while, and it comes back until a reload goes
+// through. Errors of two topics both stand; the latest shows.
+func TestAConfigErrorStandsUntilItIsFixed(t *testing.T) {
+	m, _ := demoModel(t, 160, 48)
+	const broken = "configuration not reloaded, the running settings stay: live.yaml:2: too small"
+	m, _ = update(m, noticeMsg{Topic: "config", Err: true, Text: broken})
+	mustContain(t, m, "✗ "+broken)
+
+	m, _ = update(m, noticeMsg{Text: "the database is elsewhere"})
+	mustNotContain(t, m, broken)
+	m.now = func() time.Time { return t0.Add(time.Minute) }
+	m, _ = update(m, tickMsg{})
+	mustContain(t, m, "✗ "+broken)
+	m, _ = press(t, m, "esc") // dismissing it does not make the file good
+	mustContain(t, m, "✗ "+broken)
+
+	const prompts = "prompt templates not reloaded, new sessions get the previous ones: p/researcher.md:3: unexpected }"
+	m, _ = update(m, noticeMsg{Topic: "prompts", Err: true, Text: prompts})
+	m, _ = update(m, noticeMsg{Topic: "config", Text: "configuration reloaded from live.yaml"})
+	mustContain(t, m, "· configuration reloaded from live.yaml")
+	m.now = func() time.Time { return t0.Add(2 * time.Minute) }
+	m, _ = update(m, tickMsg{})
+	mustNotContain(t, m, broken)
+	mustContain(t, m, "✗ "+prompts)
+
+	m, _ = update(m, noticeMsg{Topic: "prompts", Text: "prompt templates reloaded from p"})
+	m.now = func() time.Time { return t0.Add(3 * time.Minute) }
+	m, _ = update(m, tickMsg{})
+	mustNotContain(t, m, "not reloaded")
+}
+
 // A model call being tried again says so in the session's row, and the row
 // goes back to its title once the call is through.
 func TestSessionRowShowsARetry(t *testing.T) {
