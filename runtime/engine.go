@@ -446,6 +446,9 @@ func (e *Engine) unregister(r *Run) {
 // is shown interrupted.
 const OrphanedRunReason = "no swarmdeck process is running it (it was killed, crashed, or stopped when its database failed): resume it to continue"
 
+// DeletedRunReason is why a view shows its run as deleted.
+const DeletedRunReason = "another swarmdeck process deleted it from the database (delete or prune): what is shown is all that is left of it"
+
 // RunIsLive reports whether a process, this one or another, is running the
 // run now; known is false where that cannot be told. A run stored as
 // running that no process runs was stopped by a crash or a kill -9 and is

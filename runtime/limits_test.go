@@ -1144,6 +1144,45 @@ func TestViewNoticesTheRunsProcessDied(t *testing.T) {
 	}
 }
 
+// A view of a run that another process deletes says the run is gone,
+// instead of offering to resume what no longer exists.
+func TestViewNoticesTheRunWasDeleted(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "swarmdeck.db")
+	e := limEngineAt(t, db, nil)
+	err := e.Store().Do(context.Background(), func(tx *store.Tx) error {
+		return tx.InsertRun(&store.Run{ID: "r-gone01", Goal: "g", Status: RunFailed, Error: "429", CreatedAt: time.Now()})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	v, err := e.View(ctx, "r-gone01")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := v.Subscribe(64)
+	defer sub.Close()
+	other := limEngineAt(t, db, nil) // the process that deletes it
+	if _, err := other.Store().DeleteRun(ctx, "r-gone01"); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		select {
+		case ev := <-sub.C:
+			if ev.Type != event.RunFinished {
+				continue
+			}
+			if ev.Run.Status != RunDeleted || ev.Run.Error != DeletedRunReason {
+				t.Fatalf("run.finished says %s (%q)", ev.Run.Status, ev.Run.Error)
+			}
+			return
+		case <-ctx.Done():
+			t.Fatal("the view never noticed that the run was deleted")
+		}
+	}
+}
+
 // A view of a run with more broadcasts than it loads at first says how
 // many there are in all.
 func TestViewCountsEveryBroadcast(t *testing.T) {

@@ -29,6 +29,9 @@ const (
 	RunFailed      = "failed"
 	RunCancelled   = "cancelled"
 	RunInterrupted = "interrupted"
+	// RunDeleted is never stored: it is what a view says of the run it
+	// shows once another process has deleted it.
+	RunDeleted = "deleted"
 )
 
 // Run is one goal given to the swarm, in progress in this process.

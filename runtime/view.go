@@ -185,21 +185,31 @@ func (v *storedRun) follow(ctx context.Context, after int64) {
 		if len(evs) == 0 {
 			// A run whose process died writes nothing more, and says
 			// nothing of it: after a quiet while, ask whether a process
-			// still runs it, and show it stopped if none does.
-			if run.Status != RunRunning {
-				continue
+			// still runs it, and show it stopped if none does. A run that
+			// is not running may be deleted by another process (delete,
+			// prune): it is then shown as gone, not as one to resume.
+			if run.Status == RunDeleted {
+				return
 			}
 			if quietSince.IsZero() {
 				quietSince = time.Now()
-			} else if time.Since(quietSince) >= orphanCheckEvery {
-				quietSince = time.Now()
-				if Orphaned(st.Path(), v.id, RunRunning) {
-					run.Status, run.Error = RunInterrupted, OrphanedRunReason
-					run.EndedAt = stoppedAt(ctx, st, v.id)
-					info := run
-					v.e.bus.Publish(event.Event{Type: event.RunFinished, Time: v.e.now(), RunID: v.id, SessionID: v.rootID(), Run: &info})
-				}
+				continue
 			}
+			if time.Since(quietSince) < orphanCheckEvery {
+				continue
+			}
+			quietSince = time.Now()
+			switch {
+			case run.Status == RunRunning && Orphaned(st.Path(), v.id, RunRunning):
+				run.Status, run.Error = RunInterrupted, OrphanedRunReason
+				run.EndedAt = stoppedAt(ctx, st, v.id)
+			case run.Status != RunRunning && deleted(ctx, st, v.id):
+				run.Status, run.Error = RunDeleted, DeletedRunReason
+			default:
+				continue
+			}
+			info := run
+			v.e.bus.Publish(event.Event{Type: event.RunFinished, Time: v.e.now(), RunID: v.id, SessionID: v.rootID(), Run: &info})
 			continue
 		}
 		quietSince = time.Time{}
@@ -217,9 +227,17 @@ func (v *storedRun) follow(ctx context.Context, after int64) {
 	}
 }
 
-// orphanCheckEvery is how long a followed run that is stored as running
-// may stay quiet before the view asks whether a process still runs it.
+// orphanCheckEvery is how long a followed run may stay quiet before the
+// view asks whether a process still runs it (one stored as running) or
+// whether it is still stored at all (one that is not).
 const orphanCheckEvery = 2 * time.Second
+
+// deleted reports whether the store holds no run runID any more. An error
+// other than that says nothing, and the run is taken to be there.
+func deleted(ctx context.Context, st *store.Store, runID string) bool {
+	_, err := st.LastWrite(ctx, runID)
+	return errors.Is(err, store.ErrNotFound)
+}
 
 // rootID is the viewed run's root session.
 func (v *storedRun) rootID() string {

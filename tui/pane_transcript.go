@@ -798,6 +798,8 @@ func (p *transcriptPane) Render(c *renderCtx) []string {
 		body = append(body, s.errText.Render("could not read the transcript: "+oneLine(p.err)))
 	case len(p.msgs) == 0 && p.loading:
 		body = append(body, s.dim.Render("loading"+s.g.ellipsis))
+	case len(p.msgs) == 0 && c.st.run.Status == "deleted":
+		body = append(body, s.dim.Render("the messages were deleted with the run"))
 	case len(p.msgs) == 0 && p.stream == "" && wait == nil:
 		body = append(body, s.dim.Render("no messages yet"))
 	}

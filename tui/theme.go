@@ -102,6 +102,7 @@ func newStyles(isDark, mono, ascii bool) styles {
 		"completed":   fg("#1e8449", "#7ee787"),
 		"failed":      bfg("#c0392b", "#ff6b6b"),
 		"cancelled":   fg("#6c6c6c", "#8b8b8b"),
+		"deleted":     fg("#6c6c6c", "#8b8b8b"),
 		"in_progress": bfg("#1f6feb", "#58a6ff"),
 		"blocked":     fg("#c0392b", "#ff6b6b"),
 		"ready":       bfg("#1e8449", "#7ee787"),

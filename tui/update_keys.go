@@ -146,6 +146,8 @@ func (m *model) startAction(k tea.KeyPressMsg) tea.Cmd {
 				text += "; " + m.resumeCommand() + " continues it once the cause is fixed"
 			}
 			m.setStatus(text, true)
+		case "deleted":
+			m.setStatus("read-only: this run is deleted from the database, and nothing steers or resumes it", true)
 		default:
 			m.setStatus(readOnlyText, true)
 		}

@@ -1219,6 +1219,23 @@ func TestQuestionWithNoPersonToAnswer(t *testing.T) {
 	mustNotContain(t, m, "no person to answer")
 }
 
+// A viewed run that another process deletes says so, and no longer
+// offers its resume command; the action keys say why they do nothing.
+func TestAViewedRunThatIsDeleted(t *testing.T) {
+	snap := tuitest.Demo(t0)
+	snap.Run.Status, snap.Run.Error = "failed", "429 Too Many Requests"
+	m := viewModel(t, snap, true)
+	mustContain(t, m, "swarmdeck resume r-7c1e continues it")
+	m = apply(m, runFinished("deleted", "another swarmdeck process deleted it from the database (delete or prune): what is shown is all that is left of it"))
+	mustContain(t, m, "✗ run deleted: another swarmdeck process deleted it from the database")
+	mustNotContain(t, m, "swarmdeck resume")
+	m, _ = press(t, m, "b")
+	mustContain(t, m, "read-only: this run is deleted from the database, and nothing steers or resumes it")
+	// A transcript not read before finds nothing now, and says why.
+	m, _ = press(t, m, "esc", "down", "down", "down", "down", "down", "enter")
+	mustContain(t, m, "Transcript · explorer (x-2) · s-exp2", "the messages were deleted with the run")
+}
+
 // A run that has failed or was cancelled takes no broadcast, and the
 // refusal says what reaches it instead; a message to a failed session is
 // kept, and the confirmation says it is read only after a resume.
