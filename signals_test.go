@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -191,5 +192,19 @@ func TestARunOutlastsAStop(t *testing.T) {
 		if strings.Contains(e, "timed out") || strings.Contains(e, "took longer than") {
 			t.Errorf("a limit counted the stop: %s", e)
 		}
+	}
+	// Nor is the stop part of the run's elapsed time: it is a pause, as
+	// the time between two processes is for a resumed run.
+	var fin struct {
+		Type string
+		Run  struct {
+			Pauses []struct{ From, To time.Time }
+		}
+	}
+	if err := json.Unmarshal([]byte(events[len(events)-1]), &fin); err != nil || fin.Type != "run.finished" {
+		t.Fatalf("last event %s (%v), want run.finished", events[len(events)-1], err)
+	}
+	if p := fin.Run.Pauses; len(p) != 1 || p[0].To.Sub(p[0].From) < 4*time.Second || p[0].To.Sub(p[0].From) > 6*time.Second {
+		t.Errorf("the run's pauses are %+v, want one of about 5 s", p)
 	}
 }

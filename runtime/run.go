@@ -16,6 +16,7 @@ import (
 
 	"github.com/swarmdeck/swarmdeck/agents"
 	"github.com/swarmdeck/swarmdeck/coordination"
+	"github.com/swarmdeck/swarmdeck/runtime/awake"
 	"github.com/swarmdeck/swarmdeck/runtime/config"
 	"github.com/swarmdeck/swarmdeck/runtime/event"
 	"github.com/swarmdeck/swarmdeck/runtime/internal/runlock"
@@ -78,6 +79,9 @@ type Run struct {
 	done      chan struct{}
 	doneOnce  sync.Once
 	startedAt time.Time
+	// awakeFrom is when this process began running the run, or last added
+	// its stops to the run's pauses (under mu).
+	awakeFrom time.Time
 }
 
 // ID is the run's id.
@@ -244,6 +248,7 @@ func (e *Engine) newRun(id, goal string, rec store.Run) (*Run, error) {
 		delegations: map[string]*delegation{},
 		llmSem:      make(chan struct{}, max(1, lim.MaxConcurrentLLMCalls)), slotSem: make(chan struct{}, max(1, lim.MaxConcurrentSessions)),
 		done: make(chan struct{}), startedAt: e.now()}
+	r.awakeFrom = r.startedAt
 	r.questions = newQuestionBoard(r)
 	r.human.Store(e.human.Load())
 	return r, nil
@@ -380,6 +385,26 @@ var newRunID = func() string { return "r-" + randomHex(6) }
 func (r *Run) runInfo() *event.RunInfo {
 	return runInfoOf(&r.rec)
 }
+
+// addStopsLocked adds to the run's pauses the stretches this process stood
+// stopped (ctrl+z, SIGSTOP) while it ran the run, as a resume adds the time
+// the run stood stopped between two processes: neither is part of its
+// elapsed time.
+// Stops shorter than minPause are left out: a second or two is nothing on
+// a clock that shows seconds, and a heartbeat held up that long on a busy
+// machine would count as one.
+func (r *Run) addStopsLocked() {
+	for _, st := range awake.Stops(r.awakeFrom) {
+		if st.To.Sub(st.From) < minPause {
+			continue
+		}
+		r.rec.Pauses = append(r.rec.Pauses, store.Pause{From: st.From.UTC(), To: st.To.UTC()})
+	}
+	r.awakeFrom = r.e.now()
+}
+
+// minPause is the shortest stop of the process that becomes a pause.
+const minPause = 3 * time.Second
 
 // runInfoOf is what the events and snapshots say of a stored run.
 func runInfoOf(rec *store.Run) *event.RunInfo {
@@ -558,6 +583,7 @@ func (r *Run) maybeFinishTx(tx *store.Tx) error {
 		root.mu.Unlock()
 	}
 	r.rec.EndedAt = r.e.now()
+	r.addStopsLocked()
 	rec := r.rec
 	info := r.runInfo()
 	r.mu.Unlock()
@@ -641,6 +667,7 @@ func (r *Run) reopenTx(tx *store.Tx) error {
 	r.wakeQuietLocked()
 	r.rec.Status = RunRunning
 	r.rec.EndedAt = time.Time{}
+	r.awakeFrom = r.e.now() // it stood ended, not stopped, until now
 	rec := r.rec
 	info := r.runInfo()
 	r.mu.Unlock()
@@ -724,6 +751,7 @@ func (r *Run) recordStopped(why string) {
 	r.rec.Status = RunInterrupted
 	r.rec.Error = why
 	r.rec.EndedAt = r.e.now()
+	r.addStopsLocked()
 	rec := r.rec
 	info := r.runInfo()
 	sessions := slices.Clone(r.order)
@@ -804,6 +832,7 @@ func (r *Run) storeFailed(err error) {
 	r.rec.Error = reason
 	now := r.e.now()
 	r.rec.EndedAt = now
+	r.addStopsLocked()
 	info := r.runInfo()
 	r.mu.Unlock()
 	root := r.rootID()

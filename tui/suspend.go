@@ -2,8 +2,11 @@ package tui
 
 import (
 	"sync/atomic"
+	"time"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/swarmdeck/swarmdeck/runtime/awake"
+	"github.com/swarmdeck/swarmdeck/runtime/event"
 )
 
 // suspender is how ctrl+z hands the terminal back to the shell. The whole
@@ -23,11 +26,19 @@ type suspender struct {
 	// ours is set from a ctrl+z until the terminal is taken back, for the
 	// note that the run was paused.
 	ours *atomic.Bool
+	// at is when the last ctrl+z stopped the process, and stops tells the
+	// stretches the process stood stopped since a time (awake.Stops).
+	at    time.Time
+	stops func(since time.Time) []awake.Stop
 }
 
 func newSuspender() suspender {
-	return suspender{possible: jobControl, ours: new(atomic.Bool)}
+	return suspender{possible: jobControl, ours: new(atomic.Bool), stops: awake.Stops}
 }
+
+// minPause is the shortest stop the runtime keeps as a pause of the run
+// (runtime.minPause); the clocks here leave out the same.
+const minPause = 3 * time.Second
 
 // suspend stops the process with the terminal restored, or says why it
 // cannot.
@@ -41,6 +52,7 @@ func (m *model) suspend() tea.Cmd {
 		return nil
 	}
 	m.suspender.ours.Store(true)
+	m.suspender.at = time.Now()
 	stop := m.suspender.stop
 	return func() tea.Msg {
 		if stop != nil {
@@ -62,6 +74,13 @@ func (m *model) resumed(msg resumedMsg) {
 	m.suspender.ours.Store(false)
 	if m.ctl == nil || m.readOnly || m.st.run.Status != "running" {
 		return
+	}
+	// The clocks leave out the stop at once: the run's own record of it
+	// comes with its end, when the pauses it stored replace these.
+	for _, st := range m.suspender.stops(m.suspender.at) {
+		if st.To.Sub(st.From) >= minPause {
+			m.st.run.Pauses = append(m.st.run.Pauses, event.Pause{From: st.From, To: st.To})
+		}
 	}
 	if msg.background {
 		m.setNote("back: the run went on while swarmdeck was in the background")

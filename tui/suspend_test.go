@@ -2,8 +2,11 @@ package tui
 
 import (
 	"testing"
+	"time"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/swarmdeck/swarmdeck/runtime/awake"
+	"github.com/swarmdeck/swarmdeck/runtime/event"
 )
 
 func suspendSeen(msgs []tea.Msg) bool {
@@ -44,6 +47,26 @@ func TestCtrlZSuspends(t *testing.T) {
 	m, _ = press(t, m, "ctrl+z")
 	m, _ = update(m, resumedMsg{background: true})
 	mustContain(t, m, "back: the run went on while swarmdeck was in the background")
+}
+
+// The time the process stood stopped after a ctrl+z is not part of the
+// run's elapsed time, nor of its sessions'; a stop of a second or two is
+// not worth a pause.
+func TestCtrlZLeavesTheStopOutOfTheClocks(t *testing.T) {
+	m, _ := demoModel(t, 160, 48)
+	m.suspender.possible = func() bool { return true }
+	m.suspender.stop = func() {}
+	mustContain(t, m, "2m13s", "orchestrator Build a URL shortener               task_wait         2m13s")
+	stop := awake.Stop{From: t0.Add(-61 * time.Second), To: t0.Add(-time.Second)}
+	m.suspender.stops = func(time.Time) []awake.Stop {
+		return []awake.Stop{{From: t0.Add(-90 * time.Second), To: t0.Add(-88 * time.Second)}, stop}
+	}
+	m, _ = press(t, m, "ctrl+z")
+	m, _ = update(m, resumedMsg{})
+	mustContain(t, m, "1m13s", "orchestrator Build a URL shortener               task_wait         1m13s")
+	if p := m.st.run.Pauses; len(p) != 1 || p[0] != event.Pause(stop) {
+		t.Errorf("pauses %v, want only %v", p, stop)
+	}
 }
 
 // Without a shell with job control, a stop would never be continued:

@@ -103,6 +103,24 @@ func StoppedSince(t time.Time) time.Duration {
 	return d
 }
 
+// A Stop is a stretch the process stood stopped, on the wall clock.
+type Stop struct{ From, To time.Time }
+
+// Stops are the stops seen so far that ended after t, oldest first, each
+// cut to its part after t.
+func Stops(t time.Time) []Stop {
+	Now() // a stop not yet seen is counted
+	mu.Lock()
+	defer mu.Unlock()
+	var out []Stop
+	for _, s := range stops {
+		if s.end.After(t) {
+			out = append(out, Stop{From: s.end.Add(-min(s.d, s.end.Sub(t))), To: s.end})
+		}
+	}
+	return out
+}
+
 // Since is the awake time from the wall-clock time t to now.
 func Since(t time.Time) time.Duration {
 	return time.Since(t) - StoppedSince(t)

@@ -34,6 +34,21 @@ func TestAStopIsNotAwakeTime(t *testing.T) {
 	if got := StoppedSince(time.Now().Add(time.Second)); got != 0 {
 		t.Errorf("StoppedSince a time after the stop = %s, want 0", got)
 	}
+	// The stop's stretch is there to be told, cut at the time asked from.
+	st := Stops(from.Add(-time.Minute))
+	if len(st) == 0 {
+		t.Fatal("Stops before the stop: none")
+	}
+	last := st[len(st)-1]
+	if d := last.To.Sub(last.From); d < 10*time.Second-beat || d > 10*time.Second {
+		t.Errorf("the stop lasted %s, want 10 s less at most a beat", d)
+	}
+	if cut := Stops(last.To.Add(-time.Second)); len(cut) != 1 || !cut[0].From.Equal(last.To.Add(-time.Second)) || !cut[0].To.Equal(last.To) {
+		t.Errorf("Stops from a second before its end = %v, want one from then to %v", cut, last.To)
+	}
+	if after := Stops(last.To); len(after) != 0 {
+		t.Errorf("Stops from its end = %v, want none", after)
+	}
 	// A gap shorter than a beat and overdue is a busy moment, not a stop.
 	stopped := StoppedSince(from.Add(-time.Minute))
 	pretendStopped(beat + overdue/2)
