@@ -196,6 +196,7 @@ func newModel(ctx context.Context, cancel context.CancelFunc, opts Options) Mode
 		delegations: delegationsPane{},
 		suspender:   newSuspender(),
 	}
+	m.transcript.st = m.st
 	if opts.Controller == nil {
 		m.screen = screenGoal
 	}

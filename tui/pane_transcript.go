@@ -6,7 +6,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/swarmdeck/swarmdeck/coordination"
 	"github.com/swarmdeck/swarmdeck/runtime/event"
@@ -19,7 +18,8 @@ type transcriptPane struct {
 	w, h int
 
 	sessionID string
-	gen       int // bumped on every open so that a late load for another session is dropped
+	gen       int       // bumped on every open so that a late load for another session is dropped
+	st        *runState // the dashboard's, for the reply the session is streaming
 
 	msgs     []event.MessageInfo // ascending by Index
 	expanded map[int]bool        // by message Index
@@ -33,10 +33,6 @@ type transcriptPane struct {
 	// they are read page after page until the first is shown.
 	toFirst bool
 	err     string
-
-	stream     string    // tokens streamed for the reply being written
-	streamTool string    // tool the streaming reply is calling
-	streamCut  time.Time // deltas sent before this belong to an appended reply
 
 	toolNames map[string]string // tool call id -> tool name
 	// cache holds rendered lines by message Index; it is filled during View
@@ -57,9 +53,9 @@ func (p *transcriptPane) SetSize(w, h int) {
 
 // open starts showing a session; the messages arrive with a load.
 func (p *transcriptPane) open(id string) {
-	w, h, gen := p.w, p.h, p.gen+1
+	w, h, gen, st := p.w, p.h, p.gen+1, p.st
 	*p = newTranscriptPane()
-	p.w, p.h, p.gen = w, h, gen
+	p.w, p.h, p.gen, p.st = w, h, gen, st
 	p.sessionID = id
 	p.loading = true
 	p.follow = true
@@ -189,24 +185,18 @@ func (p *transcriptPane) firstIndex() int {
 // appended applies a live message.append event.
 func (p *transcriptPane) appended(m event.MessageInfo) {
 	p.merge([]event.MessageInfo{m})
-	if m.Role == "assistant" {
-		p.stream, p.streamTool = "", ""
-	}
 }
 
-// delta applies streamed tokens; they are lossy and never stored.
-func (p *transcriptPane) delta(d event.DeltaInfo) {
-	if d.Reset {
-		p.stream, p.streamTool = "", ""
+// reply is what the session shown is streaming (see sessionNode.reply);
+// nil when nothing.
+func (p *transcriptPane) reply() *liveReply {
+	if p.st == nil {
+		return nil
 	}
-	p.stream += d.Content
-	// Only the tail of a long stream is ever on screen.
-	if len(p.stream) > 32<<10 {
-		p.stream = p.stream[len(p.stream)-16<<10:]
+	if n := p.st.sessions[p.sessionID]; n != nil && !n.reply.empty() {
+		return &n.reply
 	}
-	if d.ToolName != "" {
-		p.streamTool = d.ToolName
-	}
+	return nil
 }
 
 func (p *transcriptPane) sel() int {
@@ -670,16 +660,17 @@ func prettyJSON(s string) string {
 
 // streamLines is the live reply being streamed, at most max lines of its tail.
 func (p *transcriptPane) streamLines(s *styles, maxRows int) []string {
-	if p.stream == "" && p.streamTool == "" {
+	r := p.reply()
+	if r == nil {
 		return nil
 	}
 	head := "  " + s.role["assistant"].Render("assistant") + " " + s.dim.Render("streaming"+s.g.ellipsis)
-	if p.streamTool != "" {
-		head += s.dim.Render(" calling ") + p.streamTool
+	if r.tool != "" {
+		head += s.dim.Render(" calling ") + r.tool
 	}
 	lines := []string{head}
-	if p.stream != "" {
-		body := wrap(clean(p.stream), p.contentWidth()-2)
+	if len(r.text) > 0 {
+		body := wrap(clean(string(r.text)), p.contentWidth()-2)
 		keep := max(maxRows-1, 1)
 		if len(body) > keep {
 			body = body[len(body)-keep:]
@@ -697,7 +688,7 @@ func (p *transcriptPane) streamLines(s *styles, maxRows int) []string {
 // A call that failed and is tried again says why, whole: the sessions pane
 // has room for its start only.
 func (p *transcriptPane) waitLines(c *renderCtx) []string {
-	if p.stream != "" || p.streamTool != "" {
+	if p.reply() != nil {
 		return nil
 	}
 	s := c.styles
@@ -800,7 +791,7 @@ func (p *transcriptPane) Render(c *renderCtx) []string {
 		body = append(body, s.dim.Render("loading"+s.g.ellipsis))
 	case len(p.msgs) == 0 && c.st.run.Status == "deleted":
 		body = append(body, s.dim.Render("the messages were deleted with the run"))
-	case len(p.msgs) == 0 && p.stream == "" && wait == nil:
+	case len(p.msgs) == 0 && p.reply() == nil && wait == nil:
 		body = append(body, s.dim.Render("no messages yet"))
 	}
 	sel := p.sel()
@@ -870,7 +861,7 @@ func (p *transcriptPane) Render(c *renderCtx) []string {
 			}
 			stream = stream[:min(len(stream), free)]
 		}
-		streamBelow = len(stream) == 0 && (p.stream != "" || p.streamTool != "")
+		streamBelow = len(stream) == 0 && p.reply() != nil
 	}
 	body = append(body, shown...)
 	body = append(body, stream...)

@@ -43,7 +43,54 @@ type sessionNode struct {
 	// then. Zero when the session came from a snapshot after its first
 	// reply.
 	activeSince time.Time
+	// reply is what the session's model has streamed of the reply it is
+	// writing, kept whether or not its transcript is open: one opened in
+	// the middle shows the reply from its start.
+	reply liveReply
 }
+
+// liveReply is a reply as it streams: its text (the tail of a long one)
+// and the tool it is calling. Streamed tokens are lossy and never stored.
+type liveReply struct {
+	text []byte
+	tool string
+	// cut: deltas sent before it belong to a reply already appended (the
+	// bus delivers must-deliver events first, so a delta can arrive after
+	// its reply).
+	cut time.Time
+}
+
+// Only the tail of a long reply is ever on screen: past liveReplyMax bytes
+// it keeps its last liveReplyKeep.
+const (
+	liveReplyMax  = 32 << 10
+	liveReplyKeep = 16 << 10
+)
+
+// add applies a delta sent at t (zero: unknown, taken as current).
+func (r *liveReply) add(d event.DeltaInfo, t time.Time) {
+	if !t.IsZero() && t.Before(r.cut) {
+		return
+	}
+	if d.Reset {
+		r.clear()
+	}
+	r.text = append(r.text, d.Content...)
+	if len(r.text) > liveReplyMax {
+		r.text = append(r.text[:0], r.text[len(r.text)-liveReplyKeep:]...)
+	}
+	if d.ToolName != "" {
+		r.tool = d.ToolName
+	}
+}
+
+// clear forgets the reply (appended, or the session stopped), and its
+// memory: a run has many sessions, few of them streaming.
+func (r *liveReply) clear() {
+	r.text, r.tool = nil, ""
+}
+
+func (r *liveReply) empty() bool { return len(r.text) == 0 && r.tool == "" }
 
 // anyActive reports whether the session or one below it has not ended:
 // cancelling its subtree would stop something.
@@ -188,12 +235,23 @@ func (s *runState) apply(ev event.Event) bool {
 					n.retrySince = ev.Time
 				}
 				n.activeSince = ev.Time
+				if n.info.Status != "running" {
+					n.reply.clear() // a session that stops running is not streaming any more
+				}
 			}
 		}
 	case event.MessageAppended:
 		if n := s.sessions[ev.SessionID]; n != nil && ev.Message != nil {
 			n.nextIndex = max(n.nextIndex, ev.Message.Index+1)
 			n.activeSince = ev.Time
+			if ev.Message.Role == "assistant" {
+				n.reply.clear()
+				n.reply.cut = ev.Time
+			}
+		}
+	case event.MessageDelta:
+		if n := s.sessions[ev.SessionID]; n != nil && ev.Delta != nil {
+			n.reply.add(*ev.Delta, ev.Time)
 		}
 	case event.ToolStarted, event.ToolFinished:
 		if n := s.sessions[ev.SessionID]; n != nil && ev.Tool != nil {

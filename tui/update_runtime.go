@@ -70,22 +70,6 @@ func (m *model) applyEvent(ev event.Event) {
 	case event.MessageAppended:
 		if m.screen == screenSession && ev.SessionID == m.transcript.sessionID && ev.Message != nil {
 			m.transcript.appended(*ev.Message)
-			if ev.Message.Role == "assistant" {
-				m.transcript.streamCut = ev.Time
-			}
-		}
-	case event.MessageDelta:
-		// The bus delivers must-deliver events first, so a delta of a reply
-		// can arrive after the reply itself was appended; it is stale then.
-		// (A delta without a time cannot be judged and is shown.)
-		if m.screen == screenSession && ev.SessionID == m.transcript.sessionID && ev.Delta != nil &&
-			(ev.Time.IsZero() || !ev.Time.Before(m.transcript.streamCut)) {
-			m.transcript.delta(*ev.Delta)
-		}
-	case event.SessionStatus:
-		// A session that stops running is not streaming any more.
-		if ev.Session != nil && ev.Session.ID == m.transcript.sessionID && ev.Session.Status != "running" {
-			m.transcript.stream, m.transcript.streamTool = "", ""
 		}
 	case event.Error:
 		m.setStatus("runtime: "+oneLine(ev.Error), true)

@@ -242,6 +242,37 @@ func TestTranscriptLiveMessagesAndDeltas(t *testing.T) {
 	mustNotContain(t, m, "streaming…")
 }
 
+// A transcript opened while its session's reply streams shows the reply
+// from its first token, and the tool it calls, not only what arrives after
+// the opening; closed and opened again, it still does.
+func TestTranscriptOpenedMidReplyShowsItFromTheStart(t *testing.T) {
+	m, ctl := demoModel(t, 160, 48)
+	ctl.SetTranscript("s-res1", tuitest.DemoTranscript())
+	tool := deltaEvent("s-res1", "", false)
+	tool.Delta.ToolName = "write_file"
+	m = apply(m, deltaEvent("s-res1", "START of the reply, ", false), tool, deltaEvent("s-res2", "other session tokens", false))
+	m, _ = press(t, m, "down", "down", "enter")
+	mustContain(t, m, "assistant streaming… calling write_file", "START of the reply,")
+	m = apply(m, deltaEvent("s-res1", "and its end.", false))
+	mustContain(t, m, "START of the reply, and its end.")
+	mustNotContain(t, m, "other session tokens")
+
+	m, _ = press(t, m, "esc")
+	m = apply(m, deltaEvent("s-res1", " More.", false))
+	m, _ = press(t, m, "enter")
+	mustContain(t, m, "START of the reply, and its end. More.")
+
+	// Appended, the reply is a message, and a delta sent before it (the
+	// bus gives must-deliver events first) does not start another.
+	e := ev(event.MessageAppended, "s-res1")
+	e.Message = &event.MessageInfo{ID: 7, Index: 6, Role: "assistant", Source: "agent", Content: "The reply, whole."}
+	late := deltaEvent("s-res1", "stale tail", false)
+	late.Time = e.Time.Add(-time.Millisecond)
+	m = apply(m, e, late)
+	mustContain(t, m, "The reply, whole.")
+	mustNotContain(t, m, "streaming…", "stale tail")
+}
+
 // A person reading back keeps what they read while a reply streams: the
 // reply belongs after the newest message, out of view, and the title says
 // it is arriving. Back at the bottom it is followed as before.
