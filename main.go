@@ -1621,6 +1621,9 @@ Targets on a 2-core machine:
 				return bench.WriteFloor(stdout, rep)
 			}
 			o.DB, o.Progress = cf.db, progress
+			if err := o.Check(); err != nil {
+				return benchErr(err) // before a profile file is made
+			}
 			for _, p := range []struct {
 				path string
 				w    *io.Writer

@@ -3,6 +3,7 @@ package agents
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -37,6 +38,10 @@ func (l *stringList) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// MaxSpawnTasks is the most tasks one sessions_spawn call takes: a parent
+// with more children spawns them in several calls.
+const MaxSpawnTasks = 200
+
 var sessionsSpawn = &Tool{
 	Name:  "sessions_spawn",
 	Group: GroupSpawn,
@@ -50,7 +55,7 @@ var sessionsSpawn = &Tool{
 	Blocking: true,
 	Schema: mustSchema(`{"type":"object","additionalProperties":false,
 	  "properties":{
-	    "task":{"anyOf":[{"type":"string","minLength":1},{"type":"array","items":{"type":"string","minLength":1},"maxItems":200}],"description":"The task, or an array of tasks"},
+	    "task":{"anyOf":[{"type":"string","minLength":1},{"type":"array","items":{"type":"string","minLength":1},"maxItems":` + strconv.Itoa(MaxSpawnTasks) + `}],"description":"The task, or an array of tasks"},
 	    "label":{"type":"string","maxLength":64,"description":"Short name for the child, unique among your children"},
 	    "title":{"type":"string","maxLength":200,"description":"Optional short title shown in the dashboard"},
 	    "agent":{"type":"string","description":"Role from the roster (default: researcher)"},

@@ -18,6 +18,7 @@ import (
 	"runtime/pprof"
 	"time"
 
+	"github.com/swarmdeck/swarmdeck/agents"
 	"github.com/swarmdeck/swarmdeck/runtime"
 	"github.com/swarmdeck/swarmdeck/runtime/config"
 	"github.com/swarmdeck/swarmdeck/runtime/event"
@@ -79,7 +80,9 @@ func (e *dbError) Is(target error) bool { return target == ErrBadOptions }
 // what a run would measure.
 const maxAgents = 20000
 
-func (o *Options) check() error {
+// Check refuses options that describe no swarm to measure, naming the
+// flag; Run and Floor check too.
+func (o *Options) Check() error {
 	switch {
 	case o.Agents < 1:
 		return badOption("--agents %d: a swarm has at least 1 agent (the orchestrator)", o.Agents)
@@ -88,6 +91,8 @@ func (o *Options) check() error {
 			o.Agents, maxAgents, o.Agents, float64(o.Agents)*0.22/1024)
 	case o.Fanout < 1:
 		return badOption("--fanout %d: each parent spawns at least 1 child", o.Fanout)
+	case o.Fanout > agents.MaxSpawnTasks:
+		return badOption("--fanout %d: at most %d, the most children one sessions_spawn call starts", o.Fanout, agents.MaxSpawnTasks)
 	case o.Turns < 1:
 		return badOption("--turns %d: each agent takes at least 1 turn", o.Turns)
 	case o.Latency < 0:
@@ -142,7 +147,7 @@ type Report struct {
 // runs a swarm of the shape o describes to its end, and reports. A run that
 // does not complete is an error that gives its reason.
 func Run(ctx context.Context, o Options) (*Report, error) {
-	if err := o.check(); err != nil {
+	if err := o.Check(); err != nil {
 		return nil, err
 	}
 	tmp, err := os.MkdirTemp("", "swarmdeck-bench-")
@@ -320,7 +325,7 @@ func follow(ctx context.Context, run *runtime.Run, sub *event.Subscription, tota
 		case <-run.Done():
 			return nil
 		case <-ctx.Done():
-			return fmt.Errorf("bench interrupted after %s: %w", time.Since(t0).Round(time.Millisecond), ctx.Err())
+			return fmt.Errorf("bench interrupted after %s: %w", time.Since(t0).Round(time.Millisecond), context.Cause(ctx))
 		}
 	}
 }

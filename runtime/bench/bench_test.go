@@ -120,6 +120,7 @@ func TestRunRejectsBadOptions(t *testing.T) {
 		{Agents: 10, Fanout: 10, Turns: 2, Latency: -time.Second},
 		{Agents: 10, Fanout: 10, Turns: 2, Broadcasts: -1},
 		{Agents: maxAgents + 1, Fanout: 10, Turns: 2},
+		{Agents: 300, Fanout: 201, Turns: 1}, // more than one sessions_spawn starts
 	} {
 		if _, err := Run(context.Background(), o); !errors.Is(err, ErrBadOptions) || !strings.HasPrefix(err.Error(), "--") {
 			t.Errorf("Run(%+v) = %v; want a bad-options error naming the flag", o, err)
@@ -127,6 +128,9 @@ func TestRunRejectsBadOptions(t *testing.T) {
 	}
 	if _, err := Startup(context.Background(), StartupOptions{Runs: 0, Fanout: 50}); !errors.Is(err, ErrBadOptions) {
 		t.Errorf("Startup with no runs: %v", err)
+	}
+	if _, err := Startup(context.Background(), StartupOptions{Runs: 1, Fanout: 201}); !errors.Is(err, ErrBadOptions) {
+		t.Errorf("Startup with a fan-out sessions_spawn cannot start: %v", err)
 	}
 }
 
@@ -273,6 +277,15 @@ func TestStartup(t *testing.T) {
 func TestStartupReportsAFailingChild(t *testing.T) {
 	_, err := Startup(context.Background(), StartupOptions{Binary: "/bin/false", Runs: 1, Fanout: 2})
 	if err == nil || !strings.Contains(err.Error(), "exited with status 1") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// A child that exits 0 without the calls its run needs measured nothing of
+// the kind: it is an error, not a figure with a tick.
+func TestStartupReportsAChildThatDidNotRun(t *testing.T) {
+	_, err := Startup(context.Background(), StartupOptions{Binary: "/bin/true", Runs: 1, Fanout: 2})
+	if err == nil || !strings.Contains(err.Error(), "without calling the model") {
 		t.Fatalf("err = %v", err)
 	}
 }

@@ -49,7 +49,7 @@ type FloorReport struct {
 // about the most a runtime speaking HTTP/1.1 to a local model can reach on
 // this machine, the reference for the runtime's own.
 func Floor(ctx context.Context, o Options) (*FloorReport, error) {
-	if err := o.check(); err != nil {
+	if err := o.Check(); err != nil {
 		return nil, err
 	}
 	lc := net.ListenConfig{KeepAlive: -1}
@@ -168,8 +168,8 @@ func Floor(ctx context.Context, o Options) (*FloorReport, error) {
 	wall := time.Since(t0)
 	close(stop)
 	cpu := processCPU() - cpu0
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("floor interrupted after %s: %w", wall.Round(time.Millisecond), err)
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("floor interrupted after %s: %w", wall.Round(time.Millisecond), context.Cause(ctx))
 	}
 	if firstErr != nil {
 		return nil, fmt.Errorf("floor: %w", firstErr)

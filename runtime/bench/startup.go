@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/swarmdeck/swarmdeck/agents"
 	"github.com/swarmdeck/swarmdeck/runtime/scripted"
 )
 
@@ -90,6 +91,9 @@ func Startup(ctx context.Context, o StartupOptions) (*StartupReport, error) {
 	if o.Fanout < 2 {
 		return nil, badOption("--fanout %d: the fan-out cost compares 1 sub-agent with at least 2", o.Fanout)
 	}
+	if o.Fanout > agents.MaxSpawnTasks {
+		return nil, badOption("--fanout %d: at most %d, the most sub-agents one sessions_spawn call starts", o.Fanout, agents.MaxSpawnTasks)
+	}
 	if o.Latency < 0 {
 		return nil, badOption("--latency %s is negative; use 0 for none", o.Latency)
 	}
@@ -119,8 +123,14 @@ func Startup(ctx context.Context, o StartupOptions) (*StartupReport, error) {
 	// One round of everything first, not counted: it pages the binary in
 	// and makes the file system caches as warm as a user's second run.
 	rounds := make([]round, 0, o.Runs)
+	t0 := time.Now()
 	for i := -1; i < o.Runs; i++ {
 		r, err := p.round(ctx, o.Fanout)
+		if ctx.Err() != nil {
+			// A child's exit or a cut request is what the stop looks like
+			// from here; the stop is what to say.
+			return nil, fmt.Errorf("startup measurement interrupted after %s: %w", time.Since(t0).Round(time.Millisecond), context.Cause(ctx))
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -214,13 +224,15 @@ func (m *model) reset() {
 	m.mu.Unlock()
 }
 
-func (m *model) first() (time.Time, bool) {
+// first is when the first request since the reset arrived, and how many
+// arrived in all.
+func (m *model) first() (time.Time, int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if len(m.arrivals) == 0 {
-		return time.Time{}, false
+		return time.Time{}, 0
 	}
-	return m.arrivals[0], true
+	return m.arrivals[0], len(m.arrivals)
 }
 
 func (m *model) close() {
@@ -297,21 +309,24 @@ func (p *procRunner) round(ctx context.Context, fanout int) (round, error) {
 	if r.baseline, err = p.exec(ctx, "--help"); err != nil {
 		return r, err
 	}
-	if r.runWall, r.firstRequest, err = p.run(ctx, scripted.BenchGoal(1, 1, 1, 0)); err != nil {
+	if r.runWall, r.firstRequest, err = p.run(ctx, 1, 1); err != nil {
 		return r, err
 	}
-	if r.fanOne, _, err = p.run(ctx, scripted.BenchGoal(2, 1, 1, 0)); err != nil {
+	if r.fanOne, _, err = p.run(ctx, 2, 1); err != nil {
 		return r, err
 	}
-	if r.fanN, _, err = p.run(ctx, scripted.BenchGoal(fanout+1, fanout, 1, 0)); err != nil {
+	if r.fanN, _, err = p.run(ctx, fanout+1, fanout); err != nil {
 		return r, err
 	}
 	return r, nil
 }
 
-// run executes one headless run on a fresh database and returns its wall
-// time and the time to its first LLM request.
-func (p *procRunner) run(ctx context.Context, goal string) (wall, first time.Duration, err error) {
+// run executes one headless run of a bench swarm of agents on a fresh
+// database and returns its wall time and the time to its first LLM
+// request. A run that made fewer calls than its shape needs (its children
+// were not all spawned) measured something else, and is an error.
+func (p *procRunner) run(ctx context.Context, agents, fanout int) (wall, first time.Duration, err error) {
+	goal := scripted.BenchGoal(agents, fanout, 1, 0)
 	p.n++
 	db := filepath.Join(p.dir, "db", "run-"+strconv.Itoa(p.n)+".db")
 	p.model.reset()
@@ -321,9 +336,12 @@ func (p *procRunner) run(ctx context.Context, goal string) (wall, first time.Dur
 	if err != nil {
 		return 0, 0, err
 	}
-	at, ok := p.model.first()
-	if !ok {
+	at, calls := p.model.first()
+	if calls == 0 {
 		return 0, 0, fmt.Errorf("swarmdeck run %q finished without calling the model", goal)
+	}
+	if want := scripted.BenchCalls(agents, fanout, 1); calls != want {
+		return 0, 0, fmt.Errorf("swarmdeck run %q made %d model calls where its shape needs %d: its sub-agents were not all started", goal, calls, want)
 	}
 	return wall, at.Sub(t0), nil
 }
