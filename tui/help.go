@@ -22,6 +22,27 @@ func (k keyMap) helpColumns() []helpColumn {
 	}
 }
 
+// helpColumns are the `?` sheet's groups for what the dashboard shows: a
+// run that nothing here can act on (read-only, or stopped), as its footer,
+// lists no action keys, and no dialog keys.
+func (m *model) helpColumns() []helpColumn {
+	cols := m.keys.helpColumns()
+	if !m.readOnly && m.st.run.Status != "interrupted" {
+		return cols
+	}
+	out := make([]helpColumn, 0, len(cols))
+	for _, c := range cols {
+		switch c.title {
+		case "In a dialog":
+			continue
+		case "Act":
+			c.keys = m.keys.withoutActions(c.keys)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
 // dialogKeys are the keys that work inside dialogs. Each dialog reads its
 // own, so one key may do a different thing in each (tab toggles the target
 // of a broadcast and the no-reply of a message): such a key is one row that
@@ -77,7 +98,7 @@ func (m *model) helpContent(width int) []string {
 		w     int
 	}
 	var blocks []block
-	for _, c := range m.keys.helpColumns() {
+	for _, c := range m.helpColumns() {
 		kw := 0
 		for _, b := range c.keys {
 			kw = max(kw, cellWidth(b.Help().Key))

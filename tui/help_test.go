@@ -152,3 +152,12 @@ func TestHelpSheetScrollsWithTheWheel(t *testing.T) {
 		t.Fatalf("the wheel did not scroll the sheet:\n%s", plainView(m))
 	}
 }
+
+// A read-only view's sheet, as its footer, lists no key it refuses: no
+// action, and no dialog, which nothing there opens.
+func TestHelpSheetOfAReadOnlyView(t *testing.T) {
+	m := viewModel(t, tuitest.Demo(t0), true)
+	m, _ = press(t, m, "?")
+	mustContain(t, m, "Act", "?       help", "q       quit")
+	mustNotContain(t, m, "In a dialog", "b       broadcast", "m       message", "a       answer", "s       skip", "x       cancel", "y       yes")
+}

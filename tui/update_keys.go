@@ -162,6 +162,9 @@ func (m *model) startAction(k tea.KeyPressMsg) tea.Cmd {
 		return nil
 	}
 	sel := m.selectedSession()
+	if key.Matches(k, keys.Message) || key.Matches(k, keys.Cancel) {
+		sel = m.actionTarget()
+	}
 	switch {
 	case key.Matches(k, keys.Broadcast):
 		if st := m.st.run.Status; st != "" && st != "running" {
@@ -220,6 +223,29 @@ func (m *model) startAction(k tea.KeyPressMsg) tea.Cmd {
 		m.openDialog(dialog{kind: dialogConfirm, confirm: confirmCancel, target: sel})
 	}
 	return nil
+}
+
+// actionTarget is the session a message or a cancel is for: the one the
+// focused pane points at (the selected broadcast's sender, the selected
+// delegation's session), else the Sessions pane's selection.
+func (m *model) actionTarget() string {
+	if m.screen == screenDashboard {
+		var id string
+		switch m.focus {
+		case focusBroadcasts:
+			if b := m.broadcasts.selected(&m.st.feed); b != nil {
+				id = b.FromSession
+			}
+		case focusDelegations:
+			if d := m.delegations.selected(m.st); d != nil {
+				id = d.SessionID
+			}
+		}
+		if m.st.sessions[id] != nil {
+			return id
+		}
+	}
+	return m.selectedSession()
 }
 
 func (m *model) skipCmd(qid string) tea.Cmd {

@@ -1389,3 +1389,35 @@ func TestDoubleEscArrivingAsAltEsc(t *testing.T) {
 	m, _ = press(t, m, "m")
 	mustContain(t, m, "> draft") // kept for the next time, as after one esc
 }
+
+// m and x act on the session the focused pane points at: a broadcast's
+// sender, a delegation's session; the Sessions pane's selection elsewhere.
+func TestMessageAndCancelFollowTheFocusedPane(t *testing.T) {
+	m, _ := demoModel(t, 160, 48)
+	m, _ = press(t, m, "tab")
+	if m.focus != focusBroadcasts {
+		t.Fatalf("focus %v after tab, want Broadcasts", m.focus)
+	}
+	b := m.broadcasts.selected(&m.st.feed)
+	if b == nil || b.FromSession == "" {
+		t.Fatalf("selected broadcast %+v: want one from a session", b)
+	}
+	m, _ = press(t, m, "m")
+	if m.dialog.kind != dialogMessage || m.dialog.target != b.FromSession {
+		t.Fatalf("m in Broadcasts opened %v for %q, want a message to the sender %q", m.dialog.kind, m.dialog.target, b.FromSession)
+	}
+	m, _ = press(t, m, "esc")
+
+	for m.focus != focusDelegations {
+		m, _ = press(t, m, "tab")
+	}
+	d := m.delegations.selected(m.st)
+	if d == nil || d.SessionID == "" {
+		t.Fatalf("selected delegation %+v: want one with a session", d)
+	}
+	m, _ = press(t, m, "x")
+	if m.dialog.kind != dialogConfirm || m.dialog.target != d.SessionID {
+		t.Fatalf("x in Delegations asked %v about %q, want a cancel of %q", m.dialog.kind, m.dialog.target, d.SessionID)
+	}
+	mustContain(t, m, "Cancel "+m.st.sessionRef(d.SessionID))
+}
