@@ -465,14 +465,21 @@ func (p *transcriptPane) renderMessage(s *styles, m *event.MessageInfo) []string
 		n := strings.Count(content, "\n") + 1
 		preview := s.g.folded + " " + s.g.join(what, plural(n, "line", "lines"), plural(len(content), "char", "chars"))
 		if m.Role == "tool" {
-			preview += s.g.sep + oneLine(content)
+			preview += s.g.sep + argSummary(s.g, content)
 		}
 		lines = append(lines, "  "+s.dim.Render(s.g.trunc(preview, w)))
 	case content != "":
 		if collapsible {
 			lines = append(lines, "  "+s.dim.Render(s.g.unfolded+" expanded"))
 		}
-		for _, l := range wrap(content, w) {
+		body := wrap(content, w)
+		if m.Role == "tool" {
+			// A result in JSON (read_file's, a spawn's) reads as a call's
+			// arguments do: member by member, a text as the text it holds,
+			// not one line of escapes.
+			body = argLines(s, content, w)
+		}
+		for _, l := range body {
 			lines = append(lines, "  "+l)
 		}
 	}

@@ -360,6 +360,7 @@ func (m *model) dialogKey(k tea.KeyPressMsg) tea.Cmd {
 		case key.Matches(k, keys.UseRemembered) && q.Remembered != "":
 			d.input.SetValue(q.Remembered)
 			d.input.CursorEnd()
+			d.err = "" // it was about the text replaced
 			return nil
 		case key.Matches(k, keys.DialogSkip):
 			d.sending, d.err = true, ""

@@ -137,6 +137,19 @@ func TestAnswerFreeTextAndRemembered(t *testing.T) {
 	mustNotContain(t, m, " asks: ")
 }
 
+// An error about the text typed goes once tab puts the remembered answer
+// in its place.
+func TestRememberedAnswerClearsTheDialogError(t *testing.T) {
+	m, _ := demoModel(t, 160, 48)
+	m, _ = press(t, m, "a")
+	m = typeText(t, m, "SQLite")
+	m, _ = press(t, m, "enter", "a", "enter")
+	mustContain(t, m, "type an answer, or")
+	m, _ = press(t, m, "tab")
+	mustNotContain(t, m, "type an answer, or")
+	mustContain(t, m, "90 days")
+}
+
 // The answer dialog's footer offers the remembered answer only for a
 // question that has one: for any other, tab does nothing.
 func TestAnswerFooterOffersRememberedOnlyWhenThereIsOne(t *testing.T) {
@@ -1420,4 +1433,23 @@ func TestMessageAndCancelFollowTheFocusedPane(t *testing.T) {
 		t.Fatalf("x in Delegations asked %v about %q, want a cancel of %q", m.dialog.kind, m.dialog.target, d.SessionID)
 	}
 	mustContain(t, m, "Cancel "+m.st.sessionRef(d.SessionID))
+}
+
+// A tool result in JSON reads as a call's arguments do: member by member,
+// its text with real line breaks, folded to "name: value" pairs.
+func TestJSONToolResultReadsAsText(t *testing.T) {
+	m, ctl := demoModel(t, 160, 48)
+	msgs := tuitest.DemoTranscript()
+	for i := range msgs {
+		if msgs[i].Role == "tool" {
+			msgs[i].Content = `{"path":"notes/plan.md","content":"first line\nsecond line"}`
+		}
+	}
+	ctl.SetTranscript("s-res1", msgs)
+	m, _ = press(t, m, "down", "down", "enter")
+	mustContain(t, m, "result of search_files", "path: notes/plan.md · content: first line second line")
+	mustNotContain(t, m, `\n`)
+	m, _ = press(t, m, "up", "up", "space")
+	mustContain(t, m, "▾ expanded", "first line", "second line")
+	mustNotContain(t, m, `\n`, `"path"`)
 }
