@@ -145,7 +145,19 @@ func (s *Server) Start(addr string) (baseURL string, err error) {
 			s.logger.Error("scripted model stopped serving", "err", err)
 		}
 	}()
-	return "http://" + ln.Addr().String() + "/v1", nil
+	return "http://" + dialable(ln.Addr()) + "/v1", nil
+}
+
+// dialable is the address to reach a listener at from this machine: one
+// listening on every address (":8080", "0.0.0.0:8080", which Go reports
+// as "[::]:8080") is reached at 127.0.0.1, not at "[::]", which a client
+// would have to know means "here".
+func dialable(a net.Addr) string {
+	tcp, ok := a.(*net.TCPAddr)
+	if !ok || !tcp.IP.IsUnspecified() {
+		return a.String()
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(tcp.Port))
 }
 
 // Close stops the server: replies in progress end at once, and Close

@@ -611,3 +611,28 @@ func TestStreamLengthKnownOnlyWhenWrittenAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// A server listening on every address gives a base URL a client here can
+// use: the loopback address, not "[::]".
+func TestStartOnEveryAddressGivesALoopbackURL(t *testing.T) {
+	for _, addr := range []string{":0", "0.0.0.0:0"} {
+		s := New(Config{})
+		base, err := s.Start(addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		if !strings.HasPrefix(base, "http://127.0.0.1:") {
+			t.Errorf("Start(%q) = %s, want http://127.0.0.1:PORT/v1", addr, base)
+			continue
+		}
+		resp, err := http.Get(base + "/models")
+		if err != nil {
+			t.Fatalf("GET %s/models: %v", base, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("GET %s/models: %s", base, resp.Status)
+		}
+	}
+}
