@@ -1144,6 +1144,26 @@ func TestViewNoticesTheRunsProcessDied(t *testing.T) {
 	}
 }
 
+// A bench run left interrupted in a database is not resumed: its sessions
+// would go on with the demo's replies. The refusal says what to do.
+func TestABenchRunIsNotResumed(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "swarmdeck.db")
+	e := limEngineAt(t, db, nil)
+	err := e.Store().Do(context.Background(), func(tx *store.Tx) error {
+		return tx.InsertRun(&store.Run{ID: "r-bench1", Goal: scripted.BenchGoal(50, 10, 2, 1), Status: RunRunning, Scripted: true, CreatedAt: time.Now()})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.Resume(context.Background(), "r-bench1")
+	if err == nil || !strings.Contains(err.Error(), "run r-bench1 is a `swarmdeck bench` run, which is not resumed") {
+		t.Fatalf("resume of a bench run: %v", err)
+	}
+	if scripted.IsBenchGoal("Plan the bench: size=3 for the garden") {
+		t.Error("a goal that only mentions a bench shape was taken for a bench run's")
+	}
+}
+
 // A view of a run that another process deletes says the run is gone,
 // instead of offering to resume what no longer exists.
 func TestViewNoticesTheRunWasDeleted(t *testing.T) {

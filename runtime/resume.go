@@ -16,6 +16,7 @@ import (
 	"github.com/swarmdeck/swarmdeck/coordination"
 	"github.com/swarmdeck/swarmdeck/runtime/event"
 	"github.com/swarmdeck/swarmdeck/runtime/llm"
+	"github.com/swarmdeck/swarmdeck/runtime/scripted"
 	"github.com/swarmdeck/swarmdeck/runtime/store"
 )
 
@@ -40,6 +41,11 @@ func (e *Engine) ResumeIn(ctx context.Context, runID, workspace string) (*Run, e
 	switch rec.Status {
 	case RunCompleted, RunCancelled:
 		return nil, fmt.Errorf("run %s has already ended (%s), so there is nothing to resume: open it with `swarmdeck view %s`", rec.ID, rec.Status, rec.ID)
+	}
+	if rec.Scripted && scripted.IsBenchGoal(rec.Goal) {
+		// Its sessions would go on with the demo's replies, not the
+		// bench's, and a bench measures a run from its start anyway.
+		return nil, fmt.Errorf("run %s is a `swarmdeck bench` run, which is not resumed: run the bench again, and `swarmdeck delete %s` removes this one", rec.ID, rec.ID)
 	}
 	if workspace != "" {
 		abs, err := filepath.Abs(workspace)

@@ -41,6 +41,13 @@ func appendBenchGoal(b []byte, s benchSpec) []byte {
 	return strconv.AppendInt(b, int64(s.broadcasts), 10)
 }
 
+// IsBenchGoal reports whether goal is one BenchGoal made: the goal of a
+// `swarmdeck bench` run.
+func IsBenchGoal(goal string) bool {
+	_, ok := parseBench(goal)
+	return ok && strings.HasPrefix(goal, "bench: size=")
+}
+
 // parseBench finds a BenchGoal line in a text.
 func parseBench(text string) (benchSpec, bool) {
 	i := strings.Index(text, "bench: ")
