@@ -1221,8 +1221,11 @@ It continues in the run's own workspace; --workspace DIR continues it in DIR
 instead (for a directory that was moved or removed), which becomes the run's.`,
 		Args: cobra.MaximumNArgs(1),
 		ValidArgsFunction: completeRunIDs(cf, func(r *store.Run, live bool) bool {
-			// A run another process is running is not offered: resume
-			// would refuse it.
+			// A run another process is running is not offered, nor a
+			// bench run: resume would refuse them.
+			if r.Scripted && scripted.IsBenchGoal(r.Goal) {
+				return false
+			}
 			return r.Status == runtime.RunInterrupted || r.Status == runtime.RunFailed || (r.Status == runtime.RunRunning && !live)
 		}),
 		RunE: func(cmd *cobra.Command, args []string) error {
