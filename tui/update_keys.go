@@ -163,7 +163,11 @@ func (m *model) startAction(k tea.KeyPressMsg) tea.Cmd {
 	}
 	sel := m.selectedSession()
 	if key.Matches(k, keys.Message) || key.Matches(k, keys.Cancel) {
-		sel = m.actionTarget()
+		var why string
+		if sel, why = m.actionTarget(); why != "" {
+			m.setStatus(why+": "+label(keys.FocusNext)+" moves on to the Sessions pane", true)
+			return nil
+		}
 	}
 	switch {
 	case key.Matches(k, keys.Broadcast):
@@ -227,25 +231,34 @@ func (m *model) startAction(k tea.KeyPressMsg) tea.Cmd {
 
 // actionTarget is the session a message or a cancel is for: the one the
 // focused pane points at (the selected broadcast's sender, the selected
-// delegation's session), else the Sessions pane's selection.
-func (m *model) actionTarget() string {
-	if m.screen == screenDashboard {
-		var id string
-		switch m.focus {
-		case focusBroadcasts:
-			if b := m.broadcasts.selected(&m.st.feed); b != nil {
-				id = b.FromSession
-			}
-		case focusDelegations:
-			if d := m.delegations.selected(m.st); d != nil {
-				id = d.SessionID
-			}
-		}
-		if m.st.sessions[id] != nil {
-			return id
-		}
+// delegation's session), else the Sessions pane's selection. Where the
+// focused pane points at no session, why says so: the Sessions pane's
+// selection is out of sight from there, and x on it may end the run.
+func (m *model) actionTarget() (id, why string) {
+	if m.screen != screenDashboard {
+		return m.selectedSession(), ""
 	}
-	return m.selectedSession()
+	switch m.focus {
+	case focusBroadcasts:
+		b := m.broadcasts.selected(&m.st.feed)
+		switch {
+		case b == nil:
+			return "", "no broadcast is selected in Broadcasts"
+		case b.FromSession == "" || m.st.sessions[b.FromSession] == nil:
+			return "", "the selected broadcast is not from a session"
+		}
+		return b.FromSession, ""
+	case focusDelegations:
+		d := m.delegations.selected(m.st)
+		switch {
+		case d == nil:
+			return "", "no delegation is selected in Delegations"
+		case d.SessionID == "" || m.st.sessions[d.SessionID] == nil:
+			return "", "the selected delegation has no session yet"
+		}
+		return d.SessionID, ""
+	}
+	return m.selectedSession(), ""
 }
 
 func (m *model) skipCmd(qid string) tea.Cmd {

@@ -1433,6 +1433,23 @@ func TestMessageAndCancelFollowTheFocusedPane(t *testing.T) {
 		t.Fatalf("x in Delegations asked %v about %q, want a cancel of %q", m.dialog.kind, m.dialog.target, d.SessionID)
 	}
 	mustContain(t, m, "Cancel "+m.st.sessionRef(d.SessionID))
+	m, _ = press(t, m, "n")
+
+	// A pane that points at no session says so, rather than act on the
+	// Sessions pane's selection, out of sight from there.
+	for m.focus != focusBroadcasts {
+		m, _ = press(t, m, "tab")
+	}
+	m, _ = press(t, m, "/")
+	m = typeText(t, m, "zzzz")
+	m, _ = press(t, m, "enter")
+	for _, k := range []string{"m", "x"} {
+		m, _ = press(t, m, k)
+		if m.dialog.kind != dialogNone {
+			t.Fatalf("%s with no broadcast shown opened %v for %q", k, m.dialog.kind, m.dialog.target)
+		}
+		mustContain(t, m, "no broadcast is selected in Broadcasts: tab moves on to the Sessions pane")
+	}
 }
 
 // A tool result in JSON reads as a call's arguments do: member by member,
