@@ -173,6 +173,7 @@ func TestARunOutlastsAStop(t *testing.T) {
 	lines := bufio.NewScanner(out)
 	lines.Buffer(nil, 1<<20)
 	stopped := false
+	midRun := make(chan string, 1) // what the store says of the pause while the run goes on
 	for lines.Scan() {
 		events = append(events, lines.Text())
 		// Once the orchestrator has children, the run is under way with
@@ -182,6 +183,11 @@ func TestARunOutlastsAStop(t *testing.T) {
 			cmd.Process.Signal(syscall.SIGSTOP)
 			time.Sleep(5 * time.Second)
 			cmd.Process.Signal(syscall.SIGCONT)
+			var ev struct {
+				RunID string `json:"run_id"`
+			}
+			json.Unmarshal([]byte(events[0]), &ev)
+			go func() { midRun <- storedPauses(filepath.Join(dir, "s.db"), ev.RunID) }()
 		}
 	}
 	if err := cmd.Wait(); err != nil || !stopped {
@@ -207,4 +213,35 @@ func TestARunOutlastsAStop(t *testing.T) {
 	if p := fin.Run.Pauses; len(p) != 1 || p[0].To.Sub(p[0].From) < 4*time.Second || p[0].To.Sub(p[0].From) > 6*time.Second {
 		t.Errorf("the run's pauses are %+v, want one of about 5 s", p)
 	}
+	// It is stored as soon as the process goes on, for a view or an export
+	// of the run under way.
+	if got := <-midRun; got != "" {
+		t.Error(got)
+	}
+}
+
+// storedPauses waits up to 3 s for the run's record to hold a pause while
+// the run is still running, and says what it found instead ("" if so).
+func storedPauses(db, runID string) string {
+	s, err := store.OpenReadOnly(db)
+	if err != nil {
+		return err.Error()
+	}
+	defer s.Close()
+	var last string
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		rec, err := s.Run(context.Background(), runID)
+		if err != nil {
+			last = err.Error()
+			continue
+		}
+		if len(rec.Pauses) > 0 {
+			if rec.Status != "running" {
+				return "the pause was stored only once the run had " + rec.Status
+			}
+			return ""
+		}
+		last = fmt.Sprintf("no pause stored while the run is %s", rec.Status)
+	}
+	return last
 }

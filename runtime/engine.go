@@ -23,6 +23,7 @@ import (
 
 	"github.com/swarmdeck/swarmdeck/agents"
 	"github.com/swarmdeck/swarmdeck/prompts"
+	"github.com/swarmdeck/swarmdeck/runtime/awake"
 	"github.com/swarmdeck/swarmdeck/runtime/config"
 	"github.com/swarmdeck/swarmdeck/runtime/event"
 	"github.com/swarmdeck/swarmdeck/runtime/internal/runlock"
@@ -77,6 +78,9 @@ type Engine struct {
 
 	mu   sync.Mutex
 	runs map[string]*Run
+	// stopWatch ends the watch for stops of the process, which live runs
+	// store as pauses (nil for a view).
+	stopWatch func()
 
 	human atomic.Bool // new and resumed runs start with a person attached
 
@@ -195,6 +199,13 @@ func New(opts Options) (*Engine, error) {
 		CallTimeout: lim.CallTimeout.D(), IdleTimeout: lim.StreamIdleTimeout.D(), MaxRetries: lim.MaxRetries, Logger: log})
 	if opts.Model != nil {
 		e.llm = opts.Model
+	}
+	if !opts.View {
+		e.stopWatch = awake.OnStop(func() {
+			for _, r := range e.liveRuns() {
+				r.storeStops()
+			}
+		})
 	}
 	return e, nil
 }
@@ -374,6 +385,9 @@ func (e *Engine) Model() string { return e.resolved.Model }
 
 // Close stops every run (leaving it resumable) and closes the store.
 func (e *Engine) Close() error {
+	if e.stopWatch != nil {
+		e.stopWatch()
+	}
 	for _, r := range e.liveRuns() {
 		r.Interrupt()
 	}

@@ -1144,6 +1144,48 @@ func TestViewNoticesTheRunsProcessDied(t *testing.T) {
 	}
 }
 
+// A view of a run under way shows a pause its process stored (a ctrl+z
+// there) while it goes on: the clocks leave it out at once, not at the end.
+func TestViewFollowsAStoredPause(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "swarmdeck.db")
+	e := limEngineAt(t, db, nil)
+	rec := &store.Run{ID: "r-paus01", Goal: "g", Status: RunRunning, CreatedAt: time.Now().Add(-time.Minute)}
+	if err := e.Store().Do(context.Background(), func(tx *store.Tx) error { return tx.InsertRun(rec) }); err != nil {
+		t.Fatal(err)
+	}
+	lock, err := runlock.Acquire(runlock.Dir(db), rec.ID) // the process running it
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Release()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	v, err := limEngineAt(t, db, nil).View(ctx, rec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := v.Subscribe(64)
+	defer sub.Close()
+	rec.Pauses = []store.Pause{{From: time.Now().Add(-30 * time.Second).UTC(), To: time.Now().Add(-20 * time.Second).UTC()}}
+	if err := e.Store().Do(ctx, func(tx *store.Tx) error { return tx.UpdateRun(rec) }); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		select {
+		case ev := <-sub.C:
+			if ev.Run == nil {
+				continue
+			}
+			if ev.Type != event.RunStarted || ev.Run.Status != RunRunning || len(ev.Run.Pauses) != 1 || !ev.Run.Pauses[0].From.Equal(rec.Pauses[0].From) {
+				t.Fatalf("%s says %s with pauses %v", ev.Type, ev.Run.Status, ev.Run.Pauses)
+			}
+			return
+		case <-ctx.Done():
+			t.Fatal("the view never showed the stored pause")
+		}
+	}
+}
+
 // A bench run left interrupted in a database is not resumed: its sessions
 // would go on with the demo's replies. The refusal says what to do.
 func TestABenchRunIsNotResumed(t *testing.T) {

@@ -403,6 +403,30 @@ func (r *Run) addStopsLocked() {
 	r.awakeFrom = r.e.now()
 }
 
+// storeStops stores the stops the process has just come back from as the
+// run's pauses, at once: a view of the run under way and an export leave
+// them out of its elapsed time as the dashboard here does. The run's end
+// stores any it missed. It runs in the writer, so that the record it
+// writes is the latest.
+func (r *Run) storeStops() {
+	err := r.e.store.Do(context.Background(), func(tx *store.Tx) error {
+		r.mu.Lock()
+		n := len(r.rec.Pauses)
+		if !r.finished {
+			r.addStopsLocked()
+		}
+		rec := r.rec
+		r.mu.Unlock()
+		if len(rec.Pauses) == n {
+			return nil
+		}
+		return tx.UpdateRun(&rec)
+	})
+	if err != nil && !errors.Is(err, store.ErrClosed) {
+		r.e.log.Warn("could not store the time the process stood stopped", "run", r.id, "err", err)
+	}
+}
+
 // minPause is the shortest stop of the process that becomes a pause.
 const minPause = 3 * time.Second
 

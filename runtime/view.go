@@ -166,7 +166,7 @@ func (v *storedRun) follow(ctx context.Context, after int64) {
 	defer t.Stop()
 	st := v.e.store
 	run := v.snap.Run // as last seen
-	var quietSince time.Time
+	var quietSince, pausesRead time.Time
 	for {
 		select {
 		case <-t.C:
@@ -174,6 +174,17 @@ func (v *storedRun) follow(ctx context.Context, after int64) {
 			return
 		case <-st.Closed():
 			return
+		}
+		if run.Status == RunRunning && time.Since(pausesRead) >= orphanCheckEvery {
+			// A stop of the process running it is stored as a pause as
+			// soon as it goes on, with no event: read, it is shown.
+			pausesRead = time.Now()
+			if rec, err := st.Run(ctx, v.id); err == nil && len(rec.Pauses) != len(run.Pauses) {
+				info := run
+				info.Pauses = runInfoOf(rec).Pauses
+				run = info
+				v.e.bus.Publish(event.Event{Type: event.RunStarted, Time: v.e.now(), RunID: v.id, SessionID: v.rootID(), Run: &info})
+			}
 		}
 		evs, err := st.EventsAfter(ctx, v.id, after)
 		if err != nil {

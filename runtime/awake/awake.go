@@ -32,7 +32,9 @@ var (
 	stopped atomic.Int64 // the stops seen so far, in all
 	mu      sync.Mutex   // held to count a stop
 	stops   []stop       // the stops seen, oldest first; mu guards it
-	start   sync.Once
+	// watchers are called once a stop is seen; mu guards them.
+	watchers = map[*int]func(){}
+	start    sync.Once
 )
 
 // stop is a stretch the process stood stopped, as seen once it ran again.
@@ -61,6 +63,9 @@ func count(at time.Duration) time.Duration {
 		stops = append(stops, stop{epoch.Add(at), d})
 		if len(stops) > maxStops {
 			stops = append(stops[:0], stops[len(stops)-maxStops:]...)
+		}
+		for _, fn := range watchers {
+			go fn() // whoever counted the stop goes on at once
 		}
 	}
 	if at > time.Duration(alive.Load()) {
@@ -101,6 +106,22 @@ func StoppedSince(t time.Time) time.Duration {
 		}
 	}
 	return d
+}
+
+// OnStop calls fn, on a goroutine of its own, each time a stop of the
+// process is seen: soon after the process is continued. Call the function
+// it returns to stop the calls.
+func OnStop(fn func()) (remove func()) {
+	Now() // the heartbeat runs
+	key := new(int)
+	mu.Lock()
+	watchers[key] = fn
+	mu.Unlock()
+	return func() {
+		mu.Lock()
+		delete(watchers, key)
+		mu.Unlock()
+	}
 }
 
 // A Stop is a stretch the process stood stopped, on the wall clock.

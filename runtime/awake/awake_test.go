@@ -107,3 +107,31 @@ func TestWithTimeoutCause(t *testing.T) {
 		t.Error("a deadline in awake time has no wall-clock deadline to give")
 	}
 }
+
+// A stop is told to those watching for one, once it is seen; a watcher
+// removed is not called.
+func TestOnStop(t *testing.T) {
+	seen := make(chan struct{}, 4)
+	removed := 0
+	remove := OnStop(func() { seen <- struct{}{} })
+	removeOther := OnStop(func() { removed++ })
+	removeOther()
+	pretendStopped(3 * time.Second)
+	Now()
+	select {
+	case <-seen:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the stop was not told")
+	}
+	remove()
+	pretendStopped(3 * time.Second)
+	Now()
+	select {
+	case <-seen:
+		t.Error("a removed watcher was called")
+	case <-time.After(200 * time.Millisecond):
+	}
+	if removed != 0 {
+		t.Errorf("a watcher removed before the stop was called %d times", removed)
+	}
+}
