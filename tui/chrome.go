@@ -188,25 +188,39 @@ func (m *model) statusLines(w int) []string {
 	text := oneLine(status.text)
 	switch {
 	case status.err:
-		rows := strings.Split(wrapText(text, max(w-3, 1)), "\n")
-		if len(rows) > maxStatusRows {
-			// The last row runs on into the next, so that it ends in "…".
-			rows[maxStatusRows-1] = s.g.trunc(rows[maxStatusRows-1]+" "+rows[maxStatusRows], w-3)
-			rows = rows[:maxStatusRows]
-		}
-		out := make([]string, len(rows))
-		for i, r := range rows {
-			lead := "   "
-			if i == 0 {
-				lead = " " + s.g.failed + " "
-			}
-			out[i] = s.g.fit(s.errText.Render(lead+r), w)
-		}
-		return out
+		return m.wrapStatus(" "+s.g.failed+" ", s.errText, text, maxStatusRows, w)
 	case status.note:
-		return []string{s.g.fit(s.dim.Render(s.g.sep+text), w)}
+		return m.wrapStatus(s.g.sep, s.dim, text, maxNoteRows, w)
 	}
-	return []string{s.g.fit(s.okText.Render(" "+s.g.ok+" "+text), w)}
+	return m.wrapStatus(" "+s.g.ok+" ", s.okText, text, maxNoteRows, w)
+}
+
+// maxNoteRows bounds a note's or a success's status line: they go by, and
+// what they say at the end ("which take effect at the next start") should
+// not be cut at 80 columns.
+const maxNoteRows = 2
+
+// wrapStatus lays text out after lead in w cells, over at most rows rows
+// (the last cut with "…"), the rows after the first indented under it.
+func (m *model) wrapStatus(lead string, style paint, text string, rows, w int) []string {
+	g := m.styles.g
+	indent := strings.Repeat(" ", cellWidth(lead))
+	room := max(w-cellWidth(lead), 1)
+	lines := strings.Split(wrapText(text, room), "\n")
+	if len(lines) > rows {
+		// The last row runs on into the next, so that it ends in "…".
+		lines[rows-1] = g.trunc(lines[rows-1]+" "+lines[rows], room)
+		lines = lines[:rows]
+	}
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		if i == 0 {
+			out[i] = g.fit(style.Render(lead+l), w)
+		} else {
+			out[i] = g.fit(style.Render(indent+l), w)
+		}
+	}
+	return out
 }
 
 // renderFooter is the key help generated from the keymap. When the whole

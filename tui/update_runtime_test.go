@@ -464,6 +464,14 @@ func TestNoticesReachTheStatusLine(t *testing.T) {
 	mustContain(t, m, "· configuration reloaded from live.yaml")
 }
 
+// A note longer than the screen is wide goes on to a second row, rather
+// than lose its end: that is where it says when a change takes effect.
+func TestALongNoteWraps(t *testing.T) {
+	m, _ := demoModel(t, 80, 24)
+	m, _ = update(m, noticeMsg{Text: "configuration reloaded from /home/someone/.config/swarmdeck/config.yaml; ui changed, which take effect at the next start"})
+	mustContain(t, m, "· configuration reloaded from /home/someone/.config/swarmdeck/config.yaml; ui", "   changed, which take effect at the next start")
+}
+
 // A configuration error stands: something else said since replaces it on
 // the status line only for a while, and it comes back until a reload goes
 // through. Errors of two topics both stand; the latest shows.
