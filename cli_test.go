@@ -1170,3 +1170,25 @@ func TestLockedDatabaseIsSaid(t *testing.T) {
 		t.Errorf("not a database: %v; want bad usage", err)
 	}
 }
+
+// The commands suggested after a run name the database it used when the
+// configuration file now points at another (db: edited while it ran), and
+// only then.
+func TestSuggestedCommandsFollowTheDatabaseUsed(t *testing.T) {
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "config.yaml")
+	used := filepath.Join(dir, "used.db")
+	if err := os.WriteFile(cfgPath, []byte("db: "+used+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cf := &commonFlags{config: cfgPath, dbInUse: used}
+	if got := cf.commandLine("view", "r-1"); got != "swarmdeck view --config "+cfgPath+" r-1" {
+		t.Errorf("unchanged configuration: %s", got)
+	}
+	if err := os.WriteFile(cfgPath, []byte("db: "+filepath.Join(dir, "other.db")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := cf.commandLine("view", "r-1"); got != "swarmdeck view --config "+cfgPath+" --db "+used+" r-1" {
+		t.Errorf("db: pointed elsewhere: %s", got)
+	}
+}

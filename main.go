@@ -109,6 +109,10 @@ type commonFlags struct {
 	// stderr is where a command says what it does before its output,
 	// such as upgrading the database.
 	stderr io.Writer
+	// dbInUse is the database a run or resume opened, where no --db named
+	// it: the commands suggested afterwards name it when the configuration
+	// file has meanwhile been pointed at another.
+	dbInUse string
 }
 
 func main() {
@@ -584,10 +588,26 @@ func (cf *commonFlags) storeFlags() []string {
 	if cf.config != "" {
 		flags = append(flags, "--config", shellQuote(cf.config))
 	}
-	if cf.db != "" {
+	switch {
+	case cf.db != "":
 		flags = append(flags, "--db", shellQuote(cf.db))
+	case cf.dbInUse != "":
+		if cfg, err := cf.configFile(); err != nil || !sameFile(cfg.DBPath(), cf.dbInUse) {
+			flags = append(flags, "--db", shellQuote(cf.dbInUse))
+		}
 	}
 	return flags
+}
+
+// sameFile reports whether two paths name one file, as far as their
+// absolute forms tell.
+func sameFile(a, b string) bool {
+	if a == b {
+		return true
+	}
+	absA, errA := filepath.Abs(a)
+	absB, errB := filepath.Abs(b)
+	return errA == nil && errB == nil && absA == absB
 }
 
 // loadConfig finds, loads and overrides the configuration, and resolves
@@ -770,6 +790,9 @@ func newEngine(ctx context.Context, cf *commonFlags, use engineFor, notices chan
 		return nil, nil, usageErr(err)
 	}
 	eng, err := runtime.New(runtime.Options{Config: cfg, Resolved: res, Logger: log, View: use == forView, Upgrading: cf.upgrading})
+	if err == nil && use != forView && cf.db == "" {
+		cf.dbInUse = cfg.DBPath()
+	}
 	if err != nil {
 		undoLog()
 		if store.IsBusy(err) {
