@@ -1181,13 +1181,19 @@ func TestSuggestedCommandsFollowTheDatabaseUsed(t *testing.T) {
 	if err := os.WriteFile(cfgPath, []byte("db: "+used+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cf := &commonFlags{config: cfgPath, dbInUse: used}
+	cf := &commonFlags{config: cfgPath}
+	cf.openedDB(used)
 	if got := cf.commandLine("view", "r-1"); got != "swarmdeck view --config "+cfgPath+" r-1" {
 		t.Errorf("unchanged configuration: %s", got)
 	}
 	if err := os.WriteFile(cfgPath, []byte("db: "+filepath.Join(dir, "other.db")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	next, err := cf.configFile() // as the watch reloads it
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf.configReloaded(next)
 	if got := cf.commandLine("view", "r-1"); got != "swarmdeck view --config "+cfgPath+" --db "+used+" r-1" {
 		t.Errorf("db: pointed elsewhere: %s", got)
 	}

@@ -22,6 +22,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -110,9 +111,12 @@ type commonFlags struct {
 	// such as upgrading the database.
 	stderr io.Writer
 	// dbInUse is the database a run or resume opened, where no --db named
-	// it: the commands suggested afterwards name it when the configuration
-	// file has meanwhile been pointed at another.
+	// it, and dbMoved that the configuration file last reloaded points at
+	// another (db: takes effect at the next start): the commands suggested
+	// afterwards then name it.
+	// (dbMoved is shared by the copies a command makes of its flags.)
 	dbInUse string
+	dbMoved *atomic.Bool
 }
 
 func main() {
@@ -591,12 +595,24 @@ func (cf *commonFlags) storeFlags() []string {
 	switch {
 	case cf.db != "":
 		flags = append(flags, "--db", shellQuote(cf.db))
-	case cf.dbInUse != "":
-		if cfg, err := cf.configFile(); err != nil || !sameFile(cfg.DBPath(), cf.dbInUse) {
-			flags = append(flags, "--db", shellQuote(cf.dbInUse))
-		}
+	case cf.dbMoved != nil && cf.dbMoved.Load():
+		flags = append(flags, "--db", shellQuote(cf.dbInUse))
 	}
 	return flags
+}
+
+// configReloaded notes whether the configuration file, as reloaded, still
+// points at the database in use.
+func (cf *commonFlags) configReloaded(next *config.Config) {
+	if cf.dbMoved != nil {
+		cf.dbMoved.Store(!sameFile(next.DBPath(), cf.dbInUse))
+	}
+}
+
+// openedDB notes the database a run or resume opened from the
+// configuration, for configReloaded.
+func (cf *commonFlags) openedDB(path string) {
+	cf.dbInUse, cf.dbMoved = path, new(atomic.Bool)
 }
 
 // sameFile reports whether two paths name one file, as far as their
@@ -791,7 +807,7 @@ func newEngine(ctx context.Context, cf *commonFlags, use engineFor, notices chan
 	}
 	eng, err := runtime.New(runtime.Options{Config: cfg, Resolved: res, Logger: log, View: use == forView, Upgrading: cf.upgrading})
 	if err == nil && use != forView && cf.db == "" {
-		cf.dbInUse = cfg.DBPath()
+		cf.openedDB(cfg.DBPath())
 	}
 	if err != nil {
 		undoLog()
@@ -840,6 +856,7 @@ func newEngine(ctx context.Context, cf *commonFlags, use engineFor, notices chan
 				refused(err)
 				return
 			}
+			cf.configReloaded(next)
 			atStart, atNextRun := config.NotLive(started, next)
 			log.Info("config reloaded", "path", cfg.Path, "waiting_for_start", atStart, "waiting_for_next_run", atNextRun)
 			notify(tui.Notice{Topic: "config", Text: reloadedText(cfg.Path, atStart, atNextRun)})

@@ -389,13 +389,10 @@ func (r *Run) runInfo() *event.RunInfo {
 // addStopsLocked adds to the run's pauses the stretches this process stood
 // stopped (ctrl+z, SIGSTOP) while it ran the run, as a resume adds the time
 // the run stood stopped between two processes: neither is part of its
-// elapsed time.
-// Stops shorter than minPause are left out: a second or two is nothing on
-// a clock that shows seconds, and a heartbeat held up that long on a busy
-// machine would count as one.
+// elapsed time. Stops shorter than event.MinPause are left out.
 func (r *Run) addStopsLocked() {
 	for _, st := range awake.Stops(r.awakeFrom) {
-		if st.To.Sub(st.From) < minPause {
+		if st.To.Sub(st.From) < event.MinPause {
 			continue
 		}
 		r.rec.Pauses = append(r.rec.Pauses, store.Pause{From: st.From.UTC(), To: st.To.UTC()})
@@ -426,9 +423,6 @@ func (r *Run) storeStops() {
 		r.e.log.Warn("could not store the time the process stood stopped", "run", r.id, "err", err)
 	}
 }
-
-// minPause is the shortest stop of the process that becomes a pause.
-const minPause = 3 * time.Second
 
 // runInfoOf is what the events and snapshots say of a stored run.
 func runInfoOf(rec *store.Run) *event.RunInfo {

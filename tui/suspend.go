@@ -36,10 +36,6 @@ func newSuspender() suspender {
 	return suspender{possible: jobControl, ours: new(atomic.Bool), stops: awake.Stops}
 }
 
-// minPause is the shortest stop the runtime keeps as a pause of the run
-// (runtime.minPause); the clocks here leave out the same.
-const minPause = 3 * time.Second
-
 // suspend stops the process with the terminal restored, or says why it
 // cannot.
 func (m *model) suspend() tea.Cmd {
@@ -75,10 +71,10 @@ func (m *model) resumed(msg resumedMsg) {
 	if m.ctl == nil || m.readOnly || m.st.run.Status != "running" {
 		return
 	}
-	// The clocks leave out the stop at once: the run's own record of it
-	// comes with its end, when the pauses it stored replace these.
+	// The clocks leave out the stop at once. The runtime stores it too, and
+	// the run's end brings the pauses it stored, which replace these.
 	for _, st := range m.suspender.stops(m.suspender.at) {
-		if st.To.Sub(st.From) >= minPause {
+		if st.To.Sub(st.From) >= event.MinPause { // as the runtime stores them
 			m.st.run.Pauses = append(m.st.run.Pauses, event.Pause{From: st.From, To: st.To})
 		}
 	}

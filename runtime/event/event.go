@@ -87,6 +87,11 @@ type RunInfo struct {
 	Pauses []Pause `json:"pauses,omitempty"`
 }
 
+// MinPause is the shortest stop of a running process (ctrl+z, SIGSTOP) that
+// becomes one of its run's pauses: a second or two is nothing on a clock
+// that shows seconds, and a busy machine can hold the process up that long.
+const MinPause = 3 * time.Second
+
 // Pause is a stretch of time a run stood stopped, from when it stopped to
 // when it was resumed.
 type Pause struct {
