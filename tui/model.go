@@ -130,6 +130,11 @@ type model struct {
 	// session's plan), for a broadcast its sheet.
 	back backTo
 
+	// typedAfterRefusal: until then, typing keys are dropped. Set when a
+	// key that opens a text box (b, m, a) is refused, so the text typed
+	// after it without looking does not act as keys (q quits a view).
+	typedAfterRefusal time.Time
+
 	sessions    sessionsPane
 	broadcasts  broadcastsPane
 	plans       plansPane

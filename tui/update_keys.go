@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"charm.land/bubbles/v2/key"
@@ -48,6 +49,9 @@ func (m *model) handleKey(k tea.KeyPressMsg) tea.Cmd {
 	case m.editedFilter() != nil:
 		return m.filterKey(k)
 	}
+	if m.dropTyping(k) {
+		return nil
+	}
 	if m.status.note {
 		// A note answers the key before this one ("no next sibling"): the
 		// next key acts anew, and may say something of its own.
@@ -62,7 +66,11 @@ func (m *model) handleKey(k tea.KeyPressMsg) tea.Cmd {
 		m.helpScroll.top = 0
 		return nil
 	case key.Matches(k, keys.Broadcast, keys.Message, keys.Answer, keys.Skip, keys.SkipAll, keys.Cancel):
-		return m.startAction(k)
+		cmd := m.startAction(k)
+		if m.dialog.kind == dialogNone && key.Matches(k, keys.Broadcast, keys.Message, keys.Answer) {
+			m.typedAfterRefusal = m.now().Add(typingPause)
+		}
+		return cmd
 	case m.showHelp && key.Matches(k, keys.Back):
 		m.showHelp = false
 		return nil
@@ -103,6 +111,32 @@ func (m *model) goalKey(k tea.KeyPressMsg) tea.Cmd {
 		g.err = "" // answered by typing
 	}
 	return cmd
+}
+
+// typingPause is how long a refused text action holds off typing keys,
+// counted again from each key it drops: longer than between two keys of
+// someone typing, shorter than reading the refusal.
+const typingPause = time.Second
+
+// dropTyping drops k if it is typing (a character, space, backspace or
+// enter) that follows a refused b, m or a without a pause, and holds off
+// the next one.
+func (m *model) dropTyping(k tea.KeyPressMsg) bool {
+	if m.typedAfterRefusal.IsZero() {
+		return false
+	}
+	now := m.now()
+	if !now.Before(m.typedAfterRefusal) {
+		m.typedAfterRefusal = time.Time{}
+		return false
+	}
+	typing := k.Mod&^tea.ModShift == 0 && (k.Text != "" || k.Code == tea.KeySpace || k.Code == tea.KeyBackspace || k.Code == tea.KeyEnter)
+	if !typing {
+		m.typedAfterRefusal = time.Time{}
+		return false
+	}
+	m.typedAfterRefusal = now.Add(typingPause)
+	return true
 }
 
 // askQuit quits at once unless the run is still running here, in which case

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/swarmdeck/swarmdeck/coordination"
@@ -399,7 +400,8 @@ func TestActionsOnWhatHasEnded(t *testing.T) {
 		t.Fatal("b opened a broadcast on a run that has ended")
 	}
 	mustContain(t, m, "the run has completed: a broadcast would reach nobody")
-	// A message still wakes a session.
+	// A message still wakes a session, once the refusal has been read.
+	m.now = func() time.Time { return t0.Add(2 * time.Second) }
 	m, _ = press(t, m, "m")
 	if m.dialog.kind != dialogMessage {
 		t.Errorf("m did not open the message dialog on an ended run")
@@ -1289,6 +1291,55 @@ func TestMessageTitleLeavesTheIDOutWhole(t *testing.T) {
 	m, _ = newTestModel(t, snap, 100, 30)
 	m, _ = press(t, m, "down", "m")
 	mustContain(t, m, "Message planner (the-planner-of-every-launch-task) · s-plan")
+}
+
+// Text typed right after a refused b (without looking at the screen) is
+// dropped instead of acting as keys: in a view, q would quit and the
+// arrows' letters move the selection. A pause, or a key that is not
+// typing, ends it.
+func TestTypingAfterARefusalIsDropped(t *testing.T) {
+	snap := tuitest.Demo(t0)
+	snap.Run.Status = "completed"
+	m, _ := readOnlyModel(t, snap, 160, 48)
+	clock := t0
+	m.now = func() time.Time { return clock }
+	m, _ = press(t, m, "b")
+	refusal := m.status.text
+	before := plainView(m)
+	for _, r := range "quit the xs now" {
+		clock = clock.Add(300 * time.Millisecond)
+		var msgs []tea.Msg
+		m, msgs = press(t, m, string(r))
+		for _, msg := range msgs {
+			if _, ok := msg.(tea.QuitMsg); ok {
+				t.Fatalf("%q typed after a refusal quit the view", r)
+			}
+		}
+	}
+	m, _ = press(t, m, "enter")
+	if got := plainView(m); got != before {
+		t.Fatalf("typing after a refusal changed the screen:\n%s", got)
+	}
+	if m.status.text != refusal {
+		t.Errorf("the refusal gave way to %q while typing was dropped", m.status.text)
+	}
+
+	// After a pause keys act again.
+	clock = clock.Add(typingPause)
+	m, _ = press(t, m, "?")
+	if !m.showHelp {
+		t.Error("? after a pause did not open the help sheet")
+	}
+
+	// A key that is not typing acts at once, and ends the hold.
+	m, _ = press(t, m, "?", "b", "down")
+	if m.sessions.selected == snap.Sessions[0].ID {
+		t.Error("down after a refusal did not move the selection")
+	}
+	m, _ = press(t, m, "?")
+	if !m.showHelp {
+		t.Error("? after a key that was not typing did not act")
+	}
 }
 
 // A read-only view refuses the action keys with what can be done about
