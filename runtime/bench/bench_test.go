@@ -213,6 +213,29 @@ func TestWriteReport(t *testing.T) {
 	}
 }
 
+// A swarm too small for its fanout says how wide its tree really is:
+// 10 agents are a root and nine children, whatever --fanout asks.
+func TestReportHeaderSaysTheFanoutUsed(t *testing.T) {
+	for _, tc := range []struct {
+		agents, fanout int
+		want           string
+	}{
+		{10, 10, "(tree of depth 1, fanout 9: --fanout 10 takes 11 agents)"},
+		{11, 10, "(tree of depth 1, fanout 10)"},
+		{1000, 10, "(tree of depth 3, fanout 10)"},
+		{5, 2, "(tree of depth 2, fanout 2)"},
+	} {
+		var b strings.Builder
+		_, depth := scripted.BenchShape(tc.agents, tc.fanout)
+		if err := WriteReport(&b, &Report{RequestedAgents: tc.agents, Agents: tc.agents, Depth: depth, Fanout: tc.fanout, Turns: 2}); err != nil {
+			t.Fatal(err)
+		}
+		if first, _, _ := strings.Cut(b.String(), "\n"); !strings.Contains(first, tc.want) {
+			t.Errorf("%d agents, fanout %d: header %q, want %q in it", tc.agents, tc.fanout, first, tc.want)
+		}
+	}
+}
+
 func TestSummarize(t *testing.T) {
 	s := summarize([]float64{5, 1, 4, 2, 3, 10, 6, 7, 9, 8})
 	if s.Median != 5.5 || s.P90 != 9 || s.Min != 1 || s.Max != 10 {

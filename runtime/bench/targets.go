@@ -8,6 +8,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/swarmdeck/swarmdeck/runtime/scripted"
 )
 
 // The project's performance targets on a 2-core machine.
@@ -94,8 +96,13 @@ func WriteReport(w io.Writer, r *Report) error {
 		// A leaf broadcasts on its first turn and answers on its last.
 		broadcasts = "no broadcasts (a leaf of one turn has no turn to broadcast in; give --turns 2 or more)"
 	}
-	fmt.Fprintf(w, "swarmdeck bench: %d agents (tree of depth %d, fanout %d), %d %s per leaf at %s latency, %s\n\n",
-		r.Agents, r.Depth, r.Fanout, r.Turns, plural(r.Turns, "turn", "turns"),
+	fanout := fmt.Sprintf("fanout %d", r.Fanout)
+	if used := len(scripted.BenchChildren(r.RequestedAgents, r.Fanout)); r.RequestedAgents > 0 && used < r.Fanout {
+		// The root has the most children of any node.
+		fanout = fmt.Sprintf("fanout %d: --fanout %d takes %d agents", used, r.Fanout, r.Fanout+1)
+	}
+	fmt.Fprintf(w, "swarmdeck bench: %d agents (tree of depth %d, %s), %d %s per leaf at %s latency, %s\n\n",
+		r.Agents, r.Depth, fanout, r.Turns, plural(r.Turns, "turn", "turns"),
 		time.Duration(r.LatencyS*float64(time.Second)), broadcasts)
 	var table bytes.Buffer
 	tw := tabwriter.NewWriter(&table, 0, 4, 2, ' ', 0)
