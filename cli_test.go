@@ -22,6 +22,7 @@ import (
 
 	"github.com/swarmdeck/swarmdeck/runtime"
 	"github.com/swarmdeck/swarmdeck/runtime/config"
+	"github.com/swarmdeck/swarmdeck/runtime/scripted"
 	"github.com/swarmdeck/swarmdeck/runtime/store"
 	"github.com/swarmdeck/swarmdeck/tui"
 )
@@ -367,6 +368,23 @@ func TestRefusedStartMakesNoFiles(t *testing.T) {
 		}
 		if left, _ := os.ReadDir(filepath.Join(dir, "swarmdeck")); len(left) > 0 {
 			t.Fatalf("swarmdeck %s left %s behind", strings.Join(tc.args, " "), left[0].Name())
+		}
+	}
+	// A bench refused for its options makes no profile files either.
+	cpu, mem := filepath.Join(dir, "cpu.prof"), filepath.Join(dir, "mem.prof")
+	for _, args := range [][]string{
+		{"bench", "--fanout", "300", "--cpuprofile", cpu, "--memprofile", mem},
+		{"bench", "--turns", "0", "--cpuprofile", cpu, "--memprofile", mem},
+		{"bench", "--agents", "2", "--latency", "0", "--db", dir, "--cpuprofile", cpu, "--memprofile", mem},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run(args, strings.NewReader(""), &stdout, &stderr); code != 2 {
+			t.Errorf("swarmdeck %s: exit %d, stderr %q; want exit 2", strings.Join(args, " "), code, stderr.String())
+		}
+		for _, f := range []string{cpu, mem} {
+			if _, err := os.Stat(f); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("swarmdeck %s made %s (%v)", strings.Join(args, " "), f, err)
+			}
 		}
 	}
 }
@@ -880,7 +898,8 @@ func TestCompletionAndClosedOutput(t *testing.T) {
 	storeRuns(t, db,
 		store.Run{ID: "r-000001", Goal: "first goal", Status: "completed", Provider: "scripted", Scripted: true},
 		store.Run{ID: "r-000002", Goal: "second goal", Status: "interrupted", Provider: "scripted", Scripted: true},
-		store.Run{ID: "r-000003", Goal: "third goal", Status: "failed", Provider: "scripted", Scripted: true})
+		store.Run{ID: "r-000003", Goal: "third goal", Status: "failed", Provider: "scripted", Scripted: true},
+		store.Run{ID: "r-000004", Goal: scripted.BenchGoal(10, 10, 2, 1), Status: "interrupted", Provider: "scripted", Scripted: true})
 	cli := func(w io.Writer, args ...string) (int, string) {
 		var errOut bytes.Buffer
 		return run(args, strings.NewReader(""), w, &errOut), errOut.String()
@@ -892,8 +911,9 @@ func TestCompletionAndClosedOutput(t *testing.T) {
 	}
 	out.Reset()
 	if code, _ := cli(&out, "__complete", "--db", db, "resume", ""); code != 0 ||
-		strings.Contains(out.String(), "r-000001") || !strings.Contains(out.String(), "r-000002") || !strings.Contains(out.String(), "r-000003\tfailed: third goal") {
-		t.Errorf("resume completes %q", out.String())
+		strings.Contains(out.String(), "r-000001") || !strings.Contains(out.String(), "r-000002") || !strings.Contains(out.String(), "r-000003\tfailed: third goal") ||
+		strings.Contains(out.String(), "r-000004") {
+		t.Errorf("resume completes %q (not a completed run, nor a bench run it refuses)", out.String())
 	}
 	// A goal's terminal controls are escaped, and a run another process
 	// runs is not offered to resume.

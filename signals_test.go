@@ -245,3 +245,37 @@ func storedPauses(db, runID string) string {
 	}
 	return last
 }
+
+// Ctrl-C during a bench stops it with the signal as the reason, not a
+// bare "context canceled", in the bench itself and in --startup.
+func TestBenchInterruptSaysWhy(t *testing.T) {
+	bin := dashboardBinary(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bench", "--agents", "10", "--latency", "10s"}, "swarmdeck: bench interrupted after "},
+		{[]string{"bench", "--startup", "--runs", "500"}, "swarmdeck: startup measurement interrupted after "},
+	} {
+		dir := t.TempDir()
+		cmd := exec.Command(bin, tc.args...)
+		var stderr lockedBuffer
+		cmd.Stderr = &stderr
+		cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+dir, "XDG_CONFIG_HOME="+dir, "XDG_DATA_HOME="+dir)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		// The progress line says the measurement is under way, its signal
+		// handling set up.
+		waitFor(t, "the bench's progress", func() bool { return strings.Contains(stderr.String(), "/") })
+		cmd.Process.Signal(syscall.SIGINT)
+		err := cmd.Wait()
+		if code := cmd.ProcessState.ExitCode(); code != 1 {
+			t.Errorf("%v: exit status %d (%v), want 1", tc.args, code, err)
+		}
+		out := stderr.String()
+		if !strings.Contains(out, tc.want) || !strings.Contains(out, ": interrupt signal received\n") || strings.Contains(out, "context canceled") {
+			t.Errorf("%v: stderr does not give the signal as the reason:\n%s", tc.args, out)
+		}
+	}
+}
