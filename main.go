@@ -1667,6 +1667,12 @@ Targets on a 2-core machine:
 			if err := o.Check(); err != nil {
 				return benchErr(err) // before a profile file is made
 			}
+			var made []*os.File
+			defer func() {
+				for _, f := range made {
+					f.Close()
+				}
+			}()
 			for _, p := range []struct {
 				path string
 				w    *io.Writer
@@ -1678,11 +1684,18 @@ Targets on a 2-core machine:
 				if err != nil {
 					return usageErr(err)
 				}
-				defer f.Close()
+				made = append(made, f)
 				*p.w = f
 			}
 			rep, err := bench.Run(ctx, o)
 			if err != nil {
+				// A bench that failed before it profiled anything (its
+				// --db, say) leaves no empty profile behind.
+				for _, f := range made {
+					if fi, statErr := f.Stat(); statErr == nil && fi.Size() == 0 {
+						os.Remove(f.Name())
+					}
+				}
 				return benchErr(err)
 			}
 			if asJSON {
