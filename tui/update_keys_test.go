@@ -786,6 +786,22 @@ func TestKeyOverrides(t *testing.T) {
 	}
 }
 
+// What the status line says at a run's end names the keys as they are
+// bound.
+func TestRunEndNamesRemappedKeys(t *testing.T) {
+	for _, tc := range []struct{ status, want, not string }{
+		{"completed", "run completed: the answer is the orchestrator's last message (o on it)", "(enter on it)"},
+		{"interrupted", "run interrupted; quit (ctrl+q), then swarmdeck resume r-7c1e continues it", "(q)"},
+		{"failed", "run failed; once the cause is fixed, quit (ctrl+q), then swarmdeck resume", "(q)"},
+	} {
+		ctl := tuitest.NewController(tuitest.Demo(t0))
+		m := startTestModel(t, ctl, Options{Keys: map[string][]string{"open": {"o"}, "quit": {"ctrl+q"}}}, 160, 48)
+		m = apply(m, runFinished(tc.status, ""))
+		mustContain(t, m, tc.want)
+		mustNotContain(t, m, tc.not)
+	}
+}
+
 // The keymap binds exactly the actions the config file may rebind, with
 // the defaults the config package checks overrides against.
 func TestKeyMapIsTheConfigKeyTable(t *testing.T) {

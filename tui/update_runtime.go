@@ -77,7 +77,7 @@ func (m *model) applyEvent(ev event.Event) {
 		// Reopened (a person woke a session of a run that had ended): what
 		// the status line said about its end is not so any more.
 		m.runEnd = statusLine{}
-		if m.status.text == runCompletedText {
+		if m.status.text == m.runCompletedText() {
 			m.status = statusLine{}
 		}
 	case event.RunFinished:
@@ -89,12 +89,16 @@ func (m *model) applyEvent(ev event.Event) {
 		m.runEnd = m.runEndLine(*ev.Run)
 		m.status = statusLine{}
 		if ev.Run.Status == "completed" && !m.readOnly {
-			m.setStatus(runCompletedText, false)
+			m.setStatus(m.runCompletedText(), false)
 		}
 	}
 }
 
-const runCompletedText = "run completed: the answer is the orchestrator's last message (enter on it)"
+// runCompletedText is what the status line says when the run completes
+// here, with the key that opens a transcript as it is bound.
+func (m *model) runCompletedText() string {
+	return "run completed: the answer is the orchestrator's last message (" + label(m.keys.Open) + " on it)"
+}
 
 // runEndLine is what a run that ended without completing says on the status
 // line: why, and for an interrupted or failed run the command that
@@ -104,7 +108,7 @@ func (m *model) runEndLine(r event.RunInfo) statusLine {
 	switch {
 	case r.Status == "interrupted" && !m.readOnly:
 		// The way back first: a long reason is cut, the command is not.
-		text := "run interrupted; quit (q), then " + m.resumeCommand() + " continues it"
+		text := "run interrupted; quit (" + label(m.keys.Quit) + "), then " + m.resumeCommand() + " continues it"
 		if r.Error != "" {
 			text += ". Why: " + oneLine(r.Error)
 		}
@@ -121,7 +125,7 @@ func (m *model) runEndLine(r event.RunInfo) statusLine {
 		// A failed run continues too, once what made it fail is fixed.
 		text := "run failed; once the cause is fixed, "
 		if !m.readOnly {
-			text += "quit (q), then "
+			text += "quit (" + label(m.keys.Quit) + "), then "
 		}
 		text += m.resumeCommand() + " continues it"
 		if r.Error != "" {
