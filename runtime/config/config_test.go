@@ -171,6 +171,12 @@ func TestParseErrors(t *testing.T) {
 		{"two keys of one dialog", "ui:\n  keys:\n    dialog_skip: [tab]\n", 3, "ui.keys.dialog_skip", "default key of use_remembered in the answer dialog"},
 		{"yes and no alike", "ui:\n  keys:\n    yes: [n]\n", 3, "ui.keys.yes", "default key of no in a yes/no confirmation"},
 		{"a letter in a text dialog", "ui:\n  keys:\n    toggle_target: [t]\n", 3, "ui.keys.toggle_target", `"t" would no longer type t in the broadcast dialog; use a key that types nothing, like ctrl+t`},
+		// Nor keys that mend what is typed there.
+		{"an editing key in a text dialog", "ui:\n  keys:\n    dialog_skip: [ctrl+u]\n", 3, "ui.keys.dialog_skip",
+			`"ctrl+u" clears what is typed before the cursor in the answer dialog, which it would no longer do; use a key that edits nothing there`},
+		{"an editing key at the goal prompt", "ui:\n  keys:\n    send:\n      - enter\n      - backspace\n", 5, "ui.keys.send",
+			`"backspace" deletes the character before the cursor in the broadcast dialog`},
+		{"a moving key in a filter", "ui:\n  keys:\n    back: [esc, left]\n", 3, "ui.keys.back", `"left" moves the cursor left in the broadcast dialog`},
 
 		// YAML itself.
 		{"duplicate key", "model: a\nmodel: b\n", 2, "", `mapping key "model" already defined on line 1`},

@@ -302,6 +302,15 @@ func (c *Config) validateKeyClashes(p *problems, set map[string]bool) {
 						"%q would no longer type %s in %s; use a key that types nothing, %s", k, typed(k), ctx.name, controlFor(k))
 					continue
 				}
+				if does, edits := editKeys[k]; ctx.text && edits {
+					if typing[action+" "+k] {
+						continue
+					}
+					typing[action+" "+k] = true
+					p.addAt(joinKey("ui.keys", action), at(action, k),
+						"%q %s in %s, which it would no longer do; use a key that edits nothing there, like f2 or ctrl with a letter", k, does, ctx.name)
+					continue
+				}
 				other, taken := owner[k]
 				if !taken {
 					owner[k] = action
@@ -327,6 +336,32 @@ func (c *Config) validateKeyClashes(p *problems, set map[string]bool) {
 			}
 		}
 	}
+}
+
+// editKeys are the keys that edit a text field (bubbles' textinput, with
+// tui/input.go), with what each does: an action of a context with a text
+// field may not take them, or what is typed could not be mended. Keys that
+// only repeat another (ctrl+a for home, ctrl+b for left) are left free, as
+// dialog_skip_all takes ctrl+a by default.
+var editKeys = map[string]string{
+	"backspace":      "deletes the character before the cursor",
+	"delete":         "deletes the character under the cursor",
+	"left":           "moves the cursor left",
+	"right":          "moves the cursor right",
+	"home":           "moves the cursor to the start",
+	"end":            "moves the cursor to the end",
+	"ctrl+left":      "moves the cursor a word left",
+	"ctrl+right":     "moves the cursor a word right",
+	"alt+left":       "moves the cursor a word left",
+	"alt+right":      "moves the cursor a word right",
+	"ctrl+w":         "deletes the word before the cursor",
+	"alt+backspace":  "deletes the word before the cursor",
+	"ctrl+backspace": "deletes the word before the cursor",
+	"alt+delete":     "deletes the word after the cursor",
+	"ctrl+delete":    "deletes the word after the cursor",
+	"ctrl+u":         "clears what is typed before the cursor",
+	"ctrl+k":         "clears what is typed after the cursor",
+	"ctrl+v":         "pastes",
 }
 
 // controlFor suggests a key that types nothing in place of k.
