@@ -320,3 +320,28 @@ func TestTerminalProblem(t *testing.T) {
 		}
 	}
 }
+
+// On a light background the prompt of a text field, its cursor and the
+// footer's help are drawn in colours that show on white, not in the
+// terminal's white or the pale greys meant for a dark background.
+func TestLightThemeShowsOnWhite(t *testing.T) {
+	s := newStyles(false, false, false)
+	light := func(what string, c color.Color) {
+		t.Helper()
+		if c == nil {
+			t.Errorf("%s has no colour", what)
+			return
+		}
+		r, g, b, _ := c.RGBA()
+		// Relative brightness on 0..1; #a8a8a8 (a separator) is 0.66.
+		if y := (0.2126*float64(r) + 0.7152*float64(g) + 0.0722*float64(b)) / 0xffff; y > 0.7 {
+			t.Errorf("%s is drawn at brightness %.2f, too pale for a white background", what, y)
+		}
+	}
+	light("the focused prompt", s.input.Focused.Prompt.GetForeground())
+	light("the blurred prompt", s.input.Blurred.Prompt.GetForeground())
+	light("the cursor", s.input.Cursor.Color)
+	light("a help key", s.help.ShortKey.GetForeground())
+	light("a help description", s.help.ShortDesc.GetForeground())
+	light("a help separator", s.help.ShortSeparator.GetForeground())
+}

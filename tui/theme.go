@@ -125,6 +125,20 @@ func newStyles(isDark, mono, ascii bool) styles {
 
 	s.help = help.DefaultStyles(isDark)
 	s.input = textinput.DefaultStyles(isDark)
+	if !isDark {
+		// bubbles' light greys (a description at #b2b2b2, a separator at
+		// #dadada) and its prompt and cursor in the terminal's white all
+		// but vanish on a white background.
+		key, desc, sep := lipgloss.Color("#4e4e4e"), lipgloss.Color("#6c6c6c"), lipgloss.Color("#a8a8a8")
+		s.help.ShortKey, s.help.FullKey = s.help.ShortKey.Foreground(key), s.help.FullKey.Foreground(key)
+		s.help.ShortDesc, s.help.FullDesc = s.help.ShortDesc.Foreground(desc), s.help.FullDesc.Foreground(desc)
+		s.help.ShortSeparator, s.help.FullSeparator = s.help.ShortSeparator.Foreground(sep), s.help.FullSeparator.Foreground(sep)
+		s.help.Ellipsis = s.help.Ellipsis.Foreground(sep)
+		prompt := lipgloss.Color("#5a3fc0")
+		s.input.Focused.Prompt = s.input.Focused.Prompt.Foreground(prompt)
+		s.input.Blurred.Prompt = s.input.Blurred.Prompt.Foreground(prompt)
+		s.input.Cursor.Color = lipgloss.Color("#262626")
+	}
 	// A steady cursor: blinking would re-render the whole dashboard twice a
 	// second for nothing and make screen captures non-deterministic.
 	s.input.Cursor.Blink = false
