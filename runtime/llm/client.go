@@ -55,10 +55,14 @@ const (
 type Client struct {
 	cfg   Config // its BaseURL without the query
 	query string // the base URL's query, which every request carries
-	oa    *openai.Client
-	hc    *http.Client
-	log   *slog.Logger
-	sleep func(context.Context, time.Duration) error
+	// secrets are what an error message from the server must not repeat:
+	// the key, and what may be one in the headers and the URL. Longest
+	// first.
+	secrets []string
+	oa      *openai.Client
+	hc      *http.Client
+	log     *slog.Logger
+	sleep   func(context.Context, time.Duration) error
 
 	// noStreamOptions is set once the server refused stream_options.
 	noStreamOptions atomic.Bool
@@ -120,7 +124,8 @@ func New(cfg Config) *Client {
 	// go-openai gives up after this many non-data lines in a row; stalls are
 	// IdleTimeout's job.
 	oc.EmptyMessagesLimit = math.MaxUint32
-	c := &Client{cfg: cfg, query: query, oa: openai.NewClientWithConfig(oc), hc: hc, log: cfg.Logger, sleep: cfg.Sleep}
+	c := &Client{cfg: cfg, query: query, oa: openai.NewClientWithConfig(oc), hc: hc, log: cfg.Logger, sleep: cfg.Sleep,
+		secrets: secrets(cfg.APIKey, cfg.BaseURL, query, cfg.Headers)}
 	c.SetLimits(Limits{CallTimeout: cfg.CallTimeout, IdleTimeout: cfg.IdleTimeout, MaxRetries: cfg.MaxRetries})
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
@@ -582,14 +587,68 @@ func noSuchPath(f errorFields) bool {
 // server or proxy echoes the request back.
 func (c *Client) clean(msg string) string {
 	msg = textcut.OneLine(msg, 500)
-	if k := c.cfg.APIKey; len(k) >= 4 {
-		msg = strings.ReplaceAll(msg, k, "[redacted]")
-	}
 	if c.query != "" {
 		// A URL in a transport error, whose query may carry a key.
 		msg = strings.ReplaceAll(msg, "?"+c.query, "?[redacted]")
 	}
+	for _, k := range c.secrets {
+		msg = strings.ReplaceAll(msg, k, "[redacted]")
+	}
 	return msg
+}
+
+// secrets lists what a client's messages must not repeat: the API key, a
+// password in the base URL, and the values of headers and query
+// parameters that look like keys (Azure's api-key header or parameter, a
+// proxy's token), in the forms a server may echo them in. A value that
+// does not look like one, such as api-version=2024-06-01, stays readable
+// in an error that names it.
+func secrets(apiKey, baseURL, query string, headers map[string]string) []string {
+	var out []string
+	add := func(v string) {
+		if len(v) >= 4 && !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	add(apiKey)
+	if u, err := url.Parse(baseURL); err == nil && u.User != nil {
+		if p, ok := u.User.Password(); ok {
+			add(p)
+			add(url.PathEscape(p))
+		}
+	}
+	if vs, err := url.ParseQuery(query); err == nil {
+		for name, values := range vs {
+			for _, v := range values {
+				if secretLike(name, v) {
+					add(v)
+					add(url.QueryEscape(v))
+				}
+			}
+		}
+	}
+	for name, v := range headers {
+		if secretLike(name, v) {
+			add(v)
+			if _, token, ok := strings.Cut(v, " "); ok { // "Bearer TOKEN"
+				add(token)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b string) int { return len(b) - len(a) })
+	return out
+}
+
+// secretLike reports whether a header or query parameter may carry a
+// secret: by its name, or by a value long and unbroken like a token.
+func secretLike(name, value string) bool {
+	n := strings.ToLower(name)
+	for _, w := range []string{"key", "token", "auth", "secret", "pass", "sign", "cookie", "session", "credential"} {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	return len(value) >= 16 && !strings.ContainsAny(value, " \t")
 }
 
 func refusesStreamOptions(e *Error) bool {

@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -338,6 +340,55 @@ func TestErrorMessages(t *testing.T) {
 	} {
 		if got := tc.e.Error(); got != tc.want {
 			t.Errorf("Error() = %q, want %q", got, tc.want)
+		}
+	}
+}
+
+// Keys sent otherwise than as the API key (a header such as Azure's
+// api-key, a query parameter, a password in the URL) stay out of error
+// messages and the log as well, while a parameter that is no secret stays
+// readable.
+func TestKeysInHeadersAndQueryNeverInMessages(t *testing.T) {
+	fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		u, p, _ := r.BasicAuth()
+		jsonError(w, 401, "", "", fmt.Sprintf("invalid subscription key %s (%s, %s); proxy token %s; api version %s; user %s:%s",
+			r.Header.Get("Api-Key"), r.URL.Query().Get("api-key"), r.Header.Get("X-Proxy-Auth"), r.Header.Get("X-Long"),
+			r.URL.Query().Get("api-version"), u, p))
+	})
+	var logged bytes.Buffer
+	c, _ := newTestClient(fs, func(c *Config) {
+		c.BaseURL += "?api-version=2024-06-01&api-key=QUERYKEY81"
+		c.Headers = map[string]string{"api-key": "HDRKEY77", "X-Proxy-Auth": "Bearer pxy-999", "X-Long": "abcdefghijklmnopqrstuvwx", "X-Title": "my tool"}
+		c.Logger = slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	})
+	_, err := c.Stream(t.Context(), userRequest("x"), nil)
+	msg := asError(t, err).Error()
+	for _, secret := range []string{"QUERYKEY81", "HDRKEY77", "pxy-999", "abcdefghijklmnopqrstuvwx"} {
+		if strings.Contains(msg, secret) || strings.Contains(logged.String(), secret) {
+			t.Errorf("%s is in the error %q or the log", secret, msg)
+		}
+	}
+	if !strings.Contains(msg, "api version 2024-06-01") {
+		t.Errorf("the error %q hides a parameter that is no secret", msg)
+	}
+}
+
+func TestSecretsOfAClient(t *testing.T) {
+	got := secrets("sk-1", "http://me:pa%2Fss@host/v1", "api-version=2024-06-01&token=ab+cd&x=1", map[string]string{
+		"Authorization": "Bearer tok-123", "X-Title": "my tool", "X-Id": "0123456789abcdefXYZ"})
+	for _, want := range []string{"sk-1", "pa/ss", "pa%2Fss", "ab cd", "ab+cd", "Bearer tok-123", "tok-123", "0123456789abcdefXYZ"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("secrets %q lack %q", got, want)
+		}
+	}
+	for _, not := range []string{"2024-06-01", "my tool", "1", "me"} {
+		if slices.Contains(got, not) {
+			t.Errorf("secrets %q hold %q", got, not)
+		}
+	}
+	for i := 1; i < len(got); i++ {
+		if len(got[i]) > len(got[i-1]) {
+			t.Fatalf("secrets %q are not longest first", got)
 		}
 	}
 }
