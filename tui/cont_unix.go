@@ -43,6 +43,9 @@ func followCont(ctx context.Context, p *tea.Program, tty *os.File, ours *atomic.
 		case <-ctx.Done():
 			return
 		case <-cont:
+			if !ours.Load() && ctx.Err() == nil {
+				p.Send(continuedMsg{}) // a stop from outside
+			}
 		case <-watching:
 		}
 		// Not when it ends (a kill of a stopped job comes with a SIGCONT)

@@ -293,6 +293,8 @@ func (m *model) update(msg tea.Msg) (cmd tea.Cmd) {
 		}
 	case resumedMsg:
 		m.resumed(msg)
+	case continuedMsg:
+		m.continued()
 	case tea.KeyPressMsg:
 		cmd = m.handleKey(msg)
 	case tea.PasteMsg:

@@ -26,9 +26,10 @@ type suspender struct {
 	// ours is set from a ctrl+z until the terminal is taken back, for the
 	// note that the run was paused.
 	ours *atomic.Bool
-	// at is when the last ctrl+z stopped the process, and stops tells the
-	// stretches the process stood stopped since a time (awake.Stops).
-	at    time.Time
+	// seen is when the run's clocks last took in the stops of the process,
+	// and stops tells the stretches it stood stopped since a time
+	// (awake.Stops).
+	seen  time.Time
 	stops func(since time.Time) []awake.Stop
 }
 
@@ -48,7 +49,6 @@ func (m *model) suspend() tea.Cmd {
 		return nil
 	}
 	m.suspender.ours.Store(true)
-	m.suspender.at = time.Now()
 	stop := m.suspender.stop
 	return func() tea.Msg {
 		if stop != nil {
@@ -65,22 +65,49 @@ type suspendedMsg struct{}
 // job ran in the background (bg) meanwhile.
 type resumedMsg struct{ background bool }
 
+// continuedMsg follows a stop of the process that was not a ctrl+z here
+// (kill -STOP, or a ctrl+z at the shell for a job of several processes),
+// once it is continued.
+type continuedMsg struct{}
+
 // resumed follows the terminal taken back after a ctrl+z.
 func (m *model) resumed(msg resumedMsg) {
 	m.suspender.ours.Store(false)
-	if m.ctl == nil || m.readOnly || m.st.run.Status != "running" {
+	if !m.takeStops() {
 		return
-	}
-	// The clocks leave out the stop at once. The runtime stores it too, and
-	// the run's end brings the pauses it stored, which replace these.
-	for _, st := range m.suspender.stops(m.suspender.at) {
-		if st.To.Sub(st.From) >= event.MinPause { // as the runtime stores them
-			m.st.run.Pauses = append(m.st.run.Pauses, event.Pause{From: st.From, To: st.To})
-		}
 	}
 	if msg.background {
 		m.setNote("back: the run went on while swarmdeck was in the background")
 	} else {
 		m.setNote("back: the run was paused while swarmdeck was suspended")
 	}
+}
+
+// continued follows a stop from outside: the clocks leave it out, as they
+// do a ctrl+z's.
+func (m *model) continued() {
+	if m.takeStops() {
+		m.setNote("back: the run was paused while swarmdeck was stopped")
+	}
+}
+
+// takeStops adds to the run's pauses the stops of the process since they
+// were last taken in, and reports whether the run is one this process
+// runs. The clocks leave the stops out at once; the runtime stores them
+// too, and the run's end brings the pauses it stored, which replace these.
+func (m *model) takeStops() bool {
+	if m.ctl == nil || m.readOnly || m.st.run.Status != "running" {
+		return false
+	}
+	since := m.suspender.seen
+	if since.Before(m.st.run.StartedAt) {
+		since = m.st.run.StartedAt
+	}
+	m.suspender.seen = time.Now()
+	for _, st := range m.suspender.stops(since) {
+		if st.To.Sub(st.From) >= event.MinPause { // as the runtime stores them
+			m.st.run.Pauses = append(m.st.run.Pauses, event.Pause{From: st.From, To: st.To})
+		}
+	}
+	return true
 }

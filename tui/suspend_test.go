@@ -91,3 +91,27 @@ func TestCtrlZWithoutJobControl(t *testing.T) {
 		t.Fatalf("ctrl+z at the goal prompt: suspended %v, status %q", suspendSeen(seen), m.status.text)
 	}
 }
+
+// A stop from outside (kill -STOP, then -CONT) is left out of the clocks
+// too, once, however many continues follow it.
+func TestAStopFromOutsideLeavesTheClocks(t *testing.T) {
+	m, _ := demoModel(t, 160, 48)
+	mustContain(t, m, "2m13s")
+	stops := []awake.Stop{{From: t0.Add(-61 * time.Second), To: t0.Add(-time.Second)}}
+	m.suspender.stops = func(since time.Time) []awake.Stop {
+		var out []awake.Stop
+		for _, s := range stops {
+			if s.To.After(since) {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	m, _ = update(m, continuedMsg{})
+	mustContain(t, m, "1m13s", "back: the run was paused while swarmdeck was stopped")
+	m, _ = update(m, continuedMsg{})
+	if n := len(m.st.run.Pauses); n != 1 {
+		t.Fatalf("%d pauses after two continues of one stop, want 1", n)
+	}
+	mustContain(t, m, "1m13s")
+}
