@@ -889,6 +889,43 @@ func (w fullWriter) Write(p []byte) (int, error) {
 	return 0, syscall.ENOSPC
 }
 
+// Completion finds a run however old it is, among many: the newest 200
+// runs are no bound on what it offers for an id typed in part.
+func TestCompletionFindsOldRuns(t *testing.T) {
+	dir := cliEnv(t)
+	db := filepath.Join(dir, "many.db")
+	var runs []store.Run
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 260 {
+		status := "completed"
+		if i == 3 {
+			status = "interrupted" // old, and the only one resume can continue
+		}
+		runs = append(runs, store.Run{ID: fmt.Sprintf("r-%06d", i), Goal: fmt.Sprintf("goal %d", i), Status: status,
+			Provider: "scripted", Scripted: true, CreatedAt: at.Add(time.Duration(i) * time.Minute)})
+	}
+	storeRuns(t, db, runs...)
+	complete := func(args ...string) string {
+		var out, errOut bytes.Buffer
+		if code := run(append([]string{"__complete", "--db", db}, args...), strings.NewReader(""), &out, &errOut); code != 0 {
+			t.Fatalf("completion of %q: exit %d: %s", args, code, errOut.String())
+		}
+		return out.String()
+	}
+	if got := complete("export", "r-00001"); !strings.Contains(got, "r-000010\tcompleted: goal 10") || !strings.Contains(got, "r-000019\t") ||
+		strings.Contains(got, "r-000100") {
+		t.Errorf("export r-00001 completes %q", got)
+	}
+	if got := complete("resume", ""); !strings.Contains(got, "r-000003\tinterrupted: goal 3") {
+		t.Errorf("resume completes %q, without the one run it can continue", got)
+	}
+	// With nothing typed, the newest 200.
+	got := complete("view", "")
+	if n := strings.Count(got, "\tcompleted: "); n != 200 || !strings.HasPrefix(got, "r-000259\t") {
+		t.Errorf("view completes %d runs, from %q", n, got[:min(len(got), 40)])
+	}
+}
+
 // Completion offers run ids (resume only the ones it can continue) and
 // refuses a shell it has no script for; a reader that stops reading the
 // output of export is not an error.

@@ -1763,19 +1763,16 @@ func runIDCompletions(cf *commonFlags, ctx context.Context, toComplete string, k
 		return nil
 	}
 	defer closeStore()
-	runs, err := st.Runs(ctx, 200)
-	if err != nil {
-		return nil
-	}
+	// Every stored run that fits is a candidate, however old: the newest
+	// maxCompletions of them are offered.
 	var out []cobra.Completion
-	for i := range runs {
-		r := &runs[i]
-		if !strings.HasPrefix(r.ID, toComplete) || slices.Contains(named, r.ID) {
-			continue
+	st.EachRun(ctx, toComplete, func(r *store.Run) bool {
+		if slices.Contains(named, r.ID) {
+			return true
 		}
 		live, known := runtime.RunIsLive(st.Path(), r.ID)
 		if keep != nil && !keep(r, live) {
-			continue
+			return true
 		}
 		// As runs shows it: a run no process runs is stopped, and a
 		// goal's control characters are escaped.
@@ -1784,9 +1781,14 @@ func runIDCompletions(cf *commonFlags, ctx context.Context, toComplete string, k
 			status = "stopped*"
 		}
 		out = append(out, cobra.CompletionWithDesc(r.ID, status+": "+runtime.TerminalText(runtime.OneLine(r.Goal, 50))))
-	}
+		return len(out) < maxCompletions
+	})
 	return out
 }
+
+// maxCompletions bounds the run ids a completion offers: a shell lists
+// them all, and one more character of the id narrows them down.
+const maxCompletions = 200
 
 // storedDB is the database the configuration names, for commands that
 // read what is stored: one that does not exist yet is an error (noDBError)

@@ -105,6 +105,27 @@ func (s *Store) Runs(ctx context.Context, limit int) ([]Run, error) {
 	return out, rows.Err()
 }
 
+// EachRun calls fn with the stored runs whose ids start with prefix, newest
+// first, until fn returns false. The run is fn's only until it returns.
+func (s *Store) EachRun(ctx context.Context, prefix string, fn func(*Run) bool) error {
+	rows, err := s.reader(ctx).QueryContext(ctx, `SELECT `+runCols+` FROM runs WHERE substr(id, 1, ?) = ? ORDER BY created_at DESC, id DESC`,
+		len(prefix), prefix)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return err
+		}
+		if !fn(r) {
+			return nil
+		}
+	}
+	return rows.Err()
+}
+
 // LastWrite is when the last thing was stored of a run: its row, a
 // session's or a message. For a run whose process was killed, that is as
 // close as the store gets to when it stopped.
