@@ -810,6 +810,36 @@ func TestRunsTellsADeadRunFromALiveOne(t *testing.T) {
 	}
 }
 
+// A killed bench run is shown stopped, but no hint offers to resume it,
+// which resume refuses before it looks for a terminal; a stopped run that
+// resume takes is still the one named.
+func TestAKilledBenchRunIsNotOfferedToResume(t *testing.T) {
+	dir := cliEnv(t)
+	db := filepath.Join(dir, "b.db")
+	t0 := time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC)
+	bench := store.Run{ID: "r-bench1", Goal: scripted.BenchGoal(1000, 10, 2, 1), Status: "running", Provider: "scripted", Scripted: true, CreatedAt: t0.Add(time.Hour)}
+	storeRuns(t, db, bench)
+	cli := func(args ...string) (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		code := run(append([]string{"--db", db}, args...), strings.NewReader(""), &stdout, &stderr)
+		return code, stdout.String(), stderr.String()
+	}
+	if _, out, _ := cli("runs"); !strings.Contains(out, "r-bench1  stopped*") || strings.Contains(out, "resume r-bench1") ||
+		!strings.Contains(out, "a bench run is not resumed, and `swarmdeck --db "+db+" delete r-bench1` removes it") {
+		t.Errorf("runs:\n%s", out)
+	}
+	for _, args := range [][]string{{"resume", "r-bench1"}, {"resume", "--headless", "r-bench1"}, {"resume", "--provider", "scripted", "--headless", "r-bench1"}} {
+		if code, _, errOut := cli(args...); code != 2 || !strings.Contains(errOut, "run r-bench1 is a bench run, which is not resumed: run the bench again, and `swarmdeck --db "+db+" delete r-bench1` removes this one") ||
+			strings.Contains(errOut, "--headless r-bench1") {
+			t.Errorf("%v: exit %d, %s", args, code, errOut)
+		}
+	}
+	storeRuns(t, db, store.Run{ID: "r-dead01", Goal: "killed", Status: "running", Provider: "scripted", Scripted: true, CreatedAt: t0})
+	if _, out, _ := cli("runs"); !strings.Contains(out, "`swarmdeck --db "+db+" resume r-dead01` continues it") {
+		t.Errorf("runs with an older stopped run resume takes:\n%s", out)
+	}
+}
+
 // `runs --json` prints a line per run with what the table shows, stopped
 // runs marked; --limit keeps the newest and says how many there are.
 func TestRunsJSONAndLimit(t *testing.T) {

@@ -1174,12 +1174,19 @@ stopped* run is "interrupted" there, with "stopped": true, as export says.`,
 			}
 			tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "RUN\tSTATUS\tSTARTED\tTOKENS\tGOAL")
-			var orphan string
-			for _, l := range lines {
+			// The run the footnote names: the newest stopped one resume
+			// takes, else the newest stopped one.
+			var orphan, benchOrphan string
+			for i, l := range lines {
 				status := l.Status
 				if l.Stopped {
 					status = "stopped*"
-					if orphan == "" {
+					switch {
+					case runtime.NotResumed(&runs[i]) != "":
+						if benchOrphan == "" {
+							benchOrphan = l.ID
+						}
+					case orphan == "":
 						orphan = l.ID
 					}
 				}
@@ -1188,8 +1195,14 @@ stopped* run is "interrupted" there, with "stopped": true, as export says.`,
 			if err := tw.Flush(); err != nil {
 				return outputErr(err)
 			}
-			if orphan != "" {
-				if err := say(stdout, cf.withFlags(fmt.Sprintf("\n* stored as running, but no swarmdeck process runs it (it was killed, crashed, or stopped when its database failed): `swarmdeck resume %s` continues it", orphan))); err != nil {
+			const footnote = "\n* stored as running, but no swarmdeck process runs it (it was killed, crashed, or stopped when its database failed): "
+			switch {
+			case orphan != "":
+				if err := say(stdout, cf.withFlags(fmt.Sprintf(footnote+"`swarmdeck resume %s` continues it", orphan))); err != nil {
+					return err
+				}
+			case benchOrphan != "":
+				if err := say(stdout, cf.withFlags(fmt.Sprintf(footnote+"a bench run is not resumed, and `swarmdeck delete %s` removes it", benchOrphan))); err != nil {
 					return err
 				}
 			}
@@ -1263,7 +1276,7 @@ instead (for a directory that was moved or removed), which becomes the run's.`,
 		ValidArgsFunction: completeRunIDs(cf, func(r *store.Run, live bool) bool {
 			// A run another process is running is not offered, nor a
 			// bench run: resume would refuse them.
-			if r.Scripted && scripted.IsBenchGoal(r.Goal) {
+			if runtime.NotResumed(r) != "" {
 				return false
 			}
 			return r.Status == runtime.RunInterrupted || r.Status == runtime.RunFailed || (r.Status == runtime.RunRunning && !live)
@@ -1386,11 +1399,6 @@ var runIDShape = regexp.MustCompile(`^(?i)r-[0-9a-f]{2,}$`)
 // elsewhere unnoticed, such as from the offline scripted model to a paid
 // one.
 func (cf *commonFlags) keepRunProvider(ctx context.Context, id string) error {
-	if cf.provider != "" {
-		// Another provider, chosen anew: the run's server and model were
-		// the old one's.
-		return nil
-	}
 	st, closeStore, err := openStore(cf)
 	if err != nil {
 		return err
@@ -1399,6 +1407,15 @@ func (cf *commonFlags) keepRunProvider(ctx context.Context, id string) error {
 	closeStore()
 	if err != nil {
 		return notFound(err)
+	}
+	if why := runtime.NotResumed(rec); why != "" {
+		// Before the dashboard or the terminal are looked at.
+		return usageErr(fmt.Errorf("run %s is %s", rec.ID, why))
+	}
+	if cf.provider != "" {
+		// Another provider, chosen anew: the run's server and model were
+		// the old one's.
+		return nil
 	}
 	if rec.Scripted {
 		if cf.baseURL != "" {

@@ -1198,11 +1198,20 @@ func TestABenchRunIsNotResumed(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = e.Resume(context.Background(), "r-bench1")
-	if err == nil || !strings.Contains(err.Error(), "run r-bench1 is a `swarmdeck bench` run, which is not resumed") {
+	if err == nil || !strings.Contains(err.Error(), "run r-bench1 is a bench run, which is not resumed") {
 		t.Fatalf("resume of a bench run: %v", err)
 	}
 	if scripted.IsBenchGoal("Plan the bench: size=3 for the garden") {
 		t.Error("a goal that only mentions a bench shape was taken for a bench run's")
+	}
+	// A view of it (stopped: no process runs it) says so, so as not to
+	// offer the resume.
+	v, err := e.View(context.Background(), "r-bench1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run := v.Snapshot().Run; run.Status != RunInterrupted || !strings.Contains(run.NotResumed, "a bench run, which is not resumed") {
+		t.Errorf("the view shows the bench run %s, and says %q of resuming it", run.Status, run.NotResumed)
 	}
 }
 

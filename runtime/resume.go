@@ -30,6 +30,17 @@ func (e *Engine) Resume(ctx context.Context, runID string) (*Run, error) {
 	return e.ResumeIn(ctx, runID, "")
 }
 
+// NotResumed says why resume refuses a run whatever its status, or ""
+// when it may take it: a bench run's sessions would go on with the demo's
+// replies, not the bench's, and a bench measures a run from its start
+// anyway.
+func NotResumed(rec *store.Run) string {
+	if rec.Scripted && scripted.IsBenchGoal(rec.Goal) {
+		return "a bench run, which is not resumed: run the bench again, and `swarmdeck delete " + rec.ID + "` removes this one"
+	}
+	return ""
+}
+
 // ResumeIn is Resume in another workspace than the run's (none: its own),
 // which becomes the run's: for a run whose directory was moved or removed.
 func (e *Engine) ResumeIn(ctx context.Context, runID, workspace string) (*Run, error) {
@@ -42,10 +53,8 @@ func (e *Engine) ResumeIn(ctx context.Context, runID, workspace string) (*Run, e
 	case RunCompleted, RunCancelled:
 		return nil, fmt.Errorf("run %s has already ended (%s), so there is nothing to resume: open it with `swarmdeck view %s`", rec.ID, rec.Status, rec.ID)
 	}
-	if rec.Scripted && scripted.IsBenchGoal(rec.Goal) {
-		// Its sessions would go on with the demo's replies, not the
-		// bench's, and a bench measures a run from its start anyway.
-		return nil, fmt.Errorf("run %s is a `swarmdeck bench` run, which is not resumed: run the bench again, and `swarmdeck delete %s` removes this one", rec.ID, rec.ID)
+	if why := NotResumed(rec); why != "" {
+		return nil, fmt.Errorf("run %s is %s", rec.ID, why)
 	}
 	if workspace != "" {
 		abs, err := filepath.Abs(workspace)

@@ -428,7 +428,7 @@ func (r *Run) storeStops() {
 func runInfoOf(rec *store.Run) *event.RunInfo {
 	info := &event.RunInfo{ID: rec.ID, Goal: rec.Goal, Status: rec.Status, Provider: rec.Provider, Model: rec.Model,
 		Scripted: rec.Scripted, Workspace: rec.Workspace, Result: rec.Result, Error: rec.Error, Usage: event.Usage(rec.Usage),
-		StartedAt: rec.CreatedAt}
+		StartedAt: rec.CreatedAt, NotResumed: NotResumed(rec)}
 	if rec.Status != RunRunning {
 		info.EndedAt = rec.EndedAt
 	}

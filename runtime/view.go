@@ -230,6 +230,7 @@ func (v *storedRun) follow(ctx context.Context, after int64) {
 		}
 		for _, e := range evs {
 			if (e.Type == event.RunStarted || e.Type == event.RunFinished) && e.Run != nil {
+				e.Run.NotResumed = v.snap.Run.NotResumed // not in the log
 				run = *e.Run
 			}
 		}

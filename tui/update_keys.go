@@ -176,7 +176,10 @@ func (m *model) startAction(k tea.KeyPressMsg) tea.Cmd {
 		case "completed", "failed", "cancelled":
 			// resume refuses a run that has ended; a failed one it takes.
 			text := "read-only: view only shows a run, and this one has " + st
-			if st == "failed" {
+			switch {
+			case st == "failed" && m.st.run.NotResumed != "":
+				text += "; it is " + m.st.run.NotResumed
+			case st == "failed":
 				text += "; " + m.resumeCommand() + " continues it once the cause is fixed"
 			}
 			m.setStatus(text, true)

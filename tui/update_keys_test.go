@@ -1309,6 +1309,24 @@ func TestMessageTitleLeavesTheIDOutWhole(t *testing.T) {
 	mustContain(t, m, "Message planner (the-planner-of-every-launch-task) · s-plan")
 }
 
+// A view of a run that resume refuses (a bench run) does not offer the
+// resume, whether the run stopped or failed.
+func TestAViewDoesNotOfferAResumeRefused(t *testing.T) {
+	for _, status := range []string{"interrupted", "failed"} {
+		snap := tuitest.Demo(t0)
+		snap.Run.Status = status
+		snap.Run.NotResumed = "a bench run, which is not resumed: run the bench again"
+		m, _ := readOnlyModel(t, snap, 200, 48)
+		mustContain(t, m, "run "+status+"; it is a bench run, which is not resumed: run the bench again")
+		mustNotContain(t, m, "swarmdeck resume")
+		if status == "failed" {
+			m, _ = press(t, m, "b")
+			mustContain(t, m, "read-only: view only shows a run, and this one has failed; it is a bench run")
+			mustNotContain(t, m, "swarmdeck resume")
+		}
+	}
+}
+
 // Text typed right after a refused b (without looking at the screen) is
 // dropped instead of acting as keys: in a view, q would quit and the
 // arrows' letters move the selection. A pause, or a key that is not

@@ -117,6 +117,9 @@ func (m *model) runEndLine(r event.RunInfo) statusLine {
 		// A read-only view: the run is continued from another terminal, and
 		// this view may stay open.
 		text := "run interrupted; " + m.resumeCommand() + " continues it"
+		if r.NotResumed != "" {
+			text = "run interrupted; it is " + r.NotResumed
+		}
 		if r.Error != "" {
 			text += ". Why: " + oneLine(r.Error)
 		}
@@ -128,6 +131,9 @@ func (m *model) runEndLine(r event.RunInfo) statusLine {
 			text += "quit (" + label(m.keys.Quit) + "), then "
 		}
 		text += m.resumeCommand() + " continues it"
+		if r.NotResumed != "" {
+			text = "run failed; it is " + r.NotResumed
+		}
 		if r.Error != "" {
 			text += ". Why: " + oneLine(r.Error)
 		}

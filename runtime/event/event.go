@@ -85,6 +85,9 @@ type RunInfo struct {
 	// Pauses are the stretches the run stood stopped before it was
 	// resumed: they are not part of its elapsed time, nor of its sessions'.
 	Pauses []Pause `json:"pauses,omitempty"`
+	// NotResumed says why resume would refuse the run whatever its status
+	// (a bench run), for the hints that would otherwise offer it.
+	NotResumed string `json:"-"`
 }
 
 // MinPause is the shortest stop of a running process (ctrl+z, SIGSTOP) that
