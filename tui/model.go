@@ -330,6 +330,11 @@ func (m *model) handleTick() tea.Cmd {
 	if !m.ticks {
 		return nil
 	}
+	if c := m.suspender.seen(); c != m.suspender.counted {
+		// A stop nothing here was told of: the machine slept.
+		m.suspender.counted = c
+		m.takeStops()
+	}
 	if m.st.running > 0 {
 		return tickCmd(tickFast)
 	}

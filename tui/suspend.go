@@ -26,15 +26,19 @@ type suspender struct {
 	// ours is set from a ctrl+z until the terminal is taken back, for the
 	// note that the run was paused.
 	ours *atomic.Bool
-	// seen is when the run's clocks last took in the stops of the process,
+	// took is when the run's clocks last took in the stops of the process,
 	// and stops tells the stretches it stood stopped since a time
 	// (awake.Stops).
-	seen  time.Time
+	took  time.Time
 	stops func(since time.Time) []awake.Stop
+	// seen counts the stops seen so far (awake.Seen), and counted is its
+	// count when the ticks last looked.
+	seen    func() int64
+	counted int64
 }
 
 func newSuspender() suspender {
-	return suspender{possible: jobControl, ours: new(atomic.Bool), stops: awake.Stops}
+	return suspender{possible: jobControl, ours: new(atomic.Bool), stops: awake.Stops, seen: awake.Seen, counted: awake.Seen()}
 }
 
 // suspend stops the process with the terminal restored, or says why it
@@ -99,11 +103,11 @@ func (m *model) takeStops() bool {
 	if m.ctl == nil || m.readOnly || m.st.run.Status != "running" {
 		return false
 	}
-	since := m.suspender.seen
+	since := m.suspender.took
 	if since.Before(m.st.run.StartedAt) {
 		since = m.st.run.StartedAt
 	}
-	m.suspender.seen = time.Now()
+	m.suspender.took = time.Now()
 	for _, st := range m.suspender.stops(since) {
 		if st.To.Sub(st.From) >= event.MinPause { // as the runtime stores them
 			m.st.run.Pauses = append(m.st.run.Pauses, event.Pause{From: st.From, To: st.To})

@@ -115,3 +115,29 @@ func TestAStopFromOutsideLeavesTheClocks(t *testing.T) {
 	}
 	mustContain(t, m, "1m13s")
 }
+
+// A sleep of the machine comes with no signal: the ticks find it among the
+// stops and leave it out of the clocks, once.
+func TestTheTicksFindASleep(t *testing.T) {
+	m, _ := demoModel(t, 160, 48)
+	mustContain(t, m, "2m13s")
+	m.ticks = true // the ticks look only in a real program
+	sleep := awake.Stop{From: t0.Add(-61 * time.Second), To: t0.Add(-time.Second)}
+	count := int64(0)
+	m.suspender.seen, m.suspender.counted = func() int64 { return count }, 0
+	m.suspender.stops = func(since time.Time) []awake.Stop {
+		if sleep.To.After(since) {
+			return []awake.Stop{sleep}
+		}
+		return nil
+	}
+	m, _ = update(m, tickMsg{})
+	mustContain(t, m, "2m13s") // nothing seen yet
+	count++
+	m, _ = update(m, tickMsg{})
+	mustContain(t, m, "1m13s")
+	m, _ = update(m, tickMsg{})
+	if n := len(m.st.run.Pauses); n != 1 {
+		t.Fatalf("%d pauses after the ticks, want 1", n)
+	}
+}

@@ -12,6 +12,14 @@
 // Now, counts it as a stop as long as the gap less one beat. A stop is so
 // counted short by at most a beat, and a heartbeat delayed more than
 // overdue on a starved machine counts as a stop.
+//
+// A sleep of the whole machine (a laptop's lid closed) is another kind of
+// stop: Go's monotonic clock, which the gaps are measured on, does not
+// advance while the system is suspended, so awake time already leaves it
+// out, but the wall clock does advance. The heartbeat sees it as the wall
+// clock gaining more than overdue on the monotonic one between two beats,
+// and tells it among the Stops (a wall clock set forward that far looks
+// the same, and is left out of a run's elapsed time the same way).
 package awake
 
 import (
@@ -30,6 +38,7 @@ var (
 	epoch   = time.Now()
 	alive   atomic.Int64 // since epoch, the last sign of life
 	stopped atomic.Int64 // the stops seen so far, in all
+	seen    atomic.Int64 // how many stops were seen, sleeps included
 	mu      sync.Mutex   // held to count a stop
 	stops   []stop       // the stops seen, oldest first; mu guards it
 	// watchers are called once a stop is seen; mu guards them.
@@ -39,8 +48,9 @@ var (
 
 // stop is a stretch the process stood stopped, as seen once it ran again.
 type stop struct {
-	end time.Time
-	d   time.Duration
+	end   time.Time
+	d     time.Duration
+	sleep bool // the machine's: not on the monotonic clock
 }
 
 // Now is the awake time since the process started.
@@ -60,13 +70,9 @@ func count(at time.Duration) time.Duration {
 	if gap := at - time.Duration(alive.Load()); gap > beat+overdue {
 		d := gap - beat
 		stopped.Add(int64(d))
-		stops = append(stops, stop{epoch.Add(at), d})
-		if len(stops) > maxStops {
-			stops = append(stops[:0], stops[len(stops)-maxStops:]...)
-		}
-		for _, fn := range watchers {
-			go fn() // whoever counted the stop goes on at once
-		}
+		// The wall clock's now, not epoch's plus at, which falls behind
+		// it by every sleep of the machine.
+		addLocked(stop{end: time.Now(), d: d})
 	}
 	if at > time.Duration(alive.Load()) {
 		alive.Store(int64(at))
@@ -82,26 +88,69 @@ const maxStops = 256
 func heartbeat() {
 	alive.Store(int64(time.Since(epoch)))
 	go func() {
+		prev := time.Now()
 		for range time.Tick(beat) {
-			at := time.Since(epoch)
+			now := time.Now()
+			at := now.Sub(epoch)
 			if last := alive.Load(); at-time.Duration(last) > beat+overdue {
 				count(at)
 			} else {
 				alive.CompareAndSwap(last, int64(at)) // unless a gap was just counted
 			}
+			if d := slept(now.Round(0).Sub(prev.Round(0)), now.Sub(prev)); d > 0 {
+				addSleep(now, d)
+			}
+			prev = now
 		}
 	}()
 }
 
+// addLocked notes a stop and tells the watchers.
+func addLocked(s stop) {
+	stops = append(stops, s)
+	seen.Add(1)
+	if len(stops) > maxStops {
+		stops = append(stops[:0], stops[len(stops)-maxStops:]...)
+	}
+	for _, fn := range watchers {
+		go fn() // whoever counted the stop goes on at once
+	}
+}
+
+// slept is how long the machine slept between two beats that the wall
+// clock put wall apart and the monotonic clock mono: none unless the wall
+// clock gained more than overdue.
+func slept(wall, mono time.Duration) time.Duration {
+	if d := wall - mono; d > overdue {
+		return d
+	}
+	return 0
+}
+
+// addSleep notes a sleep of the machine of d that ended at end.
+func addSleep(end time.Time, d time.Duration) {
+	mu.Lock()
+	defer mu.Unlock()
+	addLocked(stop{end: end, d: d, sleep: true})
+}
+
+// Seen counts the stops seen so far, sleeps of the machine included: a
+// caller that polls it learns that Stops has more to tell.
+func Seen() int64 {
+	Now() // a stop not yet seen is counted
+	return seen.Load()
+}
+
 // StoppedSince is how long the process stood stopped after t, by the stops
-// it has seen so far.
+// it has seen so far, on the monotonic clock: sleeps of the machine, which
+// it does not count, are not in it.
 func StoppedSince(t time.Time) time.Duration {
 	Now() // a stop not yet seen is counted
 	mu.Lock()
 	defer mu.Unlock()
 	var d time.Duration
 	for _, s := range stops {
-		if s.end.After(t) {
+		if !s.sleep && s.end.After(t) {
 			d += min(s.d, s.end.Sub(t))
 		}
 	}
@@ -136,7 +185,8 @@ func Stops(t time.Time) []Stop {
 	var out []Stop
 	for _, s := range stops {
 		if s.end.After(t) {
-			out = append(out, Stop{From: s.end.Add(-min(s.d, s.end.Sub(t))), To: s.end})
+			// On the wall clock: the monotonic one leaves sleeps out.
+			out = append(out, Stop{From: s.end.Add(-min(s.d, s.end.Round(0).Sub(t.Round(0)))), To: s.end})
 		}
 	}
 	return out

@@ -43,10 +43,21 @@ func TestAStopIsNotAwakeTime(t *testing.T) {
 	if d := last.To.Sub(last.From); d < 10*time.Second-beat || d > 10*time.Second {
 		t.Errorf("the stop lasted %s, want 10 s less at most a beat", d)
 	}
-	if cut := Stops(last.To.Add(-time.Second)); len(cut) != 1 || !cut[0].From.Equal(last.To.Add(-time.Second)) || !cut[0].To.Equal(last.To) {
+	// (Stops of the tests run before this one, with -count, may end
+	// within that second too: this one is told by its end.)
+	ours := func(st []Stop) []Stop {
+		var out []Stop
+		for _, s := range st {
+			if s.To.Equal(last.To) {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	if cut := ours(Stops(last.To.Add(-time.Second))); len(cut) != 1 || !cut[0].From.Equal(last.To.Add(-time.Second)) {
 		t.Errorf("Stops from a second before its end = %v, want one from then to %v", cut, last.To)
 	}
-	if after := Stops(last.To); len(after) != 0 {
+	if after := ours(Stops(last.To)); len(after) != 0 {
 		t.Errorf("Stops from its end = %v, want none", after)
 	}
 	// A gap shorter than a beat and overdue is a busy moment, not a stop.
@@ -133,5 +144,48 @@ func TestOnStop(t *testing.T) {
 	}
 	if removed != 0 {
 		t.Errorf("a watcher removed before the stop was called %d times", removed)
+	}
+}
+
+// A sleep of the machine is told when the wall clock gains on the
+// monotonic one between two beats by more than overdue; a heartbeat that
+// is late on both clocks alike is no sleep.
+func TestSlept(t *testing.T) {
+	for _, tc := range []struct{ wall, mono, want time.Duration }{
+		{beat, beat, 0},
+		{10 * time.Second, 10 * time.Second, 0}, // a stop of the process: both clocks went on
+		{beat + overdue, beat, 0},
+		{time.Hour + beat, beat, time.Hour},
+		{beat - time.Minute, beat, 0}, // the wall clock set back
+	} {
+		if got := slept(tc.wall, tc.mono); got != tc.want {
+			t.Errorf("slept(%s, %s) = %s, want %s", tc.wall, tc.mono, got, tc.want)
+		}
+	}
+}
+
+// A sleep is among the Stops, which a run's pauses come from, and is
+// counted by Seen; it is not in StoppedSince, as the monotonic clock the
+// timeouts run on never counted it.
+func TestASleepIsAStopOnTheWallClock(t *testing.T) {
+	from := time.Now()
+	before, stopped := Seen(), StoppedSince(from)
+	end := time.Now()
+	addSleep(end, time.Hour)
+	if got := Seen(); got != before+1 {
+		t.Errorf("Seen went from %d to %d across a sleep", before, got)
+	}
+	if got := StoppedSince(from); got != stopped {
+		t.Errorf("StoppedSince took in a sleep: %s, was %s", got, stopped)
+	}
+	// Asked from before the sleep began, it is whole; from within it, cut.
+	st := Stops(from.Add(-2 * time.Hour))
+	if len(st) == 0 || !st[len(st)-1].To.Equal(end) || st[len(st)-1].To.Sub(st[len(st)-1].From) != time.Hour {
+		t.Fatalf("Stops = %v, want the hour's sleep up to %v last", st, end)
+	}
+	// (The other tests' stops end later than the test began: only the last
+	// one is this sleep.)
+	if cut := Stops(end.Add(-time.Minute)); len(cut) == 0 || !cut[len(cut)-1].To.Equal(end) || cut[len(cut)-1].To.Sub(cut[len(cut)-1].From) != time.Minute {
+		t.Errorf("Stops from a minute before the sleep's end = %v", cut)
 	}
 }
