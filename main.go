@@ -1397,7 +1397,8 @@ var runIDShape = regexp.MustCompile(`^(?i)r-[0-9a-f]{2,}$`)
 // configuration). What the configuration and the environment resolve to
 // now (an API key set since, an edited config) must not move a run
 // elsewhere unnoticed, such as from the offline scripted model to a paid
-// one.
+// one. A run resume refuses whatever its status (a bench run) is refused
+// here, before a terminal is looked for.
 func (cf *commonFlags) keepRunProvider(ctx context.Context, id string) error {
 	st, closeStore, err := openStore(cf)
 	if err != nil {
