@@ -79,10 +79,27 @@ func (p *sessionsPane) sync(st *runState) {
 	case shown:
 		p.cursor = i
 	default:
-		p.cursor = min(max(p.cursor, 0), len(p.rows)-1)
+		// Hidden in a folded subtree (a filter cleared, say): the nearest
+		// ancestor shown is where it is, folded.
+		if a, ok := p.shownAncestor(st, p.selected); ok {
+			p.cursor = p.rowIndex[a]
+		} else {
+			p.cursor = min(max(p.cursor, 0), len(p.rows)-1)
+		}
 		p.selected = p.rows[p.cursor].info.ID
 	}
 	p.clamp(len(p.rows), p.bodyRows())
+}
+
+// shownAncestor is the nearest ancestor of session id that has a row.
+func (p *sessionsPane) shownAncestor(st *runState, id string) (string, bool) {
+	for n := st.sessions[id]; n != nil && n.info.ParentID != ""; {
+		if _, ok := p.rowIndex[n.info.ParentID]; ok {
+			return n.info.ParentID, true
+		}
+		n = st.sessions[n.info.ParentID]
+	}
+	return "", false
 }
 
 // current is the selected session as the pane shows it: none while a

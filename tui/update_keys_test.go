@@ -1396,6 +1396,27 @@ func TestReadOnlyRefusalFitsTheRunsEnd(t *testing.T) {
 	}
 }
 
+// A session selected through the filter inside a folded subtree is
+// still where it is once the filter is cleared: on its folded ancestor,
+// not on whatever row took its place.
+func TestClearingTheFilterKeepsAFoldedSelection(t *testing.T) {
+	m, _ := demoModel(t, 160, 48)
+	m, _ = press(t, m, "down", "down", "down", "down") // researcher (r-2)
+	if m.sessions.selected != "s-res2" {
+		t.Fatalf("selected %s, want s-res2", m.sessions.selected)
+	}
+	m, _ = press(t, m, "space", "/")
+	m = typeText(t, m, "x-3")
+	m, _ = press(t, m, "enter")
+	if m.sessions.selected != "s-exp3" {
+		t.Fatalf("the filter selected %s, want its match s-exp3", m.sessions.selected)
+	}
+	m, _ = press(t, m, "/", "esc")
+	if m.sessions.selected != "s-res2" {
+		t.Errorf("with the filter cleared, %s is selected, want the folded s-res2 that holds s-exp3", m.sessions.selected)
+	}
+}
+
 // A Sessions filter that hides every row leaves nothing selected: the
 // keys that act on the selected session say so instead of acting on one
 // out of sight, and the selection is back once the filter is cleared.
