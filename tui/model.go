@@ -346,6 +346,7 @@ type backTo struct {
 	set      bool
 	focus    focus
 	selected string               // the tree's selection to restore; "" keeps the transcript's
+	plans    list                 // the Plans pane's cursor and scroll, with selected
 	sheet    *event.BroadcastInfo // the broadcast sheet to open again
 }
 

@@ -796,6 +796,7 @@ func (m *model) comeBackHere() {
 	m.back = backTo{set: true, focus: m.focus}
 	if m.focus == focusPlans {
 		m.back.selected = m.sessions.current()
+		m.back.plans = m.plans.list
 	}
 	if m.detail.open {
 		b := m.detail.b
@@ -829,6 +830,11 @@ func (m *model) sessionKey(k tea.KeyPressMsg) tea.Cmd {
 			m.focus = b.focus
 			if b.selected != "" {
 				m.sessions.selectID(m.st, b.selected)
+				// The same plan, at the task that was opened.
+				m.plans.show(m.sessions.current())
+				if m.plans.session == b.selected {
+					m.plans.list = b.plans
+				}
 			}
 			if b.sheet != nil {
 				m.openBroadcastSheet(*b.sheet)

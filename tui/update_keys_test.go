@@ -1396,6 +1396,24 @@ func TestReadOnlyRefusalFitsTheRunsEnd(t *testing.T) {
 	}
 }
 
+// esc from the transcript of a delegated task opened in Plans comes back
+// to that task, not to the top of the plan.
+func TestPlansComeBackToTheTaskOpened(t *testing.T) {
+	m, _ := demoModel(t, 160, 48)
+	for m.focus != focusPlans {
+		m, _ = press(t, m, "tab")
+	}
+	m, _ = press(t, m, "down", "down", "down") // task 4, delegated to s-dlg1
+	m, _ = press(t, m, "enter")
+	if m.screen != screenSession || m.transcript.sessionID != "s-dlg1" {
+		t.Fatalf("enter on task 4 opened %v %q, want the transcript of s-dlg1", m.screen, m.transcript.sessionID)
+	}
+	m, _ = press(t, m, "esc")
+	if m.focus != focusPlans || m.plans.session != "s-root" || m.plans.cursor != 3 {
+		t.Errorf("esc came back to focus %v, the plan of %s at task %d; want Plans, s-root, task 4 (row 3)", m.focus, m.plans.session, m.plans.cursor)
+	}
+}
+
 // A session selected through the filter inside a folded subtree is
 // still where it is once the filter is cleared: on its folded ancestor,
 // not on whatever row took its place.
