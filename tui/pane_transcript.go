@@ -387,9 +387,15 @@ func (p *transcriptPane) toggle() {
 	if len(p.msgs) == 0 {
 		return
 	}
-	idx := p.msgs[p.sel()].Index
+	sel := p.sel()
+	idx := p.msgs[sel].Index
 	p.expanded[idx] = !p.expanded[idx]
 	delete(p.cache, idx)
+	if !p.follow && p.top == sel {
+		// Read partway down, it is shown from its header again: closed,
+		// the lines scrolled past may be all it has.
+		p.skip = 0
+	}
 }
 
 // contentWidth is the text width of a message: inside the border, the

@@ -512,6 +512,21 @@ func TestSessionViewExpandToolAndSystemPrompt(t *testing.T) {
 	mustContain(t, m, "Answer with facts.")
 }
 
+// Closing a message read partway down shows it from its header: the
+// lines scrolled past may be all there is of it once closed.
+func TestClosingAMessageReadPartwayShowsItsHeader(t *testing.T) {
+	m, ctl := demoModel(t, 100, 18)
+	tr := tuitest.DemoTranscript()
+	tr[0].Content = strings.Repeat("A rule of the system prompt.\n", 40)
+	ctl.SetTranscript("s-res1", tr)
+	m, _ = press(t, m, "down", "down", "enter", "home", "space")
+	mustContain(t, m, "#0 system")
+	m, _ = press(t, m, "j", "j", "j", "j", "j", "j")
+	mustNotContain(t, m, "#0 system") // read into it
+	m, _ = press(t, m, "space")
+	mustContain(t, m, "#0 system")
+}
+
 func TestFilterBroadcasts(t *testing.T) {
 	m, _ := demoModel(t, 160, 48)
 	m, _ = press(t, m, "tab", "/")
