@@ -201,12 +201,18 @@ type sessionHelp struct{ k *keyMap }
 
 func (h sessionHelp) ShortHelp() []key.Binding {
 	k := h.k
-	return []key.Binding{k.move(), k.Collapse, k.Parent, k.PrevSibling, k.NextSibling, k.FirstChild, k.Message, k.Cancel, k.Back, k.Help, k.Quit}
+	return []key.Binding{k.move(), h.toggle(), k.Parent, k.PrevSibling, k.NextSibling, k.FirstChild, k.Message, k.Cancel, k.Back, k.Help, k.Quit}
 }
 
 func (h sessionHelp) compactHelp() []key.Binding {
 	k := h.k
-	return []key.Binding{k.Back, k.Collapse, k.Parent, k.FirstChild, k.Help, k.Quit}
+	return []key.Binding{k.Back, h.toggle(), k.Parent, k.FirstChild, k.Help, k.Quit}
+}
+
+// toggle is the fold key as a transcript reads it: it opens or closes the
+// selected message.
+func (h sessionHelp) toggle() key.Binding {
+	return key.NewBinding(key.WithKeys(h.k.Collapse.Keys()...), key.WithHelp(label(h.k.Collapse), "open/close"))
 }
 func (h sessionHelp) FullHelp() [][]key.Binding { return h.k.FullHelp() }
 
