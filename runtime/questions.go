@@ -264,7 +264,10 @@ func (h *host) Ask(ctx context.Context, c *agents.Call, req agents.AskRequest) (
 			r.mu.Unlock()
 			switch {
 			case skipAll:
+				// Skipped as it opens: stored so, as a skip of an open
+				// question is.
 				q.humanState = "skipped"
+				q.rec.HumanSkipped = true
 			case !r.human.Load():
 				// Nobody can answer: a headless run without --control, or
 				// one whose control input ended. The question goes to the

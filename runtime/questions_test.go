@@ -292,7 +292,10 @@ func TestAskOthersHumanThroughControl(t *testing.T) {
 		if !helper && (w.status != "timed_out" || !strings.Contains(results[i], `"helper"`)) {
 			t.Errorf("%q lost the helper's answer: %s", q, results[i])
 		}
-		if eq := exportedQuestion(t, x, q); eq.Status != w.status || eq.HumanResponded != (w.human != "") || eq.Responses["human"] != w.human {
+		// A skip is stored as the person's, whether the question was open
+		// or opened after skip_all.
+		if eq := exportedQuestion(t, x, q); eq.Status != w.status || eq.HumanResponded != (w.human != "") || eq.Responses["human"] != w.human ||
+			eq.HumanSkipped != (w.status == "skipped") {
 			t.Errorf("stored %q: %+v", q, eq)
 		}
 	}
