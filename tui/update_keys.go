@@ -397,7 +397,12 @@ func (m *model) dialogKey(k tea.KeyPressMsg) tea.Cmd {
 			if n := m.st.sessions[id]; n != nil && n.info.Status == "failed" {
 				// A failed session is not woken: it reads the message
 				// when a resume brings it back.
-				detail += "; it has failed, and reads it once the run is resumed (" + m.resumeCommand() + ")"
+				if m.st.run.Status == "running" {
+					// A run that goes on to complete is not resumed.
+					detail += "; it has failed, and reads it only if the run stops and is resumed, not if the run completes"
+				} else {
+					detail += "; it has failed, and reads it once the run is resumed (" + m.resumeCommand() + ")"
+				}
 			}
 			d.sending, d.err = true, ""
 			return actionCmd(m.ctx, actMessage, detail, "", func(ctx context.Context) error {

@@ -1307,7 +1307,13 @@ func TestEndedRunsSayWhatReachesThem(t *testing.T) {
 	m = typeText(t, m, "try the other source")
 	m, _ = press(t, m, "enter")
 	wantCalls(t, ctl, tuitest.Call{Op: "message", SessionID: "s-plan", Text: "try the other source"})
-	mustContain(t, m, "message sent to planner (plan); it has failed, and reads it once the run is resumed")
+	mustContain(t, m, "message sent to planner (plan); it has failed, and reads it only if the run stops and is resumed, not if the run completes")
+
+	m = apply(m, runFinished("failed", "why"))
+	m, _ = press(t, m, "m")
+	m = typeText(t, m, "and this")
+	m, _ = press(t, m, "enter")
+	mustContain(t, m, "message sent to planner (plan); it has failed, and reads it once the run is resumed (swarmdeck resume r-7c1e)")
 }
 
 // A message dialog whose title does not fit leaves the session's id out
