@@ -255,6 +255,8 @@ func (m *model) renderFooter() string {
 	}
 	if m.dialog.kind == dialogNone && (m.readOnly || m.st.run.Status == "interrupted") {
 		full, short = keys.withoutActions(full), keys.withoutActions(short)
+	} else if drop := m.refusedAfterRun(keys); m.dialog.kind == dialogNone && len(drop) > 0 {
+		full, short = without(full, drop...), without(short, drop...)
 	}
 	h := m.help
 	h.SetWidth(0)
@@ -291,6 +293,29 @@ func (m *model) renderFooter() string {
 		short = append(short[:n-3:n-3], short[n-2:]...)
 	}
 	return " " + m.help.ShortHelpView(short)
+}
+
+// refusedAfterRun are the keys that can only be refused once the run has
+// ended, so the footer no longer offers them: a broadcast would reach
+// nobody; with no question left there is nothing to answer or skip; with
+// every session ended there is nothing to cancel; and a cancelled run takes
+// no message. A message still wakes a session of a run that has completed
+// or failed.
+func (m *model) refusedAfterRun(keys keyMap) []key.Binding {
+	if m.st.runActive() {
+		return nil
+	}
+	drop := []key.Binding{keys.Broadcast}
+	if len(m.st.questions) == 0 {
+		drop = append(drop, keys.Answer, keys.Skip, keys.SkipAll)
+	}
+	if !slices.ContainsFunc(m.st.roots, (*sessionNode).anyActive) {
+		drop = append(drop, keys.Cancel)
+	}
+	if m.st.run.Status == "cancelled" {
+		drop = append(drop, keys.Message)
+	}
+	return drop
 }
 
 func (m *model) renderTooSmall() string {

@@ -166,6 +166,15 @@ func (k keyMap) withoutActions(bs []key.Binding) []key.Binding {
 	return out
 }
 
+// without drops the given keys from a footer.
+func without(bs []key.Binding, drop ...key.Binding) []key.Binding {
+	gone := map[string]bool{}
+	for _, d := range drop {
+		gone[d.Help().Desc] = true
+	}
+	return slices.DeleteFunc(slices.Clone(bs), func(b key.Binding) bool { return gone[b.Help().Desc] })
+}
+
 // compactHelp is the footer when ShortHelp does not fit; where even that
 // does not fit, the keys before help and quit go from the last. asking
 // puts the answer key first, as the banner's question waits for it;

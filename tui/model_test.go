@@ -252,6 +252,54 @@ func TestFooterKeepsTheWayOutAtMinimumWidth(t *testing.T) {
 	}
 }
 
+// Once the run has ended the footer offers only keys that still act: no
+// broadcast, no answer or skip without a question, no cancel with every
+// session ended, and no message in a cancelled run. Pressed anyway, each is
+// refused with a reason (TestActionsOnWhatHasEnded).
+func TestFooterAfterTheRunEnds(t *testing.T) {
+	footer := func(status string, ended bool, questions bool) string {
+		snap := tuitest.Demo(t0)
+		snap.Run.Status = status
+		if ended {
+			for i := range snap.Sessions {
+				snap.Sessions[i].Status = "completed"
+			}
+		}
+		if !questions {
+			snap.Questions = nil
+		}
+		m, _ := newTestModel(t, snap, 200, 30)
+		rows := strings.Split(plainView(m), "\n")
+		return rows[len(rows)-1]
+	}
+	for _, tc := range []struct {
+		status           string
+		ended, questions bool
+		want, not        []string
+	}{
+		{"running", true, true, []string{"b broadcast", "m message", "a answer", "s skip", "x cancel"}, nil},
+		{"completed", true, false, []string{"m message", "? help", "q quit"}, []string{"broadcast", "answer", "skip", "cancel"}},
+		{"cancelled", true, false, []string{"? help"}, []string{"broadcast", "message", "answer", "cancel"}},
+		// A failed run's sessions left unfinished can still be cancelled,
+		// so that resuming it does not take them up again.
+		{"failed", false, false, []string{"m message", "x cancel"}, []string{"broadcast", "answer"}},
+		// A question still open after the end can be answered.
+		{"completed", true, true, []string{"a answer", "s skip"}, []string{"broadcast", "cancel"}},
+	} {
+		f := footer(tc.status, tc.ended, tc.questions)
+		for _, w := range tc.want {
+			if !strings.Contains(f, w) {
+				t.Errorf("%s run (sessions ended %v, questions %v): footer %q lacks %q", tc.status, tc.ended, tc.questions, f, w)
+			}
+		}
+		for _, w := range tc.not {
+			if strings.Contains(f, w) {
+				t.Errorf("%s run (sessions ended %v, questions %v): footer %q offers %q", tc.status, tc.ended, tc.questions, f, w)
+			}
+		}
+	}
+}
+
 // Typing past the width of a dialog's input, with an emoji sequence in
 // sight that is shown wider than the input measures it, the person still
 // sees the last characters they typed: the start of the text in sight
