@@ -760,12 +760,13 @@ func (p *transcriptPane) sync(s *styles) {
 	}
 }
 
-// title names the session and says what is outside the pane: a reply
-// streaming below (streamBelow) and older messages above, in memory
-// (olderAbove) or in the store. Where the border is short its items
-// shorten and go whole (fitItems): the session is named by its label,
-// then its id, the stream and its status go.
-func (p *transcriptPane) title(g *glyphs, st *runState, streamBelow, olderAbove bool) string {
+// title names the session and says what is outside the pane: newer
+// messages below a view scrolled up (newer of them, or -1 for the rest of
+// the last one in sight), a reply streaming below (streamBelow) and older
+// messages above, in memory (olderAbove) or in the store. Where the border
+// is short its items shorten and go whole (fitItems): the session is named
+// by its label, then its id, the stream and its status go.
+func (p *transcriptPane) title(g *glyphs, st *runState, newer int, streamBelow, olderAbove bool) string {
 	items := []item{
 		whole("Transcript"),
 		{{0, st.sessionName(p.sessionID)}, {titleFewer, st.sessionShort(p.sessionID)}},
@@ -773,6 +774,12 @@ func (p *transcriptPane) title(g *glyphs, st *runState, streamBelow, olderAbove 
 	}
 	if n := st.sessions[p.sessionID]; n != nil {
 		items = append(items, item{{0, st.shownStatus(&n.info)}}.goesAt(titleFewer+3))
+	}
+	switch {
+	case newer > 0:
+		items = append(items, arrowItem(g.down, newer, "newer"))
+	case newer < 0:
+		items = append(items, item{{0, g.down + " more"}, {titleTerse, g.down}})
 	}
 	if streamBelow {
 		items = append(items, item{{0, g.down + " streaming"}}.goesAt(titleFewer+2))
@@ -825,7 +832,7 @@ func (p *transcriptPane) Render(c *renderCtx) []string {
 		return out
 	}
 	var shown, stream []string
-	streamBelow, olderAbove := false, false
+	streamBelow, olderAbove, newer := false, false, 0
 	if p.follow {
 		// The live reply goes under the newest message, and the messages
 		// above it give way.
@@ -864,8 +871,12 @@ func (p *transcriptPane) Render(c *renderCtx) []string {
 			}
 			shown = append(shown, b...)
 		}
+		newer = len(p.msgs) - end
 		if len(shown) > avail {
 			shown = shown[:avail]
+			if newer == 0 {
+				newer = -1 // the last message in sight goes on below
+			}
 		}
 		if free := avail - len(shown); end == len(p.msgs) && free > 0 {
 			stream = p.streamLines(s, free)
@@ -881,5 +892,5 @@ func (p *transcriptPane) Render(c *renderCtx) []string {
 	for i, l := range body {
 		body[i] = truncate(l, p.w-2, s.g.tail(p.w-2))
 	}
-	return s.box(p.title(s.g, c.st, streamBelow, olderAbove), body, p.w, p.h, c.focused)
+	return s.box(p.title(s.g, c.st, newer, streamBelow, olderAbove), body, p.w, p.h, c.focused)
 }

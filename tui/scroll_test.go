@@ -268,3 +268,26 @@ func TestToolResultsNamedOnceTheirCallIsRead(t *testing.T) {
 	mustContain(t, m, "#99 assistant", "#100 tool · result of read_file")
 	mustNotContain(t, m, "result of call-")
 }
+
+// Scrolled up in a transcript, the title says how many newer messages
+// are below the view, counting those that arrive meanwhile; at the end it
+// says nothing of them.
+func TestTranscriptScrolledUpCountsNewerMessages(t *testing.T) {
+	m, ctl := demoModel(t, 160, 48)
+	ctl.SetTranscript("s-res1", numberedMessages(100))
+	m, _ = press(t, m, "down", "down", "enter")
+	mustNotContain(t, m, "newer")
+	m, _ = press(t, m, "pgup", "pgup")
+	shown := shownNumbers(m, `message (\d+)`)
+	if len(shown) == 0 {
+		t.Fatal("no message in sight after pgup")
+	}
+	below := 99 - shown[len(shown)-1]
+	mustContain(t, m, fmt.Sprintf("↓ %d newer", below))
+	m = apply(m, event.Event{Type: event.MessageAppended, SessionID: "s-res1",
+		Message: &event.MessageInfo{Index: 100, Role: "assistant", Content: "message 0100"}, Time: t0})
+	mustContain(t, m, fmt.Sprintf("↓ %d newer", below+1))
+	m, _ = press(t, m, "end")
+	mustNotContain(t, m, "newer")
+	mustContain(t, m, "message 0100")
+}
