@@ -533,6 +533,10 @@ func TestResumeCommandCarriesTheFlags(t *testing.T) {
 		{commonFlags{db: "/tmp/a.db"}, true, "swarmdeck resume --headless --db /tmp/a.db r-1"},
 		{commonFlags{db: "/tmp/my runs/a.db", config: "it's.yaml", provider: "ollama", baseURL: "http://h:1/v1", model: "m"}, true,
 			`swarmdeck resume --headless --provider ollama --base-url http://h:1/v1 --model m --config 'it'\''s.yaml' --db '/tmp/my runs/a.db' r-1`},
+		// A suggested command is shown, and may be logged: the secrets
+		// of the URL are not repeated, and the command says so.
+		{commonFlags{baseURL: "https://me:pw123@gw/v1?api-version=2024-06-01&api-key=sk-live-1"}, true,
+			"swarmdeck resume --headless --base-url 'https://me:xxxxx@gw/v1?api-version=2024-06-01&api-key=xxxxx' r-1 (with the --base-url given before: xxxxx stands for its secrets)"},
 	} {
 		if got := tc.cf.resumeCommand("r-1", tc.headless); got != tc.want {
 			t.Errorf("resumeCommand:\n got %s\nwant %s", got, tc.want)

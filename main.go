@@ -790,7 +790,7 @@ func newEngine(ctx context.Context, cf *commonFlags, use engineFor, notices chan
 			name string
 		}{{cf.latencySet, "scripted-latency"}, {cf.speedSet, "scripted-stream-speed"}} {
 			if f.set {
-				return nil, nil, usageErr(fmt.Errorf("--%s applies to the built-in scripted model only, and this run talks to provider %q (%s): leave the flag out, or run on the scripted model with --provider scripted", f.name, res.Name, res.Provider.BaseURL))
+				return nil, nil, usageErr(fmt.Errorf("--%s applies to the built-in scripted model only, and this run talks to provider %q (%s): leave the flag out, or run on the scripted model with --provider scripted", f.name, res.Name, shownURL(res.Provider.BaseURL)))
 			}
 		}
 	}
@@ -1048,7 +1048,7 @@ func (cf *commonFlags) resumeCommand(id string, headless bool) string {
 		args = append(args, "--headless")
 	}
 	args = append(args, cf.modelFlags()...)
-	return cf.commandLine("resume", append(args, id)...)
+	return cf.commandLine("resume", append(args, id)...) + cf.hiddenNote()
 }
 
 // commandLine is a swarmdeck command line for a hint, with the --config and
@@ -1370,7 +1370,7 @@ func (cf *commonFlags) whichToResume(ctx context.Context, flags []string) error 
 		for _, r := range runs {
 			if strings.HasPrefix(r.ID, strings.ToLower(value)) {
 				rest := slices.Delete(slices.Clone(flags), at, at+2)
-				return fmt.Errorf("%s: `swarmdeck resume %s`", took, strings.Join(append(rest, r.ID), " "))
+				return fmt.Errorf("%s: `swarmdeck resume %s`%s", took, strings.Join(append(rest, r.ID), " "), cf.hiddenNote())
 			}
 		}
 	}
@@ -1977,13 +1977,32 @@ func (cf *commonFlags) runFlags() []string {
 }
 
 // modelFlags are the --provider, --base-url and --model given to this
-// command, quoted for a shell; not what resume took from the run.
+// command, quoted for a shell; not what resume took from the run. The
+// secrets of --base-url are hidden (see hiddenNote): a suggested command
+// is shown, and may end up in a log or a CI's output.
 func (cf *commonFlags) modelFlags() []string {
+	shown, _ := llm.HideURLSecrets(cf.baseURL)
 	return givenFlags([]givenFlag{
 		{"--provider", cf.provider, cf.provider != "" && !cf.fromRun.provider},
-		{"--base-url", cf.baseURL, cf.baseURL != "" && !cf.fromRun.baseURL},
+		{"--base-url", shown, cf.baseURL != "" && !cf.fromRun.baseURL},
 		{"--model", cf.model, cf.model != "" && !cf.fromRun.model},
 	})
+}
+
+// hiddenNote is what a suggested command line that repeats --base-url
+// adds when modelFlags hid some of it: the command works once they are
+// put back.
+func (cf *commonFlags) hiddenNote() string {
+	if _, hid := llm.HideURLSecrets(cf.baseURL); hid && cf.baseURL != "" && !cf.fromRun.baseURL {
+		return " (with the --base-url given before: " + llm.Hidden + " stands for its secrets)"
+	}
+	return ""
+}
+
+// shownURL is a base URL as an error shows it, its secrets hidden.
+func shownURL(raw string) string {
+	shown, _ := llm.HideURLSecrets(raw)
+	return shown
 }
 
 // givenFlag is a flag for a suggested command line, if it was given.
@@ -2032,9 +2051,9 @@ func (cf *commonFlags) noDashboard(err error, goal, runID string, readOnly bool)
 	case readOnly:
 		instead = "to read the latest run without it, use `swarmdeck export`"
 	case runID != "":
-		instead = fmt.Sprintf("to continue run %s without it, use `swarmdeck resume %s %s`", runID, strings.Join(append([]string{"--headless"}, cf.runFlags()...), " "), runID)
+		instead = fmt.Sprintf("to continue run %s without it, use `swarmdeck resume %s %s`%s", runID, strings.Join(append([]string{"--headless"}, cf.runFlags()...), " "), runID, cf.hiddenNote())
 	case strings.TrimSpace(goal) != "":
-		instead = fmt.Sprintf("to run without it, use `swarmdeck run %s %s`", strings.Join(append([]string{"--headless"}, cf.runFlags()...), " "), goalArg(goal))
+		instead = fmt.Sprintf("to run without it, use `swarmdeck run %s %s`%s", strings.Join(append([]string{"--headless"}, cf.runFlags()...), " "), goalArg(goal), cf.hiddenNote())
 	default:
 		instead = "for scripts and CI use `swarmdeck run --headless GOAL`"
 	}

@@ -272,6 +272,20 @@ func TestErrorNeverEchoesAnAPIKey(t *testing.T) {
 	}
 }
 
+// A base URL that is refused is quoted without its secrets.
+func TestBadURLErrorHidesItsSecrets(t *testing.T) {
+	_, err := Parse("config.yaml", []byte("providers:\n  gw:\n    type: openai\n    base_url: ftp://me:pw-secret@gw/v1?token=q-secret\n    model: m\n"))
+	if err == nil {
+		t.Fatal("an ftp base_url was accepted")
+	}
+	if strings.Contains(err.Error(), "secret") {
+		t.Errorf("error repeats a secret: %v", err)
+	}
+	if !strings.Contains(err.Error(), `"ftp://me:xxxxx@gw/v1?token=xxxxx" is not an http(s) URL`) {
+		t.Errorf("unexpected error: %v", err)
+	}
+}
+
 func TestParseMergesOverDefaults(t *testing.T) {
 	cfg := mustParse(t, `
 model: gpt-4o

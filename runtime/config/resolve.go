@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/swarmdeck/swarmdeck/runtime/internal/secret"
 )
 
 // Resolved is the provider a run talks to, with everything needed to call it.
@@ -21,7 +23,7 @@ type Resolved struct {
 // String and GoString keep the API key out of anything that prints a
 // Resolved with fmt (a debug line, a panic message).
 func (r Resolved) String() string {
-	return fmt.Sprintf("provider %s (%s, %s) model %s, api key %s", r.Name, r.Provider.Type, r.Provider.BaseURL, r.Model, redacted(r.APIKey))
+	return fmt.Sprintf("provider %s (%s, %s) model %s, api key %s", r.Name, r.Provider.Type, r.shownURL(), r.Model, redacted(r.APIKey))
 }
 
 // GoString is what %#v prints; see String.
@@ -32,10 +34,17 @@ func (r Resolved) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.String("name", r.Name),
 		slog.String("type", r.Provider.Type),
-		slog.String("base_url", r.Provider.BaseURL),
+		slog.String("base_url", r.shownURL()),
 		slog.String("model", r.Model),
 		slog.String("api_key", redacted(r.APIKey)),
 	)
+}
+
+// shownURL is the base URL with its secrets (a password, a key in its
+// query) hidden.
+func (r Resolved) shownURL() string {
+	shown, _ := secret.HideInURL(r.Provider.BaseURL)
+	return shown
 }
 
 func redacted(key string) string {

@@ -80,7 +80,7 @@ func TestResolveErrors(t *testing.T) {
 }
 
 func TestResolvedCopiesAndHidesTheKey(t *testing.T) {
-	c := mustParse(t, "provider: openai\nproviders:\n  openai:\n    headers: {X-Title: swarmdeck}\n")
+	c := mustParse(t, "provider: openai\nproviders:\n  openai:\n    headers: {X-Title: swarmdeck}\n    base_url: https://me:pw-secret@gw/v1?api-key=q-secret\n")
 	r, err := c.Resolve(env(map[string]string{"OPENAI_API_KEY": "sk-secret"}))
 	if err != nil {
 		t.Fatal(err)
@@ -94,8 +94,10 @@ func TestResolvedCopiesAndHidesTheKey(t *testing.T) {
 	var logged bytes.Buffer
 	slog.New(slog.NewTextHandler(&logged, nil)).Info("provider", "resolved", r)
 	for _, s := range []string{fmt.Sprint(r), fmt.Sprintf("%+v", r), fmt.Sprintf("%#v", r), logged.String()} {
-		if strings.Contains(s, "sk-secret") {
-			t.Errorf("the API key leaks: %s", s)
+		for _, key := range []string{"sk-secret", "pw-secret", "q-secret"} {
+			if strings.Contains(s, key) {
+				t.Errorf("a secret (%s) leaks: %s", key, s)
+			}
 		}
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/swarmdeck/swarmdeck/runtime/internal/secret"
 )
 
 // Validate checks a Config built or changed in code (Parse already validated
@@ -169,14 +171,19 @@ func validateProvider(p *problems, key string, pr *Provider) {
 // checkURL returns what is wrong with an http(s) base URL, or "".
 func checkURL(s string) string {
 	u, err := url.Parse(s)
+	shown := s
+	if err == nil {
+		// Quoted with its secrets hidden: the error may end up in a log.
+		shown, _ = secret.HideInURL(s)
+	}
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Sprintf("%q is not an http(s) URL (write it like http://localhost:11434/v1)", s)
+		return fmt.Sprintf("%q is not an http(s) URL (write it like http://localhost:11434/v1)", shown)
 	}
 	// A port out of range parses, and fails only at the first call, as a
 	// connection error retried until the run gives up.
 	if p := u.Port(); p != "" {
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return fmt.Sprintf("%q has port %s, which is not a port number from 1 to 65535 (write it like http://localhost:11434/v1)", s, p)
+			return fmt.Sprintf("%q has port %s, which is not a port number from 1 to 65535 (write it like http://localhost:11434/v1)", shown, p)
 		}
 	}
 	return ""

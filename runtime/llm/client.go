@@ -21,6 +21,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/swarmdeck/swarmdeck/runtime/awake"
+	"github.com/swarmdeck/swarmdeck/runtime/internal/secret"
 	"github.com/swarmdeck/swarmdeck/runtime/internal/textcut"
 )
 
@@ -233,7 +234,7 @@ func (c *Client) Stream(ctx context.Context, req Request, onDelta func(Delta)) (
 			fellBack = true
 			c.noStreamOptions.Store(true)
 			c.log.Info("LLM server does not accept stream_options; usage will come from the stream or be estimated",
-				"base_url", redactURL(c.cfg.BaseURL))
+				"base_url", c.clean(redactURL(c.cfg.BaseURL)))
 			acc.withdraw()
 			continue
 		}
@@ -620,7 +621,7 @@ func secrets(apiKey, baseURL, query string, headers map[string]string) []string 
 	if vs, err := url.ParseQuery(query); err == nil {
 		for name, values := range vs {
 			for _, v := range values {
-				if secretLike(name, v) {
+				if secret.Like(name, v) {
 					add(v)
 					add(url.QueryEscape(v))
 				}
@@ -628,7 +629,7 @@ func secrets(apiKey, baseURL, query string, headers map[string]string) []string 
 		}
 	}
 	for name, v := range headers {
-		if secretLike(name, v) {
+		if secret.Like(name, v) {
 			add(v)
 			if _, token, ok := strings.Cut(v, " "); ok { // "Bearer TOKEN"
 				add(token)
@@ -637,18 +638,6 @@ func secrets(apiKey, baseURL, query string, headers map[string]string) []string 
 	}
 	slices.SortFunc(out, func(a, b string) int { return len(b) - len(a) })
 	return out
-}
-
-// secretLike reports whether a header or query parameter may carry a
-// secret: by its name, or by a value long and unbroken like a token.
-func secretLike(name, value string) bool {
-	n := strings.ToLower(name)
-	for _, w := range []string{"key", "token", "auth", "secret", "pass", "sign", "cookie", "session", "credential"} {
-		if strings.Contains(n, w) {
-			return true
-		}
-	}
-	return len(value) >= 16 && !strings.ContainsAny(value, " \t")
 }
 
 func refusesStreamOptions(e *Error) bool {
@@ -664,6 +653,15 @@ func redactURL(s string) string {
 	}
 	return u.Redacted()
 }
+
+// HideURLSecrets is a base URL as it may be shown: its password, its
+// fragment and the values of its query that may carry a secret replaced by
+// Hidden. hid reports whether anything was, in which case the URL shown no
+// longer works as it is.
+func HideURLSecrets(raw string) (shown string, hid bool) { return secret.HideInURL(raw) }
+
+// Hidden stands for a secret left out of a URL that is shown.
+const Hidden = secret.Hidden
 
 func canceled(ctx context.Context, attempts int) *Error {
 	e := &Error{Kind: Canceled, Attempts: attempts, Err: ctx.Err()}
