@@ -77,7 +77,7 @@ func (s *Schema) Normalize(raw []byte) (json.RawMessage, error) {
 		raw = []byte("{}")
 	}
 	if len(raw) > MaxArgBytes {
-		return nil, &ArgError{fmt.Sprintf("arguments are %d bytes; the limit is %d", len(raw), MaxArgBytes)}
+		return nil, &ArgError{fmt.Sprintf("arguments are %d bytes; the limit is %d (1 MiB): send less in one call (a long file can be written in parts: write_file for its start, then edit_file to add the rest after its last lines)", len(raw), MaxArgBytes)}
 	}
 	var v any
 	dec := json.NewDecoder(bytes.NewReader(raw))

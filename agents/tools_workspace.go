@@ -119,7 +119,7 @@ var writeFile = &Tool{
 	Name:        "write_file",
 	Group:       GroupWorkspace,
 	Write:       true,
-	Description: "Write a whole text file in the workspace (created with its directories if missing, replaced if present).",
+	Description: "Write a whole text file in the workspace (created with its directories if missing, replaced if present). A call's arguments hold at most 1 MiB: write a longer file in parts (its start here, the rest with edit_file).",
 	Schema: mustSchema(`{"type":"object","additionalProperties":false,
 	  "properties":{"path":{"type":"string","minLength":1},"content":{"type":"string"}},
 	  "required":["path","content"]}`),
@@ -134,6 +134,9 @@ var writeFile = &Tool{
 		clean, err := c.Host.Workspace().Clean(a.Path)
 		if err != nil {
 			return nil, err
+		}
+		if endsInSlash(a.Path) {
+			return nil, Errorf("path %q ends with a slash, which names a directory; give a file path to write, e.g. \"notes/plan.md\"", a.Path)
 		}
 		defer c.Host.Workspace().LockPath(clean)()
 		return applyIntent(ctx, c, writeIntent{Path: clean, Content: []byte(a.Content)})

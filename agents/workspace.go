@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"io/fs"
 	"math/rand/v2"
@@ -16,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 	"unicode/utf8"
 )
 
@@ -119,7 +121,43 @@ func (w *Workspace) refuseProtected(clean string) error {
 			return Errorf("%s is swarmdeck's own %s, which agents may not change; write your work to another file", clean, p.what)
 		}
 	}
+	// A hard link is another name for the same file: written in place
+	// (through a symbolic link to it, say), it would change the protected
+	// file under a name that is not its own.
+	fi, err := os.Stat(target)
+	if err != nil || !fi.Mode().IsRegular() || links(fi) < 2 {
+		return nil
+	}
+	for _, p := range w.protected {
+		if w.sameAsProtected(fi, p.path) {
+			return Errorf("%s is another name (a hard link) for swarmdeck's own %s, which agents may not change; write your work to another file", clean, p.what)
+		}
+	}
 	return nil
+}
+
+// sameAsProtected reports whether fi is the file at the protected path
+// p, or one of the files under it when p is a directory.
+func (w *Workspace) sameAsProtected(fi fs.FileInfo, p string) bool {
+	pfi, err := os.Stat(p)
+	switch {
+	case err != nil:
+		return false
+	case !pfi.IsDir():
+		return os.SameFile(fi, pfi)
+	}
+	found := false
+	filepath.WalkDir(p, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !d.Type().IsRegular() {
+			return nil
+		}
+		if info, err := d.Info(); err == nil && os.SameFile(fi, info) {
+			found = true
+			return fs.SkipAll
+		}
+		return nil
+	})
+	return found
 }
 
 // resolveLoose resolves the symbolic links of an absolute path whose last
@@ -212,7 +250,16 @@ func (w *Workspace) Clean(p string) (string, error) {
 			return "", Errorf("path %q contains \"..\"; paths must stay inside the workspace", p)
 		}
 	}
-	return path.Clean(filepath.ToSlash(p)), nil
+	// A backslash separates as a slash does, as the ".." check above
+	// takes it: a model that writes Windows paths means directories.
+	return path.Clean(strings.ReplaceAll(filepath.ToSlash(p), `\`, "/")), nil
+}
+
+// endsInSlash reports whether p, a path given by a model, ends with a
+// separator: it names a directory, and a write to it is refused rather
+// than made to the file the path names without it.
+func endsInSlash(p string) bool {
+	return strings.HasSuffix(p, "/") || strings.HasSuffix(p, `\`)
 }
 
 // absoluteLink finds the first part of the clean path p that is a
@@ -250,6 +297,11 @@ func (w *Workspace) absoluteLink(p string) (link, inside string, ok bool) {
 func checkNameChars(p string) error {
 	if !utf8.ValidString(p) {
 		return Errorf("path %q is not valid UTF-8", p)
+	}
+	if strings.ContainsRune(p, utf8.RuneError) {
+		// What stands for bytes that were not UTF-8 on the way: the name
+		// written would not be the one meant.
+		return Errorf("path %q contains U+FFFD, which stands for bytes that were not valid UTF-8; file names may not", p)
 	}
 	for _, r := range p {
 		switch {
@@ -319,19 +371,40 @@ func cutJSONChars(b []byte, max int) []byte {
 	return b
 }
 
-// scanLinesKeepCR is bufio.ScanLines without dropping a CR before the LF,
-// so that Read can tell which line endings a file has.
-func scanLinesKeepCR(data []byte, atEOF bool) (advance int, token []byte, err error) {
-	if atEOF && len(data) == 0 {
-		return 0, nil, nil
+// lineReader reads a file a line at a time, each without its LF (a CR
+// before it is kept, so that Read can tell which line endings a file
+// has), whatever its length: of a line longer than keep bytes only the
+// first keep are returned.
+type lineReader struct {
+	r    *bufio.Reader
+	keep int
+	buf  []byte
+}
+
+// next is the next line, valid until the next call; io.EOF after the
+// last.
+func (l *lineReader) next() ([]byte, error) {
+	l.buf = l.buf[:0]
+	read := false
+	for {
+		chunk, err := l.r.ReadSlice('\n')
+		read = read || len(chunk) > 0
+		if room := l.keep - len(l.buf); room > 0 {
+			l.buf = append(l.buf, chunk[:min(len(chunk), room)]...)
+		}
+		switch {
+		case err == nil:
+			if n := len(l.buf); n > 0 && l.buf[n-1] == '\n' {
+				l.buf = l.buf[:n-1]
+			}
+			return l.buf, nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case err == io.EOF && read:
+			return l.buf, nil // the last line, without a line break
+		}
+		return nil, err
 	}
-	if i := bytes.IndexByte(data, '\n'); i >= 0 {
-		return i + 1, data[:i], nil
-	}
-	if atEOF {
-		return len(data), data, nil
-	}
-	return 0, nil, nil
 }
 
 // Read reads a text file, from line offset (1-based) for at most limit lines.
@@ -355,6 +428,9 @@ func (w *Workspace) ReadWithin(p string, offset, limit, budget int) (*FileConten
 	if st.IsDir() {
 		return nil, Errorf("%s is a directory; use list_files to see its entries", clean)
 	}
+	if endsInSlash(p) {
+		return nil, Errorf("%s is a file, not a directory; give its path without the slash at the end to read it", clean)
+	}
 	if offset < 1 {
 		offset = 1
 	}
@@ -363,13 +439,20 @@ func (w *Workspace) ReadWithin(p string, offset, limit, budget int) (*FileConten
 	}
 	out := &FileContent{Path: clean, StartLine: offset}
 	var buf strings.Builder
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	sc.Split(scanLinesKeepCR)
+	// A line longer than a read shows is kept only as far as it could be
+	// shown, and a little more, so that it is known to be longer (and a
+	// rune cut at the end falls outside what is shown).
+	lines := lineReader{r: bufio.NewReaderSize(f, 64<<10), keep: maxReadBytes + utf8.UTFMax}
 	line, encoded := 0, 0
-	for sc.Scan() {
+	for {
+		b, err := lines.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, w.explain(clean, err)
+		}
 		line++
-		b := sc.Bytes()
 		if n := len(b); n > 0 && b[n-1] == '\r' {
 			// Shown without its CR: edit_file matches either way.
 			b = b[:n-1]
@@ -414,9 +497,6 @@ func (w *Workspace) ReadWithin(p string, offset, limit, budget int) (*FileConten
 		buf.WriteByte('\n')
 		out.Lines++
 		encoded += n
-	}
-	if err := sc.Err(); err != nil {
-		return nil, Errorf("%s: %v (is it a text file?)", clean, err)
 	}
 	out.TotalLines = line
 	out.Content = buf.String()
@@ -473,6 +553,9 @@ func (w *Workspace) List(p string, recursive bool, limit int) (*Listing, error) 
 		}
 		if name == clean {
 			return nil
+		}
+		if d.Type().IsRegular() && isTemp(d.Name()) {
+			return nil // a write's, cut short by a kill
 		}
 		if len(out.Entries) >= limit {
 			out.Truncated = true
@@ -562,7 +645,7 @@ func (w *Workspace) Search(query, p, glob string, limit int) (*SearchResult, err
 			}
 			return nil
 		}
-		if !d.Type().IsRegular() {
+		if !d.Type().IsRegular() || isTemp(d.Name()) {
 			return nil
 		}
 		if glob != "" {
@@ -622,8 +705,11 @@ func (w *Workspace) Write(p string, content []byte) (*WriteResult, error) {
 	if clean == "." {
 		return nil, Errorf("give a file path to write, e.g. \"notes/plan.md\"")
 	}
+	if endsInSlash(p) {
+		return nil, Errorf("path %q ends with a slash, which names a directory; give a file path to write, e.g. \"notes/plan.md\"", p)
+	}
 	if len(content) > maxWriteBytes {
-		return nil, Errorf("content is %d bytes; the limit is %d", len(content), maxWriteBytes)
+		return nil, Errorf("the file would be %d bytes; files written here are limited to %d (4 MiB): split the content over several files", len(content), maxWriteBytes)
 	}
 	if err := w.refuseProtected(clean); err != nil {
 		return nil, err
@@ -640,9 +726,14 @@ func (w *Workspace) Write(p string, content []byte) (*WriteResult, error) {
 		return nil, Errorf("%s is a directory; give a file path to write", clean)
 	case err == nil && fi.Mode()&fs.ModeSymlink == 0:
 		return nil, Errorf("%s is not a regular file (%s); only regular files can be written", clean, fileKind(fi.Mode()))
+	case errors.Is(err, syscall.ENOTDIR):
+		return nil, w.notADirectory(clean)
 	}
 	if dir := path.Dir(clean); dir != "." {
 		if err := w.root.MkdirAll(dir, 0o755); err != nil {
+			if errors.Is(err, fs.ErrExist) || errors.Is(err, syscall.ENOTDIR) {
+				return nil, w.notADirectory(clean)
+			}
 			return nil, w.explain(clean, err)
 		}
 	}
@@ -651,14 +742,30 @@ func (w *Workspace) Write(p string, content []byte) (*WriteResult, error) {
 		// before; renaming over it would replace the link itself.
 		return w.writeInPlace(clean, content, created)
 	}
+	if !created {
+		// The rename below needs only the directory to be writable. The
+		// file's own permission is asked first, as a write in place would
+		// ask it: a file the person made read-only keeps agents off it.
+		probe, err := w.root.OpenFile(clean, os.O_WRONLY|syscall.O_NONBLOCK, 0)
+		if err != nil {
+			if errors.Is(err, fs.ErrPermission) {
+				return nil, Errorf("%s may not be written: permission denied (it is read-only, or not swarmdeck's user's to change); leave it as it is, or write your work to another file", clean)
+			}
+			return nil, w.explain(clean, err)
+		}
+		probe.Close()
+		// A file with other names (hard links), or another user's, is
+		// written in place: a new file renamed over it would leave the
+		// other names on the old content, or change its owner.
+		if links(fi) > 1 || foreign(fi) {
+			return w.writeInPlace(clean, content, created)
+		}
+	}
 	// Write a temporary file beside the target and rename it over: a
 	// process killed mid-write leaves the old content or the new, never an
 	// empty or half-written file (a re-run after a crash then repeats the
-	// recorded write).
-	// Its name is short whatever the target's: a name near the file
-	// system's limit of 255 bytes would not fit a longer one.
-	tmp := path.Join(path.Dir(clean), ".swarmdeck-"+strconv.FormatUint(rand.Uint64(), 36)+".tmp")
-	f, err := w.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	// recorded write, and replaces the temporary file left).
+	tmp, f, err := w.createTemp(clean, mode)
 	if err != nil {
 		return nil, w.explain(clean, err)
 	}
@@ -674,6 +781,57 @@ func (w *Workspace) Write(p string, content []byte) (*WriteResult, error) {
 		return nil, w.explain(clean, err)
 	}
 	return &WriteResult{Path: clean, Bytes: len(content), Created: created}, nil
+}
+
+// tempPrefix and tempSuffix enclose the name of the file a write goes to
+// before it is renamed over its target. Such a file is left only by a
+// process killed mid-write; list_files and search_files leave it out.
+const (
+	tempPrefix = ".swarmdeck-"
+	tempSuffix = ".tmp"
+	// staleTemp is the age from which a temporary file found in the way is
+	// taken for one left by a killed process (a younger one may be another
+	// process's, writing the same file right now).
+	staleTemp = time.Minute
+)
+
+func isTemp(name string) bool {
+	return strings.HasPrefix(name, tempPrefix) && strings.HasSuffix(name, tempSuffix)
+}
+
+// createTemp creates the temporary file for a write of clean, beside it.
+// Its name comes from clean's, so the repeat of a write that a kill cut
+// short finds and replaces what that one left; it is short whatever
+// clean's is, as a name near the file system's limit of 255 bytes would
+// not fit a longer one. This process's writes of one file do not meet
+// here (LockPath); where the name is taken all the same, a random one is
+// used.
+func (w *Workspace) createTemp(clean string, mode fs.FileMode) (string, *os.File, error) {
+	h := fnv.New64a()
+	h.Write([]byte(clean))
+	tmp := path.Join(path.Dir(clean), tempPrefix+strconv.FormatUint(h.Sum64(), 36)+tempSuffix)
+	const flags = os.O_WRONLY | os.O_CREATE | os.O_EXCL
+	f, err := w.root.OpenFile(tmp, flags, mode)
+	if errors.Is(err, fs.ErrExist) {
+		if fi, serr := w.root.Lstat(tmp); serr == nil && fi.Mode().IsRegular() && time.Since(fi.ModTime()) > staleTemp {
+			w.root.Remove(tmp)
+		} else {
+			tmp = path.Join(path.Dir(clean), tempPrefix+strconv.FormatUint(rand.Uint64(), 36)+tempSuffix)
+		}
+		f, err = w.root.OpenFile(tmp, flags, mode)
+	}
+	return tmp, f, err
+}
+
+// notADirectory is the tool error for a path to write that goes through a
+// file as if it were a directory ("notes.md/plan.md").
+func (w *Workspace) notADirectory(clean string) error {
+	for d := path.Dir(clean); d != "."; d = path.Dir(d) {
+		if fi, err := w.root.Lstat(d); err == nil && !fi.IsDir() && fi.Mode()&fs.ModeSymlink == 0 {
+			return Errorf("%s cannot be written: %s is a file, not a directory, so it cannot hold other files", clean, d)
+		}
+	}
+	return Errorf("%s cannot be written: a part of its path is not a directory", clean)
 }
 
 // writeInPlace truncates and rewrites the file clean.
@@ -705,6 +863,9 @@ func (w *Workspace) PlanEdit(p, old, new string, all bool) (string, []byte, int,
 	}
 	if old == "" {
 		return "", nil, 0, Errorf("old_string must not be empty; to write a whole file use write_file")
+	}
+	if endsInSlash(p) {
+		return "", nil, 0, Errorf("path %q ends with a slash, which names a directory; give the path of the file to edit", p)
 	}
 	if err := w.refuseProtected(clean); err != nil {
 		return "", nil, 0, err

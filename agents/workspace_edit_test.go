@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -116,5 +117,24 @@ func TestWriteReplacesTheFileWhole(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(target); string(got) != "#!/bin/sh\necho via link\n" {
 		t.Errorf("run.sh = %q after writing through the link", got)
+	}
+}
+
+// write_file to a path that ends with a slash is refused by the tool, not
+// made into a file of the name without it.
+func TestWriteFileToolRefusesADirectoryPath(t *testing.T) {
+	dir := t.TempDir()
+	ws, err := OpenWorkspace(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	h := &editHost{ws: ws, intents: map[string][]byte{}, second: make(chan struct{})}
+	_, err = writeFile.Run(context.Background(), &Call{ID: "w", Name: "write_file", Host: h}, `{"path":"out/","content":"x"}`)
+	if err == nil || !strings.Contains(err.Error(), `"out/" ends with a slash`) {
+		t.Errorf("write_file to out/: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out")); err == nil {
+		t.Error("a file out was written")
 	}
 }

@@ -3,6 +3,7 @@
 package agents
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -53,5 +54,95 @@ func TestSpecialFilesAreRefused(t *testing.T) {
 	case <-done:
 	case <-time.After(time.Minute):
 		t.Fatal("a tool blocked on a named pipe")
+	}
+}
+
+// A file the person made read-only keeps agents off it: the write that
+// replaces a file by a rename asks the file's own permission first, as a
+// write in place would. (As root every file may be written, so the test
+// needs another user.)
+func TestWriteRespectsAReadOnlyFile(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root may write any file")
+	}
+	w, dir, _ := testWorkspace(t)
+	ro := filepath.Join(dir, "ro.txt")
+	os.WriteFile(ro, []byte("the person's\n"), 0o444)
+	_, err := w.Write("ro.txt", []byte("the agent's\n"))
+	if err == nil || !strings.Contains(err.Error(), "ro.txt may not be written: permission denied") {
+		t.Errorf("Write over a read-only file: %v", err)
+	}
+	if b, _ := os.ReadFile(ro); string(b) != "the person's\n" {
+		t.Errorf("the read-only file now holds %q", b)
+	}
+}
+
+// A file with other names (hard links), or another user's, is written in
+// place: a new file renamed over it would leave its other names on the
+// old content, or make it swarmdeck's user's.
+func TestWriteKeepsAFilesIdentity(t *testing.T) {
+	w, dir, _ := testWorkspace(t)
+	a, b := filepath.Join(dir, "a.txt"), filepath.Join(dir, "b.txt")
+	os.WriteFile(a, []byte("old\n"), 0o644)
+	if err := os.Link(a, b); err != nil {
+		t.Skip("no hard links here:", err)
+	}
+	if _, err := w.Write("a.txt", []byte("new\n")); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(b); string(got) != "new\n" {
+		t.Errorf("the other name of the file holds %q", got)
+	}
+	if os.Geteuid() != 0 {
+		return // only root can give a file away
+	}
+	theirs := filepath.Join(dir, "theirs.txt")
+	os.WriteFile(theirs, []byte("old\n"), 0o666)
+	if err := os.Chown(theirs, 65534, 65534); err != nil {
+		t.Skip("cannot give a file away:", err)
+	}
+	if _, err := w.Write("theirs.txt", []byte("new\n")); err != nil {
+		t.Fatal(err)
+	}
+	fi, _ := os.Stat(theirs)
+	if uid := fi.Sys().(*syscall.Stat_t).Uid; uid != 65534 {
+		t.Errorf("the file changed hands: owner %d", uid)
+	}
+	if got, _ := os.ReadFile(theirs); string(got) != "new\n" {
+		t.Errorf("theirs.txt holds %q", got)
+	}
+}
+
+// A hard link to a protected file is the file under another name: a
+// symbolic link to it would be written through, in place, and change the
+// configuration.
+func TestProtectedThroughAHardLink(t *testing.T) {
+	w, dir, _ := testWorkspace(t)
+	cfg := filepath.Join(dir, "config.yaml")
+	os.WriteFile(cfg, []byte("max_turns_per_session: 3\n"), 0o644)
+	os.MkdirAll(filepath.Join(dir, "prompts"), 0o755)
+	tpl := filepath.Join(dir, "prompts", "worker.md")
+	os.WriteFile(tpl, []byte("You are the worker\n"), 0o644)
+	if err := os.Link(cfg, filepath.Join(dir, "hard.yaml")); err != nil {
+		t.Skip("no hard links here:", err)
+	}
+	os.Link(tpl, filepath.Join(dir, "hard.md"))
+	os.Symlink("hard.yaml", filepath.Join(dir, "sym-hard"))
+	w.Protect(cfg, "configuration file")
+	w.Protect(filepath.Join(dir, "prompts"), "prompt templates")
+	for _, tc := range []struct{ path, want string }{
+		{"sym-hard", "another name (a hard link) for swarmdeck's own configuration file"},
+		{"hard.yaml", "configuration file"},
+		{"hard.md", "prompt templates"},
+	} {
+		if _, err := w.Write(tc.path, []byte("max_turns_per_session: 9999\n")); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Write(%q): %v, want %q", tc.path, err, tc.want)
+		}
+		if _, _, _, err := w.PlanEdit(tc.path, "3", "9999", false); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("PlanEdit(%q): %v, want %q", tc.path, err, tc.want)
+		}
+	}
+	if b, _ := os.ReadFile(cfg); string(b) != "max_turns_per_session: 3\n" {
+		t.Errorf("the configuration changed: %q", b)
 	}
 }
