@@ -256,8 +256,10 @@ func FuzzParseDelivered(f *testing.F) {
 					"\n</sibling_tasks>"), "<sibling_tasks>\n")}},
 			{FormatNewSibling(taskID, from, body), Delivered{Tag: TagNewSibling, TaskID: taskID, Agent: from, Title: body,
 				Body: "A new sibling task has been created. You can communicate with it using `task_broadcast` or `task_send_message`."}},
-			{FormatRunResumed(word, []string{from + " " + taskID, body}), Delivered{Tag: TagRunResumed, Failure: word,
+			{FormatRunResumed(word, []string{from + " " + taskID, body}, nil), Delivered{Tag: TagRunResumed, Failure: word,
 				Body: runResumedIntro + from + " " + taskID + ", " + body + ". " + runResumedEnd}},
+			{FormatRunResumed(word, nil, []string{body}), Delivered{Tag: TagRunResumed, Failure: word,
+				Body: runResumedFailed + "\n" + runResumedCalls + body + ". " + runResumedCallsEnd}},
 		} {
 			got, ok := ParseDelivered(c.content)
 			if !ok || got != c.want {

@@ -545,19 +545,37 @@ const (
 )
 
 // FormatRunResumed renders the passive note a session gets when its failed
-// run is resumed and children it was told had failed come back:
+// run is resumed and children it was told had failed come back (sessions),
+// or calls of its own that the failure cut short (calls, each a tool's
+// name and its call id):
 //
 //	<run_resumed failure="LLM server refused the request: insufficient_quota ...">
 //	The run failed and was resumed once the cause was fixed. These sessions are running again and each will report when it finishes: researcher (r-1) s-3f9a, coder s-77c1. A task_result above that says one of them failed or was cancelled no longer stands.
+//	These calls of yours were cut short by the failure and did not run to their end: sessions_spawn (call_7), ask_others (call_8). Make again those whose work is still needed.
 //	</run_resumed>
-func FormatRunResumed(failure string, sessions []string) string {
-	body := runResumedIntro + strings.Join(sessions, ", ") + ". " + runResumedEnd
-	return element(TagRunResumed, []attr{{"failure", failure}}, EscapeBody(body))
+//
+// The first line goes when no session came back, the second when no call
+// was cut short.
+func FormatRunResumed(failure string, sessions, calls []string) string {
+	var lines []string
+	if len(sessions) > 0 {
+		lines = append(lines, runResumedIntro+strings.Join(sessions, ", ")+". "+runResumedEnd)
+	}
+	if len(calls) > 0 {
+		if len(sessions) == 0 {
+			lines = append(lines, runResumedFailed)
+		}
+		lines = append(lines, runResumedCalls+strings.Join(calls, ", ")+". "+runResumedCallsEnd)
+	}
+	return element(TagRunResumed, []attr{{"failure", failure}}, EscapeBody(strings.Join(lines, "\n")))
 }
 
 const (
-	runResumedIntro = "The run failed and was resumed once the cause was fixed. These sessions are running again and each will report when it finishes: "
-	runResumedEnd   = "A task_result above that says one of them failed or was cancelled no longer stands."
+	runResumedIntro    = "The run failed and was resumed once the cause was fixed. These sessions are running again and each will report when it finishes: "
+	runResumedEnd      = "A task_result above that says one of them failed or was cancelled no longer stands."
+	runResumedFailed   = "The run failed and was resumed once the cause was fixed."
+	runResumedCalls    = "These calls of yours were cut short by the failure and did not run to their end: "
+	runResumedCallsEnd = "Make again those whose work is still needed."
 )
 
 // FormatShadowNote renders the passive note a session gets after a shadow

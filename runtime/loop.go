@@ -940,6 +940,10 @@ func (s *Session) waitTools(done <-chan struct{}, n int) {
 	}
 }
 
+// notRunToItsEnd begins the reason in the result of a call cut short by
+// its session's end.
+const notRunToItsEnd = "not run to its end: the session "
+
 // closeUnansweredCalls gives each tool call a session that has ended
 // (cancelled, failed) left without a result one saying so: every call in
 // a history has its result, as chat APIs require of a history sent back,
@@ -960,7 +964,7 @@ func (s *Session) closeUnansweredCalls() {
 	}
 	err := s.r.e.store.Do(context.Background(), func(tx *store.Tx) error {
 		for _, c := range s.pendingToolCalls() {
-			o := toolOutcome{call: c, isErr: true, content: toolErrorJSON(c.Name, "not run to its end: the session "+status+" ("+why+")")}
+			o := toolOutcome{call: c, isErr: true, content: toolErrorJSON(c.Name, notRunToItsEnd+status+" ("+why+")")}
 			if err := s.recordResultTx(tx, o); err != nil {
 				return err
 			}

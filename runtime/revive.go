@@ -40,6 +40,11 @@ type revival struct {
 	// told lists, for a parent that comes back, its children that come
 	// back although its history says they failed or were cancelled.
 	told map[*Session][]*Session
+	// cut lists, for a session that comes back, its calls that the
+	// failure cut short ("sessions_spawn (call_7)"): their results say
+	// they did not run to their end, and the session is told it may make
+	// them again.
+	cut map[*Session][]string
 	// failure is why the run failed.
 	failure string
 }
@@ -48,7 +53,7 @@ type revival struct {
 // above). msgs are the run's stored messages by session, reports its
 // <task_result> items by key.
 func (r *Run) planRevival(msgs map[string][]store.Message, reports map[string]store.Report) *revival {
-	v := &revival{told: map[*Session][]*Session{}}
+	v := &revival{told: map[*Session][]*Session{}, cut: map[*Session][]string{}}
 	r.mu.Lock()
 	root := r.root
 	v.failure = r.rec.Error
@@ -88,7 +93,37 @@ func (r *Run) planRevival(msgs map[string][]store.Message, reports map[string]st
 		v.sessions = append(v.sessions, p)
 	}
 	walk(root)
+	for _, s := range v.sessions {
+		if calls := cutShort(msgs[s.id]); len(calls) > 0 {
+			v.cut[s] = calls
+		}
+	}
 	return v
+}
+
+// cutShort names the calls of the last answer in history whose results
+// say that the session's end cut them short (see closeUnansweredCalls):
+// "sessions_spawn (call_7)".
+func cutShort(history []store.Message) []string {
+	last := -1
+	for i := len(history) - 1; i >= 0 && last < 0; i-- {
+		if history[i].Role == "assistant" {
+			last = i
+		}
+	}
+	if last < 0 {
+		return nil
+	}
+	var out []string
+	for _, c := range history[last].ToolCalls {
+		for _, m := range history[last+1:] {
+			if m.Role == "tool" && m.ToolCallID == c.ID && strings.Contains(m.Content, notRunToItsEnd) {
+				out = append(out, c.Name+" ("+c.ID+")")
+				break
+			}
+		}
+	}
+	return out
 }
 
 // reasonParentFailed is the reason of a session cancelled because its
@@ -164,12 +199,12 @@ func (r *Run) reviveTx(tx *store.Tx, v *revival) error {
 		if err := s.reviveTx(tx); err != nil {
 			return err
 		}
-		if kids := v.told[s]; len(kids) > 0 {
+		if kids, calls := v.told[s], v.cut[s]; len(kids)+len(calls) > 0 {
 			names := make([]string, len(kids))
 			for i, k := range kids {
 				names[i] = k.display() + " " + k.id
 			}
-			note := coordination.FormatRunResumed(v.failure, names)
+			note := coordination.FormatRunResumed(v.failure, names, calls)
 			if _, err := s.deliverTx(tx, &store.InboxItem{Kind: "note", Content: note, Source: "system"}); err != nil {
 				return err
 			}

@@ -541,3 +541,61 @@ func TestFailedRunOnItsTurnLimitResumesOnceRaised(t *testing.T) {
 		t.Errorf("resumed with the limit raised, the run is %s: %s", x.Run.Status, x.Run.Error)
 	}
 }
+
+// A call that the failure cut short (the orchestrator's spawn, waiting for
+// its worker when the budget ran out) keeps its result, which says it did
+// not run to its end; the orchestrator that comes back is told which
+// calls those were, and makes them again.
+func TestFailedRunTellsOfTheCallsItCutShort(t *testing.T) {
+	var note atomic.Value
+	note.Store("")
+	p := policyFor(func(c *convo) scripted.Reply {
+		switch {
+		case c.isRoot() && c.turns == 0:
+			return do(call("sessions_spawn", obj{"task": "Read the README", "label": "worker", "agent": "researcher", "wait": true}))
+		case c.isRoot() && c.saw("<run_resumed") && c.turns == 1:
+			for _, m := range c.req.Messages {
+				if strings.Contains(m.Content, "<run_resumed") {
+					note.Store(m.Content)
+				}
+			}
+			return do(call("sessions_spawn", obj{"task": "Read the README again", "label": "again", "agent": "researcher", "wait": true}))
+		case c.isRoot():
+			return say("Final answer: read.")
+		case c.turns == 0:
+			return do(call("read_file", obj{"path": "README.md"}))
+		default:
+			return say("It is a demo.")
+		}
+	})
+	hs := recServer(t, p)
+	dir := t.TempDir()
+	budget := func(n int) func(*config.Config) {
+		return func(c *config.Config) { c.Limits.TokenBudgetPerRun = n }
+	}
+	// Enough for the orchestrator's first call, not for the worker's.
+	e := recEngine(t, dir, hs.URL+"/v1", budget(1))
+	writeReadme(t, e)
+	x := failRun(t, e, "One worker")
+	var spawnID string
+	for _, m := range rootOf(x).Messages {
+		if m.Role == "tool" && strings.Contains(m.Content, "not run to its end") {
+			spawnID = m.ToolCallID
+		}
+	}
+	if spawnID == "" {
+		t.Fatalf("the failure cut no call short: %q", toolResults(rootOf(x), "sessions_spawn"))
+	}
+	_, x = resumeElsewhere(t, e, dir, hs.URL+"/v1", budget(0), x)
+	got, _ := note.Load().(string)
+	d, ok := coordination.ParseDelivered(got)
+	if !ok || !strings.Contains(d.Body, "These calls of yours were cut short by the failure and did not run to their end: sessions_spawn ("+spawnID+")") {
+		t.Fatalf("the orchestrator's note after the resume: %q", got)
+	}
+	if strings.Contains(d.Body, "These sessions are running again") {
+		t.Errorf("the note names sessions that came back, and none had been reported failed: %q", d.Body)
+	}
+	if s := sessionByLabel(x, "again"); s == nil || s.Status != StatusCompleted {
+		t.Errorf("the call made again did not run: sessions %s", sessionStates(x))
+	}
+}
