@@ -230,11 +230,12 @@ const maxCellRunes = 200
 //	| s-3f9a | researcher (research-1) | Research the market |
 //	</sibling_tasks>
 //
-// With maxRows > 0 and more rows than that, the first maxRows are shown and a
-// line "… and N more siblings (use task_siblings to list them all)" follows
-// the table, so the output stays bounded however many siblings exist. With
-// no rows the tag says "You have no sibling tasks yet." instead of the
-// table. Cells are made single-line, '|' becomes '\|', & < > are escaped,
+// With maxRows >= 0 and more rows than that, the first maxRows are shown
+// and a line "… and N more siblings (use task_siblings to list them all)"
+// follows the table, so the output stays bounded however many siblings
+// exist; with maxRows 0 only a line saying how many there are is left of
+// the table. A maxRows below 0 shows every row. With no rows the tag says
+// "You have no sibling tasks yet." instead of the table. Cells are made single-line, '|' becomes '\|', & < > are escaped,
 // and a cell is cut at 200 characters.
 func FormatSiblingTasks(rows []SiblingRow, maxRows int) string {
 	return NewSiblingTable(rows).Without(-1, maxRows)
@@ -276,7 +277,7 @@ func (t *SiblingTable) Without(skip, maxRows int) string {
 		return element(TagSiblingTasks, nil, "You have no sibling tasks yet.")
 	}
 	shown := total
-	if maxRows > 0 && total > maxRows {
+	if maxRows >= 0 && total > maxRows {
 		shown = maxRows
 	}
 	var b strings.Builder
@@ -284,6 +285,16 @@ func (t *SiblingTable) Without(skip, maxRows int) string {
 	b.WriteString("- `task_broadcast`: Share discoveries with all siblings\n")
 	b.WriteString("- `task_send_message`: Send direct message to a specific sibling\n")
 	b.WriteString("\n")
+	if shown == 0 {
+		b.WriteString(strconv.Itoa(total))
+		if total == 1 {
+			b.WriteString(" sibling, not listed here")
+		} else {
+			b.WriteString(" siblings, not listed here")
+		}
+		b.WriteString(" (use task_siblings to list them all)")
+		return element(TagSiblingTasks, nil, b.String())
+	}
 	b.WriteString("| Task ID | Agent | Title |\n")
 	b.WriteString("|---------|-------|-------|")
 	for i, n := 0, 0; n < shown; i++ {

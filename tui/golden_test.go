@@ -179,7 +179,7 @@ func TestGoldenDeliveredTranscript(t *testing.T) {
 		{ID: 5, Index: 5, Role: "user", Source: "system", Synthetic: true, NoReply: true,
 			Content: coordination.FormatNewSibling("s-new1", "executor (e-1)", "Write <it> & ship")},
 		{ID: 8, Index: 6, Role: "user", Source: "system", Synthetic: true, NoReply: true,
-			Content: coordination.FormatSiblingTasks([]coordination.SiblingRow{{TaskID: "s-exp1", Agent: "explorer (x-1)", Title: "Scan <repo> & | report"}}, 0)},
+			Content: coordination.FormatSiblingTasks([]coordination.SiblingRow{{TaskID: "s-exp1", Agent: "explorer (x-1)", Title: "Scan <repo> & | report"}}, -1)},
 		{ID: 9, Index: 7, Role: "user", Source: "system", Synthetic: true, NoReply: true,
 			Content: coordination.FormatShadowNote("q-7", "planner (p-1)", "Which <db>?", "SQLite & WAL")},
 		{ID: 6, Index: 8, Role: "user", Source: "agent",
