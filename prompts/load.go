@@ -1,6 +1,7 @@
 package prompts
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"embed"
 	"errors"
@@ -116,7 +117,16 @@ func readSources(dir string) (map[string]source, [sha256.Size]byte, error) {
 		if err != nil {
 			return nil, [sha256.Size]byte{}, fmt.Errorf("prompts: read override: %w", err)
 		}
-		srcs[strings.TrimSuffix(name, ".md")] = source{file: file, text: string(text), override: true}
+		tmpl := strings.TrimSuffix(name, ".md")
+		if _, builtIn := srcs[tmpl]; !builtIn && !bytes.Contains(text, []byte("{{")) && !bytes.HasPrefix(text, []byte("You are ")) {
+			// Not a template: a role's prompt starts "You are the ROLE
+			// agent" and needs at least its task id ({{.SessionID}}). A
+			// README or notes kept beside the templates are left alone;
+			// a role's prompt that lacks the task id still gets the
+			// error that says so.
+			continue
+		}
+		srcs[tmpl] = source{file: file, text: string(text), override: true}
 		fmt.Fprintf(h, "%s\x00%d\x00%s", name, len(text), text)
 	}
 	return srcs, [sha256.Size]byte(h.Sum(nil)), nil

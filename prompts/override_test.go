@@ -38,6 +38,9 @@ Plan with care.{{end}}`)
 	// Not templates: ignored.
 	writeFile(t, dir, "notes.txt", "{{broken")
 	writeFile(t, dir, ".#researcher.md", "{{broken")
+	// Markdown that is no template (no {{ and not a prompt's first line),
+	// such as a README beside the overrides: ignored too.
+	writeFile(t, dir, "README.md", "# My prompt overrides\nresearcher.md makes it terser.\n")
 
 	l := newLibrary(t, dir)
 	if out := render(t, l, childData("researcher", everyGroup...)); !strings.Contains(out, "Custom researcher guidance.") || strings.Contains(out, "Find and weigh") {
@@ -57,7 +60,7 @@ Plan with care.{{end}}`)
 	if out := render(t, l, d); !strings.Contains(out, "Design things.") {
 		t.Errorf("new role template not used:\n%s", out)
 	}
-	if names := l.Names(); !slices.Contains(names, "designer") || slices.Contains(names, "notes") {
+	if names := l.Names(); !slices.Contains(names, "designer") || slices.Contains(names, "notes") || slices.Contains(names, "README") {
 		t.Errorf("Names() = %v", names)
 	}
 }
@@ -77,6 +80,9 @@ func TestBrokenOverrideRejected(t *testing.T) {
 		{"shared context dropped", "executor.md", "{{template \"_header\" .}}\nJust do it.\n", 0, "shared context"},
 		{"shadow first line", "shadow.md", "Answer for {{.Agent}}.", 0, "first line"},
 		{"reminder without tags", "reminder.md", "{{range .Blocked}}{{.}}{{end}}", 0, "<reminder>"},
+		// A new role's prompt with no template in it at all still says
+		// what it lacks.
+		{"new role without its task id", "designer.md", "You are the designer agent of a swarmdeck swarm.\nDesign.\n", 0, "Your task id:"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -269,6 +270,28 @@ func TestErrorNeverEchoesAnAPIKey(t *testing.T) {
 	}
 	if !strings.HasPrefix(err.Error(), "config.yaml:3: providers.openai.api_key_env: must name the environment variable") {
 		t.Errorf("unexpected error: %v", err)
+	}
+}
+
+// A byte order mark at the start (Notepad writes one) is allowed, as YAML
+// allows it; a number with a leading zero, which YAML 1.1 reads as octal
+// and 1.2 as decimal, is refused rather than read either way; a file of
+// megabytes is refused before it is parsed.
+func TestFileShapesThatSurprise(t *testing.T) {
+	cfg, err := Parse("bom.yaml", []byte("\ufefflimits:\n  max_turns_per_session: 3\n"))
+	if err != nil || cfg.Limits.MaxTurnsPerSession != 3 {
+		t.Errorf("a file with a byte order mark: %v", err)
+	}
+	_, err = Parse("oct.yaml", []byte("limits:\n  max_turns_per_session: 010\n"))
+	if err == nil || !strings.Contains(err.Error(), "oct.yaml:2: limits.max_turns_per_session: 010 starts with a 0") {
+		t.Errorf("010: %v", err)
+	}
+	if cfg, err := Parse("zero.yaml", []byte("limits:\n  max_retries: 0\n")); err != nil || cfg.Limits.MaxRetries != 0 {
+		t.Errorf("a plain 0: %v", err)
+	}
+	_, err = Parse("big.yaml", append([]byte("# "), bytes.Repeat([]byte("x"), maxFileBytes)...))
+	if err == nil || !strings.Contains(err.Error(), "big.yaml: the file is") {
+		t.Errorf("a file of a megabyte: %v", err)
 	}
 }
 

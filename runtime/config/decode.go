@@ -368,12 +368,20 @@ func scalarText(n ast.Node) (string, bool) {
 	return "", false
 }
 
-var digits = regexp.MustCompile(`^[-+]?[0-9]+$`)
+var (
+	digits      = regexp.MustCompile(`^[-+]?[0-9]+$`)
+	leadingZero = regexp.MustCompile(`^[-+]?0[0-9]+$`)
+)
 
 // wholeNumber reads an int setting; the error text follows "key: ".
 func wholeNumber(n ast.Node) (int64, error) {
 	switch x := n.(type) {
 	case *ast.IntegerNode:
+		if tk := x.GetToken(); tk != nil && leadingZero.MatchString(tk.Value) {
+			// YAML 1.1 reads 010 as octal (8), YAML 1.2 as 10: either
+			// reading surprises someone.
+			return 0, fmt.Errorf("%s starts with a 0, which some YAML reads as an octal number; write it without the 0 (or as 0o%s for octal)", tk.Value, strings.TrimLeft(strings.TrimLeft(tk.Value, "+-"), "0"))
+		}
 		switch i := x.Value.(type) {
 		case int64:
 			if int64(int(i)) == i {

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"maps"
@@ -12,6 +13,9 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/parser"
 )
+
+// maxFileBytes bounds the size of a configuration file.
+const maxFileBytes = 1 << 20
 
 // Error is one problem in a configuration file, located so that a person can
 // go straight to it: "config.yaml:31: limits.call_timeout: "fast" is not a
@@ -64,6 +68,16 @@ func Load(path string) (*Config, error) {
 // Every error is an *Error: unknown keys, values of the wrong kind and
 // failed validation all name the file, the line and the key path.
 func Parse(name string, data []byte) (*Config, error) {
+	if len(data) > maxFileBytes {
+		// Parsed, a file of many megabytes takes a second and hundreds of
+		// megabytes of memory, again at each reload; no configuration is
+		// that long.
+		return nil, &Error{File: name, Msg: fmt.Sprintf("the file is %d bytes; a configuration is at most %d (1 MiB): is it the right file?", len(data), maxFileBytes)}
+	}
+	// A byte order mark, which some editors put at the start of a UTF-8
+	// file, is allowed there by YAML; left in, it would be part of the
+	// first key.
+	data = bytes.TrimPrefix(data, []byte("\ufeff"))
 	cfg := Defaults()
 	file, err := parser.ParseBytes(data, 0)
 	if err != nil {
