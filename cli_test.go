@@ -268,7 +268,9 @@ func TestCLIRefusesMistakes(t *testing.T) {
 		{[]string{"runs", "--config", badLimits}, 2, badLimits + ":2: limits.max_turns_per_session", ""},
 		// view needs the configuration (its keys): one message, no promise.
 		{[]string{"view", "--config", badLimits, "--db", stored}, 2, badLimits + ":2: limits.max_turns_per_session", ""},
-		{[]string{"export", "--db", notDB}, 2, notDB, ""},
+		{[]string{"export", "--db", notDB}, 2, notDB + " is not a SQLite database", ""},
+		{[]string{"runs", "--db", notDB}, 2, "give --db the file swarmdeck stores its runs in", ""},
+		{[]string{"delete", "--db", corrupt, "r-000003"}, 1, corrupt + " is damaged (", ""},
 		// A damaged database is named, with the way to look into it.
 		{[]string{"runs", "--db", corrupt}, 1, corrupt + " is damaged (database disk image is malformed", ""},
 		{[]string{"export", "--db", corrupt, "r-000003"}, 1, "PRAGMA integrity_check", ""},
@@ -281,6 +283,11 @@ func TestCLIRefusesMistakes(t *testing.T) {
 		// An id that names no run, or more than one, is bad usage too.
 		{[]string{"export", "--db", failed, "r-00000"}, 2, `run "r-00000" is ambiguous: more than one run's id starts so`, ""},
 		{[]string{"export", "--db", stored, ""}, 2, "an empty run id names no run", ""},
+		{[]string{"view", "--db", stored, ""}, 2, "an empty run id names no run", ""},
+		// An empty flag (`--db "$DB"` with DB unset) is refused, not taken
+		// for the default: a delete would go to another database.
+		{[]string{"delete", "--db", "", "r-000001"}, 2, "--db is empty", ""},
+		{[]string{"runs", "--config", ""}, 2, "--config is empty", ""},
 		{[]string{"resume", "--db", stored, "r-nope"}, 2, `run "r-nope": not found`, ""},
 		{[]string{"resume", "--headless", "--db", stored, "r-nope"}, 2, `run "r-nope": not found`, ""},
 	} {

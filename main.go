@@ -69,10 +69,40 @@ func readErr(path string, err error) error {
 		return outputErr(we.Err)
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrAmbiguous), errors.As(err, &ee), errors.Is(err, syscall.EPIPE):
 		return err
-	case code == 11: // SQLITE_CORRUPT
-		return fmt.Errorf("%s is damaged (%w): `sqlite3 %s \"PRAGMA integrity_check\"` says where; the runs it holds may still be read with sqlite3's .recover", path, err, shellQuote(path))
+	case code == 11 || code == 26:
+		return damagedErr(path, err)
 	}
 	return fmt.Errorf("read %s: %w", path, err)
+}
+
+// damagedErr says of a database that SQLite cannot read as one what it is,
+// and what to do; nil for an error of another kind.
+func damagedErr(path string, err error) error {
+	switch code, _ := store.SQLiteCode(err); code {
+	case 11: // SQLITE_CORRUPT
+		return fmt.Errorf("%s is damaged (%w): `sqlite3 %s \"PRAGMA integrity_check\"` says where; the runs it holds may still be read with sqlite3's .recover", path, err, shellQuote(path))
+	case 26: // SQLITE_NOTADB
+		return fmt.Errorf("%s is not a SQLite database (%w): give --db the file swarmdeck stores its runs in", path, err)
+	}
+	return nil
+}
+
+// damagedDB is err said as damagedErr says it when it came from a
+// database SQLite cannot read (opened, or read at the start of a run or a
+// delete), unless it says so already.
+func (cf *commonFlags) damagedDB(err error) error {
+	code, _ := store.SQLiteCode(err)
+	if code != 11 && code != 26 || strings.Contains(err.Error(), " is damaged (") || strings.Contains(err.Error(), " is not a SQLite database (") {
+		return err
+	}
+	path := cf.db
+	if cfg, cerr := cf.configFile(); cerr == nil {
+		path = cfg.DBPath()
+	}
+	if path == "" {
+		return err
+	}
+	return damagedErr(path, err)
 }
 
 // say writes a line of a command's output.
@@ -192,11 +222,16 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	if errors.As(err, &ee) {
 		if ee.err != nil {
+			ee.err = cf.damagedDB(ee.err)
 			// Errors quote goals, model servers and files: their controls
 			// are shown, not obeyed.
 			fmt.Fprintln(stderr, "swarmdeck:", runtime.TerminalText(cf.withFlags(ee.err.Error())))
 		}
 		return ee.code
+	}
+	if d := cf.damagedDB(err); d != err {
+		fmt.Fprintln(stderr, "swarmdeck:", runtime.TerminalText(cf.withFlags(d.Error())))
+		return runtime.ExitFailed
 	}
 	// Cobra's own errors: unknown flags, wrong argument counts.
 	fmt.Fprintln(stderr, "swarmdeck:", runtime.TerminalText(err.Error()))
@@ -325,9 +360,10 @@ Without an API key it uses the scripted model, so "swarmdeck" works offline.`,
 	pf.StringVar(&cf.workspace, "workspace", "", "directory the file tools may use (default: the current directory)")
 	pf.DurationVar(&cf.scriptedLatency, "scripted-latency", 0, "latency of the scripted model before each reply, e.g. 50ms")
 	pf.IntVar(&cf.scriptedSpeed, "scripted-stream-speed", 0, "chunks per second the scripted model streams its replies at (0: each reply at once; default: stream_speed in the config)")
-	root.PersistentPreRun = func(cmd *cobra.Command, args []string) {
+	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
 		cf.latencySet = cmd.Flags().Changed("scripted-latency")
 		cf.speedSet = cmd.Flags().Changed("scripted-stream-speed")
+		return refuseEmpty(cmd)
 	}
 	root.AddCommand(&cobra.Command{
 		Use:   "version",
@@ -441,6 +477,18 @@ var storedOnly = map[string]string{
 	"view":   "it shows a run as stored, and runs nothing",
 	"delete": "it removes stored runs",
 	"prune":  "it removes stored runs",
+}
+
+// refuseEmpty refuses a shared flag given an empty value: `--db "$DB"`
+// with DB unset would otherwise fall back to the default database, and a
+// delete there would delete from the wrong one.
+func refuseEmpty(cmd *cobra.Command) error {
+	for _, name := range []string{"config", "db", "provider", "base-url", "model", "workspace"} {
+		if f := cmd.Flags().Lookup(name); f != nil && f.Changed && strings.TrimSpace(f.Value.String()) == "" {
+			return usageErr(fmt.Errorf("--%s is empty: give it a value, or leave it out for the default", name))
+		}
+	}
+	return nil
 }
 
 // sharedFlags are the flags every command is given, most of which only
@@ -1509,12 +1557,16 @@ func viewCmd(cf *commonFlags, stdout io.Writer) *cobra.Command {
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: completeRunIDs(cf, nil),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if _, _, err := storedDB(cf); err != nil {
-				return notFound(err)
-			}
 			id := ""
 			if len(args) == 1 {
-				id = args[0]
+				if id = args[0]; strings.TrimSpace(id) == "" {
+					// As export, resume and delete take it: `view "$ID"`
+					// with ID unset would open the latest run instead.
+					return usageErr(errors.New("an empty run id names no run: give one (`swarmdeck runs` lists them), or leave it out for the latest"))
+				}
+			}
+			if _, _, err := storedDB(cf); err != nil {
+				return notFound(err)
 			}
 			return dashboard(cmd.Context(), cf, "", id, true, stdout)
 		},
@@ -1892,8 +1944,14 @@ func openErr(cfg *config.Config, path, need string, err error) error {
 	if store.IsBusy(err) {
 		return busyErr(path, err)
 	}
-	if code, ok := store.SQLiteCode(err); ok && code == 8 && need != "" { // SQLITE_READONLY
+	code, _ := store.SQLiteCode(err)
+	switch {
+	case code == 8 && need != "": // SQLITE_READONLY
 		return readOnlyErr(path, need)
+	case code == 11: // the right file, damaged
+		return &exitError{runtime.ExitFailed, damagedErr(path, err)}
+	case code == 26: // --db names another file
+		return usageErr(dbSetting(cfg, damagedErr(path, err)))
 	}
 	return usageErr(dbSetting(cfg, err))
 }

@@ -840,13 +840,18 @@ func (r *Run) storeFailed(err error) {
 		return
 	}
 	reason := fmt.Sprintf("the database failed, so the run stopped where it was (what was stored before stays; resume the run once the cause is fixed): %v", err)
-	if errors.Is(err, store.ErrFileGone) {
+	switch code, _ := store.SQLiteCode(err); {
+	case errors.Is(err, store.ErrFileGone):
 		reason = fmt.Sprintf("the run stopped: %v", err)
+	case code == 11 || code == 26: // SQLITE_CORRUPT, SQLITE_NOTADB
+		reason = fmt.Sprintf("the database file is damaged, so the run stopped where it was (%v): sqlite3 %s \"PRAGMA integrity_check\" says where; a resume continues the run once the file is repaired", err, r.e.store.Path())
 	}
 	r.halt(errors.New(reason))
 	r.mu.Lock()
 	r.finished = true
-	r.rec.Status = RunFailed
+	// Interrupted, as the store still has it (as running, no process
+	// running it) and as every reader will say: it was not written.
+	r.rec.Status = RunInterrupted
 	r.rec.Error = reason
 	now := r.e.now()
 	r.rec.EndedAt = now
