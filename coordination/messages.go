@@ -286,13 +286,7 @@ func (t *SiblingTable) Without(skip, maxRows int) string {
 	b.WriteString("- `task_send_message`: Send direct message to a specific sibling\n")
 	b.WriteString("\n")
 	if shown == 0 {
-		b.WriteString(strconv.Itoa(total))
-		if total == 1 {
-			b.WriteString(" sibling, not listed here")
-		} else {
-			b.WriteString(" siblings, not listed here")
-		}
-		b.WriteString(" (use task_siblings to list them all)")
+		b.WriteString(siblings(total) + ", not listed here (use task_siblings to list them all)")
 		return element(TagSiblingTasks, nil, b.String())
 	}
 	b.WriteString("| Task ID | Agent | Title |\n")
@@ -306,16 +300,17 @@ func (t *SiblingTable) Without(skip, maxRows int) string {
 		n++
 	}
 	if n := total - shown; n > 0 {
-		b.WriteString("\n… and ")
-		b.WriteString(strconv.Itoa(n))
-		if n == 1 {
-			b.WriteString(" more sibling")
-		} else {
-			b.WriteString(" more siblings")
-		}
-		b.WriteString(" (use task_siblings to list them all)")
+		b.WriteString("\n… and " + strings.Replace(siblings(n), " ", " more ", 1) + " (use task_siblings to list them all)")
 	}
 	return element(TagSiblingTasks, nil, b.String())
+}
+
+// siblings is "1 sibling", "2 siblings".
+func siblings(n int) string {
+	if n == 1 {
+		return "1 sibling"
+	}
+	return strconv.Itoa(n) + " siblings"
 }
 
 // tableCell makes s safe as one markdown table cell inside a tag.

@@ -408,9 +408,6 @@ func TestFailedRunOnItsBudgetResumesOnceRaised(t *testing.T) {
 	})
 	hs := recServer(t, p)
 	dir := t.TempDir()
-	budget := func(n int) func(*config.Config) {
-		return func(c *config.Config) { c.Limits.TokenBudgetPerRun = n }
-	}
 	e := recEngine(t, dir, hs.URL+"/v1", budget(1))
 	writeReadme(t, e)
 	x := failRun(t, e, "One worker")
@@ -432,6 +429,11 @@ func TestFailedRunOnItsBudgetResumesOnceRaised(t *testing.T) {
 			t.Errorf("session %s (%s) is %s: %s", s.ID, s.Label, s.Status, s.Error)
 		}
 	}
+}
+
+// budget sets the run's token budget.
+func budget(n int) func(*config.Config) {
+	return func(c *config.Config) { c.Limits.TokenBudgetPerRun = n }
 }
 
 // failRun runs goal on e, headless, and returns the run, failing the test
@@ -570,9 +572,6 @@ func TestFailedRunTellsOfTheCallsItCutShort(t *testing.T) {
 	})
 	hs := recServer(t, p)
 	dir := t.TempDir()
-	budget := func(n int) func(*config.Config) {
-		return func(c *config.Config) { c.Limits.TokenBudgetPerRun = n }
-	}
 	// Enough for the orchestrator's first call, not for the worker's.
 	e := recEngine(t, dir, hs.URL+"/v1", budget(1))
 	writeReadme(t, e)
