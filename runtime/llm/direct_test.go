@@ -665,6 +665,9 @@ func TestClientPreconnect(t *testing.T) {
 	c.Preconnect(2) // enough already
 	c.Preconnect(4) // one more
 	waitFor(t, "4 connections are pooled", func() bool { return dt.idleCount(host) == 4 })
+	// The server counts a connection when its accept loop takes it up,
+	// which may come after the client has pooled it.
+	waitFor(t, "the server sees the connections", func() bool { return opened.Load() >= 4 })
 	if n := opened.Load(); n != 4 {
 		t.Fatalf("the server saw %d connections for Preconnect(3), (2) and (4); want 4", n)
 	}
