@@ -135,8 +135,8 @@ var writeFile = &Tool{
 		if err != nil {
 			return nil, err
 		}
-		if endsInSlash(a.Path) {
-			return nil, Errorf("path %q ends with a slash, which names a directory; give a file path to write, e.g. \"notes/plan.md\"", a.Path)
+		if err := refuseDirPath(a.Path, "write"); err != nil {
+			return nil, err
 		}
 		defer c.Host.Workspace().LockPath(clean)()
 		return applyIntent(ctx, c, writeIntent{Path: clean, Content: []byte(a.Content)})

@@ -262,6 +262,15 @@ func endsInSlash(p string) bool {
 	return strings.HasSuffix(p, "/") || strings.HasSuffix(p, `\`)
 }
 
+// refuseDirPath is the tool error for a file to write or edit (what) given
+// as a path that ends with a separator; nil for any other path.
+func refuseDirPath(p, what string) error {
+	if !endsInSlash(p) {
+		return nil
+	}
+	return Errorf("path %q ends with a slash, which names a directory; give the path of the file to %s, e.g. \"notes/plan.md\"", p, what)
+}
+
 // absoluteLink finds the first part of the clean path p that is a
 // symbolic link to an absolute path inside the workspace, and where it
 // points, relative to the workspace: the file tools refuse those links
@@ -705,8 +714,8 @@ func (w *Workspace) Write(p string, content []byte) (*WriteResult, error) {
 	if clean == "." {
 		return nil, Errorf("give a file path to write, e.g. \"notes/plan.md\"")
 	}
-	if endsInSlash(p) {
-		return nil, Errorf("path %q ends with a slash, which names a directory; give a file path to write, e.g. \"notes/plan.md\"", p)
+	if err := refuseDirPath(p, "write"); err != nil {
+		return nil, err
 	}
 	if len(content) > maxWriteBytes {
 		return nil, Errorf("the file would be %d bytes; files written here are limited to %d (4 MiB): split the content over several files", len(content), maxWriteBytes)
@@ -864,8 +873,8 @@ func (w *Workspace) PlanEdit(p, old, new string, all bool) (string, []byte, int,
 	if old == "" {
 		return "", nil, 0, Errorf("old_string must not be empty; to write a whole file use write_file")
 	}
-	if endsInSlash(p) {
-		return "", nil, 0, Errorf("path %q ends with a slash, which names a directory; give the path of the file to edit", p)
+	if err := refuseDirPath(p, "edit"); err != nil {
+		return "", nil, 0, err
 	}
 	if err := w.refuseProtected(clean); err != nil {
 		return "", nil, 0, err
