@@ -45,7 +45,7 @@ size: the space is reused by later runs, and "swarmdeck prune
 		Example: `  swarmdeck delete r-3f9a1c
   swarmdeck delete r-3f9 r-0b2
   swarmdeck runs --json | jq -r 'select(.status == "failed") | .id' | xargs swarmdeck delete`,
-		Args: cobra.MinimumNArgs(1),
+		Args: atLeastOne("the id of each run to delete (swarmdeck runs lists them)"),
 		ValidArgsFunction: completeRunIDList(cf, func(r *store.Run, live bool) bool {
 			return !live // delete would refuse it
 		}),
@@ -213,7 +213,14 @@ back once no swarmdeck is running.`,
 		Example: `  swarmdeck prune --older-than 30d --dry-run
   swarmdeck prune --older-than 30d
   swarmdeck prune --vacuum-only`,
-		Args: cobra.NoArgs,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				if _, err := parseAge(args[0]); err == nil {
+					return fmt.Errorf("the age goes after --older-than: swarmdeck prune --older-than %s", args[0])
+				}
+			}
+			return noArgs(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			f := cmd.Flags()

@@ -73,7 +73,7 @@ func TestDeleteRuns(t *testing.T) {
 	}{
 		{[]string{"r-000001", "r-zzzzzz"}, []string{`nothing deleted: run "r-zzzzzz": not found`}},
 		{[]string{"r-00000", "nope", "r-000003"}, []string{"nothing deleted:\n", `run "r-00000" is ambiguous`, `run "nope": not found`}},
-		{[]string{}, []string{"delete: requires at least 1 arg(s), only received 0 (usage: swarmdeck delete RUN_ID...)"}},
+		{[]string{}, []string{"delete: give the id of each run to delete (swarmdeck runs lists them) (usage: swarmdeck delete RUN_ID...)"}},
 	} {
 		code, out, errOut := sd(append([]string{"delete", "--db", db}, c.args...)...)
 		if code != 2 || out != "" {
@@ -152,7 +152,9 @@ func TestPruneRuns(t *testing.T) {
 		{[]string{"--older-than", "0d0h"}, "--older-than 0d0h: give an age above zero"},
 		{[]string{"--older-than", "30 days"}, `--older-than "30 days" is no age`},
 		{[]string{"--older-than", "1d", "--vacuum-only"}, "--vacuum-only deletes no run"},
-		{[]string{"r-000001"}, "prune: unknown command \"r-000001\""},
+		{[]string{"r-000001"}, `prune: takes no arguments, and was given "r-000001"`},
+		// An age without its flag is shown where it goes.
+		{[]string{"30d"}, "prune: the age goes after --older-than: swarmdeck prune --older-than 30d"},
 	} {
 		code, out, errOut := sd(append([]string{"prune", "--db", db}, c.args...)...)
 		if code != 2 || out != "" || !strings.Contains(errOut, c.want) {

@@ -368,7 +368,7 @@ Without an API key it uses the scripted model, so "swarmdeck" works offline.`,
 	root.AddCommand(&cobra.Command{
 		Use:   "version",
 		Short: "Print how this swarmdeck was built",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return say(stdout, "swarmdeck "+version())
 		},
@@ -953,7 +953,7 @@ func runCmd(cf *commonFlags, stdin io.Reader, stdout, stderr io.Writer) *cobra.C
 		Use:        "run [--headless] [--json] [--control -] GOAL",
 		SuggestFor: []string{"start", "new"},
 		Short:      "Run a goal (with --headless: without the dashboard, for scripts)",
-		Args:       cobra.MinimumNArgs(1),
+		Args:       atLeastOne(`the goal: what the swarm should do, e.g. swarmdeck run --headless "summarize README.md"`),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			goal := strings.TrimSpace(strings.Join(args, " "))
 			if goal == "" {
@@ -1161,7 +1161,7 @@ With --json it prints one JSON object per run and line instead:
 stopped* run is "interrupted" there, with "stopped": true, as export says.`,
 		Example: `  swarmdeck runs --limit 5
   swarmdeck runs --json | jq -r 'select(.status == "interrupted") | .id'`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if limit < 0 {
 				return usageErr(fmt.Errorf("--limit %d is negative: give how many of the newest runs to list, or 0 for all", limit))
@@ -1272,7 +1272,7 @@ func exportCmd(cf *commonFlags, stdout io.Writer) *cobra.Command {
 		Use:               "export [RUN_ID]",
 		SuggestFor:        []string{"dump"},
 		Short:             "Print one run as JSON (default: the latest)",
-		Args:              cobra.MaximumNArgs(1),
+		Args:              atMostOne("run id"),
 		ValidArgsFunction: completeRunIDs(cf, nil),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cf.onlyDB = true
@@ -1320,7 +1320,7 @@ token budget, limits.token_budget_per_run raised). No stored message is
 changed or removed; the sessions cut short go on from their last message.
 It continues in the run's own workspace; --workspace DIR continues it in DIR
 instead (for a directory that was moved or removed), which becomes the run's.`,
-		Args: cobra.MaximumNArgs(1),
+		Args: atMostOne("run id"),
 		ValidArgsFunction: completeRunIDs(cf, func(r *store.Run, live bool) bool {
 			// A run another process is running is not offered, nor a
 			// bench run: resume would refuse them.
@@ -1554,7 +1554,7 @@ func viewCmd(cf *commonFlags, stdout io.Writer) *cobra.Command {
 		Use:               "view [RUN_ID]",
 		SuggestFor:        []string{"open", "show", "inspect", "info"},
 		Short:             "Open a run read-only in the dashboard (default: the latest; follows a run another process is running)",
-		Args:              cobra.MaximumNArgs(1),
+		Args:              atMostOne("run id"),
 		ValidArgsFunction: completeRunIDs(cf, nil),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id := ""
@@ -1580,7 +1580,7 @@ func mockCmd(cf *commonFlags, stdout, stderr io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "mock-llm --addr HOST:PORT",
 		Short: "Serve the built-in scripted model as an OpenAI-compatible server",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if latency < 0 {
 				return usageErr(fmt.Errorf("--latency %s: a latency cannot be negative", latency))
@@ -1667,7 +1667,7 @@ Targets on a 2-core machine:
   swarmdeck bench --agents 1000 --latency 0
   swarmdeck bench --agents 10 --latency 50ms --floor
   swarmdeck bench --startup`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			progress := stderr
