@@ -194,6 +194,9 @@ func (h *host) Delegate(ctx context.Context, c *agents.Call, req agents.Delegate
 				}
 				return nil, agents.Errorf("task_id %q is not in your plan (your tasks: %s)", req.PlanTaskID, strings.Join(ids, ", "))
 			}
+			if d := r.activeDelegation(s, t); d != nil {
+				return nil, agents.Errorf("task_id %q is already delegated to %s, which is %s; wait for it with get_delegation_result(%q), or cancel its session %s first", t.ID, d.rec.ID, d.rec.Status, d.rec.ID, d.rec.SessionID)
+			}
 			planTask = t
 		}
 		if err := checkLabel(cc.Label); err != nil {
@@ -266,6 +269,9 @@ func (h *host) Delegate(ctx context.Context, c *agents.Call, req agents.Delegate
 	} else if startNow && child.status() == StatusPending {
 		res.Note = slotNote(r, 1, req.Wait)
 	}
+	if waits := s.unmetDependencies(res.PlanTaskID); len(waits) > 0 {
+		res.Note = strings.TrimSpace(res.Note + fmt.Sprintf(" Task %s depends on %s, not completed yet: the delegate starts now all the same.", res.PlanTaskID, strings.Join(waits, ", ")))
+	}
 	if !req.Wait {
 		return &res, nil
 	}
@@ -279,6 +285,44 @@ func (h *host) Delegate(ctx context.Context, c *agents.Call, req agents.Delegate
 // r.mu must be held.
 func (r *Run) newDelegationIDLocked() string {
 	return shortID("d-", len(r.delegations), func(id string) bool { _, taken := r.delegations[id]; return taken })
+}
+
+// activeDelegation is the delegation of s's plan task t that is queued or
+// running, if there is one.
+func (r *Run) activeDelegation(s *Session, t coordination.Task) *delegation {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, d := range r.delegations {
+		if d.rec.ParentSession == s.id && d.rec.PlanTaskID == t.ID && (d.taskText == "" || d.taskText == t.Description) &&
+			(d.rec.Status == delegPending || d.rec.Status == delegRunning) {
+			return d
+		}
+	}
+	return nil
+}
+
+// unmetDependencies lists the tasks s's plan task id waits on that are
+// not completed.
+func (s *Session) unmetDependencies(id string) []string {
+	if id == "" {
+		return nil
+	}
+	s.planMu.Lock()
+	defer s.planMu.Unlock()
+	if s.plan == nil {
+		return nil
+	}
+	t, ok := s.plan.Get(id)
+	if !ok {
+		return nil
+	}
+	var waits []string
+	for _, dep := range t.DependsOn {
+		if d, ok := s.plan.Get(dep); ok && d.Status != coordination.TaskCompleted {
+			waits = append(waits, dep)
+		}
+	}
+	return waits
 }
 
 // markPlanTaskTx sets the status of one task of s's plan and stores it.
@@ -296,8 +340,12 @@ func (s *Session) markDelegatedTaskTx(tx *store.Tx, taskID, text, status, note s
 	if s.plan == nil {
 		return nil
 	}
-	if t, ok := s.plan.Get(taskID); !ok || (text != "" && t.Description != text) {
+	t, ok := s.plan.Get(taskID)
+	if !ok || (text != "" && t.Description != text) {
 		return nil
+	}
+	if status == coordination.TaskBlocked && t.Status == coordination.TaskCompleted {
+		return nil // a failure does not undo work recorded as done
 	}
 	if _, _, err := s.plan.SetStatus(taskID, status, note); err != nil {
 		return nil // the task was deleted meanwhile: nothing to mark

@@ -317,6 +317,87 @@ func TestDelegationDoesNotMarkAnotherTaskOfItsID(t *testing.T) {
 	}
 }
 
+// A plan task is worked on by one delegation at a time, and a delegation
+// that fails does not undo a completion already recorded: the model
+// marked b completed itself before b's delegate failed, and d, which
+// waits on b, stays ready. Delegating a task whose dependencies are not
+// done says so.
+func TestDelegationFailureKeepsACompletedTask(t *testing.T) {
+	release := newGate()
+	defer release.open()
+	p := policyFor(func(c *convo) scripted.Reply {
+		switch {
+		case c.label == "slowa" || c.label == "slowb":
+			release.wait()
+			return scripted.Reply{Fault: &scripted.Fault{Status: 400, Body: `{"error":{"message":"the slow model refused","type":"invalid_request_error"}}`}}
+		case !c.isRoot():
+			return say(c.task + " done")
+		case c.turns == 0:
+			return do(call("create_task_plan", obj{"tasks": raw(`[{"id":"a","description":"A"},{"id":"b","description":"B"},{"id":"d","description":"D","depends_on":["b"]}]`)}))
+		case c.turns == 1:
+			return do(
+				call("delegate_task", obj{"description": "slow A", "task_id": "a", "custom_config": obj{"label": "slowa"}}),
+				call("delegate_task", obj{"description": "A again", "task_id": "a"}),
+				call("delegate_task", obj{"description": "slow B", "task_id": "b", "custom_config": obj{"label": "slowb"}}),
+			)
+		case c.turns == 2:
+			return do(call("update_task_status", obj{"task_id": "b", "status": "completed"}))
+		case c.turns == 3:
+			release.open()
+			return say("Waiting for the delegations.")
+		default:
+			return say("Root done.")
+		}
+	})
+	e := testEngine(t, nil, p, nil)
+	if _, code := headless(t, e, "delegate twice", nil); code != ExitOK {
+		t.Fatalf("exit %d", code)
+	}
+	x := exportLatest(t, e)
+	root := rootOf(x)
+	res := toolResults(root, "delegate_task")
+	if len(res) != 3 {
+		t.Fatalf("delegate_task results %q", res)
+	}
+	if e := toolError(res[1]); !strings.Contains(e, `task_id "a" is already delegated to `) || !strings.Contains(e, "get_delegation_result") {
+		t.Errorf("a second delegation of a running task: %s", res[1])
+	}
+	if a := exportedPlanTask(x, root.ID, "a"); a.Status != "blocked" || !strings.Contains(a.Note, "the slow model refused") {
+		t.Errorf("task a %+v; want blocked by its delegate's failure", a)
+	}
+	if b := exportedPlanTask(x, root.ID, "b"); b.Status != "completed" {
+		t.Errorf("task b %+v; a failing delegation must not undo its completion", b)
+	}
+	if n := len(x.Delegations); n != 2 {
+		t.Errorf("%d delegations stored; want 2", n)
+	}
+}
+
+// Delegating a task whose dependencies are not completed goes ahead, and
+// says so.
+func TestDelegatingATaskWithUnmetDependenciesSaysSo(t *testing.T) {
+	p := policyFor(func(c *convo) scripted.Reply {
+		switch {
+		case !c.isRoot():
+			return say(c.task + " done")
+		case c.turns == 0:
+			return do(call("create_task_plan", obj{"tasks": raw(`[{"id":"a","description":"A"},{"id":"b","description":"B","depends_on":["a"]}]`)}))
+		case c.turns == 1:
+			return do(call("delegate_task", obj{"description": "B first", "task_id": "b"}))
+		default:
+			return say("Root done.")
+		}
+	})
+	e := testEngine(t, nil, p, nil)
+	if _, code := headless(t, e, "out of order", nil); code != ExitOK {
+		t.Fatalf("exit %d", code)
+	}
+	res := toolResults(rootOf(exportLatest(t, e)), "delegate_task")
+	if len(res) != 1 || !strings.Contains(delegationOf(t, res[0]).Note, "Task b depends on a, not completed yet") {
+		t.Errorf("delegate_task result %q; want a note on the unmet dependency", res)
+	}
+}
+
 // Delegates that delegate further while every place under
 // max_concurrent_delegations is taken by delegates like them: the nested
 // delegations run in their ancestors' places instead of queueing behind
