@@ -191,11 +191,15 @@ func (s *Session) questionRecipients(specific []string) ([]*Session, error) {
 		return all, nil
 	}
 	var out []*Session
+	chosen := map[*Session]bool{}
 	for _, name := range specific {
 		found := false
 		for _, k := range all {
 			if k.id == name || k.label == name || k.agent == name {
-				out = append(out, k)
+				if !chosen[k] {
+					out = append(out, k)
+					chosen[k] = true
+				}
 				found = true
 			}
 		}
@@ -211,6 +215,27 @@ func (s *Session) questionRecipients(specific []string) ([]*Session, error) {
 		}
 	}
 	return out, nil
+}
+
+// answerNames gives each recipient of a question the name its answer goes
+// under in the result: its label, or its id when it has none. Labels are
+// unique only among siblings, so a label two recipients share, and one
+// that reads "human", takes the id too ("w (s-071f)"): otherwise one
+// answer would hide the other.
+func answerNames(recips []*Session) map[string]string {
+	count := map[string]int{"human": 1}
+	for _, k := range recips {
+		count[k.name()]++
+	}
+	names := make(map[string]string, len(recips))
+	for _, k := range recips {
+		n := k.name()
+		if count[n] > 1 {
+			n += " (" + k.id + ")"
+		}
+		names[k.id] = n
+	}
+	return names
 }
 
 func (h *host) Ask(ctx context.Context, c *agents.Call, req agents.AskRequest) (*agents.AskResult, error) {
@@ -252,8 +277,9 @@ func (h *host) Ask(ctx context.Context, c *agents.Call, req agents.AskRequest) (
 		b.mu.Unlock()
 		q.rec = store.Question{RunID: r.id, ID: id, FromSession: s.id, Kind: req.Kind, Question: req.Question,
 			AllowHuman: askHuman, Options: opts, MultiSelect: req.MultiSelect, Status: QuestionOpen, CreatedAt: now, Deadline: now.Add(timeout)}
+		names := answerNames(recips)
 		for _, k := range recips {
-			q.expected[k.id] = k.name()
+			q.expected[k.id] = names[k.id]
 			q.rec.Recipients = append(q.rec.Recipients, k.id)
 		}
 		if askHuman {
@@ -557,9 +583,10 @@ func (s *Session) shadowAnswer(ctx context.Context, q *question, k *Session) {
 			return nil
 		}
 		q.responses[k.id] = answer
+		name := q.expected[k.id]
 		q.notify()
 		b.mu.Unlock()
-		if err := tx.InsertResponse(r.id, q.rec.ID, store.Response{Responder: k.id, Name: k.name(), Content: answer, Usage: u}); err != nil {
+		if err := tx.InsertResponse(r.id, q.rec.ID, store.Response{Responder: k.id, Name: name, Content: answer, Usage: u}); err != nil {
 			return err
 		}
 		r.mu.Lock()

@@ -768,3 +768,65 @@ func TestAskOthersSpecificAgentsStillAsksThePerson(t *testing.T) {
 		t.Errorf("the person was asked %q, want the first two", asked)
 	}
 }
+
+// Labels are unique only among siblings: a child and a grandchild may both
+// be "w". Asked together, each answer keeps a name of its own (the label
+// with the id), in the result the asker gets and in the store alike.
+func TestAskOthersKeepsTheAnswersOfRecipientsWithOneLabel(t *testing.T) {
+	release := newGate()
+	defer release.open()
+	innerStarted := newGate()
+	const question = "who is w?"
+	p := policyFor(func(c *convo) scripted.Reply {
+		switch {
+		case c.shadow != "":
+			return say("answer from " + c.shadow)
+		case c.isRoot() && c.turns == 0:
+			return do(call("sessions_spawn", obj{"task": "Top W", "agent": "researcher", "label": "w"}),
+				call("sessions_spawn", obj{"task": "Plan", "agent": "planner", "label": "p"}))
+		case c.isRoot():
+			return say("root done")
+		case c.task == "Inner W":
+			innerStarted.open()
+			release.wait()
+			return say("inner done")
+		case c.task == "Top W":
+			release.wait()
+			return say("top done")
+		case c.turns == 0:
+			return do(call("sessions_spawn", obj{"task": "Inner W", "agent": "explorer", "label": "w"}))
+		case c.turns == 1:
+			innerStarted.wait()
+			return do(call("ask_others", obj{"question": question, "specific_agents": []string{"w", "w"}, "allow_human_response": false}))
+		}
+		release.open()
+		return say("plan done")
+	})
+	e := testEngine(t, nil, p, nil)
+	if _, code := headless(t, e, "two w", nil); code != ExitOK {
+		t.Fatalf("exit %d", code)
+	}
+	x := exportLatest(t, e)
+	top, planner := mustLabel(t, x, "w"), mustLabel(t, x, "p")
+	var inner *store.ExportSession
+	for i := range x.Sessions {
+		if s := &x.Sessions[i]; s.ParentID == planner.ID {
+			inner = s
+		}
+	}
+	if inner == nil || inner.Label != "w" {
+		t.Fatalf("the planner's child %+v; want one labelled w", inner)
+	}
+	want := map[string]string{
+		"w (" + top.ID + ")":   "answer from researcher (w)",
+		"w (" + inner.ID + ")": "answer from explorer (w)",
+	}
+	res := askResult(t, toolResults(planner, "ask_others")[0])
+	if res.Status != "answered" || sprint(res.Responses) != sprint(want) {
+		t.Errorf("ask_others returned %+v; want %v", res, want)
+	}
+	q := exportedQuestion(t, x, question)
+	if sprint(q.Responses) != sprint(want) {
+		t.Errorf("stored responses %v; want %v, as the asker was told", q.Responses, want)
+	}
+}

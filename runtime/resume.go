@@ -313,10 +313,14 @@ func (r *Run) load(ctx context.Context) (map[string][]store.Message, error) {
 		}
 		qq := &question{rec: q, asker: asker, expected: map[string]string{}, responses: map[string]string{}, changed: make(chan struct{})}
 		json.Unmarshal(q.Options, &qq.options)
+		var recips []*Session
 		for _, id := range q.Recipients {
 			if k := r.sessions[id]; k != nil {
-				qq.expected[id] = k.name()
+				recips = append(recips, k)
 			}
+		}
+		for id, name := range answerNames(recips) {
+			qq.expected[id] = name
 		}
 		for _, resp := range q.Responses {
 			qq.responses[resp.Responder] = resp.Content
