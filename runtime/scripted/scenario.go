@@ -1,6 +1,7 @@
 package scripted
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -208,7 +209,7 @@ func decodeError(err error) error {
 // *ScenarioError, with the line of the mistake when it has one.
 func ParseScenario(data []byte) (Policy, error) {
 	var f scenarioFile
-	if err := yaml.UnmarshalWithOptions(data, &f, yaml.DisallowUnknownField()); err != nil {
+	if err := yaml.UnmarshalWithOptions(data, &f, yaml.DisallowUnknownField(), yaml.UseOrderedMap()); err != nil {
 		return nil, decodeError(err)
 	}
 	file, _ := parser.ParseBytes(data, 0)
@@ -302,6 +303,57 @@ func compileScenario(f *scenarioFile) (*scenario, error) {
 	return sc, nil
 }
 
+// orderedJSON encodes a value decoded with yaml.UseOrderedMap, each
+// mapping's keys in the order the file gives them: a model's arguments
+// come in its own order, and a shared context is shown in that order.
+func orderedJSON(v any) ([]byte, error) {
+	var b bytes.Buffer
+	var enc func(v any) error
+	enc = func(v any) error {
+		switch x := v.(type) {
+		case yaml.MapSlice:
+			b.WriteByte('{')
+			for i, it := range x {
+				if i > 0 {
+					b.WriteByte(',')
+				}
+				k, err := json.Marshal(fmt.Sprint(it.Key))
+				if err != nil {
+					return err
+				}
+				b.Write(k)
+				b.WriteByte(':')
+				if err := enc(it.Value); err != nil {
+					return err
+				}
+			}
+			b.WriteByte('}')
+		case []any:
+			b.WriteByte('[')
+			for i, e := range x {
+				if i > 0 {
+					b.WriteByte(',')
+				}
+				if err := enc(e); err != nil {
+					return err
+				}
+			}
+			b.WriteByte(']')
+		default:
+			j, err := json.Marshal(x)
+			if err != nil {
+				return err
+			}
+			b.Write(j)
+		}
+		return nil
+	}
+	if err := enc(v); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
 func (st *scenarioStep) compile(where []any) (scenarioReply, error) {
 	out := scenarioReply{reply: Reply{Content: st.Content}}
 	for i, c := range st.ToolCalls {
@@ -310,7 +362,7 @@ func (st *scenarioStep) compile(where []any) (scenarioReply, error) {
 		}
 		args := json.RawMessage(`{}`)
 		if c.Args != nil {
-			b, err := json.Marshal(c.Args)
+			b, err := orderedJSON(c.Args)
 			if err != nil {
 				return out, &scenarioPathError{at(where, "tool_calls", i, "args"), err.Error()}
 			}

@@ -46,8 +46,9 @@ func TestScenarioReplaysByRoleAndTurn(t *testing.T) {
 	}
 	msgs := []Message{{Role: "system", Content: sysPrompt("orchestrator", "s-1", "")}, {Role: "user", Content: "go"}}
 	rep := p.Reply(&Request{Messages: msgs})
+	// Arguments keep the file's order: a shared context is shown in it.
 	if len(rep.ToolCalls) != 1 || rep.ToolCalls[0].Name != "sessions_spawn" ||
-		encodeArgs(rep.ToolCalls[0].Args, nil) != `{"agent":"explorer","sharedContext":{"n":1},"task":"Look around"}` {
+		encodeArgs(rep.ToolCalls[0].Args, nil) != `{"task":"Look around","agent":"explorer","sharedContext":{"n":1}}` {
 		t.Fatalf("turn 1 = %+v", rep)
 	}
 	msgs = append(msgs, Message{Role: "assistant"}, Message{Role: "tool", Content: "{}"})
