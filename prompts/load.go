@@ -282,7 +282,7 @@ func ShadowFirstLine(agent string) string {
 func checkMarkers(out string, d Data) error {
 	var missing []string
 	if first := firstLine(out); first != FirstLine(d.Role) {
-		return fmt.Errorf("the first line must be %q, got %q", FirstLine(d.Role), first)
+		return fmt.Errorf("the first line must be %q, got %q: start the file with {{template \"_header\" .}}, which writes it and the lines swarmdeck reads", FirstLine(d.Role), first)
 	}
 	if d.Delegated && !hasLine(out, DelegatedLine) {
 		missing = append(missing, DelegatedLine)
@@ -297,7 +297,8 @@ func checkMarkers(out string, d Data) error {
 		missing = append(missing, "the shared context block, verbatim")
 	}
 	if len(missing) > 0 {
-		return errors.New("the prompt lacks the required line(s): " + strings.Join(quoteAll(missing), ", "))
+		return errors.New("the prompt lacks the required line(s): " + strings.Join(quoteAll(missing), ", ") +
+			`; {{template "_header" .}} writes the identity lines, and {{template "_shared_context" .}} (or {{template "_protocols" .}}, which holds it) the shared context`)
 	}
 	return nil
 }

@@ -75,9 +75,9 @@ func TestBrokenOverrideRejected(t *testing.T) {
 		{"unknown field", "researcher.md", "{{template \"_header\" .}}\n{{.NoSuchField}}\n", 2, "NoSuchField"},
 		{"undefined template", "planner.md", "{{template \"_header\" .}}\n{{template \"_nope\" .}}\n", 2, "_nope"},
 		{"broken partial", "_spawn.md", "{{if .Has \"spawn\"}}\nSpawn things: {{.Spawnz}}\n{{end}}", 2, "Spawnz"},
-		{"first line changed", "orchestrator.md", "Hello.\n{{template \"_protocols\" .}}", 0, "first line"},
+		{"first line changed", "orchestrator.md", "Hello.\n{{template \"_protocols\" .}}", 0, `got "Hello.": start the file with {{template "_header" .}}`},
 		{"task id line dropped", "explorer.md", "You are the {{.Role}} agent of a swarmdeck swarm.\n", 0, "Your task id:"},
-		{"shared context dropped", "executor.md", "{{template \"_header\" .}}\nJust do it.\n", 0, "shared context"},
+		{"shared context dropped", "executor.md", "{{template \"_header\" .}}\nJust do it.\n", 0, `"the shared context block, verbatim"; {{template "_header" .}} writes the identity lines, and {{template "_shared_context" .}}`},
 		{"shadow first line", "shadow.md", "Answer for {{.Agent}}.", 0, "first line"},
 		{"reminder without tags", "reminder.md", "{{range .Blocked}}{{.}}{{end}}", 0, "<reminder>"},
 		// A new role's prompt with no template in it at all still says
