@@ -69,8 +69,10 @@ const MaxArgBytes = 1 << 20
 
 // Normalize checks raw arguments against s and returns them as canonical
 // JSON. It is lenient where models commonly slip and the intent is plain:
-// "" means {}, a number or boolean sent as a string is converted, and a
-// single value where an array is expected is wrapped.
+// "" means {}, a number or boolean sent as a string is converted, a number
+// or boolean where a string is expected is taken as its text (task ids such
+// as 3 are often sent so), and a single value where an array is expected
+// is wrapped. Other wrong types are errors.
 func (s *Schema) Normalize(raw []byte) (json.RawMessage, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
