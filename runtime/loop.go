@@ -1064,7 +1064,8 @@ func (s *Session) clipOutput(content string) string {
 	return `{"truncated":true}`
 }
 
-// clipJSON shortens a JSON object to at most lim characters.
+// clipJSON shortens a JSON object to at most lim characters, written as
+// plainJSON writes it (the way the model reads every tool result).
 func clipJSON(content string, lim int) (string, bool) {
 	dec := json.NewDecoder(strings.NewReader(content))
 	dec.UseNumber()
@@ -1073,21 +1074,21 @@ func clipJSON(content string, lim int) (string, bool) {
 		return "", false
 	}
 	root["truncated"] = true
-	size := func() int {
-		b, _ := json.Marshal(root)
-		return utf8.RuneCount(b)
-	}
 	for range 64 {
-		n := size()
-		if n <= lim {
-			b, _ := json.Marshal(root)
+		b, err := plainJSON(root)
+		if err != nil {
+			return "", false
+		}
+		over := utf8.RuneCount(b) - lim
+		if over <= 0 {
 			return string(b), true
 		}
-		// The longest string over 120 characters is cut by what is over
-		// (plus a margin); failing that, the longest list loses items.
-		if p, str := longestString(root); p != nil && utf8.RuneCountInString(str) > 120 {
-			keep := max(100, utf8.RuneCountInString(str)-(n-lim)-20)
-			p(firstRunes(str, keep) + "…[cut]")
+		// The longest string over 120 characters loses what is over (plus
+		// a margin for the cut mark), counted as it is written: a quote
+		// or a control character takes more than one character there;
+		// failing that, the longest list loses items.
+		if set, str := longestString(root); set != nil && utf8.RuneCountInString(str) > 120 {
+			set(firstRunes(str, keepWritten(str, encodedLen(str)-over-20)) + "…[cut]")
 			continue
 		}
 		if !dropFromLongestList(root) {
@@ -1095,6 +1096,31 @@ func clipJSON(content string, lim int) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// encodedLen is how many characters plainJSON writes for s, quotes
+// included.
+func encodedLen(s string) int {
+	b, _ := plainJSON(s)
+	return utf8.RuneCount(b)
+}
+
+// keepWritten is how many of s's first runes (100 at least) take no more
+// than want characters once written as JSON.
+func keepWritten(s string, want int) int {
+	lo, hi := 100, utf8.RuneCountInString(s)
+	if lo >= hi {
+		return hi
+	}
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		if encodedLen(firstRunes(s, mid)) <= want {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return lo
 }
 
 // longestString finds the longest string value and a setter for it.
