@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/swarmdeck/swarmdeck/agents"
 	"github.com/swarmdeck/swarmdeck/coordination"
@@ -690,6 +691,10 @@ func (r *Run) answerHuman(ctx context.Context, id, text string, skip bool) error
 	}
 	var ans coordination.Answer
 	if !skip {
+		if n := utf8.RuneCountInString(strings.TrimSpace(text)); n > maxHumanText {
+			b.mu.Unlock()
+			return fmt.Errorf("the answer is %d characters; the limit is %d", n, maxHumanText)
+		}
 		var err error
 		if ans, err = coordination.ParseAnswer(text, q.options, q.rec.MultiSelect); err != nil {
 			b.mu.Unlock()

@@ -830,3 +830,31 @@ func TestAskOthersKeepsTheAnswersOfRecipientsWithOneLabel(t *testing.T) {
 		t.Errorf("stored responses %v; want %v, as the asker was told", q.Responses, want)
 	}
 }
+
+// An answer is bounded as a broadcast or a message from the person is: an
+// answer over the limit is refused with the figures, and the next one is
+// taken.
+func TestHumanAnswerOverTheLimitIsRefused(t *testing.T) {
+	p, release := askEach([]obj{{"question": "Paste it"}}, "helper thinks so")
+	e := testEngine(t, nil, p, nil)
+	t.Cleanup(release)
+	long := strings.Repeat("<b>", maxHumanText/3+1)
+	events, code := controlled(t, e, func(q *event.QuestionInfo) string {
+		return controlLine(obj{"op": "answer", "question_id": q.ID, "text": long}) + "\n" +
+			controlLine(obj{"op": "answer", "question_id": q.ID, "text": "short"})
+	})
+	x := exportLatest(t, e)
+	mustComplete(t, x, code)
+	if r := askResult(t, callResults(rootOf(x), "ask_others")[0]); r.Responses["human"] != "short" {
+		t.Errorf("the person's answer was %.80q; want the short one", r.Responses["human"])
+	}
+	var errs []string
+	for _, ev := range events {
+		if ev.Type == event.Error {
+			errs = append(errs, ev.Error)
+		}
+	}
+	if want := fmt.Sprintf("the answer is %d characters; the limit is %d", len(long), maxHumanText); len(errs) != 1 || !strings.Contains(errs[0], want) {
+		t.Errorf("control errors %q; want one saying %q", errs, want)
+	}
+}
