@@ -500,8 +500,16 @@ func (m *model) sync() {
 	}
 	if m.dialog.kind == dialogAnswer {
 		if _, _, ok := m.st.question(m.dialog.questionID); !ok && !m.dialog.sending {
+			typed := strings.TrimSpace(m.dialog.input.Value()) != ""
 			m.dialog = dialog{input: m.dialog.input}
-			m.setNote("that question was answered or closed elsewhere")
+			if typed {
+				// The rest of the answer being typed must not act as keys
+				// (x, then the y of "yes", cancels a session).
+				m.typedAfterRefusal = m.now().Add(typingPause)
+				m.setNote("that question was answered or closed elsewhere (timed out, or its asker ended): your answer was not sent")
+			} else {
+				m.setNote("that question was answered or closed elsewhere")
+			}
 		}
 	}
 }

@@ -209,6 +209,29 @@ func TestQuestionClosedWhileAnswering(t *testing.T) {
 	mustContain(t, m, "that question was answered or closed elsewhere")
 }
 
+// A question that closes while its answer is being typed: the rest of the
+// answer does not act as keys (the x of "next" then the y of "yes" would
+// cancel a session), and the note says the answer was not sent.
+func TestTypingOnAfterTheQuestionClosedIsDropped(t *testing.T) {
+	m, _ := demoModel(t, 160, 48)
+	clock := t0
+	m.now = func() time.Time { return clock }
+	m, _ = press(t, m, "a")
+	for _, r := range "I'd say " {
+		m, _ = press(t, m, string(r))
+	}
+	m = applyQuestion(m, event.QuestionClosed, "s-res1", event.QuestionInfo{ID: "q-1", Status: "timed_out"})
+	mustContain(t, m, "your answer was not sent")
+	for _, r := range "next quarter, yes" {
+		clock = clock.Add(150 * time.Millisecond)
+		m, _ = press(t, m, string(r))
+		if m.dialog.kind != dialogNone {
+			t.Fatalf("%q typed after the question closed opened a dialog (%v)", r, m.dialog.kind)
+		}
+	}
+	mustContain(t, m, "your answer was not sent")
+}
+
 func TestEventsCoveredBySnapshotAreSkipped(t *testing.T) {
 	m, _ := demoModel(t, 160, 48)
 	old := ev(event.BroadcastSent, "s-root")
