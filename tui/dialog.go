@@ -46,7 +46,10 @@ type dialog struct {
 
 	questionID string
 	restored   bool // the input holds a draft kept from before
-	confirm    confirmKind
+	// joined: text of several lines was pasted, and went in as one line
+	// (the input has one), which the sheet says until it closes.
+	joined  bool
+	confirm confirmKind
 	// back is the dialog a confirmation was asked from (skip all, from the
 	// answer dialog): "no" returns to it with what was typed.
 	back *dialog
@@ -212,6 +215,9 @@ func (m *model) sheetLines(w int) []string {
 	footer := func() {
 		if d.restored {
 			body = append(body, s.dim.Render("what you typed before"+s.g.sep+"ctrl+u clears it"))
+		}
+		if d.joined {
+			body = append(body, s.dim.Render("pasted: its line breaks became spaces"))
 		}
 		if d.err != "" {
 			body = append(body, s.errText.Render(s.g.failed+" "+oneLine(d.err)))

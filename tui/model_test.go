@@ -182,6 +182,19 @@ func TestPasteGoesToTheDialog(t *testing.T) {
 	mustContain(t, m, "broadcast sent to all sessions")
 }
 
+// The dialog's input is one line: a paste of several says what became of
+// its line breaks, as the goal prompt does.
+func TestPastedLinesInADialogSaySo(t *testing.T) {
+	m, ctl := demoModel(t, 100, 30)
+	m, _ = press(t, m, "b")
+	m, _ = update(m, tea.PasteMsg{Content: "one line\n"})
+	mustNotContain(t, m, "line breaks became spaces")
+	m, _ = update(m, tea.PasteMsg{Content: " then\nline two\r\nline three"})
+	mustContain(t, m, "pasted: its line breaks became spaces")
+	m, _ = press(t, m, "enter")
+	wantCalls(t, ctl, tuitest.Call{Op: "broadcast", Text: "one line  then line two line three", Target: "all", Category: "discovery"})
+}
+
 // A long pasted message reaches the runtime whole: the dialog does not cut
 // it (the runtime allows more than a broadcast tool's 2,000 characters, and
 // refuses, with its length, what is over its own limit).

@@ -529,7 +529,11 @@ func (m *model) handlePaste(msg tea.PasteMsg) tea.Cmd {
 			m.goal.note = "Pasted: " + strings.Join(said, ", and ") + `. A goal of several lines, or a longer one, goes on the command line: swarmdeck "$(cat goal.md)".`
 		}
 	case m.dialog.kind != dialogNone && m.dialog.kind != dialogConfirm && !m.dialog.sending:
+		msg.Content = strings.ReplaceAll(msg.Content, "\r\n", "\n") // one break, one space
 		m.dialog.input, cmd = m.dialog.input.Update(msg)
+		if strings.ContainsAny(strings.TrimSpace(msg.Content), "\n\r") {
+			m.dialog.joined = true
+		}
 	case m.editedFilter() != nil:
 		f := m.editedFilter()
 		f.input, cmd = f.input.Update(msg)
