@@ -218,6 +218,12 @@ func clean(s string) string {
 	if !needsClean(s) {
 		return plainEmoji(s)
 	}
+	return plainEmoji(stripControls(s))
+}
+
+// stripControls is clean without its emoji step: the text as shown, in the
+// characters it was written with.
+func stripControls(s string) string {
 	// A byte that is not UTF-8 is shown as U+FFFD before the escape
 	// sequences go: read raw, 0x9b or 0x9f starts a control string that
 	// would swallow the rest of the line.
@@ -237,7 +243,7 @@ func clean(s string) string {
 			b.WriteRune(r)
 		}
 	}
-	return plainEmoji(b.String())
+	return b.String()
 }
 
 // isBidiControl reports the embeddings, overrides and isolates of the

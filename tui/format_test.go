@@ -370,3 +370,23 @@ func TestWrapWords(t *testing.T) {
 		}
 	}
 }
+
+// Filters match text as the screen shows it: escape sequences it leaves
+// out neither hide a match nor make one.
+func TestContainsFoldMatchesTheShownText(t *testing.T) {
+	for _, tc := range []struct {
+		s, needle string
+		want      bool
+	}{
+		{"ansi \x1b[31mRED\x1b[0m done", "ansi red", true},
+		{"ansi \x1b]0;PWN\x07 done", "pwn", false},
+		{"tab\there", "tab    here", true},
+		{"Plain Text", "plain t", true},
+		{"bidi \u202eevil", "bidi evil", true},
+		{"short", "longer than it", false},
+	} {
+		if got := containsFold(tc.s, tc.needle); got != tc.want {
+			t.Errorf("containsFold(%q, %q) = %v, want %v", tc.s, tc.needle, got, tc.want)
+		}
+	}
+}

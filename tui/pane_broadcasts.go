@@ -182,6 +182,11 @@ func containsFold(s, lowerNeedle string) bool {
 	if lowerNeedle == "" {
 		return true
 	}
+	if needsClean(s) {
+		// Matched as shown: an escape sequence the screen leaves out
+		// neither hides a match nor makes one.
+		s = stripControls(s)
+	}
 	if len(s) < len(lowerNeedle) {
 		return false
 	}
