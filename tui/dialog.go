@@ -212,19 +212,21 @@ func (m *model) sheetLines(w int) []string {
 	}
 	// The keys of a dialog are in the footer; the sheet only says what is
 	// happening.
-	footer := func() {
+	notes := func() []string {
+		var out []string
 		if d.restored {
-			body = append(body, s.dim.Render("what you typed before"+s.g.sep+"ctrl+u clears it"))
+			out = append(out, s.dim.Render("what you typed before"+s.g.sep+"ctrl+u clears it"))
 		}
 		if d.joined {
-			body = append(body, s.dim.Render("pasted: its line breaks became spaces"))
+			out = append(out, s.dim.Render("pasted: its line breaks became spaces"))
 		}
 		if d.err != "" {
-			body = append(body, s.errText.Render(s.g.failed+" "+oneLine(d.err)))
+			out = append(out, s.errText.Render(s.g.failed+" "+oneLine(d.err)))
 		}
 		if d.sending {
-			body = append(body, s.dim.Render("sending"+s.g.ellipsis))
+			out = append(out, s.dim.Render("sending"+s.g.ellipsis))
 		}
+		return out
 	}
 
 	switch d.kind {
@@ -243,7 +245,7 @@ func (m *model) sheetLines(w int) []string {
 		}
 		body = append(body, "category: "+strings.Join(cats, "  ")+s.dim.Render("   ("+label(k.CycleCategory)+")"))
 		body = append(body, inputView(&d.input))
-		footer()
+		body = append(body, notes()...)
 	case dialogMessage:
 		// The id goes first where the title is short: cut, it would read
 		// as another session's.
@@ -251,7 +253,7 @@ func (m *model) sheetLines(w int) []string {
 		mode := radio(!d.noReply, "wake the session") + "   " + radio(d.noReply, "no-reply: deliver passively at its next turn")
 		body = append(body, "delivery: "+mode+s.dim.Render("   ("+label(k.ToggleNoReply)+")"))
 		body = append(body, inputView(&d.input))
-		footer()
+		body = append(body, notes()...)
 	case dialogAnswer:
 		q, i, ok := m.st.question(d.questionID)
 		if !ok {
@@ -266,25 +268,24 @@ func (m *model) sheetLines(w int) []string {
 		if len(qlines) > 6 {
 			qlines = append(qlines[:5], s.g.ellipsis)
 		}
-		for _, l := range qlines {
-			body = append(body, s.bold.Render(l))
-		}
+		var opts []string
+		how := ""
 		if len(q.Options) > 0 {
-			var opts []string
+			var items []string
 			for j, o := range q.Options {
 				opt := strconv.Itoa(j+1) + ". " + oneLine(o.Label)
 				if o.ID != "" && o.ID != o.Label {
 					opt += s.dim.Render(" [" + oneLine(o.ID) + "]")
 				}
-				opts = append(opts, opt)
+				items = append(items, opt)
 			}
-			body = append(body, packColumns(opts, inner, "   ")...)
-			how := "type a number or an id, or free text"
+			opts = packColumns(items, inner, "   ")
+			how = "type a number or an id, or free text"
 			if q.MultiSelect {
 				how = "type one or more numbers or ids (1,3), or free text"
 			}
-			body = append(body, s.dim.Render(how))
 		}
+		remembered := ""
 		if q.Remembered != "" {
 			// On one line: a long answer given before must not push the
 			// question and its options out of the sheet (the key puts it
@@ -292,10 +293,21 @@ func (m *model) sheetLines(w int) []string {
 			head, tail := "you answered this before: ", "  ("+label(k.UseRemembered)+" to use it)"
 			open, end := s.g.quoteOpen, s.g.quoteClose
 			room := max(inner-cellWidth(head+open+end+tail), 10)
-			body = append(body, s.dim.Render(head)+open+s.g.trunc(oneLine(q.Remembered), room)+end+s.dim.Render(tail))
+			remembered = s.dim.Render(head) + open + s.g.trunc(oneLine(q.Remembered), room) + end + s.dim.Render(tail)
 		}
-		body = append(body, inputView(&d.input))
-		footer()
+		end := append([]string{inputView(&d.input)}, notes()...)
+		qlines, opts, how, remembered = m.fitAnswer(inner, qlines, opts, how, remembered, rowsOf(end, inner))
+		for _, l := range qlines {
+			body = append(body, s.bold.Render(l))
+		}
+		body = append(body, opts...)
+		if how != "" {
+			body = append(body, s.dim.Render(how))
+		}
+		if remembered != "" {
+			body = append(body, remembered)
+		}
+		body = append(body, end...)
 	case dialogConfirm:
 		title, body = m.confirmText()
 	default:
@@ -309,6 +321,51 @@ func (m *model) sheetLines(w int) []string {
 		}
 	}
 	return s.box(title, lines, w, len(lines)+2, true)
+}
+
+// rowsOf is how many rows lines take in a sheet whose text is inner wide.
+func rowsOf(lines []string, inner int) int {
+	n := 0
+	for _, l := range lines {
+		n += strings.Count(wrapText(l, inner), "\n") + 1
+	}
+	return n
+}
+
+// fitAnswer shortens the answer sheet's parts to the rows the terminal
+// leaves it, besides the fixed rows its input and notes take: the answer
+// already given goes first, then the question keeps one row, then the
+// options their first rows with a count of the rest. What is left always
+// starts with the question, so the person knows what the options answer.
+func (m *model) fitAnswer(inner int, q, opts []string, how, remembered string, fixed int) ([]string, []string, string, string) {
+	room := computeLayout(m.width, m.height, m.chrome(1<<20)).sheet.h - 2 - fixed
+	s := &m.styles
+	used := func() int {
+		n := len(q) + rowsOf(opts, inner)
+		if how != "" {
+			n += rowsOf([]string{how}, inner)
+		}
+		if remembered != "" {
+			n += rowsOf([]string{remembered}, inner)
+		}
+		return n
+	}
+	if used() <= room {
+		return q, opts, how, remembered
+	}
+	remembered = ""
+	if over := used() - room; over > 0 && len(q) > 1 {
+		keep := max(len(q)-over, 1)
+		q = append(q[:keep-1:keep-1], s.g.trunc(strings.TrimSuffix(q[keep-1], s.g.ellipsis)+" "+s.g.ellipsis, inner))
+	}
+	// Rows of options go from the end, counted on the line of how to
+	// answer.
+	all, rest := opts, how
+	for keep := len(all) - 1; keep >= 1 && used() > room; keep-- {
+		opts = all[:keep:keep]
+		how = plural(len(all)-keep, "more row of options", "more rows of options") + " below (a taller terminal shows them)" + s.g.sep + rest
+	}
+	return q, opts, how, remembered
 }
 
 // confirmText is the question of a y/n confirmation.

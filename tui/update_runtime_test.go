@@ -805,3 +805,33 @@ func TestFailedRunResumeCommandSeesTheReason(t *testing.T) {
 		t.Errorf("the resume command was made for %q", got)
 	}
 }
+
+// A sheet too short for a long question and its options keeps the start
+// of the question and says how many rows of options it leaves out, above
+// the input line: the person sees what they answer, and that there is more.
+func TestAnswerSheetFitsAShortTerminal(t *testing.T) {
+	var opts []event.Option
+	for i := range 8 {
+		opts = append(opts, event.Option{ID: fmt.Sprintf("o%d", i), Label: strings.Repeat("a long option label ", 3) + fmt.Sprint(i)})
+	}
+	question := "START of a long question. " + strings.Repeat("More words of the question to read. ", 12)
+	for _, size := range [][2]int{{60, 16}, {80, 20}, {100, 30}} {
+		m, _ := demoModel(t, size[0], size[1])
+		m = applyQuestion(m, event.QuestionClosed, "s-res1", event.QuestionInfo{ID: "q-1", Status: "timed_out"})
+		m = applyQuestion(m, event.QuestionClosed, "s-res2", event.QuestionInfo{ID: "q-2", Status: "timed_out"})
+		m = applyQuestion(m, event.QuestionOpened, "s-res1", event.QuestionInfo{ID: "q-9", FromSession: "s-res1", From: "researcher (r-1)",
+			Question: question, Options: opts, AllowHuman: true, Status: "open", Remembered: "an answer from before"})
+		m, _ = press(t, m, "a")
+		mustContain(t, m, "START of a long question", "> ")
+		view := plainView(m)
+		if !strings.Contains(view, "1. a long option") {
+			t.Errorf("%dx%d: the first option is not shown:\n%s", size[0], size[1], view)
+		}
+		if all, said := strings.Contains(view, "8. a long option"), strings.Contains(view, "of options below"); all == said {
+			t.Errorf("%dx%d: the last option shown %v, options said to be left out %v:\n%s", size[0], size[1], all, said, view)
+		}
+		if size[1] >= 30 && !strings.Contains(view, "an answer from before") {
+			t.Errorf("%dx%d: the answer given before is left out where there is room:\n%s", size[0], size[1], view)
+		}
+	}
+}
