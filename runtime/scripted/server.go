@@ -323,6 +323,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	p := pacer{ctx: r.Context(), closed: s.closed}
 	if !p.wait(time.Duration(s.latency.Load()) - time.Since(arrived)) {
 		s.cancelled.Add(1)
+		s.cutShort(w, &p, false)
 		return
 	}
 	if f != nil && f.Status != 0 {
@@ -339,6 +340,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	if !req.Stream {
 		if f != nil && !p.wait(f.Stall) {
 			s.cancelled.Add(1)
+			s.cutShort(w, &p, false)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
@@ -395,6 +397,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		}
 		if !s.write(w, flusher, st.buf[from:st.ends[i-1]]) || !p.wait(d) {
 			s.cancelled.Add(1)
+			s.cutShort(w, &p, true)
 			return
 		}
 		from = st.ends[i-1]
@@ -407,6 +410,22 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.completed.Add(1)
+}
+
+// cutShort ends a reply the server's closing interrupted, so that no
+// client takes it for a whole one: before anything was sent, a 503 saying
+// why; in the middle of a stream, a broken connection (a handler that
+// returned would end the stream as if it were complete). A client that
+// went away gets nothing.
+func (s *Server) cutShort(w http.ResponseWriter, p *pacer, started bool) {
+	if !p.closing() || p.ctx.Err() != nil {
+		return
+	}
+	if started {
+		panic(http.ErrAbortHandler)
+	}
+	w.Header().Set("Connection", "close")
+	writeError(w, http.StatusServiceUnavailable, "the scripted model is shutting down", "server_error")
 }
 
 // write sends chunks and flushes them to the client.
@@ -444,6 +463,16 @@ type pacer struct {
 	ctx    context.Context
 	closed <-chan struct{}
 	t      *time.Timer
+}
+
+// closing reports whether the server is closing.
+func (p *pacer) closing() bool {
+	select {
+	case <-p.closed:
+		return true
+	default:
+		return false
+	}
 }
 
 func (p *pacer) wait(d time.Duration) bool {

@@ -2,11 +2,13 @@ package scripted
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"strings"
 	"testing"
@@ -633,6 +635,43 @@ func TestStartOnEveryAddressGivesALoopbackURL(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
 			t.Errorf("GET %s/models: %s", base, resp.Status)
+		}
+	}
+}
+
+// A reply that the server's closing interrupts never reads as a whole one:
+// before anything is sent it is a 503 saying why (the handler returning
+// with nothing written would be an empty 200); in the middle of a stream
+// the connection is broken, not the stream ended.
+func TestClosingCutsRepliesShortVisibly(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		s := New(Config{Latency: time.Hour, StreamSpeed: 1, Policy: fixedPolicy(Reply{Content: "a reply of several words to pace"})})
+		if stream {
+			s.SetLatency(0)
+		}
+		body, _ := json.Marshal(map[string]any{"stream": stream, "messages": []map[string]string{{"role": "user", "content": "q"}}})
+		rec := httptest.NewRecorder()
+		panicked := make(chan any, 1)
+		go func() {
+			defer func() { panicked <- recover() }()
+			s.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/chat/completions", bytes.NewReader(body)))
+		}()
+		for s.Stats().Active == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		if stream {
+			time.Sleep(20 * time.Millisecond) // the first chunk is out, the next paced a second later
+		}
+		s.mu.Lock()
+		s.closing = true
+		close(s.closed) // as Close does, before the connections go
+		s.mu.Unlock()
+		p := <-panicked
+		switch {
+		case stream && p != http.ErrAbortHandler:
+			t.Errorf("a stream cut by closing ended with %v; want the connection aborted", p)
+		case !stream && (p != nil || rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "shutting down")):
+			t.Errorf("a reply cut by closing: panic %v, %d %q; want 503 shutting down", p, rec.Code, rec.Body.String())
 		}
 	}
 }
