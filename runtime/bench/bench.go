@@ -8,6 +8,7 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -118,7 +119,8 @@ type Report struct {
 	IdealS             float64 `json:"ideal_s"`
 	WallS              float64 `json:"wall_s"`
 	// Efficiency is ideal / wall; 0 when the latency is 0 (the ideal is 0
-	// and only the CPU cost per turn means anything).
+	// and only the CPU cost per turn means anything), which the JSON
+	// writes as null, not as a measured 0.
 	Efficiency              float64 `json:"efficiency"`
 	PeakRSSMB               float64 `json:"peak_rss_mb"`
 	LLMCalls                int64   `json:"llm_calls"`
@@ -141,6 +143,25 @@ type Report struct {
 	RequestKBPerCall         float64 `json:"request_kb_per_call"`
 	StoredMessagesPerSession float64 `json:"stored_messages_per_session"`
 	Targets                  []Check `json:"targets"` // those that apply to this shape
+}
+
+// MarshalJSON writes the report with its efficiency null where it has
+// none (at 0 latency).
+func (r Report) MarshalJSON() ([]byte, error) {
+	type plain Report
+	return json.Marshal(struct {
+		plain
+		Efficiency *float64 `json:"efficiency"`
+	}{plain(r), ratioOrNil(r.IdealS, r.Efficiency)})
+}
+
+// ratioOrNil is &eff, or nil when there was no ideal time to measure
+// against.
+func ratioOrNil(ideal, eff float64) *float64 {
+	if ideal <= 0 {
+		return nil
+	}
+	return &eff
 }
 
 // Run builds a fresh engine on the scripted model with the bench policy,

@@ -55,6 +55,13 @@ func TestRunSmallSwarm(t *testing.T) {
 			if rep.Events <= 0 || rep.StoredMessages < 2*rep.Agents || rep.WallS <= 0 || rep.PeakRSSMB <= 0 || rep.CPUMicrosPerTurn <= 0 {
 				t.Fatalf("implausible report: %+v", rep)
 			}
+			var written map[string]any
+			if b, err := json.Marshal(rep); err != nil || json.Unmarshal(b, &written) != nil {
+				t.Fatalf("report as JSON: %v", err)
+			}
+			if eff, ok := written["efficiency"]; !ok || (latency == 0) != (eff == nil) {
+				t.Fatalf("JSON efficiency %v (present %v) at latency %v; want null at 0 only", eff, ok, latency)
+			}
 			if latency == 0 {
 				if rep.Efficiency != 0 {
 					t.Fatalf("efficiency %v at 0 latency, want 0 (not meaningful)", rep.Efficiency)

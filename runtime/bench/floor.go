@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -38,6 +39,16 @@ type FloorReport struct {
 	CPUMicrosPerCall float64 `json:"cpu_us_per_call"`
 	GoVersion        string  `json:"go_version"`
 	GOMAXPROCS       int     `json:"gomaxprocs"`
+}
+
+// MarshalJSON writes the report with its efficiency null at 0 latency, as
+// Report does.
+func (r FloorReport) MarshalJSON() ([]byte, error) {
+	type plain FloorReport
+	return json.Marshal(struct {
+		plain
+		Efficiency *float64 `json:"efficiency"`
+	}{plain(r), ratioOrNil(r.IdealS, r.Efficiency)})
 }
 
 // Floor makes the calls of a bench run of o's shape with HTTP alone: a
