@@ -236,6 +236,8 @@ func TestCLIRefusesMistakes(t *testing.T) {
 		{[]string{"bench", "--floor", "--cpuprofile", filepath.Join(dir, "cpu.prof")}, 2, "--cpuprofile has no effect with --floor", ""},
 		{[]string{"bench", "--startup", "--db", fresh}, 2, "--db has no effect with --startup", ""},
 		{[]string{"bench", "--agents", "100000"}, 2, "--agents 100000: at most 20000", ""},
+		{[]string{"bench", "--turns", "1000000"}, 2, "--turns 1000000: at most 1000", ""},
+		{[]string{"bench", "--broadcasts-per-agent", "100000"}, 2, "--broadcasts-per-agent 100000: at most 1000", ""},
 		// A --db that cannot be used is bad usage for bench as for run.
 		{[]string{"bench", "--agents", "2", "--latency", "0", "--db", dir}, 2, "the database " + dir + " is a directory: give the database file", ""},
 		{[]string{"bench", "--agents", "2", "--latency", "0", "--db", notDB}, 2, notDB + ": file is not a database", ""},

@@ -81,6 +81,14 @@ func (e *dbError) Is(target error) bool { return target == ErrBadOptions }
 // what a run would measure.
 const maxAgents = 20000
 
+// maxTurns and maxBroadcasts bound a leaf's work: its history grows with
+// each turn and each broadcast, and past them a run measures encoding one
+// ever longer conversation, not what a turn costs (and takes hours).
+const (
+	maxTurns      = 1000
+	maxBroadcasts = 1000
+)
+
 // Check refuses options that describe no swarm to measure, naming the
 // flag; Run and Floor check too.
 func (o *Options) Check() error {
@@ -96,10 +104,14 @@ func (o *Options) Check() error {
 		return badOption("--fanout %d: at most %d, the most children one sessions_spawn call starts", o.Fanout, agents.MaxSpawnTasks)
 	case o.Turns < 1:
 		return badOption("--turns %d: each agent takes at least 1 turn", o.Turns)
+	case o.Turns > maxTurns:
+		return badOption("--turns %d: at most %d (each turn adds to a leaf's history, which every later turn sends again)", o.Turns, maxTurns)
 	case o.Latency < 0:
 		return badOption("--latency %s is negative; use 0 for none", o.Latency)
 	case o.Broadcasts < 0:
 		return badOption("--broadcasts-per-agent %d is negative; use 0 for none", o.Broadcasts)
+	case o.Broadcasts > maxBroadcasts:
+		return badOption("--broadcasts-per-agent %d: at most %d (each one adds to the histories of the leaf and its siblings)", o.Broadcasts, maxBroadcasts)
 	}
 	return nil
 }
