@@ -383,15 +383,26 @@ func (st *scenarioStep) compile(where []any) (scenarioReply, error) {
 		case nil:
 		case string:
 			fault.RetryAfter = v
-		default:
+		case int, int64, uint64:
 			fault.RetryAfter = fmt.Sprint(v)
+		default:
+			return out, &scenarioPathError{at(where, "fault", "retry_after"), fmt.Sprintf("give whole seconds (1) or an HTTP date (a string), not %v", v)}
+		}
+		if f.RetryAfterMs < 0 {
+			return out, &scenarioPathError{at(where, "fault", "retry_after_ms"), fmt.Sprintf("%d is negative", f.RetryAfterMs)}
 		}
 		if f.Stall != "" {
 			d, err := time.ParseDuration(f.Stall)
 			if err != nil {
 				return out, &scenarioPathError{at(where, "fault", "stall"), err.Error() + " (write it like 5s or 250ms)"}
 			}
+			if d < 0 {
+				return out, &scenarioPathError{at(where, "fault", "stall"), f.Stall + " is negative"}
+			}
 			fault.Stall = d
+		}
+		if f.Times < -1 {
+			return out, &scenarioPathError{at(where, "fault", "times"), fmt.Sprintf("%d: give how many times (1 or more), or -1 for always", f.Times)}
 		}
 		if fault.Status == 0 && !fault.Truncate && fault.Stall == 0 {
 			return out, &scenarioPathError{at(where, "fault"), "set status, truncate or stall"}
