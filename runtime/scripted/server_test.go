@@ -485,6 +485,7 @@ func TestBadRequestsGetOpenAIErrors(t *testing.T) {
 		{"empty", ``, "empty"},
 		{"no messages", `{"model":"m"}`, "messages is required"},
 		{"no role", `{"messages":[{"content":"x"}]}`, "role is required"},
+		{"unknown role", `{"messages":[{"role":"bogus","content":"x"}]}`, `messages[0].role "bogus" is not one of system`},
 		{"bad content", `{"messages":[{"role":"user","content":5}]}`, "content must be"},
 		{"trailing data", `{"messages":[{"role":"user","content":"x"}]} {}`, "after the request"},
 	} {
@@ -513,7 +514,7 @@ func TestBadRequestsGetOpenAIErrors(t *testing.T) {
 	if !errors.As(err, &apiErr) || apiErr.HTTPStatusCode != 400 || apiErr.Type != "invalid_request_error" {
 		t.Fatalf("err = %v", err)
 	}
-	if st := s.Stats(); st.BadRequests != 8 || st.Requests != 8 {
+	if st := s.Stats(); st.BadRequests != 9 || st.Requests != 9 {
 		t.Fatalf("stats = %+v", st)
 	}
 	resp, err := http.Get(base + "/nope")

@@ -183,8 +183,12 @@ func (r *jsonReader) message(n int) Message {
 			r.skip()
 		}
 	})
-	if r.err == nil && m.Role == "" {
+	switch {
+	case r.err != nil:
+	case m.Role == "":
 		r.err = fmt.Errorf("messages[%d].role is required (system, user, assistant or tool)", n)
+	case !knownRole(m.Role):
+		r.err = fmt.Errorf("messages[%d].role %q is not one of system, developer, user, assistant, tool or function", n, m.Role)
 	}
 	return m
 }
@@ -286,6 +290,17 @@ func (r *jsonReader) role() string {
 	default:
 		return r.keep(s)
 	}
+}
+
+// knownRole reports the roles a chat request may give a message: OpenAI's
+// four, "developer" (its newer name for system) and "function" (its older
+// one for tool).
+func knownRole(role string) bool {
+	switch role {
+	case "system", "user", "assistant", "tool", "developer", "function":
+		return true
+	}
+	return false
 }
 
 // keep returns the string just read in a form that outlives the body: a
