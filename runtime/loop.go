@@ -744,7 +744,7 @@ func (s *Session) callModel() (*llm.Response, error) {
 			"wait", rt.Wait, "reason", rt.Reason)
 		// When first, then why: a row cut at the pane's width keeps the
 		// short part, and the start of the cause.
-		s.noteRetry(fmt.Sprintf("attempt %d of %d in %s: %s", rt.Attempt+1, rt.Of, rt.Wait.Round(100*time.Millisecond),
+		s.noteRetry(fmt.Sprintf("attempt %d of %d in %s: %s", rt.Attempt+1, rt.Of, retryWait(rt.Wait),
 			strings.TrimSuffix(rt.Reason, ".")))
 	}
 	resp, err := s.r.e.llm.Stream(s.ctx, req, onDelta)
@@ -1304,6 +1304,15 @@ func toolErrorJSON(name, msg string) string {
 func errorJSON(msg string) string {
 	b, _ := plainJSON(map[string]string{"error": msg})
 	return string(b)
+}
+
+// retryWait shows the wait before a retry to a tenth of a second, or to
+// the millisecond under one (a server's retry-after-ms of 10 is not "0s").
+func retryWait(d time.Duration) string {
+	if d < 100*time.Millisecond {
+		return d.Round(time.Millisecond).String()
+	}
+	return d.Round(100 * time.Millisecond).String()
 }
 
 // plainJSON is json.Marshal without its HTML escaping: tool results are

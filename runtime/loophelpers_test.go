@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
@@ -51,5 +52,20 @@ func TestClipJSONKeepsWhatFits(t *testing.T) {
 				t.Error("< written as \\u003c")
 			}
 		})
+	}
+}
+
+func TestRetryWaitIsNeverShownAsZero(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		0:                        "0s",
+		10 * time.Millisecond:    "10ms",
+		99400 * time.Microsecond: "99ms",
+		250 * time.Millisecond:   "300ms",
+		1540 * time.Millisecond:  "1.5s",
+		2 * time.Minute:          "2m0s",
+	} {
+		if got := retryWait(d); got != want {
+			t.Errorf("retryWait(%s) = %s, want %s", d, got, want)
+		}
 	}
 }
