@@ -377,7 +377,7 @@ func (m *model) confirmText() (string, []string) {
 	case confirmQuit:
 		id := m.st.run.ID
 		return "Quit?", []string{
-			"The run " + id + " is still running. Quitting closes the dashboard; the run stays stored, and this reopens it:",
+			"The run " + id + " is still running. Quitting stops its agents where they are; the run stays stored, and this continues it:",
 			// On a line of its own, so that wrapping the sentence does not
 			// break the command at one of its hyphens.
 			s.bold.Render(m.resumeCommand()),
