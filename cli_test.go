@@ -182,6 +182,10 @@ func TestCLIRefusesMistakes(t *testing.T) {
 			"--provider took r-000001, a run id by the look of it, as its value, and no run id was left: give a value after --provider, or leave it out (usage:", ""},
 		{[]string{"resume", "--headless", "--db", "r-000001"}, 2, "--db took r-000001, a run id by the look of it, as its value", ""},
 		{[]string{"resume", "--db", ended}, 2, "no stored run can be continued: `swarmdeck --db " + ended + " runs` lists them", ""},
+		// A run that has ended is said to have, before a terminal is
+		// looked for (the advice to resume it headless would fail).
+		{[]string{"resume", "--db", ended, "r-000009"}, 2, "run r-000009 has already ended (completed), so there is nothing to resume", ""},
+		{[]string{"resume", "--db", failed, "r-000008"}, 2, "run r-000008 has already ended (cancelled)", ""},
 		{[]string{"resume", "--db", failed}, 2, "the newest run that can be continued is r-000007 (g, ", ""},
 		{[]string{"run", "--headless", "--db", fresh}, 2, "(usage: swarmdeck run [--headless] [--json] [--control -] GOAL)", ""},
 		{[]string{"--db", fresh, "rnus"}, 2, `unknown command "rnus": did you mean run or runs?`, ""},

@@ -1457,9 +1457,9 @@ func (cf *commonFlags) keepRunProvider(ctx context.Context, id string) error {
 	if err != nil {
 		return notFound(err)
 	}
-	if why := runtime.NotResumed(rec); why != "" {
+	if err := runtime.Unresumable(rec); err != nil {
 		// Before the dashboard or the terminal are looked at.
-		return usageErr(fmt.Errorf("run %s is %s", rec.ID, why))
+		return usageErr(err)
 	}
 	if cf.provider != "" {
 		// Another provider, chosen anew: the run's server and model were

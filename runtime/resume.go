@@ -41,6 +41,19 @@ func NotResumed(rec *store.Run) string {
 	return ""
 }
 
+// Unresumable says why a run cannot be resumed whatever is done (it has
+// ended, or is a bench run); nil if it may be.
+func Unresumable(rec *store.Run) error {
+	switch rec.Status {
+	case RunCompleted, RunCancelled:
+		return fmt.Errorf("run %s has already ended (%s), so there is nothing to resume: open it with `swarmdeck view %s`", rec.ID, rec.Status, rec.ID)
+	}
+	if why := NotResumed(rec); why != "" {
+		return fmt.Errorf("run %s is %s", rec.ID, why)
+	}
+	return nil
+}
+
 // ResumeIn is Resume in another workspace than the run's (none: its own),
 // which becomes the run's: for a run whose directory was moved or removed.
 func (e *Engine) ResumeIn(ctx context.Context, runID, workspace string) (*Run, error) {
@@ -49,12 +62,8 @@ func (e *Engine) ResumeIn(ctx context.Context, runID, workspace string) (*Run, e
 	if err != nil {
 		return nil, err
 	}
-	switch rec.Status {
-	case RunCompleted, RunCancelled:
-		return nil, fmt.Errorf("run %s has already ended (%s), so there is nothing to resume: open it with `swarmdeck view %s`", rec.ID, rec.Status, rec.ID)
-	}
-	if why := NotResumed(rec); why != "" {
-		return nil, fmt.Errorf("run %s is %s", rec.ID, why)
+	if err := Unresumable(rec); err != nil {
+		return nil, err
 	}
 	if workspace != "" {
 		abs, err := filepath.Abs(workspace)
