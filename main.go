@@ -357,7 +357,7 @@ Without an API key it uses the scripted model, so "swarmdeck" works offline.`,
 	pf.StringVar(&cf.provider, "provider", "", "provider from the config (auto, openai, scripted, ...)")
 	pf.StringVar(&cf.baseURL, "base-url", "", "base URL of an OpenAI-compatible server, e.g. http://localhost:11434/v1")
 	pf.StringVar(&cf.model, "model", "", "model to request")
-	pf.StringVar(&cf.workspace, "workspace", "", "directory the file tools may use (default: the current directory)")
+	pf.StringVar(&cf.workspace, "workspace", "", "directory the file tools may use (default: the current directory; for resume, the run's own)")
 	pf.DurationVar(&cf.scriptedLatency, "scripted-latency", 0, "latency of the scripted model before each reply, e.g. 50ms")
 	pf.IntVar(&cf.scriptedSpeed, "scripted-stream-speed", 0, "chunks per second the scripted model streams its replies at (0: each reply at once; default: stream_speed in the config)")
 	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
