@@ -119,7 +119,10 @@ func (o *Options) Check() error {
 // Report is what a bench run measured. The JSON keys are what `swarmdeck
 // bench --json` prints.
 type Report struct {
-	RunID              string  `json:"run_id"`
+	RunID string `json:"run_id"`
+	// DB is the database the run is kept in (--db); "" when it was a
+	// temporary one, removed with the run.
+	DB                 string  `json:"db,omitempty"`
 	Status             string  `json:"status"`
 	RequestedAgents    int     `json:"requested_agents"`
 	Agents             int     `json:"agents"` // sessions actually created
@@ -250,7 +253,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 		return nil, fmt.Errorf("start the bench run: %w", err)
 	}
-	rep.RunID = run.ID()
+	rep.RunID, rep.DB = run.ID(), o.DB
 	err = follow(ctx, run, sub, sessions, eng.Scripted(), t0, o.Progress)
 	wall := time.Since(t0)
 	cpu := processCPU() - cpu0

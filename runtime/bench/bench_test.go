@@ -208,10 +208,16 @@ func TestWriteReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := b.String()
-	for _, want := range []string{"1000 agents", "0.988", "≥ 0.97", "✓", "350.0 MB", "≤ 300 MB  ✗"} {
+	for _, want := range []string{"1000 agents", "0.988", "≥ 0.97", "✓", "350.0 MB", "≤ 300 MB  ✗", "run r-1 (in a temporary database, removed"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+	// A run kept with --db says where.
+	r.DB = "/tmp/b.db"
+	b.Reset()
+	if err := WriteReport(&b, r); err != nil || !strings.Contains(b.String(), "run r-1 in /tmp/b.db\n") {
+		t.Errorf("a kept run's report: %v\n%s", err, b.String())
 	}
 	for line := range strings.Lines(out) {
 		if strings.HasSuffix(line, " \n") {

@@ -131,8 +131,12 @@ func WriteReport(w io.Writer, r *Report) error {
 	if err := flushTable(w, tw, &table); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "\n  %s, GOMAXPROCS %d, %d GC cycles, %.1f MB heap at the end, run %s\n",
-		r.GoVersion, r.GOMAXPROCS, r.GCCycles, r.HeapAllocMB, r.RunID)
+	kept := " (in a temporary database, removed: --db FILE keeps a run for view and export)"
+	if r.DB != "" {
+		kept = " in " + r.DB
+	}
+	_, err := fmt.Fprintf(w, "\n  %s, GOMAXPROCS %d, %d GC cycles, %.1f MB heap at the end, run %s%s\n",
+		r.GoVersion, r.GOMAXPROCS, r.GCCycles, r.HeapAllocMB, r.RunID, kept)
 	return err
 }
 
