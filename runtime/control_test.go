@@ -170,7 +170,7 @@ func TestProgressLines(t *testing.T) {
 	p.print(event.Event{Type: event.QuestionClosed, Question: &event.QuestionInfo{ID: "q-2", Status: "closed",
 		Responses: map[string]string{}, TimedOut: []string{}}})
 	want := "  ✗ s-2 explorer (assets) cancelled: parent s-1 failed\n" +
-		"  ? q-1 closed: timed out, 1 answered, no answer from human\n" +
+		"  ? q-1 closed, timed out: 1 answer; no answer from human\n" +
 		"  ? q-2 closed: the session that asked it ended\n"
 	if w.String() != want {
 		t.Errorf("progress:\n%s\nwant:\n%s", w.String(), want)

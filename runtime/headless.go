@@ -276,13 +276,21 @@ func (p *progress) printLog(ev event.Event) {
 		if q.Status == QuestionClosed {
 			what = "the session that asked it ended"
 		}
-		if n := len(q.Responses); n > 0 {
-			what += fmt.Sprintf(", %d answered", n)
+		var got []string
+		switch n := len(q.Responses); n {
+		case 0:
+		case 1:
+			got = append(got, "1 answer")
+		default:
+			got = append(got, fmt.Sprintf("%d answers", n))
 		}
 		if len(q.TimedOut) > 0 {
-			what += ", no answer from " + strings.Join(q.TimedOut, ", ")
+			got = append(got, "no answer from "+strings.Join(q.TimedOut, ", "))
 		}
-		fmt.Fprintf(p.w, "  ? %s closed: %s\n", q.ID, what)
+		if len(got) > 0 {
+			what += ": " + strings.Join(got, "; ")
+		}
+		fmt.Fprintf(p.w, "  ? %s closed, %s\n", q.ID, what)
 	case event.DelegationUpdated:
 		d := ev.Delegation
 		fmt.Fprintf(p.w, "  ⇢ delegation %s %s\n", d.ID, d.Status)
