@@ -161,7 +161,8 @@ func (m *model) broadcastContent(width int) []string {
 	}
 	field("time", when)
 	from := m.broadcastSender(b)
-	if b.FromSession != "" {
+	if b.FromSession != "" && !strings.Contains(from, b.FromSession) {
+		// An unlabelled session's name holds its id already.
 		from += s.g.sep + b.FromSession
 	}
 	field("from", from)

@@ -310,3 +310,16 @@ func TestBroadcastSheetKeepsLabelsWhole(t *testing.T) {
 		}
 	}
 }
+
+// A sender without a label is named with its id already: the sheet does
+// not repeat it.
+func TestBroadcastSheetNamesAnUnlabelledSenderOnce(t *testing.T) {
+	m, _ := demoModel(t, 100, 30)
+	e := ev(event.BroadcastSent, "s-root")
+	e.Broadcast = &event.BroadcastInfo{ID: "b-99", Kind: event.KindAnnounce, From: "orchestrator (s-root)", FromSession: "s-root",
+		Category: "context", Target: "all", Message: "checklist started", Timestamp: t0}
+	m = apply(m, e)
+	m = openDemoBroadcast(t, m, 0)
+	mustContain(t, m, "from:     orchestrator (s-root)")
+	mustNotContain(t, m, "orchestrator (s-root) · s-root")
+}
