@@ -295,14 +295,20 @@ func (m *model) renderFooter() string {
 	return " " + m.help.ShortHelpView(short)
 }
 
-// refusedAfterRun are the keys that can only be refused once the run has
-// ended, so the footer no longer offers them: a broadcast would reach
+// refusedAfterRun are the keys that can only be refused now, so the
+// footer does not offer them: while the run runs, answer and skip with no
+// question waiting; once it has ended, more of them: a broadcast would reach
 // nobody; with no question left there is nothing to answer or skip; with
 // every session ended there is nothing to cancel; and a cancelled run takes
 // no message. A message still wakes a session of a run that has completed
 // or failed.
 func (m *model) refusedAfterRun(keys keyMap) []key.Binding {
 	if m.st.runActive() {
+		// While it runs, answer and skip wait for a question (the help
+		// sheet still lists them).
+		if len(m.st.questions) == 0 {
+			return []key.Binding{keys.Answer, keys.Skip}
+		}
 		return nil
 	}
 	drop := []key.Binding{keys.Broadcast}

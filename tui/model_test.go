@@ -265,7 +265,8 @@ func TestFooterKeepsTheWayOutAtMinimumWidth(t *testing.T) {
 	}
 }
 
-// Once the run has ended the footer offers only keys that still act: no
+// The footer offers only keys that act: while the run runs, no answer or
+// skip without a question; once it has ended, no
 // broadcast, no answer or skip without a question, no cancel with every
 // session ended, and no message in a cancelled run. Pressed anyway, each is
 // refused with a reason (TestActionsOnWhatHasEnded).
@@ -291,6 +292,8 @@ func TestFooterAfterTheRunEnds(t *testing.T) {
 		want, not        []string
 	}{
 		{"running", true, true, []string{"b broadcast", "m message", "a answer", "s skip", "x cancel"}, nil},
+		// While it runs, answer and skip wait for a question.
+		{"running", false, false, []string{"b broadcast", "m message", "x cancel"}, []string{"a answer", "s skip"}},
 		{"completed", true, false, []string{"m message", "? help", "q quit"}, []string{"broadcast", "answer", "skip", "cancel"}},
 		{"cancelled", true, false, []string{"? help"}, []string{"broadcast", "message", "answer", "cancel"}},
 		// A failed run's sessions left unfinished can still be cancelled,
