@@ -196,7 +196,7 @@ func pruneCmd(cf *commonFlags, stdout, stderr io.Writer) *cobra.Command {
 	var olderThan string
 	var dryRun, vacuumOnly bool
 	cmd := &cobra.Command{
-		Use:        "prune --older-than DURATION [--dry-run]",
+		Use:        "prune --older-than AGE [--dry-run] | --vacuum-only",
 		SuggestFor: []string{"clean", "cleanup", "gc", "vacuum"},
 		Short:      "Delete the runs that ended longer ago than a given age",
 		Long: `prune deletes the stored runs that have ended (completed, failed,
@@ -230,7 +230,7 @@ back once no swarmdeck is running.`,
 			var age time.Duration
 			if !vacuumOnly {
 				if !f.Changed("older-than") {
-					return usageErr(errors.New("prune: give --older-than DURATION, the age of the runs to delete, e.g. --older-than 30d (or --vacuum-only to only compact the database)"))
+					return usageErr(errors.New("prune: give --older-than AGE, the age of the runs to delete, e.g. --older-than 30d (or --vacuum-only to only compact the database)"))
 				}
 				var err error
 				if age, err = parseAge(olderThan); err != nil {
@@ -388,7 +388,7 @@ func runCount(n int) string {
 // parseAge reads the age of --older-than: a Go duration (12h, 90m,
 // 1h30m), or days (30d, 1.5d, 1d12h).
 func parseAge(s string) (time.Duration, error) {
-	bad := fmt.Errorf("--older-than %q is no age: give a number of days or a duration, e.g. 30d, 12h, 1d12h", s)
+	bad := fmt.Errorf("--older-than %q is not an age: give days, hours or minutes with their unit, e.g. 30d, 12h, 90m, 1d12h", s)
 	t := strings.TrimSpace(s)
 	notAbove := fmt.Errorf("--older-than %s: give an age above zero, e.g. 30d", t)
 	tooLong := fmt.Errorf("--older-than %s: give at most %dd (a hundred years)", t, maxAgeDays)

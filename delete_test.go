@@ -145,12 +145,12 @@ func TestPruneRuns(t *testing.T) {
 		args []string
 		want string
 	}{
-		{nil, "prune: give --older-than DURATION"},
+		{nil, "prune: give --older-than AGE"},
 		{[]string{"--older-than", "0"}, "--older-than 0: give an age above zero"},
 		{[]string{"--older-than", "-1h"}, "--older-than -1h: give an age above zero"},
 		{[]string{"--older-than", "0d"}, "--older-than 0d: give an age above zero"},
 		{[]string{"--older-than", "0d0h"}, "--older-than 0d0h: give an age above zero"},
-		{[]string{"--older-than", "30 days"}, `--older-than "30 days" is no age`},
+		{[]string{"--older-than", "30 days"}, `--older-than "30 days" is not an age`},
 		{[]string{"--older-than", "1d", "--vacuum-only"}, "--vacuum-only deletes no run"},
 		{[]string{"r-000001"}, `prune: takes no arguments, and was given "r-000001"`},
 		// An age without its flag is shown where it goes.
@@ -232,11 +232,11 @@ func TestParseAge(t *testing.T) {
 		}
 	}
 	for in, want := range map[string]string{
-		"": "is no age", "0": "above zero", "0d": "above zero", "0s": "above zero", "-1d": "above zero", "-2h": "above zero",
-		"d": "is no age", "1y": "is no age", "1dd": "is no age", "30 days": "is no age", "NaNd": "is no age", "Infd": "is no age",
+		"": "is not an age", "0": "above zero", "0d": "above zero", "0s": "above zero", "-1d": "above zero", "-2h": "above zero",
+		"d": "is not an age", "1y": "is not an age", "1dd": "is not an age", "30 days": "is not an age", "NaNd": "is not an age", "Infd": "is not an age",
 		"1d-2h": "no part below zero", "50000d": "at most 36500d", "1e9d": "at most 36500d", "1e400d": "at most 36500d",
 		"36500d2562047h": "at most 36500d", "1d2562047h": "at most 36500d", "2562048h": "at most 36500d", "36500d1h": "at most 36500d",
-		"9223372036854775807ns": "at most 36500d", "1h-": "is no age",
+		"9223372036854775807ns": "at most 36500d", "1h-": "is not an age",
 	} {
 		if got, err := parseAge(in); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("parseAge(%q) = %s, %v; want an error saying %q", in, got, err, want)
