@@ -409,3 +409,15 @@ func TestLightThemeShowsOnWhite(t *testing.T) {
 	light("a help description", s.help.ShortDesc.GetForeground())
 	light("a help separator", s.help.ShortSeparator.GetForeground())
 }
+
+// A pane too short for its rows counts those out of sight in its title,
+// above and below, as Broadcasts counts older and newer ones.
+func TestShortPanesCountTheRowsOutOfSight(t *testing.T) {
+	m, _ := demoModel(t, 80, 24)
+	mustContain(t, m, "Sessions · 11 · 5 running · ↓ 7 below", "Plans · orchestrator · s-root · ↓ 4 below")
+	m, _ = press(t, m, "G")
+	mustContain(t, m, "Sessions · 11 · 5 running · ↑ 7 above")
+	mustNotContain(t, m, "below · 2 ask you")
+	m, _ = demoModel(t, 160, 48)
+	mustNotContain(t, m, "below", "above")
+}

@@ -120,8 +120,15 @@ func (p *plansPane) Render(c *renderCtx) []string {
 		body = append(body, " "+s.dim.Render("the plan is empty"))
 	default:
 		// With its id: two orchestrators' plans are told apart.
-		title = fitItems(titleRoom(p.w), s.g.sep, whole(title), name, item{{0, p.session}}.goesAt(titleFewer+1))
 		tasks := planView(plan.Tasks)
+		items := []item{whole(title), name, item{{0, p.session}}.goesAt(titleFewer + 1)}
+		if p.offset > 0 {
+			items = append(items, arrowItem(s.g.up, p.offset, "above").goesAt(titleFewer+2))
+		}
+		if below := len(tasks) - p.offset - p.bodyRows(); below > 0 {
+			items = append(items, arrowItem(s.g.down, below, "below").goesAt(titleFewer+2))
+		}
+		title = fitItems(titleRoom(p.w), s.g.sep, items...)
 		var hold item
 		if n := c.st.sessions[p.session]; n != nil && c.st.waitingHuman(n) {
 			// Only its owner moves a plan, and it is held by a question:

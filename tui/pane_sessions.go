@@ -264,6 +264,15 @@ func (p *sessionsPane) title(g *glyphs, st *runState, readOnly bool) string {
 	if p.filter != "" {
 		items = append(items, p.filterTitle(g, p.matches, 0))
 	}
+	// Rows out of sight are counted, as the Broadcasts pane counts its
+	// older and newer ones: a short pane must not look like the whole
+	// tree.
+	if p.offset > 0 {
+		items = append(items, arrowItem(g.up, p.offset, "above").goesAt(titleFewer+2))
+	}
+	if below := len(p.rows) - p.offset - p.bodyRows(); below > 0 {
+		items = append(items, arrowItem(g.down, below, "below").goesAt(titleFewer+2))
+	}
 	if n := len(st.asking); n > 0 && readOnly {
 		// Whoever views a stored run cannot answer: the person running it can.
 		items = append(items, whole(plural(n, "asks the person", "ask the person")))
