@@ -1580,7 +1580,39 @@ func mockCmd(cf *commonFlags, stdout, stderr io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "mock-llm --addr HOST:PORT",
 		Short: "Serve the built-in scripted model as an OpenAI-compatible server",
-		Args:  noArgs,
+		Long: `mock-llm serves the built-in scripted model over HTTP at
+/v1/chat/completions and /v1/models, in the wire format of OpenAI or of the
+OpenAI-compatible endpoints of Ollama or llama.cpp (--dialect): for swarmdeck
+on another machine, or for testing your own tools. It answers any model name.
+
+Without --scenario it plays the demo the dashboard shows offline. A scenario
+file (YAML or JSON) scripts the replies instead, by the role and turn of the
+session asking (turn n of a session gets item n of its list; labels: wins
+over roles; sub-orchestrator: among the roles scripts the sessions
+delegate_task starts; default: answers any turn not scripted):
+
+  roles:
+    orchestrator:
+      - tool_calls:
+          - name: sessions_spawn
+            args: {task: "Look around", agent: explorer}
+      - content: done
+    explorer:
+      - fault: {status: 503, retry_after: 1}   # served once, then the reply
+        content: looked around
+  labels:
+    writer: [{content: "a draft"}]
+  shadow: {content: "I'd pick a."}             # answers ask_others for others
+  default: {content: ok}
+
+A fault takes status (400-599), body, retry_after (seconds or an HTTP date),
+retry_after_ms, truncate (end the stream early), stall (a pause after the
+first chunk, e.g. 5s) and times (how often, default 1; -1 always). A mistake
+in the file is reported with its line.`,
+		Example: `  swarmdeck mock-llm --addr 127.0.0.1:8089
+  swarmdeck mock-llm --addr 127.0.0.1:8089 --scenario faults.yaml --latency 0
+  swarmdeck --provider openai --base-url http://127.0.0.1:8089/v1 --model swarmdeck-scripted "a goal"`,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if latency < 0 {
 				return usageErr(fmt.Errorf("--latency %s: a latency cannot be negative", latency))
@@ -1621,7 +1653,7 @@ func mockCmd(cf *commonFlags, stdout, stderr io.Writer) *cobra.Command {
 	cmd.Flags().StringVar(&dialect, "dialect", "openai", "wire dialect: openai, ollama or llamacpp")
 	cmd.Flags().DurationVar(&latency, "latency", 400*time.Millisecond, "delay before each reply")
 	cmd.Flags().IntVar(&speed, "stream-speed", 60, "chunks per second while streaming (0: all at once)")
-	cmd.Flags().StringVar(&scenario, "scenario", "", "scenario file replacing the demo policy")
+	cmd.Flags().StringVar(&scenario, "scenario", "", "YAML or JSON file scripting the replies by role and turn, instead of the demo (see above)")
 	return cmd
 }
 
