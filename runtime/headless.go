@@ -272,9 +272,9 @@ func (p *progress) printLog(ev event.Event) {
 		}
 	case event.QuestionClosed:
 		q := ev.Question
-		what := strings.ReplaceAll(q.Status, "_", " ")
+		what, sep := "closed, "+strings.ReplaceAll(q.Status, "_", " "), ": "
 		if q.Status == QuestionClosed {
-			what = "the session that asked it ended"
+			what, sep = "closed: the session that asked it ended", "; "
 		}
 		var got []string
 		switch n := len(q.Responses); n {
@@ -288,9 +288,9 @@ func (p *progress) printLog(ev event.Event) {
 			got = append(got, "no answer from "+strings.Join(q.TimedOut, ", "))
 		}
 		if len(got) > 0 {
-			what += ": " + strings.Join(got, "; ")
+			what += sep + strings.Join(got, "; ")
 		}
-		fmt.Fprintf(p.w, "  ? %s closed, %s\n", q.ID, what)
+		fmt.Fprintf(p.w, "  ? %s %s\n", q.ID, what)
 	case event.DelegationUpdated:
 		d := ev.Delegation
 		fmt.Fprintf(p.w, "  ⇢ delegation %s %s\n", d.ID, d.Status)
