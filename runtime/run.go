@@ -750,7 +750,7 @@ func (r *Run) suspend(cause string) {
 	}
 	r.halt(errInterrupted)
 	// A server's own message often ends a sentence ("Model unloaded.").
-	r.recordStopped("the model server failed: " + strings.TrimRight(cause, ". ") + ". The run is stored as it was: resume it once the server answers")
+	r.recordStopped("the model server failed: " + strings.TrimRight(cause, ". ") + ". " + event.StoredForResume)
 	r.release("the run stopped: the model server failed")
 }
 

@@ -3,6 +3,7 @@ package tui
 import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/swarmdeck/swarmdeck/runtime/event"
+	"strings"
 )
 
 // handleRuntime applies what comes from the runtime: the connection (with
@@ -105,6 +106,11 @@ func (m *model) runCompletedText() string {
 // continues it. None for a completed run, or a cancelled one that gave no
 // reason.
 func (m *model) runEndLine(r event.RunInfo) statusLine {
+	if r.Status == "interrupted" {
+		// Its way back is said first, so the reason's own note of it goes:
+		// the status line has three rows for both.
+		r.Error = strings.TrimSuffix(strings.TrimSuffix(r.Error, event.StoredForResume), " ")
+	}
 	switch {
 	case r.Status == "interrupted" && !m.readOnly:
 		// The way back first: a long reason is cut, the command is not.

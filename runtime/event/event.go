@@ -90,6 +90,11 @@ type RunInfo struct {
 	NotResumed string `json:"-"`
 }
 
+// StoredForResume ends the error of a run stopped because its model
+// server failed. Where the way back is shown already (the dashboard's
+// status line says the resume command first), it can go.
+const StoredForResume = "The run is stored as it was: resume it once the server answers"
+
 // MinPause is the shortest stop of a running process (ctrl+z, SIGSTOP) that
 // becomes one of its run's pauses: a second or two is nothing on a clock
 // that shows seconds, and a busy machine can hold the process up that long.
