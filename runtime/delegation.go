@@ -195,7 +195,7 @@ func (h *host) Delegate(ctx context.Context, c *agents.Call, req agents.Delegate
 				return nil, agents.Errorf("task_id %q is not in your plan (your tasks: %s)", req.PlanTaskID, strings.Join(ids, ", "))
 			}
 			if d := r.activeDelegation(s, t); d != nil {
-				return nil, agents.Errorf("task_id %q is already delegated to %s, which is %s; wait for it with get_delegation_result(%q), or cancel its session %s first", t.ID, d.rec.ID, d.rec.Status, d.rec.ID, d.rec.SessionID)
+				return nil, agents.Errorf("task_id %q is already delegated to %s, which is %s; wait for it (task_wait on %s, then get_delegation_result %q), or stop it with task_cancel on %s first", t.ID, d.rec.ID, d.rec.Status, d.rec.SessionID, d.rec.ID, d.rec.SessionID)
 			}
 			planTask = t
 		}
