@@ -509,15 +509,21 @@ func (r *Run) injectSiblingsTx(tx *store.Tx, parent *Session, batch []*Session) 
 	return nil
 }
 
-// related finds a child or sibling of s by id (or label).
-func (s *Session) related(taskID string) *Session {
-	if k := findChild(s.childList(), taskID); k != nil {
-		return k
+// related finds a child or sibling of s by id (or label), or says why
+// taskID names none. Labels are unique among siblings only, so a label may
+// name a child and a sibling at once: that is refused, not guessed.
+func (s *Session) related(taskID string) (*Session, error) {
+	child := findChild(s.childList(), taskID)
+	sib := findChild(s.siblings(), taskID)
+	switch {
+	case child != nil && sib != nil && child.id != taskID && sib.id != taskID:
+		return nil, agents.Errorf("%q names both your child %s and your sibling %s: give the task id of the one you mean", taskID, child.id, sib.id)
+	case child != nil && (sib == nil || child.id == taskID):
+		return child, nil
+	case sib != nil:
+		return sib, nil
 	}
-	if k := findChild(s.siblings(), taskID); k != nil {
-		return k
-	}
-	return nil
+	return nil, s.invalidTask(taskID)
 }
 
 // invalidTask refuses taskID as the target of a task tool, and says what
@@ -680,9 +686,9 @@ func (s *Session) endBlocking() {
 
 func (h *host) TaskOutput(ctx context.Context, c *agents.Call, taskID string, wait bool, timeout time.Duration) (*agents.TaskOutcome, error) {
 	s := h.s()
-	k := s.related(taskID)
-	if k == nil {
-		return nil, s.invalidTask(taskID)
+	k, err := s.related(taskID)
+	if err != nil {
+		return nil, err
 	}
 	if wait {
 		if err := s.beginWait([]*Session{k}); err != nil {
@@ -706,9 +712,9 @@ func (h *host) WaitTasks(ctx context.Context, c *agents.Call, ids []string, time
 		}
 	}
 	for _, id := range ids {
-		k := s.related(id)
-		if k == nil {
-			return nil, s.invalidTask(id)
+		k, err := s.related(id)
+		if err != nil {
+			return nil, err
 		}
 		targets = append(targets, k)
 	}
@@ -766,9 +772,9 @@ func (h *host) Siblings(ctx context.Context) []agents.TaskRef {
 
 func (h *host) SendMessage(ctx context.Context, c *agents.Call, taskID, message string, noReply bool) (*agents.SendResult, error) {
 	s := h.s()
-	k := s.related(taskID)
-	if k == nil {
-		return nil, s.invalidTask(taskID)
+	k, err := s.related(taskID)
+	if err != nil {
+		return nil, err
 	}
 	if k.status() == StatusCancelled {
 		return nil, agents.Errorf("task %s was cancelled: it cannot receive messages", k.id)
@@ -1077,18 +1083,20 @@ func (h *host) ViewPlans(ctx context.Context, sessionID string) (any, error) {
 	}
 	var targets []*Session
 	if sessionID != "" {
-		k := s.r.session(sessionID)
-		if k == nil {
+		if k := s.r.session(sessionID); k != nil {
+			targets = []*Session{k}
+		} else {
+			// A label is unique among siblings only: every session that
+			// bears it is shown, each with its id.
 			for _, x := range s.r.allSessions() {
 				if x.label == sessionID {
-					k = x
+					targets = append(targets, x)
 				}
 			}
 		}
-		if k == nil {
+		if len(targets) == 0 {
 			return nil, agents.Errorf("no session %q in this run", sessionID)
 		}
-		targets = []*Session{k}
 	} else {
 		for _, k := range s.r.allSessions() {
 			if k != s {

@@ -858,3 +858,57 @@ func TestHumanAnswerOverTheLimitIsRefused(t *testing.T) {
 		t.Errorf("control errors %q; want one saying %q", errs, want)
 	}
 }
+
+// A label a child and a sibling share is refused by the tools that take a
+// child or sibling (not guessed), and view_agent_tasks shows the plans of
+// every session bearing it.
+func TestToolsRefuseALabelThatNamesTwoSessions(t *testing.T) {
+	release, topStarted := newGate(), newGate()
+	defer release.open()
+	defer topStarted.open()
+	p := policyFor(func(c *convo) scripted.Reply {
+		switch {
+		case c.label == "w" && c.turns == 0:
+			if c.task == "Top W" {
+				topStarted.open()
+			}
+			return do(call("create_task_plan", obj{"tasks": []string{"step of " + c.task}}))
+		case c.label == "w":
+			release.wait()
+			return say(c.task + " done")
+		case c.isRoot() && c.turns == 0:
+			return do(call("sessions_spawn", obj{"task": "Plan", "agent": "planner", "label": "p"}),
+				call("sessions_spawn", obj{"task": "Top W", "agent": "executor", "label": "w"}))
+		case c.isRoot() && c.turns == 1:
+			return do(call("task_wait", obj{}))
+		case c.isRoot() && c.turns == 2:
+			return do(call("view_agent_tasks", obj{"agent_id": "w"}))
+		case c.isRoot():
+			return say("root done")
+		case c.turns == 0:
+			return do(call("sessions_spawn", obj{"task": "Inner W", "agent": "executor", "label": "w"}))
+		case c.turns == 1:
+			topStarted.wait() // the sibling w exists
+			return do(call("task_send_message", obj{"task_id": "w", "message": "hello", "noReply": true}),
+				call("task_output", obj{"task_id": "w"}))
+		}
+		release.open()
+		return say("plan done")
+	})
+	e := testEngine(t, nil, p, nil)
+	if _, code := headless(t, e, "two w", nil); code != ExitOK {
+		t.Fatalf("exit %d", code)
+	}
+	x := exportLatest(t, e)
+	planner := mustLabel(t, x, "p")
+	for _, tool := range []string{"task_send_message", "task_output"} {
+		res := toolResults(planner, tool)
+		if len(res) != 1 || !strings.Contains(toolError(res[0]), `"w" names both your child s-`) || !strings.Contains(res[0], "and your sibling s-") {
+			t.Errorf("%s with a shared label gave %q; want a refusal naming both", tool, res)
+		}
+	}
+	res := toolResults(rootOf(x), "view_agent_tasks")
+	if len(res) != 1 || !strings.Contains(res[0], "step of Top W") || !strings.Contains(res[0], "step of Inner W") {
+		t.Errorf("view_agent_tasks(w) gave %q; want the plans of both sessions labelled w", res)
+	}
+}
