@@ -354,17 +354,31 @@ func (m *model) fitAnswer(inner int, q, opts []string, how, remembered string, f
 		return q, opts, how, remembered
 	}
 	remembered = ""
-	if over := used() - room; over > 0 && len(q) > 1 {
-		keep := max(len(q)-over, 1)
-		q = append(q[:keep-1:keep-1], s.g.trunc(strings.TrimSuffix(q[keep-1], s.g.ellipsis)+" "+s.g.ellipsis, inner))
+	shrinkQuestion := func(most int) {
+		if over := used() - room; over > 0 && len(q) > most {
+			keep := max(len(q)-over, most)
+			q = append(q[:keep-1:keep-1], s.g.trunc(strings.TrimSuffix(q[keep-1], s.g.ellipsis)+" "+s.g.ellipsis, inner))
+		}
 	}
 	// Rows of options go from the end, counted on the line of how to
-	// answer.
+	// answer (which they may make a row longer).
 	all, rest := opts, how
-	for keep := len(all) - 1; keep >= 1 && used() > room; keep-- {
-		opts = all[:keep:keep]
-		how = plural(len(all)-keep, "more row of options", "more rows of options") + " below (a taller terminal shows them)" + s.g.sep + rest
+	shrinkOptions := func(least int) {
+		for keep := len(opts) - 1; keep >= least && used() > room; keep-- {
+			opts = all[:keep:keep]
+			how = plural(len(all)-keep, "row of options", "rows of options") + " not shown (a taller terminal shows them)" + s.g.sep + rest
+			if keep == 0 {
+				// Short, to take one row: with no option in sight, how to
+				// pick one is no help.
+				how = "options not shown (" + plural(len(all), "row", "rows") + "): needs a taller terminal"
+			}
+		}
 	}
+	// The question matters most, then at least one row of options.
+	shrinkQuestion(3)
+	shrinkOptions(1)
+	shrinkQuestion(1)
+	shrinkOptions(0)
 	return q, opts, how, remembered
 }
 

@@ -193,6 +193,13 @@ func TestPastedLinesInADialogSaySo(t *testing.T) {
 	mustContain(t, m, "pasted: its line breaks became spaces")
 	m, _ = press(t, m, "enter")
 	wantCalls(t, ctl, tuitest.Call{Op: "broadcast", Text: "one line  then line two line three", Target: "all", Category: "discovery"})
+
+	// Cleared, the text takes the note with it.
+	m, _ = press(t, m, "b")
+	m, _ = update(m, tea.PasteMsg{Content: "a\nb"})
+	mustContain(t, m, "pasted: its line breaks became spaces")
+	m, _ = press(t, m, "ctrl+u")
+	mustNotContain(t, m, "line breaks became spaces")
 }
 
 // A long pasted message reaches the runtime whole: the dialog does not cut

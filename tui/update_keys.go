@@ -441,6 +441,7 @@ func (m *model) dialogKey(k tea.KeyPressMsg) tea.Cmd {
 	cmd := editInput(&d.input, k)
 	d.err = ""
 	d.restored = d.restored && d.input.Value() == before
+	d.joined = d.joined && d.input.Value() != "" // about a paste that is gone
 	return cmd
 }
 

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -827,11 +828,44 @@ func TestAnswerSheetFitsAShortTerminal(t *testing.T) {
 		if !strings.Contains(view, "1. a long option") {
 			t.Errorf("%dx%d: the first option is not shown:\n%s", size[0], size[1], view)
 		}
-		if all, said := strings.Contains(view, "8. a long option"), strings.Contains(view, "of options below"); all == said {
+		if all, said := strings.Contains(view, "8. a long option"), strings.Contains(view, "of options not shown"); all == said {
 			t.Errorf("%dx%d: the last option shown %v, options said to be left out %v:\n%s", size[0], size[1], all, said, view)
 		}
 		if size[1] >= 30 && !strings.Contains(view, "an answer from before") {
 			t.Errorf("%dx%d: the answer given before is left out where there is room:\n%s", size[0], size[1], view)
 		}
 	}
+}
+
+// With the rows a refusal takes (in the sheet and on the status line), the
+// answer sheet at the smallest size still starts with the question, and
+// counts every row of options it leaves out.
+func TestAnswerSheetKeepsTheQuestionUnderARefusal(t *testing.T) {
+	var opts []event.Option
+	for i := range 10 {
+		opts = append(opts, event.Option{ID: fmt.Sprintf("o%d", i), Label: fmt.Sprintf("Option number %d with a fairly long label", i)})
+	}
+	m, ctl := demoModel(t, 60, 16)
+	m = applyQuestion(m, event.QuestionClosed, "s-res1", event.QuestionInfo{ID: "q-1", Status: "timed_out"})
+	m = applyQuestion(m, event.QuestionClosed, "s-res2", event.QuestionInfo{ID: "q-2", Status: "timed_out"})
+	m = applyQuestion(m, event.QuestionOpened, "s-res1", event.QuestionInfo{ID: "q-9", FromSession: "s-res1", From: "researcher (r-1)",
+		Question: "START of a question of three lines. " + strings.Repeat("Which of these windows fits? ", 4), Options: opts, AllowHuman: true, Status: "open"})
+	ctl.SetError(errors.New("the answer is 10989 characters; the limit is 8000"))
+	m, _ = press(t, m, "a")
+	m = typeText(t, m, "a long answer")
+	m, _ = press(t, m, "enter")
+	mustContain(t, m, "START of a question", "> a long answer", "the limit is 8000")
+	view := plainView(m)
+	shown := strings.Count(view, "Option number")
+	var notShown int
+	if i := strings.Index(view, "options not shown ("); i >= 0 {
+		fmt.Sscanf(view[i+len("options not shown ("):], "%d", &notShown)
+	} else if i := strings.Index(view, " rows of options not shown"); i >= 0 {
+		j := strings.LastIndex(view[:i], " ")
+		fmt.Sscanf(view[j+1:i], "%d", &notShown)
+	}
+	if shown+notShown != 10 {
+		t.Errorf("%d options shown and %d said to be left out, of 10:\n%s", shown, notShown, view)
+	}
+	checkFrame(t, view, 60, 16)
 }
