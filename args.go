@@ -40,6 +40,15 @@ func atMostOne(what string) cobra.PositionalArgs {
 	}
 }
 
+// oneRunID refuses more than one run id, for a command that needs one
+// (and says so itself when none is given).
+func oneRunID(_ *cobra.Command, args []string) error {
+	if len(args) > 1 {
+		return fmt.Errorf("takes one run id, and was given %d: %s", len(args), quoteArgs(args))
+	}
+	return nil
+}
+
 // quoteArgs shows the words as the shell passed them, each quoted, so that
 // one word with spaces is told from several.
 func quoteArgs(args []string) string {

@@ -161,7 +161,7 @@ func TestCLIRefusesMistakes(t *testing.T) {
 		{[]string{"view", "--db", stored, "r-nope"}, 2, `run "r-nope": not found (list runs with ` + "`swarmdeck --db " + stored + " runs`)", ""},
 		// A wrong count of arguments names the command and its usage.
 		{[]string{"resume", "--db", fresh}, 2, "resume: which run? give its id (usage: swarmdeck resume [--headless] RUN_ID)", ""},
-		{[]string{"resume", "--db", stored, "r-000001", "r-000002"}, 2, "resume: takes one run id at most, and was given 2: \"r-000001\" \"r-000002\" (usage: swarmdeck resume [--headless] RUN_ID)", ""},
+		{[]string{"resume", "--db", stored, "r-000001", "r-000002"}, 2, "resume: takes one run id, and was given 2: \"r-000001\" \"r-000002\" (usage: swarmdeck resume [--headless] RUN_ID)", ""},
 		{[]string{"runs", "--db", stored, "all"}, 2, `runs: takes no arguments, and was given "all" (usage: swarmdeck runs [--json] [--limit N])`, ""},
 		{[]string{"run", "--db", fresh}, 2, `run: give the goal: what the swarm should do`, ""},
 		// Without an id, resume names the newest run it could continue, and

@@ -214,6 +214,10 @@ back once no swarmdeck is running.`,
   swarmdeck prune --older-than 30d
   swarmdeck prune --vacuum-only`,
 		Args: func(cmd *cobra.Command, args []string) error {
+			if strings.HasPrefix(olderThan, "--") {
+				// The flag after it was taken for its value.
+				return fmt.Errorf("--older-than takes an age, such as 30d, not %q", olderThan)
+			}
 			if len(args) == 1 {
 				if _, err := parseAge(args[0]); err == nil {
 					return fmt.Errorf("the age goes after --older-than: swarmdeck prune --older-than %s", args[0])

@@ -151,6 +151,8 @@ func TestPruneRuns(t *testing.T) {
 		{[]string{"--older-than", "0d"}, "--older-than 0d: give an age above zero"},
 		{[]string{"--older-than", "0d0h"}, "--older-than 0d0h: give an age above zero"},
 		{[]string{"--older-than", "30 days"}, `--older-than "30 days" is not an age`},
+		// A flag after it is not taken for its value unnoticed.
+		{[]string{"--older-than", "--dry-run"}, `prune: --older-than takes an age, such as 30d, not "--dry-run"`},
 		{[]string{"--older-than", "1d", "--vacuum-only"}, "--vacuum-only deletes no run"},
 		{[]string{"r-000001"}, `prune: takes no arguments, and was given "r-000001"`},
 		// An age without its flag is shown where it goes.

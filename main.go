@@ -1320,7 +1320,7 @@ token budget, limits.token_budget_per_run raised). No stored message is
 changed or removed; the sessions cut short go on from their last message.
 It continues in the run's own workspace; --workspace DIR continues it in DIR
 instead (for a directory that was moved or removed), which becomes the run's.`,
-		Args: atMostOne("run id"),
+		Args: oneRunID,
 		ValidArgsFunction: completeRunIDs(cf, func(r *store.Run, live bool) bool {
 			// A run another process is running is not offered, nor a
 			// bench run: resume would refuse them.
