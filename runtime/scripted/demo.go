@@ -525,11 +525,15 @@ func launchWindow(st *rootState) string {
 	var agents []string
 	for _, k := range sortedKeys(resp) {
 		if v, ok := resp[k].(string); ok && k != "human" {
-			agents = append(agents, k+": "+textcut.OneLine(unlabel(v), 100))
+			// Without its own full stop: the list goes on after it.
+			agents = append(agents, k+": "+strings.TrimRight(textcut.OneLine(unlabel(v), 100), ". "))
 		}
 	}
 	if len(agents) > 0 {
 		out += "; the agents suggested — " + strings.Join(agents, "; ")
+	}
+	if strings.HasSuffix(out, "…") {
+		return out
 	}
 	return out + "."
 }

@@ -773,3 +773,16 @@ func TestDemoEveryConversationTerminates(t *testing.T) {
 		}
 	}
 }
+
+// The agents' suggestions read as one sentence: each without its own full
+// stop, and none after a cut one.
+func TestLaunchWindowListsTheAgentsSuggestions(t *testing.T) {
+	long := "Next quarter, which " + strings.Repeat("leaves time to finish the docs and ", 5) + "more."
+	st := &rootState{ask: map[string]any{"status": "timed_out", "responses": map[string]any{
+		"research-1": "Next month.", "research-2": long}}}
+	got := launchWindow(st)
+	if strings.Contains(got, ".;") || strings.Contains(got, "….") || !strings.Contains(got, "research-1: Next month; research-2: Next quarter") ||
+		!strings.HasSuffix(got, "…") {
+		t.Errorf("launchWindow = %q", got)
+	}
+}
