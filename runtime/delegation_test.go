@@ -349,11 +349,8 @@ func TestDelegationFailureKeepsACompletedTask(t *testing.T) {
 			return say("Root done.")
 		}
 	})
-	e := testEngine(t, nil, p, nil)
-	if _, code := headless(t, e, "delegate twice", nil); code != ExitOK {
-		t.Fatalf("exit %d", code)
-	}
-	x := exportLatest(t, e)
+	x, _, code := swarm(t, p, nil)
+	mustComplete(t, x, code)
 	root := rootOf(x)
 	res := toolResults(root, "delegate_task")
 	if len(res) != 3 {
@@ -388,11 +385,9 @@ func TestDelegatingATaskWithUnmetDependenciesSaysSo(t *testing.T) {
 			return say("Root done.")
 		}
 	})
-	e := testEngine(t, nil, p, nil)
-	if _, code := headless(t, e, "out of order", nil); code != ExitOK {
-		t.Fatalf("exit %d", code)
-	}
-	res := toolResults(rootOf(exportLatest(t, e)), "delegate_task")
+	x, _, code := swarm(t, p, nil)
+	mustComplete(t, x, code)
+	res := toolResults(rootOf(x), "delegate_task")
 	if len(res) != 1 || !strings.Contains(delegationOf(t, res[0]).Note, "Task b depends on a, not completed yet") {
 		t.Errorf("delegate_task result %q; want a note on the unmet dependency", res)
 	}

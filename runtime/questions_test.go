@@ -802,11 +802,8 @@ func TestAskOthersKeepsTheAnswersOfRecipientsWithOneLabel(t *testing.T) {
 		release.open()
 		return say("plan done")
 	})
-	e := testEngine(t, nil, p, nil)
-	if _, code := headless(t, e, "two w", nil); code != ExitOK {
-		t.Fatalf("exit %d", code)
-	}
-	x := exportLatest(t, e)
+	x, _, code := swarm(t, p, nil)
+	mustComplete(t, x, code)
 	top, planner := mustLabel(t, x, "w"), mustLabel(t, x, "p")
 	var inner *store.ExportSession
 	for i := range x.Sessions {
@@ -895,11 +892,8 @@ func TestToolsRefuseALabelThatNamesTwoSessions(t *testing.T) {
 		release.open()
 		return say("plan done")
 	})
-	e := testEngine(t, nil, p, nil)
-	if _, code := headless(t, e, "two w", nil); code != ExitOK {
-		t.Fatalf("exit %d", code)
-	}
-	x := exportLatest(t, e)
+	x, _, code := swarm(t, p, nil)
+	mustComplete(t, x, code)
 	planner := mustLabel(t, x, "p")
 	for _, tool := range []string{"task_send_message", "task_output"} {
 		res := toolResults(planner, tool)
