@@ -144,6 +144,18 @@ func syntaxError(name string, src []byte, err error) error {
 		line, col = tk.Position.Line, tk.Position.Column
 	}
 	msg := yamlPos.ReplaceAllString(yerr.GetMessage(), "on line $1")
+	if tk := yerr.GetToken(); tk != nil && strings.HasPrefix(msg, "mapping value is not allowed") &&
+		tk.Next != nil && tk.Next.Value == ":" && tk.Next.Position != nil && tk.Next.Position.Line > line {
+		// A key indented deeper than the one above it reads as more of that
+		// key's value ("5 max_depth"), so goccy points at the value's first
+		// line; the mistake is the key's.
+		msg = fmt.Sprintf("this key is indented deeper than the one on line %d, so YAML reads it as more of that key's value; indent it as far as the keys it belongs with", line)
+		line = tk.Next.Position.Line
+	} else if msg == "mapping value is not allowed in this context" {
+		msg += `; a value holding ": " must be in quotes`
+	} else if msg == "value is not allowed in this context" {
+		msg = "this key's indent lines up with no key above it; indent it as far as the keys it belongs with"
+	}
 	if strings.Contains(msg, "'\t'") {
 		// goccy quotes the raw tab, which prints as blank space.
 		msg = "a tab character; indent with spaces, YAML does not allow tabs"
