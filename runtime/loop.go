@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -1065,7 +1066,11 @@ func (s *Session) clipOutput(content string) string {
 }
 
 // clipJSON shortens a JSON object to at most lim characters, written as
-// plainJSON writes it (the way the model reads every tool result).
+// plainJSON writes it (the way the model reads every tool result). Every
+// string longer than some length is cut to that length, the longest that
+// fits but never under keepRunes; if that is not enough, the lists and maps
+// with the most items lose their last ones, each with a count of what was
+// left out beside it, so that the short fields (a status, an id) survive.
 func clipJSON(content string, lim int) (string, bool) {
 	dec := json.NewDecoder(strings.NewReader(content))
 	dec.UseNumber()
@@ -1074,7 +1079,35 @@ func clipJSON(content string, lim int) (string, bool) {
 		return "", false
 	}
 	root["truncated"] = true
-	for range 64 {
+	size := func(v any) int {
+		b, err := plainJSON(v)
+		if err != nil {
+			return -1
+		}
+		return utf8.RuneCount(b)
+	}
+	if n := size(root); n < 0 {
+		return "", false
+	} else if n > lim {
+		if longest := min(longestRunes(root), lim); longest > keepRunes {
+			// The longest cut that fits, found by bisection: each probe
+			// writes the object, so quotes and escapes count as written.
+			lo, hi := keepRunes, longest
+			if size(capStrings(root, lo)) > lim {
+				hi = lo
+			}
+			for lo < hi {
+				mid := (lo + hi + 1) / 2
+				if size(capStrings(root, mid)) <= lim {
+					lo = mid
+				} else {
+					hi = mid - 1
+				}
+			}
+			root = capStrings(root, lo).(map[string]any)
+		}
+	}
+	for range 100 {
 		b, err := plainJSON(root)
 		if err != nil {
 			return "", false
@@ -1083,88 +1116,80 @@ func clipJSON(content string, lim int) (string, bool) {
 		if over <= 0 {
 			return string(b), true
 		}
-		// The longest string over 120 characters loses what is over (plus
-		// a margin for the cut mark), counted as it is written: a quote
-		// or a control character takes more than one character there;
-		// failing that, the longest list loses items.
-		if set, str := longestString(root); set != nil && utf8.RuneCountInString(str) > 120 {
-			set(firstRunes(str, keepWritten(str, encodedLen(str)-over-20)) + "…[cut]")
-			continue
-		}
-		if !dropFromLongestList(root) {
+		if !dropItems(root, over) {
 			break
 		}
 	}
 	return "", false
 }
 
-// encodedLen is how many characters plainJSON writes for s, quotes
-// included.
-func encodedLen(s string) int {
-	b, _ := plainJSON(s)
-	return utf8.RuneCount(b)
-}
+// keepRunes is how long a string clipJSON leaves whole: ids, names and
+// statuses stay as they are however many there are, and a longer text
+// keeps enough to tell what it was (the whole of it is a tool call away:
+// task_output, read_file's pages).
+const keepRunes = 60
 
-// keepWritten is how many of s's first runes (100 at least) take no more
-// than want characters once written as JSON.
-func keepWritten(s string, want int) int {
-	lo, hi := 100, utf8.RuneCountInString(s)
-	if lo >= hi {
-		return hi
-	}
-	for lo < hi {
-		mid := (lo + hi + 1) / 2
-		if encodedLen(firstRunes(s, mid)) <= want {
-			lo = mid
-		} else {
-			hi = mid - 1
+// cutMark ends a string clipJSON has shortened.
+const cutMark = "…[cut]"
+
+// longestRunes is the length of the longest string in v, in runes.
+func longestRunes(v any) int {
+	n := 0
+	switch x := v.(type) {
+	case string:
+		n = utf8.RuneCountInString(x)
+	case map[string]any:
+		for _, val := range x {
+			n = max(n, longestRunes(val))
+		}
+	case []any:
+		for _, val := range x {
+			n = max(n, longestRunes(val))
 		}
 	}
-	return lo
+	return n
 }
 
-// longestString finds the longest string value and a setter for it.
-func longestString(v any) (func(string), string) {
-	var best func(string)
-	bestStr := ""
-	var walk func(v any)
-	walk = func(v any) {
-		switch x := v.(type) {
-		case map[string]any:
-			for k, val := range x {
-				if s, ok := val.(string); ok && len(s) > len(bestStr) {
-					m, key := x, k
-					best, bestStr = func(n string) { m[key] = n }, s
-				}
-				walk(val)
-			}
-		case []any:
-			for i, val := range x {
-				if s, ok := val.(string); ok && len(s) > len(bestStr) {
-					a, idx := x, i
-					best, bestStr = func(n string) { a[idx] = n }, s
-				}
-				walk(val)
-			}
+// capStrings is a copy of v in which every string longer than n runes is
+// cut to n and marked so.
+func capStrings(v any, n int) any {
+	switch x := v.(type) {
+	case string:
+		if utf8.RuneCountInString(x) > n {
+			return firstRunes(x, n) + cutMark
 		}
+		return x
+	case map[string]any:
+		m := make(map[string]any, len(x))
+		for k, val := range x {
+			m[k] = capStrings(val, n)
+		}
+		return m
+	case []any:
+		a := make([]any, len(x))
+		for i, val := range x {
+			a[i] = capStrings(val, n)
+		}
+		return a
 	}
-	walk(v)
-	return best, bestStr
+	return v
 }
 
-// dropFromLongestList removes the last quarter of the longest list held by
-// an object key and records how many items were left out beside it.
-func dropFromLongestList(root map[string]any) bool {
+// dropItems takes about over characters out of the list or map with the
+// most items held by a key of some object: its last items (a map's in
+// the order JSON writes them, by key) go, enough of them to make up over
+// as far as that one holds, and the object records how many beside it as
+// key_omitted. It reports false when there is nothing left to drop.
+func dropItems(root map[string]any, over int) bool {
 	var obj map[string]any
-	key := ""
-	longest := 1
+	key, most := "", 0
 	var walk func(v any)
 	walk = func(v any) {
 		switch x := v.(type) {
 		case map[string]any:
 			for k, val := range x {
-				if a, ok := val.([]any); ok && len(a) > longest {
-					obj, key, longest = x, k, len(a)
+				if n := items(val); n > most || (n == most && n > 0 && k < key) {
+					obj, key, most = x, k, n
 				}
 				walk(val)
 			}
@@ -1178,12 +1203,58 @@ func dropFromLongestList(root map[string]any) bool {
 	if obj == nil {
 		return false
 	}
-	a := obj[key].([]any)
-	cut := max(1, len(a)/4)
-	obj[key] = a[:len(a)-cut]
-	omitted, _ := obj[key+"_omitted"].(int)
-	obj[key+"_omitted"] = omitted + cut
+	// The count written beside the list takes room too.
+	want := over + utf8.RuneCountInString(key) + len(`,"_omitted":`) + 8
+	cut, freed := 0, 0
+	switch x := obj[key].(type) {
+	case []any:
+		for cut < len(x) && freed < want {
+			cut++
+			freed += encodedRunes(x[len(x)-cut]) + 1
+		}
+		obj[key] = x[:len(x)-cut]
+	case map[string]any:
+		keys := slices.Sorted(maps.Keys(x))
+		for cut < len(keys) && freed < want {
+			cut++
+			k := keys[len(keys)-cut]
+			freed += encodedRunes(k) + encodedRunes(x[k]) + 2
+			delete(x, k)
+		}
+	}
+	obj[key+"_omitted"] = omittedBefore(obj[key+"_omitted"]) + cut
 	return true
+}
+
+// items is how many items v holds if it is a list or a map.
+func items(v any) int {
+	switch x := v.(type) {
+	case []any:
+		return len(x)
+	case map[string]any:
+		return len(x)
+	}
+	return 0
+}
+
+// omittedBefore reads a count of items already left out, which the tool
+// itself may have written (and the decoder kept as a json.Number).
+func omittedBefore(v any) int {
+	switch x := v.(type) {
+	case int:
+		return x
+	case json.Number:
+		if n, err := x.Int64(); err == nil && n >= 0 && n < math.MaxInt32 {
+			return int(n)
+		}
+	}
+	return 0
+}
+
+// encodedRunes is how many characters plainJSON writes for v.
+func encodedRunes(v any) int {
+	b, _ := plainJSON(v)
+	return utf8.RuneCount(b)
 }
 
 // firstRunes is the first n characters of s.

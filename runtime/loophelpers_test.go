@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -53,6 +54,132 @@ func TestClipJSONKeepsWhatFits(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Many strings of middling length are shortened together, and lists and
+// maps then lose their last items, so that what is small and comes last
+// (a status, a flag) is never lost to a cut through the text.
+func TestClipJSONKeepsItsShape(t *testing.T) {
+	const lim = 16000
+	desc := strings.Repeat("review the module, write tests, ", 5) // 160 runes
+	var tasks, children []any
+	for i := range 100 {
+		tasks = append(tasks, map[string]any{"id": fmt.Sprintf("t%d", i+1), "description": desc, "status": "pending"})
+	}
+	for i := range 300 {
+		children = append(children, map[string]any{"task_id": fmt.Sprintf("w-%d", i+1), "status": "completed", "output": strings.Repeat("o", 217)})
+	}
+	answers, short := map[string]any{}, map[string]any{}
+	for i := range 150 {
+		answers[fmt.Sprintf("w-%03d", i)] = strings.Repeat("a", 110)
+	}
+	for i := range 1000 {
+		short[fmt.Sprintf("w-%04d", i)] = "yes, agreed"
+	}
+	for _, tc := range []struct {
+		name  string
+		in    map[string]any
+		check func(t *testing.T, got map[string]any)
+	}{
+		{"a plan's descriptions", map[string]any{"plan_id": "p-1", "tasks": tasks, "ready": []any{"t1"}}, func(t *testing.T, got map[string]any) {
+			list := got["tasks"].([]any)
+			if len(list) != 100 || got["tasks_omitted"] != nil {
+				t.Fatalf("kept %d of 100 tasks; every one fits once the descriptions are shortened", len(list))
+			}
+			last := list[99].(map[string]any)
+			if last["id"] != "t100" || last["status"] != "pending" || !strings.HasSuffix(last["description"].(string), cutMark) {
+				t.Errorf("last task %v", last)
+			}
+		}},
+		{"many children", map[string]any{"status": "completed", "results": children, "timed_out": false}, func(t *testing.T, got map[string]any) {
+			kept := len(got["results"].([]any))
+			if got["status"] != "completed" || got["timed_out"] != false || kept == 0 || kept == 100 {
+				t.Fatalf("status %v, timed_out %v, %d results kept", got["status"], got["timed_out"], kept)
+			}
+			if n, _ := got["results_omitted"].(float64); int(n)+kept != 300 {
+				t.Errorf("results_omitted %v with %d kept, want them to add up to 300", got["results_omitted"], kept)
+			}
+			first := got["results"].([]any)[0].(map[string]any)
+			if out := first["output"].(string); utf8.RuneCountInString(out) != keepRunes+utf8.RuneCountInString(cutMark) {
+				t.Errorf("output cut to %d characters before results were dropped, want %d", utf8.RuneCountInString(out), keepRunes)
+			}
+		}},
+		{"many answers", map[string]any{"status": "answered", "responses": answers, "human_responded": false, "timed_out": true}, func(t *testing.T, got map[string]any) {
+			responses := got["responses"].(map[string]any)
+			if got["status"] != "answered" || got["human_responded"] != false || got["timed_out"] != true {
+				t.Fatalf("the small fields were lost: %v", got)
+			}
+			if len(responses) != 150 || got["responses_omitted"] != nil {
+				t.Fatalf("kept %d of 150 answers; all fit once shortened a little", len(responses))
+			}
+			if a := responses["w-149"].(string); utf8.RuneCountInString(a) < 90 {
+				t.Errorf("an answer was cut to %d characters; about 95 fit", utf8.RuneCountInString(a))
+			}
+		}},
+		{"many short answers", map[string]any{"status": "answered", "responses": short, "human_responded": true}, func(t *testing.T, got map[string]any) {
+			responses := got["responses"].(map[string]any)
+			n, _ := got["responses_omitted"].(float64)
+			if got["status"] != "answered" || got["human_responded"] != true || len(responses)+int(n) != 1000 || n == 0 {
+				t.Fatalf("status %v, %d answers kept, responses_omitted %v", got["status"], len(responses), got["responses_omitted"])
+			}
+			if _, ok := responses["w-0000"]; !ok {
+				t.Error("the first answer was left out: the last ones go first")
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in, _ := plainJSON(tc.in)
+			if len(in) <= lim {
+				t.Fatalf("input is %d bytes, not over the limit", len(in))
+			}
+			out, ok := clipJSON(string(in), lim)
+			if !ok {
+				t.Fatal("not clipped as JSON")
+			}
+			if n := utf8.RuneCountInString(out); n > lim || n < lim-400 {
+				t.Errorf("%d characters for a limit of %d", n, lim)
+			}
+			var got map[string]any
+			if err := json.Unmarshal([]byte(out), &got); err != nil {
+				t.Fatal(err)
+			}
+			if got["truncated"] != true {
+				t.Error("not marked truncated")
+			}
+			tc.check(t, got)
+		})
+	}
+}
+
+// Whatever the object, a clipped result is JSON within the limit.
+func FuzzClipJSON(f *testing.F) {
+	f.Add(`{"a":["xxxxxxxxxx","yy"],"b":{"c":"zzzz","d":[1,2,3]}}`, 30)
+	f.Add(`{"s":"\"\"\"\"\"\"\"\"\"\"","m":{"k1":"v","k2":"w"},"n":1e3}`, 25)
+	f.Add(`{"l":[[["a","b"]],{"x":"yyyyyyyyyyyyyyyyyyyyy"}],"x_omitted":3}`, 40)
+	f.Add(`{"":1e700,"s":"long enough to be cut somewhere along the way"}`, 30)
+	f.Fuzz(func(t *testing.T, in string, lim int) {
+		lim = 20 + abs(lim)%2000
+		out, ok := clipJSON(in, lim)
+		if !ok {
+			return
+		}
+		if n := utf8.RuneCountInString(out); n > lim {
+			t.Fatalf("%d characters for a limit of %d: %s", n, lim, out)
+		}
+		dec := json.NewDecoder(strings.NewReader(out))
+		dec.UseNumber() // 1e700 is JSON, and no float64
+		var got map[string]any
+		if err := dec.Decode(&got); err != nil || got["truncated"] != true {
+			t.Fatalf("clipped to %s (%v)", out, err)
+		}
+	})
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
 }
 
 func TestRetryWaitIsNeverShownAsZero(t *testing.T) {
