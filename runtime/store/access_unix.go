@@ -3,6 +3,7 @@
 package store
 
 import (
+	"os"
 	"path/filepath"
 	"syscall"
 )
@@ -19,4 +20,12 @@ func writable(path string) bool {
 // cannot be asked without writing.
 func Writable(path string) (ok, known bool) {
 	return writable(path) && writable(filepath.Dir(path)), true
+}
+
+// links is how many names (hard links) the file has.
+func links(info os.FileInfo) int {
+	if st, ok := info.Sys().(*syscall.Stat_t); ok {
+		return int(st.Nlink)
+	}
+	return 1
 }

@@ -157,7 +157,7 @@ func Compact(ctx context.Context, path string, o CompactOptions) (bool, error) {
 	// takes an exclusive lock on the file at its first read, which it
 	// gets only while no other connection has the database open; it then
 	// keeps it, so nothing else opens the database meanwhile.
-	if err := CheckFile(path); err != nil {
+	if err := checkToWrite(path); err != nil {
 		return false, err
 	}
 	dsn := fileURI(path) + "?_pragma=busy_timeout(" + strconv.FormatInt(o.Wait.Milliseconds(), 10) + ")&_pragma=locking_mode(EXCLUSIVE)"

@@ -139,3 +139,22 @@ func CheckFile(path string) error {
 	}
 	return regularFile(path, info)
 }
+
+// checkToWrite is CheckFile for a process that will write the database,
+// which must have one name only. SQLite finds a database's -wal and -shm
+// files, and swarmdeck its run locks, by the name the database is opened
+// under: two processes writing one file under two names (hard links) each
+// keep a log of their own, and damage it.
+func checkToWrite(path string) error {
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil
+	}
+	if err := regularFile(path, info); err != nil {
+		return err
+	}
+	if n := links(info); n > 1 {
+		return fmt.Errorf("the database %s has %d names (hard links), and SQLite keeps a database's write-ahead log by name: swarmdeck writes only a database with one name, since two processes using two of them would damage it; remove the other names (`find / -xdev -samefile %s` lists them), or give a copy", path, n, path)
+	}
+	return nil
+}

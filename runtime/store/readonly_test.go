@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -259,4 +260,48 @@ func TestCompactWaitsForAReader(t *testing.T) {
 	if compacted, err := Compact(ctx, path, CompactOptions{Wait: time.Second}); !compacted || err != nil {
 		t.Errorf("Compact once the reader has gone = %v, %v", compacted, err)
 	}
+}
+
+// A database with two names (hard links) is not written: SQLite keeps its
+// log by name, and two processes using the two names damage it. Reading
+// it is harmless.
+func TestDatabaseWithTwoNamesIsNotWritten(t *testing.T) {
+	if goruntime.GOOS == "windows" {
+		t.Skip("the number of names is not asked on Windows")
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "a.db")
+	s, err := Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	other := filepath.Join(dir, "b.db")
+	if err := os.Link(path, other); err != nil {
+		t.Skip("no hard links here:", err)
+	}
+	for _, name := range []string{path, other} {
+		if s, err := Open(name, nil); err == nil || !strings.Contains(err.Error(), "has 2 names (hard links)") {
+			if err == nil {
+				s.Close()
+			}
+			t.Errorf("Open(%s): %v, want a refusal of its second name", name, err)
+		}
+		if _, err := Compact(context.Background(), name, CompactOptions{Wait: time.Second}); err == nil || !strings.Contains(err.Error(), "hard links") {
+			t.Errorf("Compact(%s): %v, want a refusal", name, err)
+		}
+	}
+	r, err := OpenReadOnly(other)
+	if err != nil {
+		t.Fatalf("reading through the second name: %v", err)
+	}
+	r.Close()
+	if err := os.Remove(other); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(path, nil)
+	if err != nil {
+		t.Fatalf("with one name again: %v", err)
+	}
+	s.Close()
 }

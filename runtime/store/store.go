@@ -162,7 +162,7 @@ func OpenWith(path string, publish func([]event.Event), o OpenOptions) (*Store, 
 		// an in-memory database is private to the connection that made it.
 		return nil, fmt.Errorf("store: an in-memory database (%s) cannot be used: give a file, e.g. --db /tmp/swarmdeck.db", path)
 	}
-	if err := CheckFile(path); err != nil {
+	if err := checkToWrite(path); err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
