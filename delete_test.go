@@ -98,6 +98,12 @@ func TestDeleteRuns(t *testing.T) {
 	if code != 2 || out != "" || !strings.Contains(errOut, "nothing deleted: run "+live.ID()+" is running in another swarmdeck process (pid "+strconv.Itoa(os.Getpid())+"): stop that process first") {
 		t.Errorf("delete of a live run: exit %d, %q, %q", code, out, errOut)
 	}
+	// A resume of it is refused as such before a terminal is looked for:
+	// the headless command the terminal's refusal suggests would fail.
+	code, _, errOut = sd("resume", "--db", db, live.ID())
+	if code != 2 || !strings.Contains(errOut, "run "+live.ID()+" is running in another swarmdeck process (pid "+strconv.Itoa(os.Getpid())+")") {
+		t.Errorf("resume of a live run with no terminal: exit %d, %q", code, errOut)
+	}
 	code, out, _ = sd("__complete", "--db", db, "delete", "r-000001", "")
 	if code != 0 || strings.Contains(out, live.ID()) || strings.Contains(out, "r-000001") ||
 		!strings.Contains(out, "r-000002\tinterrupted: second goal") || !strings.Contains(out, "r-dead01\tstopped*: left by a kill -9") {

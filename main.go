@@ -1461,6 +1461,9 @@ func (cf *commonFlags) keepRunProvider(ctx context.Context, id string) error {
 		// Before the dashboard or the terminal are looked at.
 		return usageErr(err)
 	}
+	if err := runtime.HeldElsewhere(st.Path(), id); err != nil {
+		return usageErr(err)
+	}
 	if cf.provider != "" {
 		// Another provider, chosen anew: the run's server and model were
 		// the old one's.

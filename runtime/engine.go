@@ -471,6 +471,19 @@ func RunIsLive(dbPath, runID string) (live, known bool) {
 	return runlock.Held(runlock.Dir(dbPath), runID)
 }
 
+// HeldElsewhere is the *RunHeldError of a run that another process is
+// running now, for a command to say before it does anything else (a
+// resume, before it looks for a terminal); nil when none is, or when that
+// cannot be told.
+func HeldElsewhere(dbPath, runID string) error {
+	l, err := runlock.Acquire(runlock.Dir(dbPath), runID)
+	if runlock.IsHeld(err) {
+		return err
+	}
+	l.Release()
+	return nil
+}
+
 // Orphaned reports whether a run of the database at dbPath is stored as
 // running while no process runs it: every reader shows it interrupted,
 // for OrphanedRunReason, until it is resumed.
