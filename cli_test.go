@@ -1261,11 +1261,16 @@ func (e sqliteErr) Code() int     { return int(e) }
 // compacting it) is a failure that passes, said as such, not bad usage.
 func TestLockedDatabaseIsSaid(t *testing.T) {
 	locked := fmt.Errorf("open x.db: %w", sqliteErr(5))
-	const said = "stayed locked by another process for the 10s swarmdeck waits: a `swarmdeck delete` or `prune` giving space back holds it whole until it is done"
-	for name, err := range map[string]error{
-		"opening to read": openErr(config.Defaults(), "x.db", "", locked),
-		"starting a run":  startErr(fmt.Errorf("store x.db: begin: %w", sqliteErr(5))),
+	for name, c := range map[string]struct {
+		err  error
+		said string
+	}{
+		"opening to read": {openErr(config.Defaults(), "x.db", "", locked),
+			"another process has kept the database x.db locked for longer than 10s: a `swarmdeck delete` or `prune` giving space back holds it until it is done"},
+		"starting a run": {startErr(fmt.Errorf("store x.db: begin: %w", sqliteErr(5))),
+			"stayed locked by another process for the 10s swarmdeck waits; try again once it is done"},
 	} {
+		err, said := c.err, c.said
 		var ee *exitError
 		if !errors.As(err, &ee) || ee.code != runtime.ExitFailed || !strings.Contains(err.Error(), said) || !strings.Contains(err.Error(), "(5)") {
 			t.Errorf("%s: %v; want exit %d with %q", name, err, runtime.ExitFailed, said)

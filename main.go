@@ -853,7 +853,29 @@ func newEngine(ctx context.Context, cf *commonFlags, use engineFor, notices chan
 	if err != nil {
 		return nil, nil, usageErr(err)
 	}
-	eng, err := runtime.New(runtime.Options{Config: cfg, Resolved: res, Logger: log, View: use == forView, Upgrading: cf.upgrading})
+	notify := func(n tui.Notice) {
+		if notices == nil {
+			return
+		}
+		select {
+		case notices <- n:
+		default:
+		}
+	}
+	// A database that another process keeps locked (one stopped with
+	// ctrl+z, say) is waited for, since a run can lose nothing by waiting
+	// and everything by failing; the person is told who holds it, in the
+	// dashboard until it is free again.
+	storeBusy := func(waiting bool, why string) {
+		if waiting {
+			log.Warn("waiting for the database", "why", why)
+			notify(tui.Notice{Topic: "database", Err: true, Text: "waiting, losing nothing: " + why})
+			return
+		}
+		log.Info("the database is free again")
+		notify(tui.Notice{Topic: "database", Text: "the database is free again: the run goes on"})
+	}
+	eng, err := runtime.New(runtime.Options{Config: cfg, Resolved: res, Logger: log, View: use == forView, Upgrading: cf.upgrading, StoreBusy: storeBusy})
 	if err == nil && use != forView && cf.db == "" {
 		cf.openedDB(cfg.DBPath())
 	}
@@ -865,15 +887,6 @@ func newEngine(ctx context.Context, cf *commonFlags, use engineFor, notices chan
 		return nil, nil, usageErr(err)
 	}
 	wctx, cancel := context.WithCancel(ctx)
-	notify := func(n tui.Notice) {
-		if notices == nil {
-			return
-		}
-		select {
-		case notices <- n:
-		default:
-		}
-	}
 	// A template edit that does not load is said where the person looks,
 	// not only in the log: new sessions go on with the previous ones. The
 	// error stands in the dashboard until a reload goes through.
@@ -2011,14 +2024,13 @@ func readOnlyErr(path, need string) error {
 }
 
 // busyErr is SQLite's "database is locked" said for a person: another
-// process held the database for longer than swarmdeck waits.
+// process held the database for longer than swarmdeck waits, and who that
+// may be.
 func busyErr(path string, err error) error {
-	db := "the database"
-	if path != "" {
-		db += " " + path
+	if path == "" {
+		return &exitError{runtime.ExitFailed, fmt.Errorf("the database stayed locked by another process for the %v swarmdeck waits; try again once it is done (%w)", store.BusyTimeout, err)}
 	}
-	return &exitError{runtime.ExitFailed, fmt.Errorf("%s stayed locked by another process for the %v swarmdeck waits: a `swarmdeck delete` or `prune` giving space back holds it whole until it is done (a while, for a large database), and so may another program such as sqlite3; try again then (%w)",
-		db, store.BusyTimeout, err)}
+	return &exitError{runtime.ExitFailed, fmt.Errorf("%s; try again then (%w)", store.BusyReason(path), err)}
 }
 
 // startErr is the exit of a run that could not be started or resumed, as

@@ -54,6 +54,11 @@ type Options struct {
 	// Upgrading is told before a database written by an older swarmdeck
 	// is brought up to date (see store.OpenOptions).
 	Upgrading func(path string, from, to int)
+	// StoreBusy is told when the database's writer starts waiting for a
+	// database that another process keeps locked, and when it stops (see
+	// store.OpenOptions.Busy). With it nil, such a database fails the
+	// store, and with it the runs.
+	StoreBusy func(waiting bool, why string)
 }
 
 // Model is what sessions call for completions.
@@ -170,7 +175,7 @@ func New(opts Options) (*Engine, error) {
 	if err = checkWritable(dbPath); err != nil && opts.View {
 		st, err = openToView(dbPath, err)
 	} else if err == nil {
-		st, err = store.OpenWith(dbPath, func(evs []event.Event) { e.bus.Publish(evs...) }, store.OpenOptions{Upgrading: opts.Upgrading})
+		st, err = store.OpenWith(dbPath, func(evs []event.Event) { e.bus.Publish(evs...) }, store.OpenOptions{Upgrading: opts.Upgrading, Busy: opts.StoreBusy})
 	}
 	if err != nil {
 		return nil, dbError(err)

@@ -447,3 +447,109 @@ func TestOpenGivesUpOnAHeldDatabase(t *testing.T) {
 		t.Errorf("Open waited %s for a held database, with a lock wait of %s", waited, lockWait)
 	}
 }
+
+// With OpenOptions.Busy, a database that another connection keeps locked
+// past the lock wait (a process stopped while it writes) is waited for,
+// said, and written once it is free: nothing of the batch was written, and
+// failing would stop every run of the process.
+func TestWriterWaitsForAHeldDatabase(t *testing.T) {
+	ctx := context.Background()
+	saved := lockWait
+	lockWait = 100 * time.Millisecond
+	defer func() { lockWait = saved }()
+	path := filepath.Join(t.TempDir(), "t.db")
+	type notice struct {
+		waiting bool
+		why     string
+	}
+	told := make(chan notice, 8)
+	s, err := OpenWith(path, nil, OpenOptions{Busy: func(waiting bool, why string) { told <- notice{waiting, why} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	holder, err := sql.Open("sqlite", fileURI(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	c, err := holder.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		done <- s.Do(ctx, func(tx *Tx) error {
+			return tx.InsertRun(&Run{ID: "r-1", Goal: "g", Status: "running", CreatedAt: time.Now()})
+		})
+	}()
+	select {
+	case n := <-told:
+		if !n.waiting || !strings.Contains(n.why, "another process has kept the database "+path+" locked") {
+			t.Fatalf("told %+v, want a wait with who may hold the database", n)
+		}
+	case err := <-done:
+		t.Fatalf("the write ended (%v) while another connection held the database", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("not told of the wait")
+	}
+	// Several lock waits later, it is still waiting.
+	select {
+	case err := <-done:
+		t.Fatalf("the write gave up: %v", err)
+	case <-time.After(5 * lockWait):
+	}
+	if _, err := c.ExecContext(ctx, "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the write after the database was let go: %v", err)
+	}
+	if n := <-told; n.waiting {
+		t.Errorf("told %+v, want that the wait is over", n)
+	}
+	if err := s.Err(); err != nil {
+		t.Errorf("the store failed: %v", err)
+	}
+	if r, err := s.Run(ctx, "r-1"); err != nil || r.Goal != "g" {
+		t.Errorf("the run written after the wait: %+v, %v", r, err)
+	}
+}
+
+// Without it, the writer gives up after the lock wait, and says so.
+func TestWriterWithoutBusyGivesUp(t *testing.T) {
+	ctx := context.Background()
+	saved := lockWait
+	lockWait = 100 * time.Millisecond
+	defer func() { lockWait = saved }()
+	path := filepath.Join(t.TempDir(), "t.db")
+	s, err := Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	holder, err := sql.Open("sqlite", fileURI(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	c, err := holder.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	defer c.ExecContext(ctx, "ROLLBACK")
+	err = s.Do(ctx, func(tx *Tx) error {
+		return tx.InsertRun(&Run{ID: "r-1", Goal: "g", Status: "running", CreatedAt: time.Now()})
+	})
+	if !IsBusy(err) {
+		t.Errorf("write to a held database: %v, want database is locked", err)
+	}
+}

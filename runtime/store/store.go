@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/swarmdeck/swarmdeck/runtime/event"
+	"github.com/swarmdeck/swarmdeck/runtime/internal/runlock"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
@@ -123,6 +124,8 @@ type Store struct {
 	sharedID int64            // and for shared contents
 	err      error            // a failed commit poisons the store
 
+	busy func(waiting bool, why string) // OpenOptions.Busy
+
 	eventBuf   []byte        // the writer's buffer for encoding a commit's events
 	coalesce   *time.Timer   // the writer's commitWait timer
 	maxAge     time.Duration // commitMaxAge, changed by tests
@@ -150,6 +153,13 @@ type OpenOptions struct {
 	// swarmdeck is brought up to date (schema version from to to), which
 	// takes a while in a large one. A new database is not upgraded.
 	Upgrading func(path string, from, to int)
+	// Busy, when set, makes the writer wait for a database that another
+	// process keeps locked past BusyTimeout instead of failing, since
+	// nothing of the batch in hand is written yet: it is told when the wait
+	// begins (waiting, with why: who holds it, see BusyReason) and when the
+	// writer has the database again. Without it the store fails, as a
+	// command that is done in a moment should.
+	Busy func(waiting bool, why string)
 }
 
 // OpenWith is Open with options.
@@ -230,6 +240,7 @@ func OpenWith(path string, publish func([]event.Event), o OpenOptions) (*Store, 
 	s.coalesce = time.NewTimer(time.Hour)
 	s.coalesce.Stop()
 	s.commitWait, s.maxAge = commitWait, commitMaxAge
+	s.busy = o.Busy
 	go s.loop()
 	return s, nil
 }
@@ -244,6 +255,70 @@ var lockWait = BusyTimeout
 // busyPragma sets the wait for a lock in a connection string.
 func busyPragma() string {
 	return "busy_timeout(" + strconv.FormatInt(lockWait.Milliseconds(), 10) + ")"
+}
+
+// waitForLock goes on trying to begin a transaction that failed with err
+// while another process holds the database (see OpenOptions.Busy), until
+// it begins or the store closes. Each try waits a second at most, so that
+// a Close is not kept waiting. It returns nil once the transaction has
+// begun, and otherwise the error to fail with.
+func (s *Store) waitForLock(err error) error {
+	if s.busy == nil || !IsBusy(err) {
+		return err
+	}
+	ctx := context.Background()
+	why := BusyReason(s.path)
+	s.busy(true, why)
+	s.conn.ExecContext(ctx, "PRAGMA busy_timeout = "+strconv.FormatInt(min(lockWait, time.Second).Milliseconds(), 10))
+	defer s.conn.ExecContext(ctx, "PRAGMA "+busyPragma())
+	for {
+		select {
+		case <-s.closing:
+			return err
+		default:
+		}
+		if _, err = s.control(beginSQL); err == nil {
+			s.busy(false, "")
+			return nil
+		}
+		if !IsBusy(err) {
+			return err
+		}
+		// The holder may have changed (stopped, or let go on).
+		if now := BusyReason(s.path); now != why {
+			why = now
+			s.busy(true, why)
+		}
+	}
+}
+
+// BusyReason says who may be keeping the database at path locked: a
+// swarmdeck process that is stopped (ctrl+z, SIGSTOP) while it holds the
+// database, and how to let it go on, when one is; the likely holders
+// otherwise.
+func BusyReason(path string) string {
+	var stopped []runlock.Holder
+	for _, h := range runlock.Holders(runlock.Dir(path)) {
+		if h.Stopped {
+			stopped = append(stopped, h)
+		}
+	}
+	switch len(stopped) {
+	case 0:
+		return fmt.Sprintf("another process has kept the database %s locked for longer than %v: a `swarmdeck delete` or `prune` giving space back holds it until it is done (a while, for a large database), and so may another program such as sqlite3", path, BusyTimeout)
+	case 1:
+		h := stopped[0]
+		doing := "running"
+		if h.Deleting {
+			doing = "deleting"
+		}
+		return fmt.Sprintf("the swarmdeck process %d (%s %s on the database %s) is stopped, with ctrl+z or SIGSTOP, and may hold the database: `kill -CONT %d`, or `fg` in its terminal, lets it go on", h.PID, doing, h.RunID, path, h.PID)
+	}
+	pids := make([]string, len(stopped))
+	for i, h := range stopped {
+		pids[i] = strconv.Itoa(h.PID)
+	}
+	return fmt.Sprintf("the swarmdeck processes %s (with runs of the database %s) are stopped, with ctrl+z or SIGSTOP, and may hold the database: `kill -CONT %s` lets them go on", strings.Join(pids, ", "), path, strings.Join(pids, " "))
 }
 
 // IsBusy reports whether err is SQLite's "database is locked": another
@@ -522,8 +597,10 @@ func (s *Store) run(batch []*op) {
 		return
 	}
 	if _, err := s.control(beginSQL); err != nil {
-		s.fail(batch, fmt.Errorf("begin: %w", err))
-		return
+		if err = s.waitForLock(err); err != nil {
+			s.fail(batch, fmt.Errorf("begin: %w", err))
+			return
+		}
 	}
 	tx := &Tx{s: s, ctx: ctx}
 	s.seqMu.Lock()

@@ -9,6 +9,7 @@
 package runlock
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -180,4 +181,67 @@ func Held(dir, runID string) (held, known bool) {
 	}
 	defer f.Close()
 	return probeLock(f)
+}
+
+// Holder is a process that holds a run lock in a directory.
+type Holder struct {
+	PID      int
+	RunID    string
+	Deleting bool // deleting the run, not running it
+	// Stopped: the process is suspended (ctrl+z, SIGSTOP), as far as this
+	// system tells (Linux's /proc); a stopped process keeps whatever it
+	// held, the database's write lock among it.
+	Stopped bool
+}
+
+// Holders lists the processes other than this one that hold a run lock in
+// dir, by pid, one entry a process; nil where that cannot be told.
+func Holders(dir string) []Holder {
+	if !canProbe {
+		return nil
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var out []Holder
+	seen := map[int]bool{os.Getpid(): true}
+	for _, e := range entries {
+		runID, ok := strings.CutSuffix(e.Name(), ".lock")
+		if !ok {
+			continue
+		}
+		f, err := os.Open(filepath.Join(dir, e.Name()))
+		if err != nil {
+			continue
+		}
+		held, _ := probeLock(f)
+		b := make([]byte, 64)
+		n, _ := f.ReadAt(b, 0)
+		f.Close()
+		line, doing, _ := strings.Cut(string(b[:n]), "\n")
+		pid, _ := strconv.Atoi(strings.TrimSpace(line))
+		if !held || pid <= 0 || seen[pid] {
+			continue
+		}
+		seen[pid] = true
+		out = append(out, Holder{PID: pid, RunID: runID, Deleting: strings.TrimSpace(doing) == deleting, Stopped: stopped(pid)})
+	}
+	return out
+}
+
+// stopped reports whether process pid is suspended, from its state in
+// /proc/PID/stat (T: stopped by a signal, t: by a debugger); false where
+// there is no such file.
+func stopped(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	// "pid (name) state ...": the name may hold spaces and parentheses.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return false
+	}
+	return b[i+2] == 'T' || b[i+2] == 't'
 }
