@@ -467,6 +467,27 @@ func TestDatabaseInTheWorkingDirectoryIsTold(t *testing.T) {
 	}
 }
 
+// When that database cannot be made, the error says where it was looked
+// for and why there, with the full path.
+func TestDatabaseInTheWorkingDirectoryThatCannotBeMade(t *testing.T) {
+	cliEnv(t)
+	t.Setenv("HOME", "")
+	t.Setenv("XDG_DATA_HOME", "")
+	dir := t.TempDir()
+	t.Chdir(dir)
+	// A file where the directory would go.
+	if err := os.WriteFile(filepath.Join(dir, "swarmdeck"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"run", "--headless", "a quick demo"}, strings.NewReader(""), &stdout, &stderr)
+	want := ": not a directory; the database is " + filepath.Join(dir, "swarmdeck", "swarmdeck.db") +
+		" (neither HOME nor XDG_DATA_HOME is set); --db FILE or XDG_DATA_HOME puts it elsewhere\n"
+	if code != 2 || !strings.HasSuffix(stderr.String(), want) {
+		t.Errorf("exit %d, stderr %q; want exit 2 and %q", code, stderr.String(), want)
+	}
+}
+
 // A resume continues on the provider and model its run began on, whatever
 // the environment resolves to now: a run of the offline scripted model is
 // not moved to a paid provider because an API key has been set since.

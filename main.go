@@ -884,6 +884,10 @@ func newEngine(ctx context.Context, cf *commonFlags, use engineFor, notices chan
 		if store.IsBusy(err) {
 			return nil, nil, busyErr(cfg.DBPath(), err)
 		}
+		if note := dbInWorkingDirNote(cfg); note != "" {
+			// Where the database was looked for is part of the mistake.
+			err = fmt.Errorf("%w; %s", err, note)
+		}
 		return nil, nil, usageErr(err)
 	}
 	wctx, cancel := context.WithCancel(ctx)

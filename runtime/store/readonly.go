@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -148,7 +149,7 @@ func CheckFile(path string) error {
 func checkToWrite(path string) error {
 	info, err := os.Stat(path)
 	if err != nil {
-		return nil
+		return danglingLink(path)
 	}
 	if err := regularFile(path, info); err != nil {
 		return err
@@ -157,4 +158,23 @@ func checkToWrite(path string) error {
 		return fmt.Errorf("the database %s has %d names (hard links), and SQLite keeps a database's write-ahead log by name: swarmdeck writes only a database with one name, since two processes using two of them would damage it; remove the other names (`find / -xdev -samefile %s` lists them), or give a copy", path, n, path)
 	}
 	return nil
+}
+
+// danglingLink refuses a database path that is a symbolic link to a file
+// in a directory that does not exist, which SQLite can only call "unable
+// to open database file". A path where nothing is gets its directories
+// made; a link's target, which may be a drive not mounted, does not.
+func danglingLink(path string) error {
+	target, err := os.Readlink(path)
+	if err != nil {
+		return nil
+	}
+	if !filepath.IsAbs(target) {
+		target = filepath.Join(filepath.Dir(path), target)
+	}
+	dir := filepath.Dir(target)
+	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return fmt.Errorf("the database %s is a symbolic link to %s, in a directory that does not exist (%s): make that directory, or give another database", path, target, dir)
 }

@@ -305,3 +305,33 @@ func TestDatabaseWithTwoNamesIsNotWritten(t *testing.T) {
 	}
 	s.Close()
 }
+
+// A database path that is a symbolic link into a directory that does not
+// exist is said as such; one into a directory that does is followed.
+func TestDatabaseLinkIntoNowhere(t *testing.T) {
+	dir := t.TempDir()
+	link := filepath.Join(dir, "a.db")
+	if err := os.Symlink(filepath.Join("gone", "x.db"), link); err != nil {
+		t.Skip("no symbolic links here:", err)
+	}
+	if s, err := Open(link, nil); err == nil || !strings.Contains(err.Error(), "is a symbolic link to "+filepath.Join(dir, "gone", "x.db")+", in a directory that does not exist") {
+		if err == nil {
+			s.Close()
+		}
+		t.Fatalf("Open through a link into nowhere: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "gone")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the link's target directory was made: %v", err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "gone"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(link, nil)
+	if err != nil {
+		t.Fatalf("Open through a link into a directory: %v", err)
+	}
+	s.Close()
+	if _, err := os.Stat(filepath.Join(dir, "gone", "x.db")); err != nil {
+		t.Errorf("the database is not where the link points: %v", err)
+	}
+}
