@@ -42,6 +42,9 @@ Plan with care.{{end}}`)
 	// such as a README beside the overrides: ignored too.
 	writeFile(t, dir, "README.md", "# My prompt overrides\nresearcher.md makes it terser.\n")
 
+	// A byte order mark, which some editors write, is no part of it.
+	writeFile(t, dir, "explorer.md", "\ufeff"+customResearcher)
+
 	l := newLibrary(t, dir)
 	if out := render(t, l, childData("researcher", everyGroup...)); !strings.Contains(out, "Custom researcher guidance.") || strings.Contains(out, "Find and weigh") {
 		t.Errorf("researcher override not used:\n%s", out)
@@ -82,6 +85,7 @@ func TestBrokenOverrideRejected(t *testing.T) {
 		{"reminder without tags", "reminder.md", "{{range .Blocked}}{{.}}{{end}}", 0, "<reminder>"},
 		// A new role's prompt with no template in it at all still says
 		// what it lacks.
+		{"not UTF-8", "researcher.md", "{{template \"_header\" .}}\nCaf\xe9 cr\xe8me.\n{{template \"_protocols\" .}}\n", 2, "not UTF-8 text"},
 		{"new role without its task id", "designer.md", "You are the designer agent of a swarmdeck swarm.\nDesign.\n", 0, "Your task id:"},
 	}
 	for _, c := range cases {

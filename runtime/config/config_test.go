@@ -187,6 +187,7 @@ func TestParseErrors(t *testing.T) {
 			"invalid YAML: this key is indented deeper than the one on line 3, so YAML reads it as more of that key's value"},
 		{"key under a scalar", "model: a\n  provider: b\n", 2, "", "indented deeper than the one on line 1"},
 		{"colon in a value", "title_hint: note: x\n", 1, "", `invalid YAML: mapping value is not allowed in this context; a value holding ": " must be in quotes`},
+		{"not UTF-8", "provider: scripted\nmodel: caf\xe9\n", 2, "", "not UTF-8 text (saved in another encoding?): save the file as UTF-8"},
 		{"key indented between levels", "limits:\n  max_turns: 1\n max_depth: 2\n", 3, "", "invalid YAML: this key's indent lines up with no key above it"},
 		{"unclosed list, noticed a line later", "agents:\n  - name: a\n    tools: [read_file, list_files\n    prompt: x\n", 3, "",
 			"invalid YAML: the list opened here with '[' is not closed (the parser expected ',' or ']' before line 4)"},

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/parser"
@@ -78,6 +79,11 @@ func Parse(name string, data []byte) (*Config, error) {
 	// file, is allowed there by YAML; left in, it would be part of the
 	// first key.
 	data = bytes.TrimPrefix(data, []byte("\ufeff"))
+	if !utf8.Valid(data) {
+		// YAML is Unicode; goccy would read the bytes as U+FFFD, and a
+		// model name or path would silently be another.
+		return nil, &Error{File: name, Line: 1 + bytes.Count(data[:invalidAt(data)], []byte("\n")), Msg: "not UTF-8 text (saved in another encoding?): save the file as UTF-8"}
+	}
 	cfg := Defaults()
 	file, err := parser.ParseBytes(data, 0)
 	if err != nil {
@@ -258,4 +264,17 @@ func unclosedFlow(src []byte, line, col int) (flowOpen, bool) {
 		return flowOpen{}, false
 	}
 	return stack[len(stack)-1], true
+}
+
+// invalidAt is the offset of the first byte of b that is not part of valid
+// UTF-8, or len(b).
+func invalidAt(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n <= 1 {
+			return i
+		}
+		i += n
+	}
+	return len(b)
 }
