@@ -26,6 +26,8 @@ func Find(explicit string) (string, error) {
 			return "", fmt.Errorf("--config %s: %w", explicit, unwrapPath(err))
 		case fi.IsDir():
 			return "", fmt.Errorf("--config %s: is a directory; give the path of the config file", explicit)
+		case waitsToRead(fi):
+			return "", fmt.Errorf("--config %s: is %s, whose reading waits for a writer; give the path of the config file", explicit, kind(fi))
 		}
 		return explicit, nil
 	}
@@ -43,6 +45,8 @@ func Find(explicit string) (string, error) {
 			return "", fmt.Errorf("%s: %w", path, unwrapPath(err))
 		case fi.IsDir():
 			return "", fmt.Errorf("%s: is a directory, not a config file", path)
+		case waitsToRead(fi):
+			return "", fmt.Errorf("%s: is %s, not a config file", path, kind(fi))
 		}
 		return path, nil
 	}
@@ -121,4 +125,18 @@ func unwrapPath(err error) error {
 		return pe.Err
 	}
 	return err
+}
+
+// waitsToRead reports whether reading the file would wait for another
+// process: a named pipe, or a socket. A device is read as it is
+// (--config /dev/null is the defaults).
+func waitsToRead(fi fs.FileInfo) bool {
+	return fi.Mode()&(fs.ModeNamedPipe|fs.ModeSocket) != 0
+}
+
+func kind(fi fs.FileInfo) string {
+	if fi.Mode()&fs.ModeSocket != 0 {
+		return "a socket"
+	}
+	return "a named pipe"
 }

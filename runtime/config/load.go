@@ -46,6 +46,10 @@ var oneLine = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ")
 // Load reads and parses the configuration file at path. The returned Config
 // has Path set to path.
 func Load(path string) (*Config, error) {
+	if fi, err := os.Stat(path); err == nil && waitsToRead(fi) {
+		// Replaced by a pipe while watched, say: reading would hang.
+		return nil, &Error{File: path, Msg: "is " + kind(fi) + ", not a config file"}
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		// The cause is still matched by errors.Is(err, fs.ErrNotExist); the
