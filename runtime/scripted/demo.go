@@ -74,11 +74,11 @@ func (s *session) acknowledge(final int) Reply {
 		}
 		switch it.tag {
 		case "human_message", "human_broadcast":
-			notes = append(notes, "you said “"+textcut.OneLine(it.body, 160)+"”")
+			notes = append(notes, "you said \""+textcut.OneLine(it.body, 160)+"\"")
 		case "task_result":
 			notes = append(notes, "the result of "+it.attr("task_id")+" ("+it.attr("status")+")")
 		case "task_message":
-			notes = append(notes, "the message from "+it.attr("from")+": “"+textcut.OneLine(it.body, 120)+"”")
+			notes = append(notes, "the message from "+it.attr("from")+": \""+textcut.OneLine(it.body, 120)+"\"")
 		}
 	}
 	lead := ackNothing
@@ -369,7 +369,7 @@ func heard(s *session, since int) string {
 	if len(words) == 0 {
 		return ""
 	}
-	return " Noted your message: “" + textcut.OneLine(words[len(words)-1], 160) + "”."
+	return " Noted your message: \"" + textcut.OneLine(words[len(words)-1], 160) + "\"."
 }
 
 // pending describes the children the root still waits for.
@@ -476,7 +476,7 @@ func rootFinal(s *session, st *rootState, capped bool) string {
 
 	b.WriteString("\nLaunch window: " + launchWindow(st) + "\n")
 	if words := s.humanWords(0); len(words) > 0 {
-		b.WriteString("You told me: “" + textcut.OneLine(strings.Join(words, " / "), 240) + "” — taken into account above.\n")
+		b.WriteString("You told me: \"" + textcut.OneLine(strings.Join(words, " / "), 240) + "\" -- taken into account above.\n")
 	}
 
 	b.WriteString("\nNext steps\n")
@@ -513,7 +513,7 @@ func launchWindow(st *rootState) string {
 		if l, ok := labels[strings.ToLower(h)]; ok {
 			h = l
 		}
-		return "“" + textcut.OneLine(h, 120) + "”, as you chose."
+		return "\"" + textcut.OneLine(h, 120) + "\", as you chose."
 	}
 	out := "none was given by you"
 	switch str(st.ask, "status") {
@@ -530,7 +530,7 @@ func launchWindow(st *rootState) string {
 		}
 	}
 	if len(agents) > 0 {
-		out += "; the agents suggested — " + strings.Join(agents, "; ")
+		out += "; the agents suggested -- " + strings.Join(agents, "; ")
 	}
 	if strings.HasSuffix(out, "…") {
 		return out

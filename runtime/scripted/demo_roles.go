@@ -40,7 +40,7 @@ func researcher(s *session) Reply {
 				calls = append(calls,
 					Call{Name: "task_send_message", Args: kv{
 						"task_id", sb.taskID,
-						"message", "Hi from " + me + ": I'm on “" + textcut.OneLine(s.task, 80) + "” and just broadcast my first finding. Tell me if yours contradicts it.",
+						"message", "Hi from " + me + ": I'm on \"" + textcut.OneLine(s.task, 80) + "\" and just broadcast my first finding. Tell me if yours contradicts it.",
 						"noReply", true,
 					}},
 					Call{Name: "task_output", Args: kv{"task_id", sb.taskID}},
@@ -129,7 +129,7 @@ func heardFromOthers(s *session) []string {
 			return
 		}
 		seen[msg] = true
-		out = append(out, from+" broadcast: “"+msg+"”")
+		out = append(out, from+" broadcast: \""+msg+"\"")
 	}
 	for _, it := range s.itemsOf("sibling_broadcast") {
 		add(it.attr("from"), it.body)
@@ -148,7 +148,7 @@ func heardFromOthers(s *session) []string {
 		out = append(out, "No sibling broadcasts reached me.")
 	}
 	for _, it := range s.itemsOf("task_message") {
-		out = append(out, it.attr("from")+" wrote to me: “"+textcut.OneLine(it.body, 160)+"”")
+		out = append(out, it.attr("from")+" wrote to me: \""+textcut.OneLine(it.body, 160)+"\"")
 	}
 	return out
 }
@@ -157,14 +157,14 @@ func heardFromOthers(s *session) []string {
 // (announcements, questions answered on the session's behalf).
 func writeHumanAndNotes(b *strings.Builder, s *session) {
 	if words := s.humanWords(0); len(words) > 0 {
-		b.WriteString("- You told me: “" + textcut.OneLine(strings.Join(words, " / "), 240) + "”.\n")
+		b.WriteString("- You told me: \"" + textcut.OneLine(strings.Join(words, " / "), 240) + "\".\n")
 	}
 	for _, it := range s.itemsOf("announcement") {
-		b.WriteString("- Announcement seen: “" + textcut.OneLine(it.body, 140) + "”.\n")
+		b.WriteString("- Announcement seen: \"" + textcut.OneLine(it.body, 140) + "\".\n")
 		break
 	}
 	for _, it := range s.itemsOf("answered_on_your_behalf") {
-		b.WriteString("- A question was answered on my behalf: “" + textcut.OneLine(it.body, 140) + "”.\n")
+		b.WriteString("- A question was answered on my behalf: \"" + textcut.OneLine(it.body, 140) + "\".\n")
 		break
 	}
 }
@@ -187,7 +187,7 @@ func workspaceLine(s *session) string {
 			switch {
 			case len(names) == 0:
 			case len(names) < len(entries):
-				p += " (" + strings.Join(names, ", ") + ", …)"
+				p += " (" + strings.Join(names, ", ") + ", ...)"
 			default:
 				p += " (" + strings.Join(names, ", ") + ")"
 			}
@@ -197,10 +197,10 @@ func workspaceLine(s *session) string {
 	if c, ok := s.called("search_files", nil); ok && c.done {
 		q := str(jsonObject(c.args), "query")
 		if c.failed() {
-			parts = append(parts, "searching for “"+q+"” failed ("+textcut.Clip(resultError(c.result), 80)+")")
+			parts = append(parts, "searching for \""+q+"\" failed ("+textcut.Clip(resultError(c.result), 80)+")")
 		} else {
 			matches := list(jsonObject(c.result), "matches")
-			p := fmt.Sprintf("a search for “%s” found %s", q, plural(len(matches), "match", "matches"))
+			p := fmt.Sprintf("a search for \"%s\" found %s", q, plural(len(matches), "match", "matches"))
 			if len(matches) > 0 {
 				m := matches[0]
 				p += fmt.Sprintf(", first in %s:%v", str(m, "path"), m["line"])
@@ -237,7 +237,7 @@ func writer(s *session) Reply {
 	// goal (the root passes only references), so the title names it only
 	// when known.
 	if g := sharedValue(s.sys, "projectGoal"); g != "" {
-		b.WriteString(Prefix + " Draft plan for “" + textcut.OneLine(g, 100) + "”")
+		b.WriteString(Prefix + " Draft plan for \"" + textcut.OneLine(g, 100) + "\"")
 	} else {
 		b.WriteString(Prefix + " Draft plan from the research")
 	}
@@ -336,7 +336,7 @@ func subOrchestrator(s *session) Reply {
 	}
 
 	var b strings.Builder
-	b.WriteString(Prefix + " Launch checklist for “" + goal + "”:\n")
+	b.WriteString(Prefix + " Launch checklist for \"" + goal + "\":\n")
 	b.WriteString("1. Confirm the launch window with the team and the human.\n")
 	switch {
 	case result != nil && result.attr("status") == "completed":

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"reflect"
 	"slices"
 	"strings"
@@ -622,7 +623,7 @@ func TestDemoExplorer(t *testing.T) {
 	six := `{"path":".","entries":[{"name":"a"},{"name":"b"},{"name":"c"},{"name":"d"},{"name":"e"},{"name":"f"}]}`
 	for _, tc := range []struct{ listing, want string }{
 		{listRes, "2 entries (README.md, docs);"},
-		{six, "6 entries (a, b, c, d, …)"}, // only the first names, and it says so
+		{six, "6 entries (a, b, c, d, ...)"}, // only the first names, and it says so
 	} {
 		sys := sysPrompt("explorer", "s-x", "assets", "[Shared Context]:", `- projectGoal: "`+goal+`"`, `- audience: "early adopters"`)
 		c := newConvo(t, sys, "Scan the workspace for launch assets")
@@ -784,5 +785,26 @@ func TestLaunchWindowListsTheAgentsSuggestions(t *testing.T) {
 	if strings.Contains(got, ".;") || strings.Contains(got, "….") || !strings.Contains(got, "research-1: Next month; research-2: Next quarter") ||
 		!strings.HasSuffix(got, "…") {
 		t.Errorf("launchWindow = %q", got)
+	}
+}
+
+// The demo's own words are ASCII, so that a dashboard drawing in ASCII
+// (a terminal whose locale is not UTF-8) shows them without garbage;
+// only what a person or a tool wrote, quoted in them, may be otherwise.
+func TestDemoWordsAreASCII(t *testing.T) {
+	for _, file := range []string{"demo.go", "demo_roles.go"} {
+		src, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(src), "\n") {
+			code, _, _ := strings.Cut(line, "//")
+			for _, r := range code {
+				if r >= 0x80 && r != '…' { // the mark textcut ends a cut with
+					t.Errorf("%s:%d: %q in %s", file, i+1, r, strings.TrimSpace(line))
+					break
+				}
+			}
+		}
 	}
 }
