@@ -683,7 +683,9 @@ func (p *transcriptPane) streamLines(s *styles, maxRows int) []string {
 	}
 	lines := []string{head}
 	if len(r.text) > 0 {
-		body := wrap(clean(string(r.text)), p.contentWidth()-2)
+		// At the width and indent the message will have once it is
+		// stored, so that its lines do not move when it is.
+		body := wrap(clean(string(r.text)), p.contentWidth())
 		keep := max(maxRows-1, 1)
 		if len(body) > keep {
 			body = body[len(body)-keep:]
@@ -856,6 +858,11 @@ func (p *transcriptPane) Render(c *renderCtx) []string {
 		olderAbove = first > 0 || len(shown) > avail
 		if len(shown) > avail {
 			shown = shown[len(shown)-avail:]
+		}
+		if free := avail - len(shown); free > 0 && len(stream) > 0 && p.reply() != nil {
+			// Too few messages to fill the rows the reply left them:
+			// the reply takes those too, rather than leave them blank.
+			stream = p.streamLines(s, len(stream)+free)
 		}
 	} else {
 		// Scrolled up, the view hangs from its top message and stays put

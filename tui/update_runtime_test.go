@@ -3,6 +3,7 @@ package tui
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -868,4 +869,64 @@ func TestAnswerSheetKeepsTheQuestionUnderARefusal(t *testing.T) {
 		t.Errorf("%d options shown and %d said to be left out, of 10:\n%s", shown, notShown, view)
 	}
 	checkFrame(t, view, 60, 16)
+}
+
+// A streaming reply is wrapped as the message it becomes will be, so its
+// lines stay put when it is stored; and with few messages above it, a
+// long reply takes the rows they leave rather than stopping half-way down
+// the pane.
+func TestStreamingReplyWrapsAsItsMessage(t *testing.T) {
+	m, ctl := demoModel(t, 80, 24)
+	ctl.SetTranscript("s-res1", tuitest.DemoTranscript()[:2])
+	m, _ = press(t, m, "down", "down", "enter")
+	var words []string
+	for i := range 40 {
+		// Five cells each with the space: 15 fill the 74 cells of text
+		// of the pane, 80 wide, to the last cell.
+		words = append(words, fmt.Sprintf("w%03d", i))
+	}
+	text := strings.Join(words, " ") + " ok"
+	m = apply(m, deltaEvent("s-res1", text, false))
+	streamed := linesWith(plainView(m), "w0")
+
+	e := ev(event.MessageAppended, "s-res1")
+	e.Message = &event.MessageInfo{ID: 7, Index: 2, Role: "assistant", Source: "agent", Content: text}
+	m = apply(m, e)
+	stored := linesWith(plainView(m), "w0")
+	if len(streamed) == 0 || !slices.Equal(streamed, stored) {
+		t.Errorf("streamed as\n%s\nstored as\n%s", strings.Join(streamed, "\n"), strings.Join(stored, "\n"))
+	}
+
+	// A reply longer than the pane under few messages: its tail fills the
+	// pane to its bottom.
+	m, ctl = demoModel(t, 80, 24)
+	ctl.SetTranscript("s-res1", tuitest.DemoTranscript()[:2])
+	m, _ = press(t, m, "down", "down", "enter")
+	long := strings.Repeat("word ", 400) + "LAST"
+	m = apply(m, deltaEvent("s-res1", long, false))
+	rows := strings.Split(plainView(m), "\n")
+	last := -1
+	for i, r := range rows {
+		if strings.Contains(r, "LAST") {
+			last = i
+		}
+	}
+	if last < 0 {
+		t.Fatalf("the end of the reply is not shown:\n%s", plainView(m))
+	}
+	if below := rows[last+1]; !strings.HasPrefix(below, "╰") && !strings.HasPrefix(below, "┗") {
+		t.Errorf("under the reply's last line %q comes %q, not the pane's border:\n%s", rows[last], rows[last+1], plainView(m))
+	}
+}
+
+// linesWith are the lines of s that hold sub, with the panes' borders,
+// the selected message's bar and the space around them trimmed.
+func linesWith(s, sub string) []string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, strings.TrimLeft(strings.TrimSpace(strings.Trim(l, "│┃")), "▌ "))
+		}
+	}
+	return out
 }
