@@ -161,3 +161,28 @@ func TestHelpSheetOfAReadOnlyView(t *testing.T) {
 	mustContain(t, m, "Act", "?       help", "q       quit")
 	mustNotContain(t, m, "In a dialog", "b       broadcast", "m       message", "a       answer", "s       skip", "x       cancel", "y       yes")
 }
+
+// The `?` sheet keeps a cell of margin at its right border, as at its
+// left, whatever the width.
+func TestHelpKeepsARightMargin(t *testing.T) {
+	for w := 60; w <= 160; w++ {
+		m, _ := demoModel(t, w, 60)
+		m, _ = press(t, m, "?")
+		in := false
+		for _, l := range strings.Split(plainView(m), "\n") {
+			if strings.Contains(l, " Keys ") {
+				in = true // the sheet's top border
+				continue
+			}
+			if in && (strings.HasSuffix(l, "┃") || strings.HasSuffix(l, "│")) {
+				body := strings.TrimSuffix(strings.TrimSuffix(l, "┃"), "│")
+				if !strings.HasSuffix(body, " ") {
+					t.Fatalf("at width %d a line of help touches the border:\n%s", w, l)
+				}
+			}
+		}
+		if !in {
+			t.Fatalf("at width %d no help sheet:\n%s", w, plainView(m))
+		}
+	}
+}

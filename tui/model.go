@@ -448,7 +448,7 @@ func (m *model) layout() (screenLayout, []string) {
 			detail = m.broadcastContent(m.width - 3)
 			rows = len(detail) + 3
 		case m.showHelp:
-			help = m.helpContent(m.width - 3)
+			help = m.helpContent(m.width - 4) // a cell of margin each side
 			rows = len(help) + 3
 		}
 	}
