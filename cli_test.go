@@ -1288,8 +1288,8 @@ func TestLockedDatabaseIsSaid(t *testing.T) {
 	}{
 		"opening to read": {openErr(config.Defaults(), "x.db", "", locked),
 			"another process has kept the database x.db locked for longer than 10s: a `swarmdeck delete` or `prune` giving space back holds it until it is done"},
-		"starting a run": {startErr(fmt.Errorf("store x.db: begin: %w", sqliteErr(5))),
-			"stayed locked by another process for the 10s swarmdeck waits; try again once it is done"},
+		"starting a run": {startErr("x.db", fmt.Errorf("store x.db: begin: %w", sqliteErr(5))),
+			"another process has kept the database x.db locked for longer than 10s"},
 	} {
 		err, said := c.err, c.said
 		var ee *exitError

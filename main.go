@@ -147,6 +147,12 @@ type commonFlags struct {
 	// (dbMoved is shared by the copies a command makes of its flags.)
 	dbInUse string
 	dbMoved *atomic.Bool
+	// starting, when set, is true while a run is being started or resumed,
+	// before the dashboard or a headless run's output shows what the
+	// engine has to say: meanwhile (another process holds the database)
+	// it goes to stderr, where it is seen, as well as to the dashboard
+	// once it is up.
+	starting *atomic.Bool
 }
 
 func main() {
@@ -867,15 +873,19 @@ func newEngine(ctx context.Context, cf *commonFlags, use engineFor, notices chan
 	// and everything by failing; the person is told who holds it, in the
 	// dashboard until it is free again.
 	storeBusy := func(waiting bool, why string) {
+		text := "the database is free again: the run goes on"
 		if waiting {
+			text = "waiting, losing nothing: " + why
 			log.Warn("waiting for the database", "why", why)
-			notify(tui.Notice{Topic: "database", Err: true, Text: "waiting, losing nothing: " + why})
-			return
+		} else {
+			log.Info("the database is free again")
 		}
-		log.Info("the database is free again")
-		notify(tui.Notice{Topic: "database", Text: "the database is free again: the run goes on"})
+		if b := cf.starting; b != nil && b.Load() && cf.stderr != nil {
+			fmt.Fprintln(cf.stderr, "swarmdeck: "+runtime.TerminalText(text))
+		}
+		notify(tui.Notice{Topic: "database", Err: waiting, Text: text})
 	}
-	eng, err := runtime.New(runtime.Options{Config: cfg, Resolved: res, Logger: log, View: use == forView, Upgrading: cf.upgrading, StoreBusy: storeBusy})
+	eng, err := runtime.New(runtime.Options{Config: cfg, Resolved: res, Logger: log, View: use == forView, Upgrading: cf.upgrading, StoreBusy: storeBusy, StoreGiveUp: ctx.Done()})
 	if err == nil && use != forView && cf.db == "" {
 		cf.openedDB(cfg.DBPath())
 	}
@@ -1029,6 +1039,7 @@ func controlInput(control string, stdin io.Reader) (io.Reader, error) {
 func headlessRun(ctx context.Context, cf *commonFlags, use engineFor, asJSON, deltas bool, control io.Reader, stdout, stderr io.Writer,
 	start func(context.Context, *runtime.Engine) (*runtime.Run, error)) error {
 	notices := make(chan tui.Notice, 4)
+	cf.starting = new(atomic.Bool)
 	eng, closeEng, err := newEngine(ctx, cf, use, notices)
 	if err != nil {
 		return err
@@ -1059,13 +1070,19 @@ func headlessRun(ctx context.Context, cf *commonFlags, use engineFor, asJSON, de
 		Control: control, Notices: lines}
 	var run *runtime.Run
 	code, err := eng.Headless(ctx, opts, func(ctx context.Context) (*runtime.Run, error) {
+		cf.starting.Store(true)
 		r, err := start(ctx, eng)
+		cf.starting.Store(false)
 		run = r
 		return r, err
 	})
 	var ie *runtime.InterruptedError
 	if errors.As(err, &ie) {
 		err = cf.withResume(ie, true)
+	}
+	if run == nil && store.IsBusy(err) {
+		// Given up waiting for the database (ctrl+c): who held it.
+		return busyErr(eng.Store().Path(), err)
 	}
 	if err == nil && code == runtime.ExitFailed && run != nil && run.Status() == runtime.RunFailed {
 		// Why it failed is printed (or in the events); the way back is
@@ -2031,23 +2048,20 @@ func readOnlyErr(path, need string) error {
 // process held the database for longer than swarmdeck waits, and who that
 // may be.
 func busyErr(path string, err error) error {
-	if path == "" {
-		return &exitError{runtime.ExitFailed, fmt.Errorf("the database stayed locked by another process for the %v swarmdeck waits; try again once it is done (%w)", store.BusyTimeout, err)}
-	}
 	return &exitError{runtime.ExitFailed, fmt.Errorf("%s; try again then (%w)", store.BusyReason(path), err)}
 }
 
-// startErr is the exit of a run that could not be started or resumed, as
-// run --headless and resume --headless give it: bad usage (a run that has
-// ended, one running elsewhere, a workspace that is gone), unless the
-// database could not take it (a full disk).
-func startErr(err error) error {
+// startErr is the exit of a run that could not be started or resumed on
+// the database at path, as run and resume give it: bad usage (a run that
+// has ended, one running elsewhere, a workspace that is gone), unless the
+// database could not take it (a full disk, or another process holding it).
+func startErr(path string, err error) error {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		return err
 	}
 	if store.IsBusy(err) {
-		return busyErr("", err)
+		return busyErr(path, err)
 	}
 	if _, ok := store.SQLiteCode(err); ok {
 		return &exitError{runtime.ExitFailed, err}
@@ -2191,6 +2205,7 @@ func dashboard(ctx context.Context, cf *commonFlags, goal, runID string, readOnl
 		use = forStoredRun
 	}
 	notices := make(chan tui.Notice, 4)
+	cf.starting = new(atomic.Bool)
 	eng, closeEng, err := newEngine(ctx, cf, use, notices)
 	if err != nil {
 		return err
@@ -2231,12 +2246,18 @@ func dashboard(ctx context.Context, cf *commonFlags, goal, runID string, readOnl
 			}
 		}
 	case runID != "":
-		if run, err = eng.ResumeIn(ctx, runID, cf.workspace); err != nil {
-			return startErr(err)
+		cf.starting.Store(true)
+		run, err = eng.ResumeIn(ctx, runID, cf.workspace)
+		cf.starting.Store(false)
+		if err != nil {
+			return startErr(eng.Store().Path(), err)
 		}
 	case goal != "":
-		if run, err = eng.Start(ctx, goal); err != nil {
-			return startErr(err)
+		cf.starting.Store(true)
+		run, err = eng.Start(ctx, goal)
+		cf.starting.Store(false)
+		if err != nil {
+			return startErr(eng.Store().Path(), err)
 		}
 	default:
 		opts.Start = func(ctx context.Context, goal string) (event.Controller, error) {

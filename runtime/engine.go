@@ -59,6 +59,8 @@ type Options struct {
 	// store.OpenOptions.Busy). With it nil, such a database fails the
 	// store, and with it the runs.
 	StoreBusy func(waiting bool, why string)
+	// StoreGiveUp ends such a wait when closed (a first ctrl+c).
+	StoreGiveUp <-chan struct{}
 }
 
 // Model is what sessions call for completions.
@@ -175,7 +177,7 @@ func New(opts Options) (*Engine, error) {
 	if err = checkWritable(dbPath); err != nil && opts.View {
 		st, err = openToView(dbPath, err)
 	} else if err == nil {
-		st, err = store.OpenWith(dbPath, func(evs []event.Event) { e.bus.Publish(evs...) }, store.OpenOptions{Upgrading: opts.Upgrading, Busy: opts.StoreBusy})
+		st, err = store.OpenWith(dbPath, func(evs []event.Event) { e.bus.Publish(evs...) }, store.OpenOptions{Upgrading: opts.Upgrading, Busy: opts.StoreBusy, GiveUp: opts.StoreGiveUp})
 	}
 	if err != nil {
 		return nil, dbError(err)

@@ -553,3 +553,54 @@ func TestWriterWithoutBusyGivesUp(t *testing.T) {
 		t.Errorf("write to a held database: %v, want database is locked", err)
 	}
 }
+
+// A wait for a held database ends when GiveUp is closed (a ctrl+c): what
+// waited fails, saying the database is locked.
+func TestWriterGivesUpWhenAsked(t *testing.T) {
+	ctx := context.Background()
+	saved := lockWait
+	lockWait = 100 * time.Millisecond
+	defer func() { lockWait = saved }()
+	path := filepath.Join(t.TempDir(), "t.db")
+	giveUp := make(chan struct{})
+	waiting := make(chan struct{}, 1)
+	s, err := OpenWith(path, nil, OpenOptions{GiveUp: giveUp, Busy: func(w bool, _ string) {
+		if w {
+			waiting <- struct{}{}
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	holder, err := sql.Open("sqlite", fileURI(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	c, err := holder.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	defer c.ExecContext(ctx, "ROLLBACK")
+	done := make(chan error, 1)
+	go func() {
+		done <- s.Do(ctx, func(tx *Tx) error {
+			return tx.InsertRun(&Run{ID: "r-1", Goal: "g", Status: "running", CreatedAt: time.Now()})
+		})
+	}()
+	<-waiting
+	close(giveUp)
+	select {
+	case err := <-done:
+		if !IsBusy(err) {
+			t.Errorf("the write given up: %v, want database is locked", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the wait went on after GiveUp was closed")
+	}
+}

@@ -124,7 +124,8 @@ type Store struct {
 	sharedID int64            // and for shared contents
 	err      error            // a failed commit poisons the store
 
-	busy func(waiting bool, why string) // OpenOptions.Busy
+	busy   func(waiting bool, why string) // OpenOptions.Busy
+	giveUp <-chan struct{}                // OpenOptions.GiveUp
 
 	eventBuf   []byte        // the writer's buffer for encoding a commit's events
 	coalesce   *time.Timer   // the writer's commitWait timer
@@ -160,6 +161,9 @@ type OpenOptions struct {
 	// writer has the database again. Without it the store fails, as a
 	// command that is done in a moment should.
 	Busy func(waiting bool, why string)
+	// GiveUp, when closed, ends such a wait: the person has asked the
+	// process to stop (ctrl+c), and what waited fails as without Busy.
+	GiveUp <-chan struct{}
 }
 
 // OpenWith is Open with options.
@@ -243,7 +247,7 @@ func OpenWith(path string, publish func([]event.Event), o OpenOptions) (*Store, 
 	s.coalesce = time.NewTimer(time.Hour)
 	s.coalesce.Stop()
 	s.commitWait, s.maxAge = commitWait, commitMaxAge
-	s.busy = o.Busy
+	s.busy, s.giveUp = o.Busy, o.GiveUp
 	go s.loop()
 	return s, nil
 }
@@ -262,7 +266,7 @@ func busyPragma() string {
 
 // waitForLock goes on trying to begin a transaction that failed with err
 // while another process holds the database (see OpenOptions.Busy), until
-// it begins or the store closes. Each try waits a second at most, so that
+// it begins, the store closes or GiveUp is closed. Each try waits a second at most, so that
 // a Close is not kept waiting. It returns nil once the transaction has
 // begun, and otherwise the error to fail with.
 func (s *Store) waitForLock(err error) error {
@@ -277,6 +281,8 @@ func (s *Store) waitForLock(err error) error {
 	for {
 		select {
 		case <-s.closing:
+			return err
+		case <-s.giveUp:
 			return err
 		default:
 		}
