@@ -18,6 +18,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -302,7 +303,9 @@ func (w *Workspace) absoluteLink(p string) (link, inside string, ok bool) {
 
 // checkNameChars refuses a path with characters that make a file name
 // read as something else than it is: control characters (a line break, an
-// escape sequence) and the bidirectional controls that reorder text.
+// escape sequence), the bidirectional controls that reorder text, and the
+// other format characters, which show as nothing ("con\u200bfig.yaml"
+// reads as config.yaml but is another file).
 func checkNameChars(p string) error {
 	if !utf8.ValidString(p) {
 		return Errorf("path %q is not valid UTF-8", p)
@@ -318,6 +321,8 @@ func checkNameChars(p string) error {
 			return Errorf("path %q contains a control character (U+%04X); file names may not", p, r)
 		case r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069 || r == 0x200e || r == 0x200f || r == 0x061c:
 			return Errorf("path %q contains a bidirectional control character (U+%04X), which makes a name read as another; file names may not", p, r)
+		case unicode.Is(unicode.Cf, r):
+			return Errorf("path %q contains an invisible format character (U+%04X), which makes a name read as another; file names may not", p, r)
 		}
 	}
 	return nil

@@ -83,6 +83,12 @@ func TestWorkspacePathsSayWhatTheyName(t *testing.T) {
 		{"c1\u009b.txt", "control character (U+009B)"},
 		{"new\u202edir/x.txt", "bidirectional control character (U+202E)"},
 		{"iso\u2066x.txt", "bidirectional control character (U+2066)"},
+		{"con\u200bfig.yaml", "invisible format character (U+200B)"},
+		{"con\u200dfig.yaml", "invisible format character (U+200D)"},
+		{"word\u2060joiner.txt", "invisible format character (U+2060)"},
+		{"\ufeffbom.txt", "invisible format character (U+FEFF)"},
+		{"soft\u00adhyphen.md", "invisible format character (U+00AD)"},
+		{"tag\U000E0041.txt", "invisible format character (U+E0041)"},
 		{"bad\xffname", "not valid UTF-8"},
 	} {
 		if _, err := w.Write(tt.path, []byte("x")); err == nil || !strings.Contains(err.Error(), tt.want) {
