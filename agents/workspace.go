@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unicode"
@@ -27,7 +28,8 @@ import (
 // enforces the last one against races too).
 type Workspace struct {
 	dir       string
-	root      *os.Root
+	cur       atomic.Pointer[os.Root] // see root
+	reopen    sync.Mutex
 	locks     sync.Map // clean path -> *sync.Mutex, see LockPath
 	protected []protectedPath
 }
@@ -79,7 +81,68 @@ func OpenWorkspace(dir string) (*Workspace, error) {
 	if err != nil {
 		return nil, fmt.Errorf("workspace %s: %w", abs, err)
 	}
-	return &Workspace{dir: abs, root: root}, nil
+	w := &Workspace{dir: abs}
+	w.cur.Store(root)
+	return w, nil
+}
+
+// root is the open workspace directory: the one at Dir when the last tool
+// call began (see present).
+func (w *Workspace) root() *os.Root { return w.cur.Load() }
+
+// present is the tool error for a workspace directory that is gone
+// (removed, or a file in its place), and nil while it is there. The tools
+// hold the directory open; in one that was removed every path is missing,
+// and without this check a read would say that its file does not exist,
+// list_files that "." does not. A directory made again at the workspace's
+// path is opened in place of the removed one, so that the tools work again
+// once it is back.
+func (w *Workspace) present() error {
+	fi, err := os.Stat(w.dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return Errorf("the workspace directory %s has been removed; no file tool can work until it is back (ask the person running the swarm to restore it)", w.dir)
+	case err != nil:
+		return Errorf("the workspace directory %s cannot be reached (%v); no file tool can work until it can", w.dir, unwrapPath(err))
+	case !fi.IsDir():
+		return Errorf("the workspace directory %s is no longer a directory (%s is in its place); no file tool can work until the directory is back", w.dir, describeMode(fi.Mode()))
+	}
+	cur := w.root()
+	if open, err := cur.Stat("."); err == nil && os.SameFile(fi, open) {
+		return nil
+	}
+	w.reopen.Lock()
+	defer w.reopen.Unlock()
+	if w.root() != cur {
+		return nil // another call has opened it already
+	}
+	root, err := os.OpenRoot(w.dir)
+	if err != nil {
+		return Errorf("the workspace directory %s was made again but cannot be opened (%v); no file tool can work until it can", w.dir, unwrapPath(err))
+	}
+	w.cur.Store(root)
+	// A call still running in the removed directory finishes: the root
+	// is closed once no call uses it.
+	cur.Close()
+	return nil
+}
+
+// unwrapPath is the system's reason in err, without the path that
+// fs.PathError puts in front of it.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// describeMode names what a file of mode m is, for an error message.
+func describeMode(m fs.FileMode) string {
+	if m.IsRegular() {
+		return "a file"
+	}
+	return fileKind(m)
 }
 
 // LockPath serialises the tools that write the file at clean (a path from
@@ -183,7 +246,7 @@ func resolveLoose(p string) string {
 // the tool forever) and refuses anything but a regular file or, when
 // dirOK, a directory.
 func (w *Workspace) openRegular(clean string, flag int, perm fs.FileMode, dirOK bool) (*os.File, fs.FileInfo, error) {
-	f, err := w.root.OpenFile(clean, flag|syscall.O_NONBLOCK, perm)
+	f, err := w.root().OpenFile(clean, flag|syscall.O_NONBLOCK, perm)
 	if err != nil {
 		if errors.Is(err, syscall.ENXIO) {
 			return nil, nil, Errorf("%s is not a regular file (a named pipe or a socket); only regular files can be used", clean)
@@ -222,7 +285,7 @@ func fileKind(m fs.FileMode) string {
 func (w *Workspace) Dir() string { return w.dir }
 
 // Close releases the workspace.
-func (w *Workspace) Close() error { return w.root.Close() }
+func (w *Workspace) Close() error { return w.root().Close() }
 
 // Clean checks a path given by a model and returns it in slash form
 // relative to the workspace.
@@ -281,14 +344,14 @@ func (w *Workspace) absoluteLink(p string) (link, inside string, ok bool) {
 	parts := strings.Split(p, "/")
 	for i := range parts {
 		sub := strings.Join(parts[:i+1], "/")
-		fi, err := w.root.Lstat(sub)
+		fi, err := w.root().Lstat(sub)
 		if err != nil {
 			return "", "", false
 		}
 		if fi.Mode()&fs.ModeSymlink == 0 {
 			continue
 		}
-		t, err := w.root.Readlink(sub)
+		t, err := w.root().Readlink(sub)
 		if err != nil || !filepath.IsAbs(t) {
 			return "", "", false
 		}
@@ -334,7 +397,14 @@ func (w *Workspace) explain(p string, err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, fs.ErrNotExist):
+		if gone := w.present(); gone != nil {
+			return gone
+		}
 		return Errorf("%s does not exist in the workspace (use list_files to see what is there)", p)
+	case errors.Is(err, fs.ErrClosed):
+		// The workspace directory was made again while this call ran in
+		// the removed one (see present).
+		return Errorf("%s: the workspace directory was replaced while the call ran; make the call again", p)
 	case errors.Is(err, fs.ErrPermission):
 		return Errorf("%s: permission denied", p)
 	case strings.Contains(err.Error(), "escapes from parent") || strings.Contains(err.Error(), "path escapes"):
@@ -432,6 +502,9 @@ func (w *Workspace) Read(p string, offset, limit int) (*FileContent, error) {
 func (w *Workspace) ReadWithin(p string, offset, limit, budget int) (*FileContent, error) {
 	clean, err := w.Clean(p)
 	if err != nil {
+		return nil, err
+	}
+	if err := w.present(); err != nil {
 		return nil, err
 	}
 	f, st, err := w.openRegular(clean, os.O_RDONLY, 0, true)
@@ -549,7 +622,17 @@ func (w *Workspace) List(p string, recursive bool, limit int) (*Listing, error) 
 	if limit <= 0 || limit > maxListItems {
 		limit = maxListItems
 	}
-	st, err := w.root.Stat(clean)
+	if err := w.present(); err != nil {
+		return nil, err
+	}
+	st, err := w.root().Stat(clean)
+	if errors.Is(err, fs.ErrNotExist) {
+		// Not the advice that explain gives: this is list_files.
+		if gone := w.present(); gone != nil {
+			return nil, gone
+		}
+		return nil, Errorf("%s does not exist in the workspace; the deepest directory on that path that does is %s", clean, w.deepestDir(clean))
+	}
 	if err != nil {
 		return nil, w.explain(clean, err)
 	}
@@ -557,7 +640,7 @@ func (w *Workspace) List(p string, recursive bool, limit int) (*Listing, error) 
 		return nil, Errorf("%s is a file, not a directory; use read_file to read it", clean)
 	}
 	out := &Listing{Path: clean, Entries: []Entry{}}
-	fsys := w.root.FS()
+	fsys := w.root().FS()
 	err = fs.WalkDir(fsys, clean, func(name string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if name == clean {
@@ -607,6 +690,17 @@ func (w *Workspace) List(p string, recursive bool, limit int) (*Listing, error) 
 	return out, nil
 }
 
+// deepestDir is the longest start of the clean path p that is a
+// directory in the workspace, "." when no longer one is.
+func (w *Workspace) deepestDir(p string) string {
+	for d := path.Dir(p); d != "."; d = path.Dir(d) {
+		if fi, err := w.root().Stat(d); err == nil && fi.IsDir() {
+			return d
+		}
+	}
+	return "."
+}
+
 // Match is one hit of search_files.
 type Match struct {
 	Path string `json:"path"`
@@ -643,9 +737,12 @@ func (w *Workspace) Search(query, p, glob string, limit int) (*SearchResult, err
 	if limit <= 0 || limit > 200 {
 		limit = 50
 	}
+	if err := w.present(); err != nil {
+		return nil, err
+	}
 	needle := []byte(strings.ToLower(query))
 	out := &SearchResult{Query: query, Matches: []Match{}}
-	fsys := w.root.FS()
+	fsys := w.root().FS()
 	err = fs.WalkDir(fsys, clean, func(name string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if name == clean {
@@ -725,12 +822,15 @@ func (w *Workspace) Write(p string, content []byte) (*WriteResult, error) {
 	if len(content) > maxWriteBytes {
 		return nil, Errorf("the file would be %d bytes; files written here are limited to %d (4 MiB): split the content over several files", len(content), maxWriteBytes)
 	}
+	if err := w.present(); err != nil {
+		return nil, err
+	}
 	if err := w.refuseProtected(clean); err != nil {
 		return nil, err
 	}
 	created := false
 	mode := fs.FileMode(0o644)
-	fi, err := w.root.Lstat(clean)
+	fi, err := w.root().Lstat(clean)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		created = true
@@ -744,7 +844,7 @@ func (w *Workspace) Write(p string, content []byte) (*WriteResult, error) {
 		return nil, w.notADirectory(clean)
 	}
 	if dir := path.Dir(clean); dir != "." {
-		if err := w.root.MkdirAll(dir, 0o755); err != nil {
+		if err := w.root().MkdirAll(dir, 0o755); err != nil {
 			if errors.Is(err, fs.ErrExist) || errors.Is(err, syscall.ENOTDIR) {
 				return nil, w.notADirectory(clean)
 			}
@@ -760,7 +860,7 @@ func (w *Workspace) Write(p string, content []byte) (*WriteResult, error) {
 		// The rename below needs only the directory to be writable. The
 		// file's own permission is asked first, as a write in place would
 		// ask it: a file the person made read-only keeps agents off it.
-		probe, err := w.root.OpenFile(clean, os.O_WRONLY|syscall.O_NONBLOCK, 0)
+		probe, err := w.root().OpenFile(clean, os.O_WRONLY|syscall.O_NONBLOCK, 0)
 		if err != nil {
 			if errors.Is(err, fs.ErrPermission) {
 				return nil, Errorf("%s may not be written: permission denied (it is read-only, or not swarmdeck's user's to change); leave it as it is, or write your work to another file", clean)
@@ -788,10 +888,10 @@ func (w *Workspace) Write(p string, content []byte) (*WriteResult, error) {
 		err = cerr
 	}
 	if err == nil {
-		err = w.root.Rename(tmp, clean)
+		err = w.root().Rename(tmp, clean)
 	}
 	if err != nil {
-		w.root.Remove(tmp)
+		w.root().Remove(tmp)
 		return nil, w.explain(clean, err)
 	}
 	return &WriteResult{Path: clean, Bytes: len(content), Created: created}, nil
@@ -825,14 +925,14 @@ func (w *Workspace) createTemp(clean string, mode fs.FileMode) (string, *os.File
 	h.Write([]byte(clean))
 	tmp := path.Join(path.Dir(clean), tempPrefix+strconv.FormatUint(h.Sum64(), 36)+tempSuffix)
 	const flags = os.O_WRONLY | os.O_CREATE | os.O_EXCL
-	f, err := w.root.OpenFile(tmp, flags, mode)
+	f, err := w.root().OpenFile(tmp, flags, mode)
 	if errors.Is(err, fs.ErrExist) {
-		if fi, serr := w.root.Lstat(tmp); serr == nil && fi.Mode().IsRegular() && time.Since(fi.ModTime()) > staleTemp {
-			w.root.Remove(tmp)
+		if fi, serr := w.root().Lstat(tmp); serr == nil && fi.Mode().IsRegular() && time.Since(fi.ModTime()) > staleTemp {
+			w.root().Remove(tmp)
 		} else {
 			tmp = path.Join(path.Dir(clean), tempPrefix+strconv.FormatUint(rand.Uint64(), 36)+tempSuffix)
 		}
-		f, err = w.root.OpenFile(tmp, flags, mode)
+		f, err = w.root().OpenFile(tmp, flags, mode)
 	}
 	return tmp, f, err
 }
@@ -841,7 +941,7 @@ func (w *Workspace) createTemp(clean string, mode fs.FileMode) (string, *os.File
 // file as if it were a directory ("notes.md/plan.md").
 func (w *Workspace) notADirectory(clean string) error {
 	for d := path.Dir(clean); d != "."; d = path.Dir(d) {
-		if fi, err := w.root.Lstat(d); err == nil && !fi.IsDir() && fi.Mode()&fs.ModeSymlink == 0 {
+		if fi, err := w.root().Lstat(d); err == nil && !fi.IsDir() && fi.Mode()&fs.ModeSymlink == 0 {
 			return Errorf("%s cannot be written: %s is a file, not a directory, so it cannot hold other files", clean, d)
 		}
 	}
@@ -879,6 +979,9 @@ func (w *Workspace) PlanEdit(p, old, new string, all bool) (string, []byte, int,
 		return "", nil, 0, Errorf("old_string must not be empty; to write a whole file use write_file")
 	}
 	if err := refuseDirPath(p, "edit"); err != nil {
+		return "", nil, 0, err
+	}
+	if err := w.present(); err != nil {
 		return "", nil, 0, err
 	}
 	if err := w.refuseProtected(clean); err != nil {

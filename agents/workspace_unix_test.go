@@ -146,3 +146,62 @@ func TestProtectedThroughAHardLink(t *testing.T) {
 		t.Errorf("the configuration changed: %q", b)
 	}
 }
+
+// A workspace directory removed while the swarm runs gets a tool error
+// that says so from every file tool, not that the file asked for (or ".")
+// does not exist; once a directory is back at its path, the tools work in
+// it.
+func TestWorkspaceDirectoryRemoved(t *testing.T) {
+	w, dir, _ := testWorkspace(t)
+	os.WriteFile(filepath.Join(dir, "first.txt"), []byte("one\n"), 0o644)
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	calls := map[string]func() error{
+		"read_file":    func() error { _, err := w.Read("second.txt", 0, 0); return err },
+		"list_files":   func() error { _, err := w.List(".", false, 0); return err },
+		"search_files": func() error { _, err := w.Search("one", "", "", 0); return err },
+		"write_file":   func() error { _, err := w.Write("second.txt", []byte("two\n")); return err },
+		"edit_file":    func() error { _, _, _, err := w.PlanEdit("first.txt", "one", "1", false); return err },
+	}
+	want := "the workspace directory " + dir + " has been removed; no file tool can work until it is back"
+	for name, call := range calls {
+		err := call()
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "list_files") {
+			t.Errorf("%s in a removed workspace: %v, want %q", name, err, want)
+		}
+	}
+	if _, err := os.Stat(dir); err == nil {
+		t.Fatal("a tool made the removed workspace directory again")
+	}
+
+	// A file in its place is not a workspace either.
+	os.WriteFile(dir, []byte("not a directory\n"), 0o644)
+	if _, err := w.Read("first.txt", 0, 0); err == nil || !strings.Contains(err.Error(), "is no longer a directory (a file is in its place)") {
+		t.Errorf("read_file with a file in the workspace's place: %v", err)
+	}
+
+	// Back as a directory, the workspace works again.
+	os.Remove(dir)
+	os.Mkdir(dir, 0o755)
+	os.WriteFile(filepath.Join(dir, "first.txt"), []byte("one again\n"), 0o644)
+	if fc, err := w.Read("first.txt", 0, 0); err != nil || fc.Content != "one again\n" {
+		t.Errorf("read_file once the directory is back: %+v, %v", fc, err)
+	}
+	if _, err := w.Write("second.txt", []byte("two\n")); err != nil {
+		t.Errorf("write_file once the directory is back: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "second.txt")); string(b) != "two\n" {
+		t.Errorf("second.txt holds %q", b)
+	}
+}
+
+// list_files of a path that does not exist does not send the model to
+// list_files; it names the deepest directory of the path that exists.
+func TestListAMissingDirectory(t *testing.T) {
+	w, _, _ := testWorkspace(t)
+	_, err := w.List("src/gone/deeper", false, 0)
+	if err == nil || !strings.Contains(err.Error(), "src/gone/deeper does not exist in the workspace; the deepest directory on that path that does is src") || strings.Contains(err.Error(), "list_files") {
+		t.Errorf("List of a missing directory: %v", err)
+	}
+}
