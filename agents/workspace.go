@@ -987,14 +987,22 @@ func (w *Workspace) PlanEdit(p, old, new string, all bool) (string, []byte, int,
 	if err := w.refuseProtected(clean); err != nil {
 		return "", nil, 0, err
 	}
-	f, _, err := w.openRegular(clean, os.O_RDONLY, 0, false)
+	f, st, err := w.openRegular(clean, os.O_RDONLY, 0, false)
 	if err != nil {
 		return "", nil, 0, err
 	}
-	data, err := io.ReadAll(f)
+	if st.Size() > maxWriteBytes {
+		f.Close()
+		return "", nil, 0, tooLargeToEdit(clean, st.Size())
+	}
+	// Bounded all the same: the file may grow while it is read.
+	data, err := io.ReadAll(io.LimitReader(f, maxWriteBytes+1))
 	f.Close()
 	if err != nil {
 		return "", nil, 0, w.explain(clean, err)
+	}
+	if len(data) > maxWriteBytes {
+		return "", nil, 0, tooLargeToEdit(clean, int64(len(data)))
 	}
 	n := bytes.Count(data, []byte(old))
 	if n == 0 && bytes.Contains(data, []byte("\r\n")) && strings.Contains(old, "\n") && !strings.Contains(old, "\r") {
@@ -1014,5 +1022,16 @@ func (w *Workspace) PlanEdit(p, old, new string, all bool) (string, []byte, int,
 	if !all {
 		n = 1
 	}
-	return clean, bytes.Replace(data, []byte(old), []byte(new), n), n, nil
+	edited := bytes.Replace(data, []byte(old), []byte(new), n)
+	if len(edited) > maxWriteBytes {
+		return "", nil, 0, Errorf("the edit would make %s %d bytes; files written here are limited to %d (4 MiB): make new_string shorter, or move part of the file to another file", clean, len(edited), maxWriteBytes)
+	}
+	return clean, edited, n, nil
+}
+
+// tooLargeToEdit is the tool error for editing the file clean of size
+// bytes, over what the file tools write: the whole file would have to be
+// read and written again.
+func tooLargeToEdit(clean string, size int64) error {
+	return Errorf("%s is %d bytes, over the %d (4 MiB) that the file tools write, so edit_file cannot change it; read it in parts with read_file (offset, limit), and write what you make of it to another file", clean, size, maxWriteBytes)
 }

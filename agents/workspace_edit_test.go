@@ -138,3 +138,29 @@ func TestWriteFileToolRefusesADirectoryPath(t *testing.T) {
 		t.Error("a file out was written")
 	}
 }
+
+// edit_file on a file over the write limit says that such a file cannot
+// be edited, before reading it, and an edit that would take a file over
+// the limit says so too; neither tells to split content that the model
+// never gave.
+func TestEditAFileOverTheWriteLimit(t *testing.T) {
+	dir := t.TempDir()
+	big := filepath.Join(dir, "big.log")
+	os.WriteFile(big, []byte("first line\n"+strings.Repeat("x", maxWriteBytes)+"\n"), 0o644)
+	ws, err := OpenWorkspace(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	h := &editHost{ws: ws, intents: map[string][]byte{}, second: make(chan struct{})}
+	_, err = editFile.Run(context.Background(), &Call{ID: "e", Name: "edit_file", Host: h}, `{"path":"big.log","old_string":"first line","new_string":"line one"}`)
+	if err == nil || !strings.Contains(err.Error(), "big.log is 4194316 bytes, over the 4194304 (4 MiB) that the file tools write, so edit_file cannot change it") || strings.Contains(err.Error(), "split") {
+		t.Errorf("edit of a file over the limit: %v", err)
+	}
+	near := filepath.Join(dir, "near.txt")
+	os.WriteFile(near, []byte("grow\n"+strings.Repeat("y", maxWriteBytes-10)), 0o644)
+	_, err = editFile.Run(context.Background(), &Call{ID: "n", Name: "edit_file", Host: h}, `{"path":"near.txt","old_string":"grow","new_string":"grow by more than ten bytes"}`)
+	if err == nil || !strings.Contains(err.Error(), "the edit would make near.txt 4194322 bytes") || strings.Contains(err.Error(), "split") {
+		t.Errorf("edit taking a file over the limit: %v", err)
+	}
+}
