@@ -562,8 +562,8 @@ func (w *Workspace) ReadWithin(p string, offset, limit, budget int) (*FileConten
 					room = min(room, budget-2)
 				}
 				head := cutJSONChars(b, room)
-				if !utf8.Valid(head) || bytes.IndexByte(head, 0) >= 0 {
-					return nil, Errorf("%s is not a text file", clean)
+				if err := checkText(clean, head); err != nil {
+					return nil, err
 				}
 				buf.Write(head)
 				buf.WriteByte('\n')
@@ -577,8 +577,8 @@ func (w *Workspace) ReadWithin(p string, offset, limit, budget int) (*FileConten
 			}
 			continue
 		}
-		if !utf8.Valid(b) || bytes.IndexByte(b, 0) >= 0 {
-			return nil, Errorf("%s is not a text file", clean)
+		if err := checkText(clean, b); err != nil {
+			return nil, err
 		}
 		buf.Write(b)
 		buf.WriteByte('\n')
@@ -588,6 +588,16 @@ func (w *Workspace) ReadWithin(p string, offset, limit, budget int) (*FileConten
 	out.TotalLines = line
 	out.Content = buf.String()
 	return out, nil
+}
+
+// checkText is the tool error for b, a line or the whole of the file
+// clean, when it is not text the file tools show and change: a NUL byte,
+// or bytes that are not UTF-8.
+func checkText(clean string, b []byte) error {
+	if !utf8.Valid(b) || bytes.IndexByte(b, 0) >= 0 {
+		return Errorf("%s is not a text file", clean)
+	}
+	return nil
 }
 
 // Entry is one item of list_files.
@@ -1003,6 +1013,11 @@ func (w *Workspace) PlanEdit(p, old, new string, all bool) (string, []byte, int,
 	}
 	if len(data) > maxWriteBytes {
 		return "", nil, 0, tooLargeToEdit(clean, int64(len(data)))
+	}
+	// What read_file refuses to show is not edited either: a replacement
+	// in a binary file would damage it.
+	if err := checkText(clean, data); err != nil {
+		return "", nil, 0, err
 	}
 	n := bytes.Count(data, []byte(old))
 	if n == 0 && bytes.Contains(data, []byte("\r\n")) && strings.Contains(old, "\n") && !strings.Contains(old, "\r") {

@@ -164,3 +164,27 @@ func TestEditAFileOverTheWriteLimit(t *testing.T) {
 		t.Errorf("edit taking a file over the limit: %v", err)
 	}
 }
+
+// edit_file refuses a file that read_file refuses as not text, and leaves
+// it as it was: a replacement in a binary file would damage it.
+func TestEditRefusesABinaryFile(t *testing.T) {
+	dir := t.TempDir()
+	blob := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR name=old\n")
+	os.WriteFile(filepath.Join(dir, "image.png"), blob, 0o644)
+	ws, err := OpenWorkspace(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	if _, err := ws.Read("image.png", 0, 0); err == nil || !strings.Contains(err.Error(), "image.png is not a text file") {
+		t.Fatalf("read_file of a binary file: %v", err)
+	}
+	h := &editHost{ws: ws, intents: map[string][]byte{}, second: make(chan struct{})}
+	_, err = editFile.Run(context.Background(), &Call{ID: "e", Name: "edit_file", Host: h}, `{"path":"image.png","old_string":"name=old","new_string":"name=new"}`)
+	if err == nil || !strings.Contains(err.Error(), "image.png is not a text file") {
+		t.Errorf("edit_file of a binary file: %v", err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "image.png")); string(got) != string(blob) {
+		t.Errorf("the binary file was changed: %q", got)
+	}
+}
