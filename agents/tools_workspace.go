@@ -59,10 +59,11 @@ var listFiles = &Tool{
 }
 
 var searchFiles = &Tool{
-	Pure:        true,
-	Name:        "search_files",
-	Group:       GroupWorkspace,
-	Description: "Find lines containing query (case-insensitive) in the workspace's text files, optionally under path and only in files whose name matches glob (e.g. \"*.go\").",
+	Pure:  true,
+	Name:  "search_files",
+	Group: GroupWorkspace,
+	Description: "Find lines containing query (case-insensitive) in the workspace's text files, optionally under path and only in files whose name matches glob (e.g. \"*.go\"). " +
+		"Files that were not searched, or not to their end, are listed under skipped with the reason.",
 	Schema: mustSchema(`{"type":"object","additionalProperties":false,
 	  "properties":{
 	    "query":{"type":"string","minLength":1},

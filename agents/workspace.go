@@ -47,7 +47,6 @@ const (
 	maxReadBytes  = 256 << 10
 	maxWriteBytes = 4 << 20
 	maxListItems  = 500
-	maxSearchFile = 1 << 20
 )
 
 // jsonChars is how many characters b takes as a JSON string's content,
@@ -460,19 +459,26 @@ func cutJSONChars(b []byte, max int) []byte {
 // has), whatever its length: of a line longer than keep bytes only the
 // first keep are returned.
 type lineReader struct {
-	r    *bufio.Reader
-	keep int
-	buf  []byte
+	r     *bufio.Reader
+	keep  int
+	buf   []byte
+	cut   bool  // the last line was longer than keep
+	total int64 // bytes read
 }
 
 // next is the next line, valid until the next call; io.EOF after the
 // last.
 func (l *lineReader) next() ([]byte, error) {
 	l.buf = l.buf[:0]
+	l.cut = false
 	read := false
 	for {
 		chunk, err := l.r.ReadSlice('\n')
 		read = read || len(chunk) > 0
+		l.total += int64(len(chunk))
+		if len(chunk) > 0 && len(l.buf)+len(bytes.TrimSuffix(chunk, []byte("\n"))) > l.keep {
+			l.cut = true
+		}
 		if room := l.keep - len(l.buf); room > 0 {
 			l.buf = append(l.buf, chunk[:min(len(chunk), room)]...)
 		}
@@ -724,7 +730,30 @@ type SearchResult struct {
 	Matches   []Match `json:"matches"`
 	Files     int     `json:"files_searched"`
 	Truncated bool    `json:"truncated,omitempty"`
+	// Skipped are the files that were not searched, or not to their end,
+	// and why: a search that says nothing of them would read as "not
+	// found" where nothing was looked at.
+	Skipped     []SkippedFile `json:"skipped,omitempty"`
+	MoreSkipped int           `json:"more_skipped,omitempty"` // beyond those listed
 }
+
+// SkippedFile is a file search_files did not search, or not whole.
+type SkippedFile struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
+}
+
+// Search limits. A file is read a line at a time, so memory stays bounded
+// whatever its size; the limits bound the time a search takes.
+const (
+	maxSearchFile  = 64 << 20  // bytes of one file
+	maxSearchBytes = 256 << 20 // bytes of all the files of one search
+	maxSearchLine  = 1 << 20   // bytes of one line
+	maxSkipped     = 20        // files listed as skipped
+	// binarySniff is how much of a file's start is looked at for a NUL
+	// byte, which makes it binary (as git tells).
+	binarySniff = 8000
+)
 
 // matchShown is how many characters of a matching line a search shows.
 const matchShown = 200
@@ -750,8 +779,7 @@ func (w *Workspace) Search(query, p, glob string, limit int) (*SearchResult, err
 	if err := w.present(); err != nil {
 		return nil, err
 	}
-	needle := []byte(strings.ToLower(query))
-	out := &SearchResult{Query: query, Matches: []Match{}}
+	s := &search{needle: []byte(strings.ToLower(query)), limit: limit, out: &SearchResult{Query: query, Matches: []Match{}}}
 	fsys := w.root().FS()
 	err = fs.WalkDir(fsys, clean, func(name string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -774,39 +802,104 @@ func (w *Workspace) Search(query, p, glob string, limit int) (*SearchResult, err
 				return nil
 			}
 		}
-		info, err := d.Info()
-		if err != nil || info.Size() > maxSearchFile {
-			return nil
-		}
-		f, err := fsys.Open(name)
-		if err != nil {
-			return nil
-		}
-		data, err := io.ReadAll(io.LimitReader(f, maxSearchFile))
-		f.Close()
-		if err != nil || bytes.IndexByte(data, 0) >= 0 {
-			return nil
-		}
-		out.Files++
-		for i, line := range bytes.Split(data, []byte("\n")) {
-			if bytes.Contains(bytes.ToLower(line), needle) {
-				if len(out.Matches) >= limit {
-					out.Truncated = true
-					return fs.SkipAll
-				}
-				text := strings.TrimSpace(string(line))
-				if utf8.RuneCountInString(text) > matchShown {
-					text = string([]rune(text)[:matchShown]) + "…"
-				}
-				out.Matches = append(out.Matches, Match{Path: name, Line: i + 1, Text: text})
-			}
-		}
-		return nil
+		return s.file(fsys, name, name == clean)
 	})
 	if err != nil {
 		return nil, w.explain(clean, err)
 	}
-	return out, nil
+	return s.out, nil
+}
+
+// search is the state of one search_files call.
+type search struct {
+	needle []byte // lower case
+	limit  int
+	read   int64 // bytes of all files so far, see maxSearchBytes
+	out    *SearchResult
+}
+
+// skip records that the file name was not searched, or not whole.
+func (s *search) skip(name, reason string, args ...any) {
+	if len(s.out.Skipped) >= maxSkipped {
+		s.out.MoreSkipped++
+		return
+	}
+	s.out.Skipped = append(s.out.Skipped, SkippedFile{Path: name, Reason: fmt.Sprintf(reason, args...)})
+}
+
+// file searches the file name, a line at a time; named says that the
+// search was asked for this file alone, whose being binary is then worth
+// saying. It returns fs.SkipAll once the matches are over the limit.
+func (s *search) file(fsys fs.FS, name string, named bool) error {
+	f, err := fsys.Open(name)
+	if err != nil {
+		s.skip(name, "cannot be read: %v", unwrapPath(err))
+		return nil
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		s.skip(name, "cannot be read: %v", unwrapPath(err))
+		return nil
+	}
+	switch {
+	case st.Size() > maxSearchFile:
+		s.skip(name, "it is %d bytes, over the %d MiB that a search reads of a file; read it in parts with read_file (offset, limit)", st.Size(), maxSearchFile>>20)
+		return nil
+	case s.read+st.Size() > maxSearchBytes:
+		s.skip(name, "this search had read %d MiB of files already; search this file by giving its path", maxSearchBytes>>20)
+		return nil
+	}
+	r := bufio.NewReaderSize(f, 64<<10)
+	if head, _ := r.Peek(binarySniff); bytes.IndexByte(head, 0) >= 0 {
+		if named {
+			s.skip(name, "it is not a text file")
+		}
+		return nil
+	}
+	s.out.Files++
+	lines := lineReader{r: r, keep: maxSearchLine}
+	for line := 1; ; line++ {
+		b, err := lines.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			s.skip(name, "reading it stopped at line %d: %v", line, unwrapPath(err))
+			break
+		}
+		if bytes.IndexByte(b, 0) >= 0 {
+			s.skip(name, "it holds binary data from line %d on, which was not searched", line)
+			break
+		}
+		if lines.cut {
+			s.skip(name, "line %d is longer than %d MiB; only its start was searched", line, maxSearchLine>>20)
+		}
+		if !bytes.Contains(bytes.ToLower(b), s.needle) {
+			continue
+		}
+		if len(s.out.Matches) >= s.limit {
+			s.out.Truncated = true
+			return fs.SkipAll
+		}
+		s.out.Matches = append(s.out.Matches, Match{Path: name, Line: line, Text: shownText(b)})
+	}
+	s.read += lines.total
+	return nil
+}
+
+// shownText is a matching line as a search shows it: without the white
+// space around it, cut at matchShown characters.
+func shownText(line []byte) string {
+	t := bytes.TrimSpace(line)
+	for i, n := 0, 0; i < len(t); n++ {
+		if n == matchShown {
+			return string(t[:i]) + "…"
+		}
+		_, size := utf8.DecodeRune(t[i:])
+		i += size
+	}
+	return string(t)
 }
 
 // WriteResult is the result of write_file and edit_file.
