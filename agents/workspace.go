@@ -535,7 +535,14 @@ func (w *Workspace) ReadWithin(p string, offset, limit, budget int) (*FileConten
 	// A line longer than a read shows is kept only as far as it could be
 	// shown, and a little more, so that it is known to be longer (and a
 	// rune cut at the end falls outside what is shown).
-	lines := lineReader{r: bufio.NewReaderSize(f, 64<<10), keep: maxReadBytes + utf8.UTFMax}
+	r := bufio.NewReaderSize(f, 64<<10)
+	if head, _ := r.Peek(binarySniff); bytes.IndexByte(head, 0) >= 0 {
+		return nil, Errorf("%s is not a text file", clean)
+	}
+	lines := lineReader{r: r, keep: maxReadBytes + utf8.UTFMax}
+	// Every line is checked, not only those shown: search_files and
+	// edit_file take a file for text or not as a whole, and so does this.
+	var text textCheck
 	line, encoded := 0, 0
 	for {
 		b, err := lines.next()
@@ -546,6 +553,9 @@ func (w *Workspace) ReadWithin(p string, offset, limit, budget int) (*FileConten
 			return nil, w.explain(clean, err)
 		}
 		line++
+		if text.line(line, b, lines.cut); text.nul > 0 {
+			return nil, text.err(clean)
+		}
 		if n := len(b); n > 0 && b[n-1] == '\r' {
 			// Shown without its CR: edit_file matches either way.
 			b = b[:n-1]
@@ -567,10 +577,8 @@ func (w *Workspace) ReadWithin(p string, offset, limit, budget int) (*FileConten
 				if budget > 0 {
 					room = min(room, budget-2)
 				}
-				head := cutJSONChars(b, room)
-				if err := checkText(clean, head); err != nil {
-					return nil, err
-				}
+				// The reader may have cut the line inside a character.
+				head := trimPartialRune(cutJSONChars(b, room))
 				buf.Write(head)
 				buf.WriteByte('\n')
 				out.Lines, out.LineCut = 1, line
@@ -583,25 +591,67 @@ func (w *Workspace) ReadWithin(p string, offset, limit, budget int) (*FileConten
 			}
 			continue
 		}
-		if err := checkText(clean, b); err != nil {
-			return nil, err
-		}
 		buf.Write(b)
 		buf.WriteByte('\n')
 		out.Lines++
 		encoded += n
+	}
+	if err := text.err(clean); err != nil {
+		return nil, err
 	}
 	out.TotalLines = line
 	out.Content = buf.String()
 	return out, nil
 }
 
-// checkText is the tool error for b, a line or the whole of the file
-// clean, when it is not text the file tools show and change: a NUL byte,
-// or bytes that are not UTF-8.
-func checkText(clean string, b []byte) error {
-	if !utf8.Valid(b) || bytes.IndexByte(b, 0) >= 0 {
+// textCheck follows the lines of a file to tell whether it is text that
+// the file tools use: UTF-8, without NUL bytes. read_file, edit_file and
+// search_files take a file for text or not as a whole, and say the same
+// of it.
+type textCheck struct {
+	nul     int // the first line with a NUL byte (binary data), 0 if none
+	invalid int // the first line that is not UTF-8, 0 if none
+}
+
+// line checks line n, b; when cut, b is only the line's start, whose last
+// rune may be cut short.
+func (c *textCheck) line(n int, b []byte, cut bool) {
+	if c.nul == 0 && bytes.IndexByte(b, 0) >= 0 {
+		c.nul = n
+	}
+	if c.invalid > 0 {
+		return
+	}
+	if cut {
+		b = trimPartialRune(b)
+	}
+	if !utf8.Valid(b) {
+		c.invalid = n
+	}
+}
+
+// trimPartialRune is b without the start of a rune that a cut left at
+// its end.
+func trimPartialRune(b []byte) []byte {
+	for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(b[i]) {
+			if !utf8.FullRune(b[i:]) {
+				return b[:i]
+			}
+			break
+		}
+	}
+	return b
+}
+
+// err is the tool error for the file clean once its lines are checked;
+// nil when it is text. A NUL byte makes it binary whatever else it holds.
+func (c *textCheck) err(clean string) error {
+	switch {
+	case c.nul > 0:
 		return Errorf("%s is not a text file", clean)
+	case c.invalid > 0:
+		return Errorf("%s is not UTF-8 text (line %d is not: another encoding, such as Latin-1?); the file tools read and change UTF-8 text only", clean, c.invalid)
 	}
 	return nil
 }
@@ -857,8 +907,16 @@ func (s *search) file(fsys fs.FS, name string, named bool) error {
 		}
 		return nil
 	}
-	s.out.Files++
 	lines := lineReader{r: r, keep: maxSearchLine}
+	// The file's matches are kept back until it is known to be text as a
+	// whole: read_file would refuse to show the lines of one that is not.
+	// It is read to its end for that, past the limit of matches too.
+	var (
+		text  textCheck
+		found []Match
+		over  bool // more matches than the limit leaves room for
+		long  int  // the first line longer than maxSearchLine
+	)
 	for line := 1; ; line++ {
 		b, err := lines.next()
 		if err == io.EOF {
@@ -868,23 +926,38 @@ func (s *search) file(fsys fs.FS, name string, named bool) error {
 			s.skip(name, "reading it stopped at line %d: %v", line, unwrapPath(err))
 			break
 		}
-		if bytes.IndexByte(b, 0) >= 0 {
-			s.skip(name, "it holds binary data from line %d on, which was not searched", line)
+		if text.line(line, b, lines.cut); text.nul > 0 {
 			break
 		}
-		if lines.cut {
-			s.skip(name, "line %d is longer than %d MiB; only its start was searched", line, maxSearchLine>>20)
+		if lines.cut && long == 0 {
+			long = line
 		}
-		if !bytes.Contains(bytes.ToLower(b), s.needle) {
+		if text.invalid > 0 || !bytes.Contains(bytes.ToLower(b), s.needle) {
 			continue
 		}
-		if len(s.out.Matches) >= s.limit {
-			s.out.Truncated = true
-			return fs.SkipAll
+		if len(s.out.Matches)+len(found) >= s.limit {
+			over = true
+			continue
 		}
-		s.out.Matches = append(s.out.Matches, Match{Path: name, Line: line, Text: shownText(b)})
+		found = append(found, Match{Path: name, Line: line, Text: shownText(b)})
 	}
 	s.read += lines.total
+	switch {
+	case text.nul > 0:
+		s.skip(name, "it is not a text file (line %d holds a NUL byte)", text.nul)
+		return nil
+	case text.invalid > 0:
+		s.skip(name, "it is not UTF-8 text (line %d is not: another encoding, such as Latin-1?), which read_file cannot show either", text.invalid)
+		return nil
+	case long > 0:
+		s.skip(name, "line %d is longer than %d MiB; only its start was searched", long, maxSearchLine>>20)
+	}
+	s.out.Files++
+	s.out.Matches = append(s.out.Matches, found...)
+	if over {
+		s.out.Truncated = true
+		return fs.SkipAll
+	}
 	return nil
 }
 
@@ -1109,7 +1182,11 @@ func (w *Workspace) PlanEdit(p, old, new string, all bool) (string, []byte, int,
 	}
 	// What read_file refuses to show is not edited either: a replacement
 	// in a binary file would damage it.
-	if err := checkText(clean, data); err != nil {
+	var text textCheck
+	for i, line := range bytes.Split(data, []byte("\n")) {
+		text.line(i+1, line, false)
+	}
+	if err := text.err(clean); err != nil {
 		return "", nil, 0, err
 	}
 	n := bytes.Count(data, []byte(old))

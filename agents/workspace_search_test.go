@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // A log of megabytes is searched to its end, given by its path or found
@@ -55,5 +56,55 @@ func TestSearchLargeFiles(t *testing.T) {
 	}
 	if sr, _ := w.Search("disk full", "", "core", 0); len(sr.Skipped) != 0 || len(sr.Matches) != 0 {
 		t.Errorf("Search finding a binary file under a directory = %+v", sr)
+	}
+}
+
+// A file in another encoding than UTF-8 is one that read_file, edit_file
+// and search_files all refuse, and say so in the same words; a binary
+// file is told apart from it.
+func TestFilesNotInUTF8(t *testing.T) {
+	w, dir, _ := testWorkspace(t)
+	os.WriteFile(filepath.Join(dir, "menu.txt"), []byte("cafe au lait\ncaf\xe9 cr\xe8me\n"), 0o644)
+	want := "menu.txt is not UTF-8 text (line 2 is not: another encoding, such as Latin-1?)"
+	if _, err := w.Read("menu.txt", 0, 0); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("read_file: %v, want %q", err, want)
+	}
+	// Only the line before it asked for: the file is not text all the same.
+	if _, err := w.Read("menu.txt", 1, 1); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("read_file of its first line: %v, want %q", err, want)
+	}
+	if _, _, _, err := w.PlanEdit("menu.txt", "cafe", "coffee", false); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("edit_file: %v, want %q", err, want)
+	}
+	sr, err := w.Search("caf", "", "", 0)
+	if err != nil || len(sr.Matches) != 0 || sr.Files != 1 || len(sr.Skipped) != 1 || sr.Skipped[0].Path != "menu.txt" ||
+		!strings.Contains(sr.Skipped[0].Reason, "it is not UTF-8 text (line 2 is not: another encoding, such as Latin-1?), which read_file cannot show either") {
+		t.Errorf("search_files: %+v, %v", sr, err)
+	}
+
+	// A file whose start is not UTF-8 and which holds a NUL byte further
+	// on (a PDF, say) is binary, for all three.
+	pdf := append([]byte("%PDF-1.4\n%\xe2\xe3\xcf\xd3\n"), []byte(strings.Repeat("stream data\n", 1000))...)
+	pdf = append(pdf, "endstream\x00\n"...)
+	os.WriteFile(filepath.Join(dir, "doc.pdf"), pdf, 0o644)
+	if _, err := w.Read("doc.pdf", 0, 0); err == nil || !strings.Contains(err.Error(), "doc.pdf is not a text file") {
+		t.Errorf("read_file of a binary file: %v", err)
+	}
+	if _, _, _, err := w.PlanEdit("doc.pdf", "stream data", "x", true); err == nil || !strings.Contains(err.Error(), "doc.pdf is not a text file") {
+		t.Errorf("edit_file of a binary file: %v", err)
+	}
+	sr, _ = w.Search("stream", "doc.pdf", "", 0)
+	if len(sr.Matches) != 0 || len(sr.Skipped) != 1 || !strings.Contains(sr.Skipped[0].Reason, "it is not a text file") {
+		t.Errorf("search_files of a binary file: %+v", sr)
+	}
+
+	// A line cut for its length inside a character is still UTF-8.
+	long := "needle " + strings.Repeat("語", maxSearchLine/3+10) + "\nnext\n"
+	os.WriteFile(filepath.Join(dir, "long.txt"), []byte(long), 0o644)
+	if fc, err := w.Read("long.txt", 1, 0); err != nil || !strings.HasPrefix(fc.Content, "needle 語語") || !utf8.ValidString(fc.Content) || fc.NextOffset != 2 {
+		t.Errorf("read_file of a long line: %v", err)
+	}
+	if sr, _ := w.Search("next", "long.txt", "", 0); len(sr.Matches) != 1 || len(sr.Skipped) != 1 || !strings.Contains(sr.Skipped[0].Reason, "longer than 1 MiB") {
+		t.Errorf("search_files of a long line: %+v", sr)
 	}
 }
