@@ -62,13 +62,13 @@ var searchFiles = &Tool{
 	Pure:  true,
 	Name:  "search_files",
 	Group: GroupWorkspace,
-	Description: "Find lines containing query (case-insensitive) in the workspace's text files, optionally under path and only in files whose name matches glob (e.g. \"*.go\"). " +
+	Description: "Find lines containing query (case-insensitive) in the workspace's text files, optionally under path and only in files that match glob. " +
 		"Files that were not searched, or not to their end, are listed under skipped with the reason.",
 	Schema: mustSchema(`{"type":"object","additionalProperties":false,
 	  "properties":{
 	    "query":{"type":"string","minLength":1},
 	    "path":{"type":"string"},
-	    "glob":{"type":"string"},
+	    "glob":{"type":"string","description":"Without a slash, matches file names (\"*.go\"); with one, paths from the workspace's top, ** standing for any number of directories (\"src/**/*_test.go\")"},
 	    "limit":{"type":"integer","minimum":1,"maximum":200}
 	  },"required":["query"]}`),
 	Handler: func(ctx context.Context, c *Call, args json.RawMessage) (any, error) {

@@ -809,7 +809,7 @@ const (
 const matchShown = 200
 
 // Search finds lines containing query (case-insensitive) in text files
-// under p whose base name matches glob (if given).
+// under p that match glob (if given, see globMatch).
 func (w *Workspace) Search(query, p, glob string, limit int) (*SearchResult, error) {
 	if strings.TrimSpace(query) == "" {
 		return nil, Errorf("query must not be empty")
@@ -818,10 +818,8 @@ func (w *Workspace) Search(query, p, glob string, limit int) (*SearchResult, err
 	if err != nil {
 		return nil, err
 	}
-	if glob != "" {
-		if _, err := path.Match(glob, "x"); err != nil {
-			return nil, Errorf("glob %q is not a valid pattern: %v", glob, err)
-		}
+	if glob, err = cleanGlob(glob); err != nil {
+		return nil, err
 	}
 	if limit <= 0 || limit > 200 {
 		limit = 50
@@ -847,10 +845,8 @@ func (w *Workspace) Search(query, p, glob string, limit int) (*SearchResult, err
 		if !d.Type().IsRegular() || isTemp(d.Name()) {
 			return nil
 		}
-		if glob != "" {
-			if ok, _ := path.Match(glob, d.Name()); !ok {
-				return nil
-			}
+		if glob != "" && !globMatch(glob, name) {
+			return nil
 		}
 		return s.file(fsys, name, name == clean)
 	})
@@ -858,6 +854,63 @@ func (w *Workspace) Search(query, p, glob string, limit int) (*SearchResult, err
 		return nil, w.explain(clean, err)
 	}
 	return s.out, nil
+}
+
+// cleanGlob checks a glob given to search_files and returns it as
+// globMatch takes it.
+func cleanGlob(glob string) (string, error) {
+	if glob == "" {
+		return "", nil
+	}
+	if _, err := path.Match(glob, "x"); err != nil {
+		return "", Errorf("glob %q is not a valid pattern: %v", glob, err)
+	}
+	if strings.HasPrefix(glob, "/") {
+		return "", Errorf("glob %q is absolute; a glob with a slash matches paths from the workspace's top, e.g. \"src/**/*.go\"", glob)
+	}
+	g := strings.TrimPrefix(glob, "./")
+	if strings.HasSuffix(g, "/") {
+		g += "**" // a directory: every file under it
+	}
+	return g, nil
+}
+
+// globMatch reports whether the file name, a slash path from the
+// workspace's top, matches glob. A glob without a slash matches the base
+// name ("*.go" matches src/main.go); one with a slash matches the whole
+// path, with a part "**" standing for any number of directories
+// ("src/**/*.go" matches src/main.go and src/a/b/c.go).
+func globMatch(glob, name string) bool {
+	if !strings.Contains(glob, "/") {
+		ok, _ := path.Match(glob, path.Base(name))
+		return ok
+	}
+	return matchParts(strings.Split(glob, "/"), strings.Split(name, "/"))
+}
+
+// matchParts matches the parts of a path to those of a glob.
+func matchParts(glob, name []string) bool {
+	for len(glob) > 0 {
+		if glob[0] == "**" {
+			for len(glob) > 1 && glob[1] == "**" {
+				glob = glob[1:]
+			}
+			for i := 0; i <= len(name); i++ {
+				if matchParts(glob[1:], name[i:]) {
+					return true
+				}
+			}
+			return false
+		}
+		if len(name) == 0 {
+			return false
+		}
+		if ok, _ := path.Match(glob[0], name[0]); !ok {
+			return false
+		}
+		glob, name = glob[1:], name[1:]
+	}
+	return len(name) == 0
 }
 
 // search is the state of one search_files call.

@@ -108,3 +108,44 @@ func TestFilesNotInUTF8(t *testing.T) {
 		t.Errorf("search_files of a long line: %+v", sr)
 	}
 }
+
+// A glob with a slash matches the path from the workspace's top, ** any
+// number of directories; one without matches base names, as before.
+func TestSearchGlobsWithDirectories(t *testing.T) {
+	w, dir, _ := testWorkspace(t)
+	for _, f := range []string{"src/app/server.go", "src/app/deep/er/handler.go", "docs/main.go.md", "main.go", "src/app/server_test.go"} {
+		os.MkdirAll(filepath.Join(dir, filepath.Dir(f)), 0o755)
+		os.WriteFile(filepath.Join(dir, f), []byte("package x // marker\n"), 0o644)
+	}
+	os.WriteFile(filepath.Join(dir, "src", "main.go"), []byte("package main // marker\n"), 0o644)
+	for _, tt := range []struct {
+		glob, path string
+		want       []string
+	}{
+		{"**/*.go", "", []string{"main.go", "src/app/deep/er/handler.go", "src/app/server.go", "src/app/server_test.go", "src/main.go"}},
+		{"src/*.go", "", []string{"src/main.go"}},
+		{"./src/*.go", "", []string{"src/main.go"}},
+		{"src/**/*_test.go", "", []string{"src/app/server_test.go"}},
+		{"src/**/handler.go", "src", []string{"src/app/deep/er/handler.go"}},
+		{"src/app/", "", []string{"src/app/deep/er/handler.go", "src/app/server.go", "src/app/server_test.go"}},
+		{"*.go", "", []string{"main.go", "src/app/deep/er/handler.go", "src/app/server.go", "src/app/server_test.go", "src/main.go"}},
+		{"*.md", "", []string{"docs/main.go.md"}},
+		{"docs/*.go", "", nil},
+	} {
+		sr, err := w.Search("marker", tt.path, tt.glob, 0)
+		if err != nil {
+			t.Errorf("Search with glob %q: %v", tt.glob, err)
+			continue
+		}
+		var got []string
+		for _, m := range sr.Matches {
+			got = append(got, m.Path)
+		}
+		if strings.Join(got, ",") != strings.Join(tt.want, ",") {
+			t.Errorf("glob %q under %q found %v, want %v", tt.glob, tt.path, got, tt.want)
+		}
+	}
+	if _, err := w.Search("marker", "", "/src/*.go", 0); err == nil || !strings.Contains(err.Error(), "is absolute") {
+		t.Errorf("an absolute glob: %v", err)
+	}
+}
