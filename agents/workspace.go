@@ -120,8 +120,8 @@ func (w *Workspace) present() error {
 		return Errorf("the workspace directory %s was made again but cannot be opened (%v); no file tool can work until it can", w.dir, unwrapPath(err))
 	}
 	w.cur.Store(root)
-	// A call still running in the removed directory finishes: the root
-	// is closed once no call uses it.
+	// A call still running in the removed directory fails with
+	// fs.ErrClosed, which explain says is worth making again.
 	cur.Close()
 	return nil
 }
