@@ -502,13 +502,15 @@ func (m *model) sync() {
 		if _, _, ok := m.st.question(m.dialog.questionID); !ok && !m.dialog.sending {
 			typed := strings.TrimSpace(m.dialog.input.Value()) != ""
 			m.dialog = dialog{input: m.dialog.input}
+			// The answer being typed, or about to be once the question is
+			// read, must not act as keys: the S of "Sure" asks to skip all
+			// questions and its y says yes; x, then the y of "yes",
+			// cancels a session.
+			m.typedAfterRefusal = m.now().Add(readingPause)
 			if typed {
-				// The rest of the answer being typed must not act as keys
-				// (x, then the y of "yes", cancels a session).
-				m.typedAfterRefusal = m.now().Add(typingPause)
 				m.setNote("that question was answered or closed elsewhere (timed out, or its asker ended): your answer was not sent")
 			} else {
-				m.setNote("that question was answered or closed elsewhere")
+				m.setNote("that question was answered or closed elsewhere (timed out, or its asker ended)")
 			}
 		}
 	}

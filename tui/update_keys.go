@@ -118,6 +118,11 @@ func (m *model) goalKey(k tea.KeyPressMsg) tea.Cmd {
 // someone typing, shorter than reading the refusal.
 const typingPause = time.Second
 
+// readingPause is how long an answer dialog that closed under the person
+// holds off typing keys before the first of them: one opened with nothing
+// typed yet may be read for a few seconds before the answer is typed.
+const readingPause = 4 * time.Second
+
 // dropTyping drops k if it is typing (a character, space, backspace or
 // enter) that follows a refused b, m or a without a pause, and holds off
 // the next one.

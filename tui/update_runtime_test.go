@@ -203,12 +203,33 @@ func TestEventQuestionOpenedAnsweredClosed(t *testing.T) {
 
 func TestQuestionClosedWhileAnswering(t *testing.T) {
 	m, _ := demoModel(t, 160, 48)
+	clock := t0
+	m.now = func() time.Time { return clock }
 	m, _ = press(t, m, "a")
 	m = applyQuestion(m, event.QuestionClosed, "s-res1", event.QuestionInfo{ID: "q-1", Status: "timed_out"})
 	if m.dialog.kind != dialogNone {
 		t.Fatal("the answer dialog stayed open for a question that closed")
 	}
 	mustContain(t, m, "that question was answered or closed elsewhere")
+
+	// Nothing was typed yet: the answer typed once the question was read
+	// does not act as keys (the S of "Sure" asks to skip every question,
+	// its y says yes).
+	clock = clock.Add(3 * time.Second)
+	for _, r := range "Sure, yes" {
+		m, _ = press(t, m, string(r))
+		clock = clock.Add(200 * time.Millisecond)
+		if m.dialog.kind != dialogNone {
+			t.Fatalf("%q typed after the question closed opened a dialog (%v)", r, m.dialog.kind)
+		}
+	}
+
+	// Once typing has paused, keys are keys again.
+	clock = clock.Add(2 * time.Second)
+	m, _ = press(t, m, "b")
+	if m.dialog.kind != dialogBroadcast {
+		t.Errorf("b after a pause opened %v, want the broadcast dialog", m.dialog.kind)
+	}
 }
 
 // A question that closes while its answer is being typed: the rest of the
