@@ -122,8 +122,11 @@ func readSources(dir string) (map[string]source, [sha256.Size]byte, error) {
 		// mark, which would come before "You are the ROLE agent".
 		text = bytes.TrimPrefix(text, []byte("\ufeff"))
 		if !utf8.Valid(text) {
-			line := 1 + bytes.Count(text[:invalidAt(text)], []byte("\n"))
-			return nil, [sha256.Size]byte{}, &TemplateError{File: file, Line: line, Msg: "not UTF-8 text (saved in another encoding?): save the template as UTF-8"}
+			for i, line := range bytes.Split(text, []byte("\n")) {
+				if !utf8.Valid(line) {
+					return nil, [sha256.Size]byte{}, &TemplateError{File: file, Line: i + 1, Msg: "not UTF-8 text (saved in another encoding?): save the template as UTF-8"}
+				}
+			}
 		}
 		tmpl := strings.TrimSuffix(name, ".md")
 		if _, builtIn := srcs[tmpl]; !builtIn && !bytes.Contains(text, []byte("{{")) && !bytes.HasPrefix(text, []byte("You are ")) {
@@ -369,17 +372,4 @@ func sampleData(role string) []Data {
 			CanSpawn: true, Groups: allGroups(), Roster: roster, MaxSpawnDepth: 3, MaxDelegationDepth: 1, DelegationDepth: 1,
 		},
 	}
-}
-
-// invalidAt is the offset of the first byte of b that is not part of valid
-// UTF-8, or len(b).
-func invalidAt(b []byte) int {
-	for i := 0; i < len(b); {
-		r, n := utf8.DecodeRune(b[i:])
-		if r == utf8.RuneError && n <= 1 {
-			return i
-		}
-		i += n
-	}
-	return len(b)
 }

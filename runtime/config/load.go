@@ -86,7 +86,11 @@ func Parse(name string, data []byte) (*Config, error) {
 	if !utf8.Valid(data) {
 		// YAML is Unicode; goccy would read the bytes as U+FFFD, and a
 		// model name or path would silently be another.
-		return nil, &Error{File: name, Line: 1 + bytes.Count(data[:invalidAt(data)], []byte("\n")), Msg: "not UTF-8 text (saved in another encoding?): save the file as UTF-8"}
+		for i, line := range bytes.Split(data, []byte("\n")) {
+			if !utf8.Valid(line) {
+				return nil, &Error{File: name, Line: i + 1, Msg: "not UTF-8 text (saved in another encoding?): save the file as UTF-8"}
+			}
+		}
 	}
 	cfg := Defaults()
 	file, err := parser.ParseBytes(data, 0)
@@ -268,17 +272,4 @@ func unclosedFlow(src []byte, line, col int) (flowOpen, bool) {
 		return flowOpen{}, false
 	}
 	return stack[len(stack)-1], true
-}
-
-// invalidAt is the offset of the first byte of b that is not part of valid
-// UTF-8, or len(b).
-func invalidAt(b []byte) int {
-	for i := 0; i < len(b); {
-		r, n := utf8.DecodeRune(b[i:])
-		if r == utf8.RuneError && n <= 1 {
-			return i
-		}
-		i += n
-	}
-	return len(b)
 }

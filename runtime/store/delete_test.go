@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -448,45 +449,66 @@ func TestOpenGivesUpOnAHeldDatabase(t *testing.T) {
 	}
 }
 
+// heldDatabase opens a store at a new path with o, while another
+// connection holds the database's write lock, with the lock wait
+// shortened; release lets the lock go, as the test's end does.
+func heldDatabase(t *testing.T, o OpenOptions) (s *Store, path string, release func()) {
+	t.Helper()
+	ctx := context.Background()
+	saved := lockWait
+	lockWait = 100 * time.Millisecond
+	t.Cleanup(func() { lockWait = saved })
+	path = filepath.Join(t.TempDir(), "t.db")
+	s, err := OpenWith(path, nil, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	holder, err := sql.Open("sqlite", fileURI(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := holder.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			if _, err := c.ExecContext(ctx, "ROLLBACK"); err != nil {
+				t.Error(err)
+			}
+			c.Close()
+			holder.Close()
+		})
+	}
+	t.Cleanup(release)
+	return s, path, release
+}
+
+// insertRun stores a run r-1 and waits for the commit.
+func insertRun(s *Store) error {
+	return s.Do(context.Background(), func(tx *Tx) error {
+		return tx.InsertRun(&Run{ID: "r-1", Goal: "g", Status: "running", CreatedAt: time.Now()})
+	})
+}
+
 // With OpenOptions.Busy, a database that another connection keeps locked
 // past the lock wait (a process stopped while it writes) is waited for,
 // said, and written once it is free: nothing of the batch was written, and
 // failing would stop every run of the process.
 func TestWriterWaitsForAHeldDatabase(t *testing.T) {
-	ctx := context.Background()
-	saved := lockWait
-	lockWait = 100 * time.Millisecond
-	defer func() { lockWait = saved }()
-	path := filepath.Join(t.TempDir(), "t.db")
 	type notice struct {
 		waiting bool
 		why     string
 	}
 	told := make(chan notice, 8)
-	s, err := OpenWith(path, nil, OpenOptions{Busy: func(waiting bool, why string) { told <- notice{waiting, why} }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	holder, err := sql.Open("sqlite", fileURI(path))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Close()
-	c, err := holder.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if _, err := c.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		t.Fatal(err)
-	}
+	s, path, release := heldDatabase(t, OpenOptions{Busy: func(waiting bool, why string) { told <- notice{waiting, why} }})
 	done := make(chan error, 1)
-	go func() {
-		done <- s.Do(ctx, func(tx *Tx) error {
-			return tx.InsertRun(&Run{ID: "r-1", Goal: "g", Status: "running", CreatedAt: time.Now()})
-		})
-	}()
+	go func() { done <- insertRun(s) }()
 	select {
 	case n := <-told:
 		if !n.waiting || !strings.Contains(n.why, "another process has kept the database "+path+" locked") {
@@ -503,9 +525,7 @@ func TestWriterWaitsForAHeldDatabase(t *testing.T) {
 		t.Fatalf("the write gave up: %v", err)
 	case <-time.After(5 * lockWait):
 	}
-	if _, err := c.ExecContext(ctx, "ROLLBACK"); err != nil {
-		t.Fatal(err)
-	}
+	release()
 	if err := <-done; err != nil {
 		t.Fatalf("the write after the database was let go: %v", err)
 	}
@@ -515,41 +535,15 @@ func TestWriterWaitsForAHeldDatabase(t *testing.T) {
 	if err := s.Err(); err != nil {
 		t.Errorf("the store failed: %v", err)
 	}
-	if r, err := s.Run(ctx, "r-1"); err != nil || r.Goal != "g" {
+	if r, err := s.Run(context.Background(), "r-1"); err != nil || r.Goal != "g" {
 		t.Errorf("the run written after the wait: %+v, %v", r, err)
 	}
 }
 
 // Without it, the writer gives up after the lock wait, and says so.
 func TestWriterWithoutBusyGivesUp(t *testing.T) {
-	ctx := context.Background()
-	saved := lockWait
-	lockWait = 100 * time.Millisecond
-	defer func() { lockWait = saved }()
-	path := filepath.Join(t.TempDir(), "t.db")
-	s, err := Open(path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	holder, err := sql.Open("sqlite", fileURI(path))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Close()
-	c, err := holder.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if _, err := c.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		t.Fatal(err)
-	}
-	defer c.ExecContext(ctx, "ROLLBACK")
-	err = s.Do(ctx, func(tx *Tx) error {
-		return tx.InsertRun(&Run{ID: "r-1", Goal: "g", Status: "running", CreatedAt: time.Now()})
-	})
-	if !IsBusy(err) {
+	s, _, _ := heldDatabase(t, OpenOptions{})
+	if err := insertRun(s); !IsBusy(err) {
 		t.Errorf("write to a held database: %v, want database is locked", err)
 	}
 }
@@ -557,42 +551,15 @@ func TestWriterWithoutBusyGivesUp(t *testing.T) {
 // A wait for a held database ends when GiveUp is closed (a ctrl+c): what
 // waited fails, saying the database is locked.
 func TestWriterGivesUpWhenAsked(t *testing.T) {
-	ctx := context.Background()
-	saved := lockWait
-	lockWait = 100 * time.Millisecond
-	defer func() { lockWait = saved }()
-	path := filepath.Join(t.TempDir(), "t.db")
 	giveUp := make(chan struct{})
 	waiting := make(chan struct{}, 1)
-	s, err := OpenWith(path, nil, OpenOptions{GiveUp: giveUp, Busy: func(w bool, _ string) {
+	s, _, _ := heldDatabase(t, OpenOptions{GiveUp: giveUp, Busy: func(w bool, _ string) {
 		if w {
 			waiting <- struct{}{}
 		}
 	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	holder, err := sql.Open("sqlite", fileURI(path))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Close()
-	c, err := holder.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if _, err := c.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		t.Fatal(err)
-	}
-	defer c.ExecContext(ctx, "ROLLBACK")
 	done := make(chan error, 1)
-	go func() {
-		done <- s.Do(ctx, func(tx *Tx) error {
-			return tx.InsertRun(&Run{ID: "r-1", Goal: "g", Status: "running", CreatedAt: time.Now()})
-		})
-	}()
+	go func() { done <- insertRun(s) }()
 	<-waiting
 	close(giveUp)
 	select {
