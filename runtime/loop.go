@@ -1176,43 +1176,76 @@ func capStrings(v any, n int) any {
 }
 
 // dropItems takes about over characters out of the list or map with the
-// most items held by a key of some object: its last items (a map's in
-// the order JSON writes them, by key) go, enough of them to make up over
-// as far as that one holds, and the object records how many beside it as
-// key_omitted. It reports false when there is nothing left to drop.
+// most items (of two alike, the longer written), wherever it is below the
+// object's own keys: its last items (a map's in the order JSON writes them,
+// by key) go, enough of them to make up over as far as that one holds, and
+// the object key nearest above it records how many as key_omitted (for a
+// list inside a list, the key that holds the outer one). It reports false
+// when there is nothing left to drop.
 func dropItems(root map[string]any, over int) bool {
-	var obj map[string]any
-	key, most := "", 0
-	var walk func(v any)
-	walk = func(v any) {
+	type place struct {
+		obj map[string]any // the object whose key holds the container,
+		key string         // directly or through lists
+	}
+	var (
+		best      any
+		bestAt    place
+		setBest   func(any)
+		most      = 0
+		bestWrite = -1 // encodedRunes(best), worked out for a tie only
+	)
+	consider := func(v any, n int, at place, set func(any)) {
+		switch {
+		case n < most:
+			return
+		case n == most:
+			if bestWrite < 0 {
+				bestWrite = encodedRunes(best)
+			}
+			w := encodedRunes(v)
+			if w <= bestWrite {
+				return
+			}
+			bestWrite = w
+		default:
+			bestWrite = -1
+		}
+		best, bestAt, setBest, most = v, at, set, n
+	}
+	var walk func(v any, at place, set func(any))
+	walk = func(v any, at place, set func(any)) {
+		n := items(v)
+		if n == 0 {
+			return
+		}
+		consider(v, n, at, set)
 		switch x := v.(type) {
 		case map[string]any:
 			for k, val := range x {
-				if n := items(val); n > most || (n == most && n > 0 && k < key) {
-					obj, key, most = x, k, n
-				}
-				walk(val)
+				walk(val, place{x, k}, func(nv any) { x[k] = nv })
 			}
 		case []any:
-			for _, val := range x {
-				walk(val)
+			for i, val := range x {
+				walk(val, at, func(nv any) { x[i] = nv })
 			}
 		}
 	}
-	walk(root)
-	if obj == nil {
+	for k, val := range root {
+		walk(val, place{root, k}, func(nv any) { root[k] = nv })
+	}
+	if best == nil {
 		return false
 	}
 	// The count written beside the list takes room too.
-	want := over + utf8.RuneCountInString(key) + len(`,"_omitted":`) + 8
+	want := over + utf8.RuneCountInString(bestAt.key) + len(`,"_omitted":`) + 8
 	cut, freed := 0, 0
-	switch x := obj[key].(type) {
+	switch x := best.(type) {
 	case []any:
 		for cut < len(x) && freed < want {
 			cut++
 			freed += encodedRunes(x[len(x)-cut]) + 1
 		}
-		obj[key] = x[:len(x)-cut]
+		setBest(x[:len(x)-cut])
 	case map[string]any:
 		keys := slices.Sorted(maps.Keys(x))
 		for cut < len(keys) && freed < want {
@@ -1222,7 +1255,8 @@ func dropItems(root map[string]any, over int) bool {
 			delete(x, k)
 		}
 	}
-	obj[key+"_omitted"] = omittedBefore(obj[key+"_omitted"]) + cut
+	name := bestAt.key + "_omitted"
+	bestAt.obj[name] = omittedBefore(bestAt.obj[name]) + cut
 	return true
 }
 

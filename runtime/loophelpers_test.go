@@ -69,6 +69,10 @@ func TestClipJSONKeepsItsShape(t *testing.T) {
 	for i := range 300 {
 		children = append(children, map[string]any{"task_id": fmt.Sprintf("w-%d", i+1), "status": "completed", "output": strings.Repeat("o", 217)})
 	}
+	var manyTasks []any
+	for i := range 1000 {
+		manyTasks = append(manyTasks, map[string]any{"id": fmt.Sprintf("t%d", i+1), "status": "pending"})
+	}
 	answers, short := map[string]any{}, map[string]any{}
 	for i := range 150 {
 		answers[fmt.Sprintf("w-%03d", i)] = strings.Repeat("a", 110)
@@ -116,6 +120,26 @@ func TestClipJSONKeepsItsShape(t *testing.T) {
 				t.Errorf("an answer was cut to %d characters; about 95 fit", utf8.RuneCountInString(a))
 			}
 		}},
+		{"a list inside a list", map[string]any{"status": "ok", "shared_context": map[string]any{"rows": []any{shortList(3000)}, "note": "kept"}}, func(t *testing.T, got map[string]any) {
+			sc := got["shared_context"].(map[string]any)
+			rows, _ := sc["rows"].([]any)
+			if len(rows) != 1 || sc["note"] != "kept" {
+				t.Fatalf("the object around the list lost its keys: %v", sc)
+			}
+			inner := rows[0].([]any)
+			n, _ := sc["rows_omitted"].(float64)
+			if len(inner) == 0 || len(inner)+int(n) != 3000 {
+				t.Errorf("%d items kept of the inner list, rows_omitted %v", len(inner), sc["rows_omitted"])
+			}
+		}},
+		{"two lists as long", map[string]any{"ready": shortList(1000), "tasks": manyTasks}, func(t *testing.T, got map[string]any) {
+			if got["tasks_omitted"] == nil {
+				t.Fatal("no task left out")
+			}
+			if r, _ := got["ready"].([]any); len(r) != 1000 || got["ready_omitted"] != nil {
+				t.Errorf("the list of short ids lost %v items; the longer written list of as many should have", got["ready_omitted"])
+			}
+		}},
 		{"many short answers", map[string]any{"status": "answered", "responses": short, "human_responded": true}, func(t *testing.T, got map[string]any) {
 			responses := got["responses"].(map[string]any)
 			n, _ := got["responses_omitted"].(float64)
@@ -149,6 +173,15 @@ func TestClipJSONKeepsItsShape(t *testing.T) {
 			tc.check(t, got)
 		})
 	}
+}
+
+// shortList is n short strings.
+func shortList(n int) []any {
+	out := make([]any, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("t%d", i+1)
+	}
+	return out
 }
 
 // Whatever the object, a clipped result is JSON within the limit.
