@@ -1297,6 +1297,10 @@ func TestLockedDatabaseIsSaid(t *testing.T) {
 			t.Errorf("%s: %v; want exit %d with %q", name, err, runtime.ExitFailed, said)
 		}
 	}
+	if err := deleteFailed("x.db", "r-1", 0, fmt.Errorf("store x.db: begin: %w", sqliteErr(5))); !strings.Contains(err.Error(),
+		"deleting run r-1 from x.db: another process has kept the database x.db locked for longer than 10s") || !store.IsBusy(err) {
+		t.Errorf("a delete that found the database locked: %v", err)
+	}
 	var ee *exitError
 	if err := openErr(config.Defaults(), "x.db", "", fmt.Errorf("open x.db: %w", sqliteErr(26))); !errors.As(err, &ee) || ee.code != runtime.ExitUsage {
 		t.Errorf("not a database: %v; want bad usage", err)

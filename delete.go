@@ -169,6 +169,9 @@ func heldText(h *runtime.RunHeldError, status string) error {
 // deleteFailed is the error of a delete that failed on run id after
 // deleting others.
 func deleteFailed(path, id string, deleted int, err error) error {
+	if store.IsBusy(err) {
+		err = fmt.Errorf("%s; try again then (%w)", store.BusyReason(path), err)
+	}
 	err = fmt.Errorf("deleting run %s from %s: %w", id, path, err)
 	if deleted > 0 {
 		err = fmt.Errorf("%w; the %d runs listed above are deleted, run %s and those after it are not", err, deleted, id)

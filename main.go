@@ -147,12 +147,12 @@ type commonFlags struct {
 	// (dbMoved is shared by the copies a command makes of its flags.)
 	dbInUse string
 	dbMoved *atomic.Bool
-	// starting, when set, is true while a run is being started or resumed,
-	// before the dashboard or a headless run's output shows what the
-	// engine has to say: meanwhile (another process holds the database)
-	// it goes to stderr, where it is seen, as well as to the dashboard
-	// once it is up.
-	starting *atomic.Bool
+	// dashboardStarting, when set, is true while a dashboard's run is
+	// being started or resumed, before the dashboard draws: what the
+	// engine has to say meanwhile (another process holds the database)
+	// goes to stderr, where it is seen, as well as to the dashboard once
+	// it is up.
+	dashboardStarting *atomic.Bool
 }
 
 func main() {
@@ -880,7 +880,7 @@ func newEngine(ctx context.Context, cf *commonFlags, use engineFor, notices chan
 		} else {
 			log.Info("the database is free again")
 		}
-		if b := cf.starting; b != nil && b.Load() && cf.stderr != nil {
+		if b := cf.dashboardStarting; b != nil && b.Load() && cf.stderr != nil {
 			fmt.Fprintln(cf.stderr, "swarmdeck: "+runtime.TerminalText(text))
 		}
 		notify(tui.Notice{Topic: "database", Err: waiting, Text: text})
@@ -1039,7 +1039,6 @@ func controlInput(control string, stdin io.Reader) (io.Reader, error) {
 func headlessRun(ctx context.Context, cf *commonFlags, use engineFor, asJSON, deltas bool, control io.Reader, stdout, stderr io.Writer,
 	start func(context.Context, *runtime.Engine) (*runtime.Run, error)) error {
 	notices := make(chan tui.Notice, 4)
-	cf.starting = new(atomic.Bool)
 	eng, closeEng, err := newEngine(ctx, cf, use, notices)
 	if err != nil {
 		return err
@@ -1050,15 +1049,24 @@ func headlessRun(ctx context.Context, cf *commonFlags, use engineFor, asJSON, de
 	}
 	// Without a status line, what became of an edit of the configuration
 	// file is told on stderr, in both modes: stdout may be events only.
+	// While the run is being started, the output shows nothing yet: what
+	// is said meanwhile (another process holds the database) is written
+	// at once.
 	lines := make(chan string, 4)
 	stop := make(chan struct{})
+	var starting atomic.Bool
 	defer close(stop)
 	go func() {
 		for {
 			select {
 			case n := <-notices:
+				line := "swarmdeck: " + n.Text
+				if starting.Load() {
+					fmt.Fprintln(stderr, runtime.TerminalText(line))
+					continue
+				}
 				select {
-				case lines <- "swarmdeck: " + n.Text:
+				case lines <- line:
 				default:
 				}
 			case <-stop:
@@ -1070,9 +1078,9 @@ func headlessRun(ctx context.Context, cf *commonFlags, use engineFor, asJSON, de
 		Control: control, Notices: lines}
 	var run *runtime.Run
 	code, err := eng.Headless(ctx, opts, func(ctx context.Context) (*runtime.Run, error) {
-		cf.starting.Store(true)
+		starting.Store(true)
 		r, err := start(ctx, eng)
-		cf.starting.Store(false)
+		starting.Store(false)
 		run = r
 		return r, err
 	})
@@ -1495,7 +1503,7 @@ func (cf *commonFlags) keepRunProvider(ctx context.Context, id string) error {
 		// Before the dashboard or the terminal are looked at.
 		return usageErr(err)
 	}
-	if err := runtime.HeldElsewhere(st.Path(), id); err != nil {
+	if err := runtime.HeldElsewhere(st.Path(), rec.ID); err != nil {
 		return usageErr(err)
 	}
 	if cf.provider != "" {
@@ -2205,7 +2213,7 @@ func dashboard(ctx context.Context, cf *commonFlags, goal, runID string, readOnl
 		use = forStoredRun
 	}
 	notices := make(chan tui.Notice, 4)
-	cf.starting = new(atomic.Bool)
+	cf.dashboardStarting = new(atomic.Bool)
 	eng, closeEng, err := newEngine(ctx, cf, use, notices)
 	if err != nil {
 		return err
@@ -2246,16 +2254,16 @@ func dashboard(ctx context.Context, cf *commonFlags, goal, runID string, readOnl
 			}
 		}
 	case runID != "":
-		cf.starting.Store(true)
+		cf.dashboardStarting.Store(true)
 		run, err = eng.ResumeIn(ctx, runID, cf.workspace)
-		cf.starting.Store(false)
+		cf.dashboardStarting.Store(false)
 		if err != nil {
 			return startErr(eng.Store().Path(), err)
 		}
 	case goal != "":
-		cf.starting.Store(true)
+		cf.dashboardStarting.Store(true)
 		run, err = eng.Start(ctx, goal)
-		cf.starting.Store(false)
+		cf.dashboardStarting.Store(false)
 		if err != nil {
 			return startErr(eng.Store().Path(), err)
 		}

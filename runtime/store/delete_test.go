@@ -532,6 +532,11 @@ func TestWriterWaitsForAHeldDatabase(t *testing.T) {
 	if n := <-told; n.waiting {
 		t.Errorf("told %+v, want that the wait is over", n)
 	}
+	select {
+	case n := <-told:
+		t.Errorf("told %+v as well: a wait is told once, and its end once", n)
+	default:
+	}
 	if err := s.Err(); err != nil {
 		t.Errorf("the store failed: %v", err)
 	}

@@ -264,21 +264,30 @@ func busyPragma() string {
 	return "busy_timeout(" + strconv.FormatInt(lockWait.Milliseconds(), 10) + ")"
 }
 
-// waitForLock goes on trying to begin a transaction that failed with err
-// while another process holds the database (see OpenOptions.Busy), until
-// it begins, the store closes or GiveUp is closed. Each try waits a second at most, so that
-// a Close is not kept waiting. It returns nil once the transaction has
-// begun, and otherwise the error to fail with.
-func (s *Store) waitForLock(err error) error {
+// waitForLock goes on trying to begin the transaction that a BEGIN tried
+// at began could not (with err), while another process holds the database (see
+// OpenOptions.Busy), until it begins, the store closes or GiveUp is
+// closed. Each try waits a second at most, so that a Close is not kept
+// waiting. The wait is told once it has lasted BusyTimeout, not before:
+// SQLite may refuse a BEGIN at once for a moment (a checkpoint of
+// another process restarting the log), which is no wait worth a word.
+// It returns nil once the transaction has begun, and otherwise the error
+// to fail with.
+func (s *Store) waitForLock(err error, began time.Time) error {
 	if s.busy == nil || !IsBusy(err) {
 		return err
 	}
 	ctx := context.Background()
-	why := BusyReason(s.path)
-	s.busy(true, why)
 	s.conn.ExecContext(ctx, "PRAGMA busy_timeout = "+strconv.FormatInt(min(lockWait, time.Second).Milliseconds(), 10))
 	defer s.conn.ExecContext(ctx, "PRAGMA "+busyPragma())
+	told := false
 	for {
+		if !told && time.Since(began) >= lockWait {
+			// Who holds it is said once: a holder told about is not
+			// told again, even as it changes.
+			s.busy(true, BusyReason(s.path))
+			told = true
+		}
 		select {
 		case <-s.closing:
 			return err
@@ -287,17 +296,24 @@ func (s *Store) waitForLock(err error) error {
 		default:
 		}
 		if _, err = s.control(beginSQL); err == nil {
-			s.busy(false, "")
+			if told {
+				s.busy(false, "")
+			}
 			return nil
 		}
 		if !IsBusy(err) {
 			return err
 		}
-		// The holder may have changed (stopped, or let go on).
-		if now := BusyReason(s.path); now != why {
-			why = now
-			s.busy(true, why)
-		}
+	}
+}
+
+// gaveUp reports whether OpenOptions.GiveUp is closed.
+func (s *Store) gaveUp() bool {
+	select {
+	case <-s.giveUp:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -605,8 +621,9 @@ func (s *Store) run(batch []*op) {
 		}
 		return
 	}
+	began := time.Now()
 	if _, err := s.control(beginSQL); err != nil {
-		if err = s.waitForLock(err); err != nil {
+		if err = s.waitForLock(err, began); err != nil {
 			s.fail(batch, fmt.Errorf("begin: %w", err))
 			return
 		}
@@ -987,6 +1004,11 @@ func (s *Store) Close() error {
 	// one give up busy, and the process could then exit with the WAL left
 	// beside the database: it finishes first.
 	<-s.ckptDone
+	if s.gaveUp() || IsBusy(s.Err()) {
+		// Another process holds the database, and the checkpoint would
+		// wait for it as long again: a later process makes it.
+		s.conn.ExecContext(context.Background(), "PRAGMA busy_timeout = 50")
+	}
 	s.conn.ExecContext(context.Background(), "PRAGMA wal_checkpoint(TRUNCATE)")
 	s.conn.Close()
 	s.ckpt.Close()
