@@ -163,12 +163,18 @@ func syntaxError(name string, src []byte, err error) error {
 		// A key indented deeper than the one above it reads as more of that
 		// key's value ("5 max_depth"), so goccy points at the value's first
 		// line; the mistake is the key's.
-		msg = fmt.Sprintf("this key is indented deeper than the one on line %d, so YAML reads it as more of that key's value; indent it as far as the keys it belongs with", line)
 		line = tk.Next.Position.Line
+		msg = deeperKey(src, line)
 	} else if msg == "mapping value is not allowed in this context" {
 		msg += `; a value holding ": " must be in quotes`
-	} else if msg == "value is not allowed in this context" {
-		msg = "this key's indent lines up with no key above it; indent it as far as the keys it belongs with"
+	} else if strings.HasPrefix(msg, "value is not allowed in this context") {
+		// With a comment after the key above, goccy says only this (and
+		// that "map key-value is pre-defined").
+		if above, ok := keyAbove(src, line); ok && indentOf(src, line) > indentOf(src, above) {
+			msg = deeperKey(src, line)
+		} else {
+			msg = "this key's indent lines up with no key above it; indent it as far as the keys it belongs with"
+		}
 	}
 	if strings.Contains(msg, "'\t'") {
 		// goccy quotes the raw tab, which prints as blank space.
@@ -187,6 +193,45 @@ func syntaxError(name string, src []byte, err error) error {
 		}
 	}
 	return &Error{File: name, Line: line, Msg: "invalid YAML: " + msg}
+}
+
+// deeperKey says that the key on line is indented deeper than the key
+// above it, which YAML reads as more of that key's value; and, when that
+// key is itself indented less than the one before it, that it may be the
+// one out of place.
+func deeperKey(src []byte, line int) string {
+	above, ok := keyAbove(src, line)
+	if !ok {
+		return "this key is indented deeper than the key above it, so YAML reads it as more of that key's value; indent it as far as the keys it belongs with"
+	}
+	msg := fmt.Sprintf("this key is indented deeper than the one on line %d, so YAML reads it as more of that key's value; indent it as far as the keys it belongs with", above)
+	if before, ok := keyAbove(src, above); ok && indentOf(src, above) < indentOf(src, before) {
+		msg += fmt.Sprintf(", or, if line %d is the one out of place, indent that one", above)
+	}
+	return msg
+}
+
+// keyAbove is the number of the nearest line above line (from 1) that
+// holds something other than blanks and a comment.
+func keyAbove(src []byte, line int) (int, bool) {
+	lines := bytes.Split(src, []byte("\n"))
+	for n := min(line-1, len(lines)); n >= 1; n-- {
+		t := bytes.TrimSpace(lines[n-1])
+		if len(t) > 0 && t[0] != '#' {
+			return n, true
+		}
+	}
+	return 0, false
+}
+
+// indentOf is how many spaces begin line (from 1) of src.
+func indentOf(src []byte, line int) int {
+	lines := bytes.Split(src, []byte("\n"))
+	if line < 1 || line > len(lines) {
+		return 0
+	}
+	l := lines[line-1]
+	return len(l) - len(bytes.TrimLeft(l, " "))
 }
 
 type flowOpen struct {
