@@ -486,6 +486,11 @@ func TestDatabaseInTheWorkingDirectoryThatCannotBeMade(t *testing.T) {
 	if code != 2 || !strings.HasSuffix(stderr.String(), want) {
 		t.Errorf("exit %d, stderr %q; want exit 2 and %q", code, stderr.String(), want)
 	}
+	// So does a command that reads it.
+	stderr.Reset()
+	if code := run([]string{"runs"}, strings.NewReader(""), &stdout, &stderr); code != 2 || !strings.HasSuffix(stderr.String(), want) {
+		t.Errorf("runs: exit %d, stderr %q; want exit 2 and %q", code, stderr.String(), want)
+	}
 }
 
 // A resume continues on the provider and model its run began on, whatever

@@ -1966,10 +1966,14 @@ func storedDB(cf *commonFlags) (string, *config.Config, error) {
 }
 
 // dbSetting says at which line of the configuration file db is set, when
-// it is the file that names the database err is about.
+// it is the file that names the database err is about; or, for the
+// database under the current directory that nothing set, why it is there.
 func dbSetting(cfg *config.Config, err error) error {
 	if where, ok := cfg.Where("db"); ok {
 		return fmt.Errorf("%s: %w", where, err)
+	}
+	if note := dbInWorkingDirNote(cfg); note != "" {
+		return fmt.Errorf("%w; %s", err, note)
 	}
 	return err
 }
