@@ -265,10 +265,10 @@ func busyPragma() string {
 }
 
 // waitForLock goes on trying to begin the transaction that a BEGIN tried
-// at began could not (with err), while another process holds the database (see
-// OpenOptions.Busy), until it begins, the store closes or GiveUp is
-// closed. Each try waits a second at most, so that a Close is not kept
-// waiting. The wait is told once it has lasted BusyTimeout, not before:
+// at began could not (with err), while another process holds the
+// database (see OpenOptions.Busy), until it begins, the store closes or
+// GiveUp is closed. Each try waits a second at most, so that a Close is
+// not kept waiting. The wait is told once it has lasted BusyTimeout, not before:
 // SQLite may refuse a BEGIN at once for a moment (a checkpoint of
 // another process restarting the log), which is no wait worth a word.
 // It returns nil once the transaction has begun, and otherwise the error
