@@ -1,8 +1,6 @@
 package runlock
 
 import (
-	"os"
-	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -12,37 +10,18 @@ import (
 // Holders names the other processes that hold locks, and says which are
 // stopped: a stopped process keeps the database's lock with its runs'.
 func TestHoldersSaysWhichAreStopped(t *testing.T) {
-	if os.Getenv("RUNLOCK_CHILD") != "" {
-		if _, err := Acquire(os.Getenv("RUNLOCK_CHILD"), "r-2"); err != nil {
-			os.Exit(3)
-		}
-		os.Stdout.WriteString("held\n")
-		os.Stdout.Sync()
-		select {} // until killed
-	}
+	holdAsChild("r-2")
 	dir := filepath.Join(t.TempDir(), "db.locks")
 	own, err := Acquire(dir, "r-own")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer own.Release()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHoldersSaysWhichAreStopped$")
-	cmd.Env = append(os.Environ(), "RUNLOCK_CHILD="+dir)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd := startHolder(t, "TestHoldersSaysWhichAreStopped", dir)
 	defer func() {
 		cmd.Process.Kill()
 		cmd.Wait()
 	}()
-	buf := make([]byte, 5)
-	if _, err := out.Read(buf); err != nil || string(buf) != "held\n" {
-		t.Fatalf("child did not take the lock: %q %v", buf, err)
-	}
 	want := Holder{PID: cmd.Process.Pid, RunID: "r-2"}
 	if got := Holders(dir); len(got) != 1 || got[0] != want {
 		t.Fatalf("Holders = %+v, want only %+v (not this process)", got, want)

@@ -88,34 +88,14 @@ func TestBadRunIDs(t *testing.T) {
 // A process that dies holding the lock leaves it free: the kernel drops
 // flock locks with the last open file.
 func TestLockOfADeadProcessIsFree(t *testing.T) {
-	if os.Getenv("RUNLOCK_CHILD") != "" {
-		if _, err := Acquire(os.Getenv("RUNLOCK_CHILD"), "r-1"); err != nil {
-			os.Exit(3)
-		}
-		os.Stdout.WriteString("held\n")
-		os.Stdout.Sync()
-		select {} // until killed
-	}
+	holdAsChild("r-1")
 	dir := filepath.Join(t.TempDir(), "db.locks")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestLockOfADeadProcessIsFree$")
-	cmd.Env = append(os.Environ(), "RUNLOCK_CHILD="+dir)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	buf := make([]byte, 5)
-	if _, err := out.Read(buf); err != nil || string(buf) != "held\n" {
-		cmd.Process.Kill()
-		t.Fatalf("child did not take the lock: %q %v", buf, err)
-	}
+	cmd := startHolder(t, "TestLockOfADeadProcessIsFree", dir)
 	if held, known := Held(dir, "r-1"); !held || !known {
 		cmd.Process.Kill()
 		t.Fatalf("Held while the child holds it = %v, %v", held, known)
 	}
-	_, err = Acquire(dir, "r-1")
+	_, err := Acquire(dir, "r-1")
 	if h, ok := err.(*HeldError); !ok || h.PID != cmd.Process.Pid {
 		cmd.Process.Kill()
 		t.Fatalf("Acquire while the child holds it = %v, want held by pid %d", err, cmd.Process.Pid)
@@ -213,4 +193,41 @@ func TestLinkToTheDatabaseSharesItsLocks(t *testing.T) {
 	if fresh := filepath.Join(dir, "new.db"); Dir(fresh) != fresh+".locks" {
 		t.Errorf("a database not made yet: Dir = %s", Dir(fresh))
 	}
+}
+
+// holdAsChild, in the process startHolder starts, takes the lock of runID
+// in the directory it was given, says so and holds it until killed; in
+// the test's own process it does nothing.
+func holdAsChild(runID string) {
+	dir := os.Getenv("RUNLOCK_CHILD")
+	if dir == "" {
+		return
+	}
+	if _, err := Acquire(dir, runID); err != nil {
+		os.Exit(3)
+	}
+	os.Stdout.WriteString("held\n")
+	os.Stdout.Sync()
+	select {} // until killed
+}
+
+// startHolder runs the test named test again in a process of its own,
+// where holdAsChild takes a lock in dir, and returns once it holds it.
+func startHolder(t *testing.T, test, dir string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$")
+	cmd.Env = append(os.Environ(), "RUNLOCK_CHILD="+dir)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 5)
+	if _, err := out.Read(buf); err != nil || string(buf) != "held\n" {
+		cmd.Process.Kill()
+		t.Fatalf("child did not take the lock: %q %v", buf, err)
+	}
+	return cmd
 }
