@@ -1508,10 +1508,27 @@ func (s *Session) reportTx(tx *store.Tx) error {
 	if status != StatusCompleted {
 		body = errText
 	}
+	body = clipReport(body, s.r.e.Config().Limits.MaxToolOutput)
 	item := &store.InboxItem{Key: reportKey(s.id, n, status), Kind: "task_result", Waking: true,
 		Content: coordination.FormatTaskResult(s.id, s.agent, status, body), Source: "system", FromSession: s.id}
 	_, err := s.parent.deliverTx(tx, item)
 	return err
+}
+
+// clipReport bounds a child's result, as its parent's history gets it, to
+// lim characters (max_tool_output), as a tool result is bounded: a parent
+// of a hundred children would otherwise fill its context with their long
+// answers. The child's own record keeps the whole of it (the export and
+// the dashboard show it).
+func clipReport(body string, lim int) string {
+	if lim <= 0 || len(body) <= lim {
+		return body
+	}
+	n := utf8.RuneCountInString(body)
+	if n <= lim {
+		return body
+	}
+	return firstRunes(body, lim) + fmt.Sprintf("\n…[cut: %d more characters, over max_tool_output (%d)]", n-lim, lim)
 }
 
 // reportKey is the inbox key of a session's report of how it ended, the

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -253,6 +254,42 @@ func TestCutToolResultIsStillJSON(t *testing.T) {
 		if !json.Valid([]byte(res)) || !utf8.ValidString(res) {
 			t.Errorf("the cut %s result is not valid JSON: ...%s", name, res[max(0, len(res)-80):])
 		}
+	}
+}
+
+// A child's long result reaches its parent's history cut to
+// max_tool_output, as a tool result is; the child keeps all of it.
+func TestLongChildResultIsCutForItsParent(t *testing.T) {
+	long := strings.Repeat("un résultat très long ", 200)
+	p := policyFor(func(c *convo) scripted.Reply {
+		if !c.isRoot() {
+			return say(long)
+		}
+		if c.turns == 0 {
+			return do(call("sessions_spawn", obj{"task": "Write a lot", "label": "w"}))
+		}
+		return say("done")
+	})
+	x, _, code := swarm(t, p, func(cfg *config.Config) { cfg.Limits.MaxToolOutput = 500 })
+	mustComplete(t, x, code)
+	w := mustLabel(t, x, "w")
+	if w.Result != long {
+		t.Errorf("the child's own result is %d characters, want all %d", utf8.RuneCountInString(w.Result), utf8.RuneCountInString(long))
+	}
+	got := injected(rootOf(x), "task_result")
+	if len(got) != 1 {
+		t.Fatalf("the root got %d task results, want 1", len(got))
+	}
+	res := got[0].Content
+	if n := utf8.RuneCountInString(res); n > 700 {
+		t.Errorf("the task result in the root's history is %d characters: not cut", n)
+	}
+	more := utf8.RuneCountInString(long) - 500
+	if want := fmt.Sprintf("…[cut: %d more characters, over max_tool_output (500)]\n</task_result>", more); !strings.Contains(res, want) {
+		t.Errorf("the cut result does not end with %q: ...%s", want, res[max(0, len(res)-120):])
+	}
+	if !utf8.ValidString(res) || !strings.HasPrefix(res, `<task_result task_id="`+w.ID+`"`) {
+		t.Errorf("the cut result is not a whole <task_result>: %.120s", res)
 	}
 }
 

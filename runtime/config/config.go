@@ -63,7 +63,7 @@ type Limits struct {
 	SessionTimeout        Duration `yaml:"session_timeout"`      // per session, in time the process runs (runtime/awake)
 	MaxRetries            int      `yaml:"max_retries"`          // per LLM call
 	MaxSiblingRows        int      `yaml:"max_sibling_rows"`     // rows of <sibling_tasks> before a summary line
-	MaxToolOutput         int      `yaml:"max_tool_output"`      // characters of a tool result kept in history
+	MaxToolOutput         int      `yaml:"max_tool_output"`      // characters of a tool result, or of a child's result to its parent, kept in history
 }
 
 // Coordination switches and bounds the coordination features of seed 002 and
