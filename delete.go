@@ -451,7 +451,12 @@ const maxAgeDays = 100 * 365
 // which is said, not an error: the deletion stands.
 func (cf *commonFlags) reclaim(ctx context.Context, path string, before int64, deleted int, stdout, stderr io.Writer) error {
 	stop := func() {}
-	did, err := store.Compact(ctx, path, store.CompactOptions{Wait: compactWait, Rewriting: func() {
+	wait := compactWait
+	if deleted == 0 {
+		// Nothing deleted: compacting is worth a try, not a wait.
+		wait = 0
+	}
+	did, err := store.Compact(ctx, path, store.CompactOptions{Wait: wait, Rewriting: func() {
 		stop = compactProgress(path, before, stderr)
 	}})
 	stop()
@@ -466,7 +471,7 @@ func (cf *commonFlags) reclaim(ctx context.Context, path string, before int64, d
 		if deleted < 0 {
 			space = "the free space in it"
 		}
-		fmt.Fprintln(stderr, "swarmdeck: "+cf.withFlags(fmt.Sprintf("%s is open in another swarmdeck process, so it keeps its size (%s): %s is reused by later runs; `swarmdeck prune --vacuum-only` gives it back to the file system when no swarmdeck is running",
+		fmt.Fprintln(stderr, "swarmdeck: "+cf.withFlags(fmt.Sprintf("%s is open in another process (a swarmdeck running, or another program such as sqlite3), so it keeps its size (%s): %s is reused by later runs; `swarmdeck prune --vacuum-only` gives it back to the file system when nothing else has it open",
 			shown, fileSize(after), space)))
 		return nil
 	case err != nil && ctx.Err() != nil:

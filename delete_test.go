@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"io"
 	"os"
 	"path/filepath"
@@ -117,7 +118,7 @@ func TestDeleteRuns(t *testing.T) {
 	if code != 0 || !regexp.MustCompile(`^deleted r-000001 \(completed, .*\): first goal\ndeleted r-dead01 \(stopped when its process died, .*\): left by a kill -9\n$`).MatchString(out) {
 		t.Errorf("delete: exit %d\n%s%s", code, out, errOut)
 	}
-	if !strings.Contains(errOut, db+" is open in another swarmdeck process, so it keeps its size") ||
+	if !strings.Contains(errOut, db+" is open in another process (a swarmdeck running, or another program such as sqlite3), so it keeps its size") ||
 		!strings.Contains(errOut, "`swarmdeck --db "+db+" prune --vacuum-only` gives it back") {
 		t.Errorf("delete beside a live run says %q", errOut)
 	}
@@ -190,7 +191,7 @@ func TestPruneRuns(t *testing.T) {
 
 	code, out, errOut = sd("prune", "--db", db, "--older-than", "1d12h")
 	if code != 0 || !strings.HasSuffix(out, "\n3 runs deleted\n") || strings.Count(out, "deleted r-") != 3 ||
-		!strings.Contains(errOut, "is open in another swarmdeck process") {
+		!strings.Contains(errOut, "is open in another process") {
 		t.Errorf("prune: exit %d\n%s%s", code, out, errOut)
 	}
 	if got := storedIDs(t, db); !slices.Equal(got, []string{live.ID()}) {
@@ -284,5 +285,47 @@ func TestCompactionStopped(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "the runs are deleted, but "+db+" was not compacted: stopped before the end; `swarmdeck prune --vacuum-only` compacts it") ||
 		strings.Contains(err.Error(), "disk space") {
 		t.Errorf("a compaction stopped by a signal: %v", err)
+	}
+}
+
+// A prune that finds nothing to delete ends at once on a database another
+// program holds: it has nothing to write, so nothing to wait for (it took
+// 12 s, waiting to compact and to fold the log back).
+func TestPruneOfNothingDoesNotWaitForAHolder(t *testing.T) {
+	dir := cliEnv(t)
+	db := filepath.Join(dir, "h.db")
+	storeRuns(t, db, store.Run{ID: "r-000001", Goal: "g", Status: "completed", Provider: "scripted", Scripted: true})
+	holder, err := sql.Open("sqlite", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	c, err := holder.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	defer c.ExecContext(context.Background(), "ROLLBACK")
+	type result struct {
+		code     int
+		out, err string
+	}
+	done := make(chan result, 1)
+	go func() {
+		code, out, errOut := sd("prune", "--db", db, "--older-than", "30d")
+		done <- result{code, out, errOut}
+	}()
+	select {
+	case r := <-done:
+		if r.code != 0 || !strings.HasPrefix(r.out, "no run ended and last active before ") || r.err != "" {
+			t.Errorf("prune of nothing on a held database: exit %d\n%s%s", r.code, r.out, r.err)
+		}
+	case <-time.After(5 * time.Second):
+		c.ExecContext(context.Background(), "ROLLBACK")
+		<-done
+		t.Fatal("prune with nothing to delete waited for the program holding the database")
 	}
 }

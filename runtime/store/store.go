@@ -1004,9 +1004,11 @@ func (s *Store) Close() error {
 	// one give up busy, and the process could then exit with the WAL left
 	// beside the database: it finishes first.
 	<-s.ckptDone
-	if s.gaveUp() || IsBusy(s.Err()) {
+	if s.gaveUp() || IsBusy(s.Err()) || s.lastCommit.Load() == 0 {
 		// Another process holds the database, and the checkpoint would
-		// wait for it as long again: a later process makes it.
+		// wait for it as long again; or this store wrote nothing (a prune
+		// with nothing to delete), and what the WAL holds is another
+		// process's to fold back: a later process makes it.
 		s.conn.ExecContext(context.Background(), "PRAGMA busy_timeout = 50")
 	}
 	s.conn.ExecContext(context.Background(), "PRAGMA wal_checkpoint(TRUNCATE)")
