@@ -1292,7 +1292,7 @@ func TestLockedDatabaseIsSaid(t *testing.T) {
 		said string
 	}{
 		"opening to read": {openErr(config.Defaults(), "x.db", "", locked),
-			"another process has kept the database x.db locked for longer than 10s: a `swarmdeck delete` or `prune` giving space back holds it until it is done"},
+			"another process has kept the database x.db locked for longer than 10s: a swarmdeck delete or prune giving space back holds it until it is done"},
 		"starting a run": {startErr("x.db", fmt.Errorf("store x.db: begin: %w", sqliteErr(5))),
 			"another process has kept the database x.db locked for longer than 10s"},
 	} {

@@ -330,7 +330,7 @@ func BusyReason(path string) string {
 	}
 	switch len(stopped) {
 	case 0:
-		return fmt.Sprintf("another process has kept the database %s locked for longer than %v: a `swarmdeck delete` or `prune` giving space back holds it until it is done (a while, for a large database), and so may another program such as sqlite3", path, BusyTimeout)
+		return fmt.Sprintf("another process has kept the database %s locked for longer than %v: a swarmdeck delete or prune giving space back holds it until it is done (a while, for a large database), and so may another program such as sqlite3", path, BusyTimeout)
 	case 1:
 		h := stopped[0]
 		doing := "running"
