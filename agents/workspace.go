@@ -367,7 +367,10 @@ func (w *Workspace) absoluteLink(p string) (link, inside string, ok bool) {
 // read as something else than it is: control characters (a line break, an
 // escape sequence), the bidirectional controls that reorder text, and the
 // other format characters, which show as nothing ("con\u200bfig.yaml"
-// reads as config.yaml but is another file).
+// reads as config.yaml but is another file). The zero-width joiner and
+// non-joiner are taken between two letters or symbols outside ASCII, where
+// they do their work (in an emoji such as 👩‍💻, in Persian or Hindi words);
+// between ASCII letters they only hide.
 func checkNameChars(p string) error {
 	if !utf8.ValidString(p) {
 		return Errorf("path %q is not valid UTF-8", p)
@@ -377,17 +380,32 @@ func checkNameChars(p string) error {
 		// written would not be the one meant.
 		return Errorf("path %q contains U+FFFD, which stands for bytes that were not valid UTF-8; file names may not", p)
 	}
-	for _, r := range p {
+	prev := rune(0)
+	for i, r := range p {
+		before := prev
+		prev = r
 		switch {
 		case r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0:
 			return Errorf("path %q contains a control character (U+%04X); file names may not", p, r)
 		case r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069 || r == 0x200e || r == 0x200f || r == 0x061c:
 			return Errorf("path %q contains a bidirectional control character (U+%04X), which makes a name read as another; file names may not", p, r)
+		case (r == 0x200c || r == 0x200d) && joins(before, p[i+utf8.RuneLen(r):]):
 		case unicode.Is(unicode.Cf, r):
 			return Errorf("path %q contains an invisible format character (U+%04X), which makes a name read as another; file names may not", p, r)
 		}
 	}
 	return nil
+}
+
+// joins reports whether a zero-width joiner or non-joiner after the rune
+// before and followed by rest stands between two characters outside ASCII
+// that are neither format characters nor white space.
+func joins(before rune, rest string) bool {
+	after, _ := utf8.DecodeRuneInString(rest)
+	visible := func(r rune) bool {
+		return r > 0x7f && r != utf8.RuneError && !unicode.Is(unicode.Cf, r) && !unicode.IsSpace(r) && !unicode.IsControl(r)
+	}
+	return visible(before) && visible(after)
 }
 
 // explain rewrites file system errors into tool errors.

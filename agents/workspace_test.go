@@ -85,6 +85,10 @@ func TestWorkspacePathsSayWhatTheyName(t *testing.T) {
 		{"iso\u2066x.txt", "bidirectional control character (U+2066)"},
 		{"con\u200bfig.yaml", "invisible format character (U+200B)"},
 		{"con\u200dfig.yaml", "invisible format character (U+200D)"},
+		{"\u200d\U0001F4BB.txt", "invisible format character (U+200D)"},
+		{"\U0001F469\u200d.txt", "invisible format character (U+200D)"},
+		{"\U0001F469\u200d\u200d\U0001F4BB.txt", "invisible format character (U+200D)"},
+		{"caf\u00e9\u200cx.md", "invisible format character (U+200C)"},
 		{"word\u2060joiner.txt", "invisible format character (U+2060)"},
 		{"\ufeffbom.txt", "invisible format character (U+FEFF)"},
 		{"soft\u00adhyphen.md", "invisible format character (U+00AD)"},
@@ -108,7 +112,8 @@ func TestWorkspacePathsSayWhatTheyName(t *testing.T) {
 		}
 	}
 	// Names with spaces inside, and letters of any script, are fine.
-	for _, ok := range []string{"my notes.md", "日本語/ノート.txt", "café.md", ""} {
+	// The joiners where they join: an emoji of several, a Persian word.
+	for _, ok := range []string{"my notes.md", "日本語/ノート.txt", "café.md", "", "\U0001F469\u200d\U0001F4BB notes.md", "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645.txt"} {
 		if _, err := w.Clean(ok); err != nil {
 			t.Errorf("Clean(%q) = %v", ok, err)
 		}
