@@ -21,6 +21,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/swarmdeck/swarmdeck/runtime/fileerr"
 )
 
 // Workspace confines file tools to one directory. Paths are relative to it;
@@ -102,9 +104,9 @@ func (w *Workspace) present() error {
 	case errors.Is(err, fs.ErrNotExist):
 		return Errorf("the workspace directory %s has been removed; no file tool can work until it is back (ask the person running the swarm to restore it)", w.dir)
 	case err != nil:
-		return Errorf("the workspace directory %s cannot be reached (%v); no file tool can work until it can", w.dir, unwrapPath(err))
+		return Errorf("the workspace directory %s cannot be reached (%v); no file tool can work until it can", w.dir, fileerr.Reason(err))
 	case !fi.IsDir():
-		return Errorf("the workspace directory %s is no longer a directory (%s is in its place); no file tool can work until the directory is back", w.dir, describeMode(fi.Mode()))
+		return Errorf("the workspace directory %s is no longer a directory (%s is in its place); no file tool can work until the directory is back", w.dir, fileerr.Kind(fi.Mode()))
 	}
 	cur := w.root()
 	if open, err := cur.Stat("."); err == nil && os.SameFile(fi, open) {
@@ -117,31 +119,13 @@ func (w *Workspace) present() error {
 	}
 	root, err := os.OpenRoot(w.dir)
 	if err != nil {
-		return Errorf("the workspace directory %s was made again but cannot be opened (%v); no file tool can work until it can", w.dir, unwrapPath(err))
+		return Errorf("the workspace directory %s was made again but cannot be opened (%v); no file tool can work until it can", w.dir, fileerr.Reason(err))
 	}
 	w.cur.Store(root)
 	// A call still running in the removed directory fails with
 	// fs.ErrClosed, which explain says is worth making again.
 	cur.Close()
 	return nil
-}
-
-// unwrapPath is the system's reason in err, without the path that
-// fs.PathError puts in front of it.
-func unwrapPath(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
-}
-
-// describeMode names what a file of mode m is, for an error message.
-func describeMode(m fs.FileMode) string {
-	if m.IsRegular() {
-		return "a file"
-	}
-	return fileKind(m)
 }
 
 // LockPath serialises the tools that write the file at clean (a path from
@@ -262,22 +246,9 @@ func (w *Workspace) openRegular(clean string, flag int, perm fs.FileMode, dirOK 
 		if st.IsDir() {
 			return nil, nil, Errorf("%s is a directory, not a file", clean)
 		}
-		return nil, nil, Errorf("%s is not a regular file (%s); only regular files can be used", clean, fileKind(st.Mode()))
+		return nil, nil, Errorf("%s is not a regular file (%s); only regular files can be used", clean, fileerr.Kind(st.Mode()))
 	}
 	return f, st, nil
-}
-
-// fileKind names a mode that is not a regular file's.
-func fileKind(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	}
-	return "a special file"
 }
 
 // Dir is the absolute workspace directory.
@@ -954,13 +925,13 @@ func (s *search) skip(name, reason string, args ...any) {
 func (s *search) file(fsys fs.FS, name string, named bool) error {
 	f, err := fsys.Open(name)
 	if err != nil {
-		s.skip(name, "cannot be read: %v", unwrapPath(err))
+		s.skip(name, "cannot be read: %v", fileerr.Reason(err))
 		return nil
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		s.skip(name, "cannot be read: %v", unwrapPath(err))
+		s.skip(name, "cannot be read: %v", fileerr.Reason(err))
 		return nil
 	}
 	switch {
@@ -994,7 +965,7 @@ func (s *search) file(fsys fs.FS, name string, named bool) error {
 			break
 		}
 		if err != nil {
-			s.skip(name, "reading it stopped at line %d: %v", line, unwrapPath(err))
+			s.skip(name, "reading it stopped at line %d: %v", line, fileerr.Reason(err))
 			break
 		}
 		if text.line(line, b, lines.cut); text.nul > 0 {
@@ -1086,7 +1057,7 @@ func (w *Workspace) Write(p string, content []byte) (*WriteResult, error) {
 	case err == nil && fi.IsDir():
 		return nil, Errorf("%s is a directory; give a file path to write", clean)
 	case err == nil && fi.Mode()&fs.ModeSymlink == 0:
-		return nil, Errorf("%s is not a regular file (%s); only regular files can be written", clean, fileKind(fi.Mode()))
+		return nil, Errorf("%s is not a regular file (%s); only regular files can be written", clean, fileerr.Kind(fi.Mode()))
 	case errors.Is(err, syscall.ENOTDIR):
 		return nil, w.notADirectory(clean)
 	}

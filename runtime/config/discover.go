@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/swarmdeck/swarmdeck/runtime/fileerr"
 )
 
 // FileName is the name swarmdeck looks for in the current directory and in
@@ -23,11 +25,11 @@ func Find(explicit string) (string, error) {
 		case errors.Is(err, fs.ErrNotExist):
 			return "", fmt.Errorf("--config %s: no such file", explicit)
 		case err != nil:
-			return "", fmt.Errorf("--config %s: %w", explicit, unwrapPath(err))
+			return "", fmt.Errorf("--config %s: %w", explicit, fileerr.Reason(err))
 		case fi.IsDir():
 			return "", fmt.Errorf("--config %s: is a directory; give the path of the config file", explicit)
 		case waitsToRead(fi):
-			return "", fmt.Errorf("--config %s: is %s, whose reading waits for a writer; give the path of the config file", explicit, kind(fi))
+			return "", fmt.Errorf("--config %s: is %s, whose reading waits for a writer; give the path of the config file", explicit, fileerr.Kind(fi.Mode()))
 		}
 		return explicit, nil
 	}
@@ -42,11 +44,11 @@ func Find(explicit string) (string, error) {
 		case err != nil:
 			// Unreadable is not absent: silently falling back to the
 			// defaults would run with settings the user did not choose.
-			return "", fmt.Errorf("%s: %w", path, unwrapPath(err))
+			return "", fmt.Errorf("%s: %w", path, fileerr.Reason(err))
 		case fi.IsDir():
 			return "", fmt.Errorf("%s: is a directory, not a config file", path)
 		case waitsToRead(fi):
-			return "", fmt.Errorf("%s: is %s, not a config file", path, kind(fi))
+			return "", fmt.Errorf("%s: is %s, not a config file", path, fileerr.Kind(fi.Mode()))
 		}
 		return path, nil
 	}
@@ -117,26 +119,9 @@ func xdgDir(env string, fallback ...string) string {
 	return filepath.Join(append([]string{home}, fallback...)...)
 }
 
-// unwrapPath drops the *PathError wrapper whose text would repeat the path
-// the message already starts with.
-func unwrapPath(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
-}
-
 // waitsToRead reports whether reading the file would wait for another
 // process: a named pipe, or a socket. A device is read as it is
 // (--config /dev/null is the defaults).
 func waitsToRead(fi fs.FileInfo) bool {
 	return fi.Mode()&(fs.ModeNamedPipe|fs.ModeSocket) != 0
-}
-
-func kind(fi fs.FileInfo) string {
-	if fi.Mode()&fs.ModeSocket != 0 {
-		return "a socket"
-	}
-	return "a named pipe"
 }

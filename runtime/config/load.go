@@ -13,6 +13,8 @@ import (
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/parser"
+
+	"github.com/swarmdeck/swarmdeck/runtime/fileerr"
 )
 
 // maxFileBytes bounds the size of a configuration file.
@@ -48,13 +50,13 @@ var oneLine = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ")
 func Load(path string) (*Config, error) {
 	if fi, err := os.Stat(path); err == nil && waitsToRead(fi) {
 		// Replaced by a pipe while watched, say: reading would hang.
-		return nil, &Error{File: path, Msg: "is " + kind(fi) + ", not a config file"}
+		return nil, &Error{File: path, Msg: "is " + fileerr.Kind(fi.Mode()) + ", not a config file"}
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		// The cause is still matched by errors.Is(err, fs.ErrNotExist); the
 		// path goes first like in every other configuration error.
-		return nil, fmt.Errorf("%s: cannot read the configuration: %w", path, unwrapPath(err))
+		return nil, fmt.Errorf("%s: cannot read the configuration: %w", path, fileerr.Reason(err))
 	}
 	cfg, err := Parse(path, data)
 	if err != nil {

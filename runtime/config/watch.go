@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/swarmdeck/swarmdeck/runtime/fileerr"
 )
 
 // debounce is how long the file must stay quiet before it is re-read: an
@@ -140,7 +142,7 @@ func watch(ctx context.Context, path string, onChange func(*Config), onError fun
 				continue
 			}
 			if err != nil {
-				onError(fmt.Errorf("%s: cannot read the configuration: %w", path, unwrapPath(err)))
+				onError(fmt.Errorf("%s: cannot read the configuration: %w", path, fileerr.Reason(err)))
 				continue
 			}
 			if bytes.Equal(data, last) {

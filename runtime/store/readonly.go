@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/swarmdeck/swarmdeck/runtime/fileerr"
 )
 
 // ErrReadOnly is returned by Do and Apply on a store opened with
@@ -112,23 +114,7 @@ func regularFile(path string, info os.FileInfo) error {
 	case info.IsDir():
 		return fmt.Errorf("the database %s is a directory: give the database file", path)
 	}
-	return fmt.Errorf("the database %s is not a file (%s): give the database file", path, fileKind(info.Mode()))
-}
-
-// fileKind names the kind of file a mode is, other than a regular file or
-// a directory.
-func fileKind(m os.FileMode) string {
-	switch {
-	case m&os.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&os.ModeSocket != 0:
-		return "a socket"
-	case m&os.ModeCharDevice != 0:
-		return "a character device"
-	case m&os.ModeDevice != 0:
-		return "a device"
-	}
-	return "mode " + m.String()
+	return fmt.Errorf("the database %s is not a file (%s): give the database file", path, fileerr.Kind(info.Mode()))
 }
 
 // CheckFile refuses a database path that names something else than a
