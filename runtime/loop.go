@@ -1177,7 +1177,8 @@ func capStrings(v any, n int) any {
 
 // dropItems takes about over characters out of the list or map with the
 // most items (of two alike, the longer written), wherever it is below the
-// object's own keys: its last items (a map's in the order JSON writes them,
+// object's own keys, but for the objects in a list, which are kept whole or
+// left out whole: its last items (a map's in the order JSON writes them,
 // by key) go, enough of them to make up over as far as that one holds, and
 // the object key nearest above it records how many as key_omitted (for a
 // list inside a list, the key that holds the outer one). It reports false
@@ -1212,26 +1213,31 @@ func dropItems(root map[string]any, over int) bool {
 		}
 		best, bestAt, setBest, most = v, at, set, n
 	}
-	var walk func(v any, at place, set func(any))
-	walk = func(v any, at place, set func(any)) {
+	var walk func(v any, at place, set func(any), inList bool)
+	walk = func(v any, at place, set func(any), inList bool) {
 		n := items(v)
 		if n == 0 {
 			return
 		}
-		consider(v, n, at, set)
+		_, record := v.(map[string]any)
+		if !record || !inList {
+			// An object in a list is one item of it, a record (a match,
+			// a task): one of its keys gone would read as an item gone.
+			consider(v, n, at, set)
+		}
 		switch x := v.(type) {
 		case map[string]any:
 			for k, val := range x {
-				walk(val, place{x, k}, func(nv any) { x[k] = nv })
+				walk(val, place{x, k}, func(nv any) { x[k] = nv }, false)
 			}
 		case []any:
 			for i, val := range x {
-				walk(val, at, func(nv any) { x[i] = nv })
+				walk(val, at, func(nv any) { x[i] = nv }, true)
 			}
 		}
 	}
 	for k, val := range root {
-		walk(val, place{root, k}, func(nv any) { root[k] = nv })
+		walk(val, place{root, k}, func(nv any) { root[k] = nv }, false)
 	}
 	if best == nil {
 		return false

@@ -175,6 +175,35 @@ func TestClipJSONKeepsItsShape(t *testing.T) {
 	}
 }
 
+// An object in a list is a record: it is kept with all its keys or left
+// out whole, never counted as items of the list it is in when one of its
+// keys goes (a search's one match lost its text, and the result said a
+// second match had been left out).
+func TestClipJSONKeepsRecordsWhole(t *testing.T) {
+	in := `{"files_searched":1,"matches":[{"line":1,"path":"sub/deep/long_1.md","text":"` + strings.Repeat("needle ", 170) + `"}],"query":"needle"}`
+	for _, lim := range []int{100, 120, 150, 200, 400} {
+		out, ok := clipJSON(in, lim)
+		if !ok {
+			continue // a note instead: nothing to miscount
+		}
+		var got struct {
+			Matches        []map[string]any `json:"matches"`
+			MatchesOmitted int              `json:"matches_omitted"`
+		}
+		if err := json.Unmarshal([]byte(out), &got); err != nil {
+			t.Fatalf("limit %d: %v: %s", lim, err, out)
+		}
+		if len(got.Matches)+got.MatchesOmitted != 1 {
+			t.Errorf("limit %d: %d matches shown and %d left out, of 1: %s", lim, len(got.Matches), got.MatchesOmitted, out)
+		}
+		for _, m := range got.Matches {
+			if len(m) != 3 {
+				t.Errorf("limit %d: a match kept %d of its 3 keys: %s", lim, len(m), out)
+			}
+		}
+	}
+}
+
 // shortList is n short strings.
 func shortList(n int) []any {
 	out := make([]any, n)
