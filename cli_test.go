@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -1305,6 +1306,25 @@ func TestLockedDatabaseIsSaid(t *testing.T) {
 	if err := deleteFailed("x.db", "r-1", 0, fmt.Errorf("store x.db: begin: %w", sqliteErr(5))); !strings.Contains(err.Error(),
 		"deleting run r-1 from x.db: another process has kept the database x.db locked for longer than 10s") || !store.IsBusy(err) {
 		t.Errorf("a delete that found the database locked: %v", err)
+	}
+	// A start stopped (ctrl+c) while it waited says so, and who may hold
+	// the database unless that was said when the wait began.
+	stopped, cancel := context.WithCancel(context.Background())
+	cancel()
+	locked = fmt.Errorf("store x.db: begin: %w", sqliteErr(5))
+	cf := &commonFlags{}
+	if err := cf.startFailed(stopped, "x.db", locked); !strings.Contains(err.Error(), "stopped waiting for the database x.db, which another process has locked: a swarmdeck delete or prune") ||
+		!strings.Contains(err.Error(), "nothing stored is lost: try again once it is free") || strings.Contains(err.Error(), "longer than") {
+		t.Errorf("a start stopped while it waited, untold: %v", err)
+	}
+	cf.busyTold = new(atomic.Bool)
+	cf.busyTold.Store(true)
+	if err := cf.startFailed(stopped, "x.db", locked); !strings.Contains(err.Error(), "stopped waiting for the database x.db, which another process has locked (as said above); nothing stored is lost") ||
+		strings.Contains(err.Error(), "sqlite3;") {
+		t.Errorf("a start stopped while it waited, told: %v", err)
+	}
+	if err := cf.startFailed(context.Background(), "x.db", locked); !strings.Contains(err.Error(), "locked for longer than 10s") {
+		t.Errorf("a start that found the database locked, not stopped: %v", err)
 	}
 	var ee *exitError
 	if err := openErr(config.Defaults(), "x.db", "", fmt.Errorf("open x.db: %w", sqliteErr(26))); !errors.As(err, &ee) || ee.code != runtime.ExitUsage {

@@ -153,6 +153,9 @@ type commonFlags struct {
 	// goes to stderr, where it is seen, as well as to the dashboard once
 	// it is up.
 	dashboardStarting *atomic.Bool
+	// busyTold, made by newEngine, is set once a wait for a database
+	// that another process holds has been told.
+	busyTold *atomic.Bool
 }
 
 func main() {
@@ -872,9 +875,14 @@ func newEngine(ctx context.Context, cf *commonFlags, use engineFor, notices chan
 	// ctrl+z, say) is waited for, since a run can lose nothing by waiting
 	// and everything by failing; the person is told who holds it, in the
 	// dashboard until it is free again.
+	if cf.busyTold == nil {
+		cf.busyTold = new(atomic.Bool)
+	}
+	busyTold := cf.busyTold
 	storeBusy := func(waiting bool, why string) {
 		text := "the database is free again: the run goes on"
 		if waiting {
+			busyTold.Store(true)
 			text = "waiting, losing nothing: " + why
 			log.Warn("waiting for the database", "why", why)
 		} else {
@@ -1089,8 +1097,8 @@ func headlessRun(ctx context.Context, cf *commonFlags, use engineFor, asJSON, de
 		err = cf.withResume(ie, true)
 	}
 	if run == nil && store.IsBusy(err) {
-		// Given up waiting for the database (ctrl+c): who held it.
-		return busyErr(eng.Store().Path(), err)
+		// Given up waiting for the database (ctrl+c).
+		return cf.startFailed(ctx, eng.Store().Path(), err)
 	}
 	if err == nil && code == runtime.ExitFailed && run != nil && run.Status() == runtime.RunFailed {
 		// Why it failed is printed (or in the events); the way back is
@@ -2063,6 +2071,21 @@ func busyErr(path string, err error) error {
 	return &exitError{runtime.ExitFailed, fmt.Errorf("%s; try again then (%w)", store.BusyReason(path), err)}
 }
 
+// startFailed is startErr for a start or resume under ctx: one that a
+// person stopped (ctrl+c) while it waited for a database another process
+// holds says so, and who may hold it unless that was said when the wait
+// began.
+func (cf *commonFlags) startFailed(ctx context.Context, path string, err error) error {
+	if ctx.Err() == nil || !store.IsBusy(err) {
+		return startErr(path, err)
+	}
+	why := store.StoppedWaitingReason(path)
+	if b := cf.busyTold; b != nil && b.Load() {
+		why = "stopped waiting for the database " + path + ", which another process has locked (as said above)"
+	}
+	return &exitError{runtime.ExitFailed, fmt.Errorf("%s; nothing stored is lost: try again once it is free (%w)", why, err)}
+}
+
 // startErr is the exit of a run that could not be started or resumed on
 // the database at path, as run and resume give it: bad usage (a run that
 // has ended, one running elsewhere, a workspace that is gone), unless the
@@ -2262,14 +2285,14 @@ func dashboard(ctx context.Context, cf *commonFlags, goal, runID string, readOnl
 		run, err = eng.ResumeIn(ctx, runID, cf.workspace)
 		cf.dashboardStarting.Store(false)
 		if err != nil {
-			return startErr(eng.Store().Path(), err)
+			return cf.startFailed(ctx, eng.Store().Path(), err)
 		}
 	case goal != "":
 		cf.dashboardStarting.Store(true)
 		run, err = eng.Start(ctx, goal)
 		cf.dashboardStarting.Store(false)
 		if err != nil {
-			return startErr(eng.Store().Path(), err)
+			return cf.startFailed(ctx, eng.Store().Path(), err)
 		}
 	default:
 		opts.Start = func(ctx context.Context, goal string) (event.Controller, error) {

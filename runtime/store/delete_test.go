@@ -553,6 +553,26 @@ func TestWriterWithoutBusyGivesUp(t *testing.T) {
 	}
 }
 
+// A wait given up before it has lasted the lock wait is never told: the
+// person who stopped it is not then told that it waits.
+func TestWaitGivenUpEarlyIsNotTold(t *testing.T) {
+	giveUp := make(chan struct{})
+	told := make(chan bool, 8)
+	s, _, _ := heldDatabase(t, OpenOptions{GiveUp: giveUp, Busy: func(w bool, _ string) { told <- w }})
+	done := make(chan error, 1)
+	go func() { done <- insertRun(s) }()
+	time.Sleep(lockWait / 5)
+	close(giveUp)
+	if err := <-done; !IsBusy(err) {
+		t.Errorf("the write given up: %v, want database is locked", err)
+	}
+	select {
+	case w := <-told:
+		t.Errorf("told (waiting %v) of a wait given up before the lock wait", w)
+	default:
+	}
+}
+
 // A store that wrote nothing closes at once on a database another process
 // holds: its closing checkpoint has nothing of its own to fold back, and
 // waiting for the holder made a prune with nothing to delete take 12 s.

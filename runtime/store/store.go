@@ -282,18 +282,18 @@ func (s *Store) waitForLock(err error, began time.Time) error {
 	defer s.conn.ExecContext(ctx, "PRAGMA "+busyPragma())
 	told := false
 	for {
-		if !told && time.Since(began) >= lockWait {
-			// Who holds it is said once: a holder told about is not
-			// told again, even as it changes.
-			s.busy(true, BusyReason(s.path))
-			told = true
-		}
 		select {
 		case <-s.closing:
 			return err
 		case <-s.giveUp:
 			return err
 		default:
+		}
+		if !told && time.Since(began) >= lockWait {
+			// Who holds it is said once: a holder told about is not
+			// told again, even as it changes.
+			s.busy(true, BusyReason(s.path))
+			told = true
 		}
 		if _, err = s.control(beginSQL); err == nil {
 			if told {
@@ -322,6 +322,30 @@ func (s *Store) gaveUp() bool {
 // database, and how to let it go on, when one is; the likely holders
 // otherwise.
 func BusyReason(path string) string {
+	if h := stoppedHolders(path); h != "" {
+		return h
+	}
+	return fmt.Sprintf("another process has kept the database %s locked for longer than %v: %s", path, BusyTimeout, likelyHolders)
+}
+
+// StoppedWaitingReason is BusyReason for a wait that a person ended
+// (ctrl+c) before the database was free, however long it had lasted.
+func StoppedWaitingReason(path string) string {
+	lead := "stopped waiting for the database " + path + ", which another process has locked: "
+	if h := stoppedHolders(path); h != "" {
+		return lead + h
+	}
+	return lead + likelyHolders
+}
+
+// likelyHolders are who keeps a database locked for long when no stopped
+// swarmdeck process is known to.
+const likelyHolders = "a swarmdeck delete or prune giving space back holds it until it is done (a while, for a large database), and so may another program such as sqlite3"
+
+// stoppedHolders says which swarmdeck processes with runs of the database
+// at path are stopped (ctrl+z, SIGSTOP), and how to let them go on, or ""
+// when none is.
+func stoppedHolders(path string) string {
 	var stopped []runlock.Holder
 	for _, h := range runlock.Holders(runlock.Dir(path)) {
 		if h.Stopped {
@@ -330,7 +354,7 @@ func BusyReason(path string) string {
 	}
 	switch len(stopped) {
 	case 0:
-		return fmt.Sprintf("another process has kept the database %s locked for longer than %v: a swarmdeck delete or prune giving space back holds it until it is done (a while, for a large database), and so may another program such as sqlite3", path, BusyTimeout)
+		return ""
 	case 1:
 		h := stopped[0]
 		doing := "running"
