@@ -105,6 +105,7 @@ func TestParseErrors(t *testing.T) {
 		{"quoted number", "limits:\n  max_retries: \"5\"\n", 2, "limits.max_retries", "without quotes"},
 		{"fraction", "limits:\n  max_retries: 2.5\n", 2, "limits.max_retries", "2.5 is not a whole number"},
 		{"huge number", "limits:\n  max_tool_output: 99999999999999999999\n", 2, "limits.max_tool_output", "too large"},
+		{"tool output too short to hold an error", "limits:\n  max_tool_output: 150\n", 2, "limits.max_tool_output", "150 is too small; the minimum is 500 (a shorter result could not hold a tool's error message whole)"},
 		{"word for bool", "coordination:\n  enable_broadcasts: yes\n", 2, "coordination.enable_broadcasts", `"yes" is not true or false`},
 		{"scalar for section", "limits: 3\n", 1, "limits", "expected key: value settings"},
 		{"mapping for list", "agents:\n  role: orchestrator\n", 2, "agents", "expected a list"},

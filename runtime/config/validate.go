@@ -214,7 +214,7 @@ func (c *Config) validateLimits(p *problems) {
 		{"limits.token_budget_per_run", l.TokenBudgetPerRun, 0, "0 means unlimited"},
 		{"limits.max_retries", l.MaxRetries, 0, "0 means no retries"},
 		{"limits.max_sibling_rows", l.MaxSiblingRows, 0, "0 shows only the summary line"},
-		{"limits.max_tool_output", l.MaxToolOutput, 1, ""},
+		{"limits.max_tool_output", l.MaxToolOutput, 500, "a shorter result could not hold a tool's error message whole"},
 		{"coordination.max_delegation_depth", co.MaxDelegationDepth, 1, "to turn delegation off, set coordination.enable_task_delegation: false"},
 		{"coordination.max_concurrent_delegations", co.MaxConcurrentDelegations, 1, "to turn delegation off, set coordination.enable_task_delegation: false"},
 		{"coordination.max_broadcasts_per_session", co.MaxBroadcastsPerSession, 1, "to turn broadcasts off, set coordination.enable_broadcasts: false"},
