@@ -1228,6 +1228,20 @@ func TestRunsShowsALongGoalOnOneLine(t *testing.T) {
 	if !strings.HasSuffix(lines[1], "  "+want) {
 		t.Errorf("the run's line is %q, want it to end in %q", lines[1], want)
 	}
+
+	// A goal of wide characters takes as many columns as one of narrow
+	// ones, and no flag is cut in two.
+	storeRuns(t, db, store.Run{ID: "r-000002", Goal: strings.Repeat("漢", 45) + "🇯🇵", Status: "completed", Provider: "scripted", Scripted: true},
+		store.Run{ID: "r-000003", Goal: strings.Repeat("x", 58) + "🇯🇵🇺🇸", Status: "completed", Provider: "scripted", Scripted: true})
+	stdout.Reset()
+	if code := run([]string{"runs", "--db", db}, strings.NewReader(""), &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	for _, w := range []string{strings.Repeat("漢", 29) + "…", strings.Repeat("x", 58) + "…"} {
+		if !strings.Contains(stdout.String(), "  "+w+"\n") {
+			t.Errorf("runs shows no goal %q (60 columns):\n%s", w, stdout.String())
+		}
+	}
 }
 
 // Every flag the README documents is in the help of its command.

@@ -1288,7 +1288,7 @@ stopped* run is "interrupted" there, with "stopped": true, as export says.`,
 						orphan = l.ID
 					}
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", l.ID, status, l.CreatedAt.Local().Format("2006-01-02 15:04"), l.Usage.TotalTokens, runtime.TerminalText(runtime.OneLine(l.Goal, 60)))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", l.ID, status, l.CreatedAt.Local().Format("2006-01-02 15:04"), l.Usage.TotalTokens, runtime.TerminalText(runtime.OneLineCells(l.Goal, 60)))
 			}
 			if err := tw.Flush(); err != nil {
 				return outputErr(err)

@@ -535,6 +535,10 @@ func (e *Engine) isScripted() bool { return e.scripted != nil }
 // message in a one-line listing.
 func OneLine(s string, n int) string { return textcut.OneLine(s, n) }
 
+// OneLineCells is OneLine by the terminal columns s takes (日 takes two),
+// for a column of a table.
+func OneLineCells(s string, w int) string { return textcut.OneLineCells(s, w) }
+
 // ErrDatabase marks the errors of New that come from the database it was
 // given: one it cannot make, open or write, or that is not a swarmdeck
 // database. Each names the file.

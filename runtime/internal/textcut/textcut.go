@@ -6,6 +6,8 @@ package textcut
 import (
 	"strings"
 	"unicode/utf8"
+
+	"github.com/rivo/uniseg"
 )
 
 // Flatten makes every run of white space in s, line breaks included, one
@@ -14,26 +16,51 @@ func Flatten(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
-// Clip cuts s to at most n characters, the last of them an ellipsis where
-// it was cut, never inside a character. White space and the punctuation
-// that would dangle before the ellipsis (",;:") are dropped from the cut
-// end. n below 1 is taken as 1.
+// Clip cuts s to at most n characters (code points), the last of them an
+// ellipsis where it was cut, never inside what a reader sees as one
+// character: an emoji made of several, a flag, a letter and its accents.
+// White space and the punctuation that would dangle before the ellipsis
+// (",;:") are dropped from the cut end. n below 1 is taken as 1.
 func Clip(s string, n int) string {
 	n = max(n, 1)
 	if len(s) <= n || utf8.RuneCountInString(s) <= n {
 		return s
 	}
-	k := 0
-	for i := range s {
-		if k == n-1 {
-			return strings.TrimRight(s[:i], " \t\n,;:") + "…"
-		}
-		k++
+	return cut(s, func(cluster string, _ int) int { return utf8.RuneCountInString(cluster) }, n-1)
+}
+
+// ClipCells is Clip by the columns of a terminal that s takes, a wide
+// character (日) two of them, rather than by its characters.
+func ClipCells(s string, w int) string {
+	w = max(w, 1)
+	if uniseg.StringWidth(s) <= w {
+		return s
 	}
-	return s
+	return cut(s, func(_ string, width int) int { return width }, w-1)
+}
+
+// cut is the start of s, in whole grapheme clusters, whose sizes add up
+// to at most room, followed by an ellipsis.
+func cut(s string, size func(cluster string, width int) int, room int) string {
+	end, used, state := 0, 0, -1
+	for rest := s; rest != ""; {
+		var cluster string
+		var width int
+		cluster, rest, width, state = uniseg.FirstGraphemeClusterInString(rest, state)
+		if used += size(cluster, width); used > room {
+			break
+		}
+		end += len(cluster)
+	}
+	return strings.TrimRight(s[:end], " \t\n,;:") + "…"
 }
 
 // OneLine is s flattened and clipped to n characters.
 func OneLine(s string, n int) string {
 	return Clip(Flatten(s), n)
+}
+
+// OneLineCells is s flattened and clipped to w terminal columns.
+func OneLineCells(s string, w int) string {
+	return ClipCells(Flatten(s), w)
 }

@@ -1,8 +1,11 @@
 package textcut
 
 import (
+	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/rivo/uniseg"
 )
 
 func TestClip(t *testing.T) {
@@ -20,9 +23,39 @@ func TestClip(t *testing.T) {
 		{"日本語のテキスト", 4, "日本語…"},
 		{"abc", 0, "…"},
 		{"", 3, ""},
+		// What reads as one character is kept whole or left out whole.
+		{"xxxx🇯🇵 tail", 6, "xxxx…"},
+		{"xxxx🇯🇵 tail", 7, "xxxx🇯🇵…"},
+		{"xx👩\u200d💻 tail", 5, "xx…"},
+		{"xx👩\u200d💻 tail", 6, "xx👩\u200d💻…"},
+		{"cafe\u0301 noir", 5, "caf…"},
+		{"cafe\u0301 noir", 6, "cafe\u0301…"},
 	} {
 		if got := Clip(c.s, c.n); got != c.want {
 			t.Errorf("Clip(%q, %d) = %q; want %q", c.s, c.n, got, c.want)
+		}
+	}
+}
+
+func TestClipCells(t *testing.T) {
+	for _, c := range []struct {
+		s    string
+		w    int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"漢字漢字漢字", 12, "漢字漢字漢字"},
+		{"漢字漢字漢字", 11, "漢字漢字漢…"},
+		{"漢字漢字漢字", 10, "漢字漢字…"},
+		{"ab🇯🇵🇺🇸", 5, "ab🇯🇵…"},
+		{"ab👩\u200d💻cd", 4, "ab…"},
+	} {
+		got := ClipCells(c.s, c.w)
+		if got != c.want {
+			t.Errorf("ClipCells(%q, %d) = %q; want %q", c.s, c.w, got, c.want)
+		}
+		if w := uniseg.StringWidth(got); w > c.w {
+			t.Errorf("ClipCells(%q, %d) is %d columns wide", c.s, c.w, w)
 		}
 	}
 }
@@ -51,6 +84,12 @@ func FuzzClip(f *testing.F) {
 		}
 		if utf8.ValidString(s) && !utf8.ValidString(got) {
 			t.Fatalf("Clip(%q, %d) = %q cut inside a character", s, n, got)
+		}
+		if kept := got[:len(got)-len("…")]; uniseg.GraphemeClusterCount(kept) > 0 && !strings.HasPrefix(s, kept) {
+			t.Fatalf("Clip(%q, %d) = %q is not the start of it", s, n, got)
+		}
+		if w := ClipCells(s, n); uniseg.StringWidth(w) > max(n, 1) {
+			t.Fatalf("ClipCells(%q, %d) = %q: %d columns", s, n, w, uniseg.StringWidth(w))
 		}
 	})
 }
