@@ -127,4 +127,15 @@ func TestGoalPasteSaysWhatBecameOfIt(t *testing.T) {
 		t.Errorf("the goal holds %d characters", n)
 	}
 	mustContain(t, m, "it was cut at 4,000 characters")
+
+	// A character of several code points that would not fit whole is
+	// left out whole.
+	m, _ = press(t, m, "esc")
+	m.goal.input.SetValue("")
+	family := "\U0001F468\u200d\U0001F469\u200d\U0001F467"
+	m, _ = update(m, tea.PasteMsg{Content: strings.Repeat("a", 3998) + family + "bbbb"})
+	if got := m.goal.input.Value(); got != strings.Repeat("a", 3998) {
+		t.Errorf("the goal ends in %q, want the family left out whole", got[max(0, len(got)-20):])
+	}
+	mustContain(t, m, "it was cut at 4,000 characters")
 }

@@ -522,13 +522,20 @@ func (m *model) handlePaste(msg tea.PasteMsg) tea.Cmd {
 	switch {
 	case m.screen == screenGoal:
 		before := utf8.RuneCountInString(m.goal.input.Value())
+		pasted := utf8.RuneCountInString(msg.Content)
+		room := m.goal.input.CharLimit - before
+		if pasted > room {
+			// Cut here, before a character that would not fit whole: the
+			// prompt would cut inside it (a family emoji made a man).
+			msg.Content = string([]rune(msg.Content)[:clusterStart(msg.Content, max(room, 0))])
+		}
 		m.goal.input, cmd = m.goal.input.Update(msg)
 		// The prompt is one line, and bounded: say what it did to a paste.
 		var said []string
 		if strings.ContainsAny(msg.Content, "\n\r") {
 			said = append(said, "its line breaks became spaces")
 		}
-		if n := utf8.RuneCountInString(m.goal.input.Value()); n-before < utf8.RuneCountInString(msg.Content) && n >= m.goal.input.CharLimit {
+		if pasted > room {
 			said = append(said, "it was cut at "+fmtCount(m.goal.input.CharLimit)+" characters")
 		}
 		if len(said) > 0 {
