@@ -1082,7 +1082,7 @@ func headlessRun(ctx context.Context, cf *commonFlags, use engineFor, asJSON, de
 			}
 		}
 	}()
-	opts := runtime.HeadlessOptions{JSON: asJSON, Deltas: deltas, Out: stdout, OutTerminal: isTerminal(stdout), Log: stderr,
+	opts := runtime.HeadlessOptions{JSON: asJSON, Deltas: deltas, Out: stdout, OutTerminal: isTerminal(stdout), Log: stderr, ASCII: tui.ASCIILocale(os.Getenv),
 		Control: control, Notices: lines}
 	var run *runtime.Run
 	code, err := eng.Headless(ctx, opts, func(ctx context.Context) (*runtime.Run, error) {

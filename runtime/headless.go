@@ -31,6 +31,9 @@ type HeadlessOptions struct {
 	// Notices are lines for people from outside the run (a reload of the
 	// configuration file), printed on Log in either mode.
 	Notices <-chan string
+	// ASCII writes the progress's own marks (✓, →, …) in ASCII, for a
+	// locale whose character set is not UTF-8.
+	ASCII bool
 }
 
 // Exit statuses of a headless run.
@@ -68,6 +71,9 @@ func (e *Engine) Headless(ctx context.Context, opts HeadlessOptions, start func(
 	enc := json.NewEncoder(opts.Out)
 	enc.SetEscapeHTML(false)
 	printer := &progress{w: opts.Log, out: opts.Out}
+	if opts.ASCII && opts.Log != nil {
+		printer.w = asciiMarks{opts.Log}
+	}
 	show := func(ev event.Event) error {
 		if opts.JSON {
 			if ev.Type != event.MessageDelta || opts.Deltas {
@@ -310,6 +316,19 @@ func name(s *event.SessionInfo) string {
 		return s.Agent + " (" + s.Label + ")"
 	}
 	return s.Agent
+}
+
+// asciiMarks writes the marks of the progress lines in ASCII: in a
+// locale that is not UTF-8 they came out as a few unreadable characters.
+type asciiMarks struct{ w io.Writer }
+
+var markReplacer = strings.NewReplacer("✓", "ok", "✗", "x", "↻", "~", "→", "->", "✉", "*", "⇢", "=>", "…", "...")
+
+func (a asciiMarks) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(a.w, markReplacer.Replace(string(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 // goalShown is how much of a goal the line that starts a run shows: the

@@ -170,6 +170,39 @@ func TestAnswerThatCannotBeWrittenFails(t *testing.T) {
 	}
 }
 
+// In a locale that is not UTF-8 the progress marks are ASCII: the
+// demo's run, which spawns, calls tools, broadcasts and delegates, prints
+// none of ✓ → ✉ ⇢ then.
+func TestProgressInASCII(t *testing.T) {
+	logs := map[bool]string{}
+	for _, ascii := range []bool{false, true} {
+		e := testEngine(t, nil, nil, nil)
+		var out, log bytes.Buffer
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		code, err := e.Headless(ctx, HeadlessOptions{Out: &out, Log: &log, ASCII: ascii}, func(ctx context.Context) (*Run, error) {
+			return e.Start(ctx, "Plan a product launch")
+		})
+		cancel()
+		if code != ExitOK || err != nil {
+			t.Fatalf("exit %d, %v", code, err)
+		}
+		logs[ascii] = log.String()
+	}
+	for _, mark := range []string{"✓", "→", "✉", "⇢"} {
+		if !strings.Contains(logs[false], mark) {
+			t.Errorf("the progress has no %s to write in ASCII:\n%s", mark, logs[false])
+		}
+	}
+	for _, r := range logs[true] {
+		if r > 0x7f {
+			t.Fatalf("the ASCII progress holds %q:\n%s", r, logs[true])
+		}
+	}
+	if !strings.Contains(logs[true], " -> ") || !strings.Contains(logs[true], "  ok ") {
+		t.Errorf("the ASCII progress has no -> or ok:\n%s", logs[true])
+	}
+}
+
 // A model's answer printed on a terminal cannot drive it: its control
 // characters are escaped, while a pipe or a file gets the answer as it is.
 func TestAnswerOnATerminalIsEscaped(t *testing.T) {

@@ -29,8 +29,8 @@ func TestASCIILocale(t *testing.T) {
 		{map[string]string{"LANG": "sr_RS.UTF-8@latin"}, false},
 		{map[string]string{}, false},
 	} {
-		if got := asciiLocale(func(k string) string { return tc.env[k] }); got != tc.want {
-			t.Errorf("asciiLocale(%v) = %v, want %v", tc.env, got, tc.want)
+		if got := ASCIILocale(func(k string) string { return tc.env[k] }); got != tc.want {
+			t.Errorf("ASCIILocale(%v) = %v, want %v", tc.env, got, tc.want)
 		}
 	}
 }

@@ -44,7 +44,7 @@ type Options struct {
 	Notices <-chan Notice
 	// ASCII draws the dashboard's frames, marks and arrows in ASCII, for a
 	// terminal whose locale is not UTF-8 (Run sets it from the
-	// environment: see asciiLocale). What the agents write is shown as it
+	// environment: see ASCIILocale). What the agents write is shown as it
 	// is.
 	ASCII bool
 }

@@ -82,8 +82,9 @@ func terminalProblem(tty bool, termName string) error {
 var ErrDumbTerminal = errors.New("the dashboard needs a terminal that can move its cursor, and TERM=dumb says this one cannot: " +
 	"use `swarmdeck run --headless GOAL`, or set TERM (for example TERM=xterm-256color) if the terminal can")
 
-// asciiLocale reports whether the locale names a character set other than
-// UTF-8, where the dashboard draws in ASCII (Options.ASCII). The first of
+// ASCIILocale reports whether the locale names a character set other than
+// UTF-8, where the dashboard draws in ASCII (Options.ASCII), and so does a
+// headless run's progress. The first of
 // LC_ALL, LC_CTYPE and LANG that is set and not empty decides, as it does
 // for the C library: LANG=C, LANG=POSIX or a Latin-1 locale mean ASCII,
 // "en_US.UTF-8", "C.utf8" or macOS's bare "UTF-8" do not.
@@ -93,7 +94,7 @@ var ErrDumbTerminal = errors.New("the dashboard needs a terminal that can move i
 // environment sees (a container run from a terminal, a service, some ssh
 // setups), and the terminal it draws on is then nearly always a UTF-8
 // one; someone whose terminal is not says so by setting the locale.
-func asciiLocale(getenv func(string) string) bool {
+func ASCIILocale(getenv func(string) string) bool {
 	for _, name := range []string{"LC_ALL", "LC_CTYPE", "LANG"} {
 		if v := getenv(name); v != "" {
 			v = strings.ToLower(v)
@@ -135,7 +136,7 @@ func Run(ctx context.Context, opts Options) error {
 
 	// Read once, here: the locale is the terminal's, and it does not
 	// change while the dashboard runs.
-	if asciiLocale(os.Getenv) {
+	if ASCIILocale(os.Getenv) {
 		opts.ASCII = true
 	}
 	m := newModel(mctx, cancel, opts)
