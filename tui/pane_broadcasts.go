@@ -3,9 +3,11 @@ package tui
 import (
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/charmbracelet/x/ansi"
 	"github.com/swarmdeck/swarmdeck/runtime/event"
+	"golang.org/x/text/unicode/norm"
 )
 
 // broadcastsPane is the live feed, newest at the bottom. It follows new items
@@ -127,7 +129,7 @@ func (p *broadcastsPane) syncMatches(f *feed) {
 		p.matchedFrom, p.matchedTo = f.base, f.base
 		p.matchedFilter = p.filter
 	}
-	needle := strings.ToLower(p.filter)
+	needle := foldText(p.filter)
 	// Older items were dropped: drop their matches.
 	if f.base > p.matchedFrom {
 		k := sort.SearchInts(p.matches, f.base)
@@ -178,6 +180,7 @@ func (p *broadcastsPane) match(b *event.BroadcastInfo, needle string) bool {
 	return false
 }
 
+// containsFold reports whether s holds lowerNeedle, made by foldText.
 func containsFold(s, lowerNeedle string) bool {
 	if lowerNeedle == "" {
 		return true
@@ -187,10 +190,30 @@ func containsFold(s, lowerNeedle string) bool {
 		// neither hides a match nor makes one.
 		s = stripControls(s)
 	}
-	if len(s) < len(lowerNeedle) {
+	if len(s) < len(lowerNeedle) && isASCII(s) {
 		return false
 	}
-	return strings.Contains(strings.ToLower(s), lowerNeedle)
+	return strings.Contains(foldText(s), lowerNeedle)
+}
+
+// foldText is s as a filter compares it: in lower case, and with its
+// accents in one form (NFC), so that é typed as e and a combining accent
+// matches é written as one character, and the other way round.
+func foldText(s string) string {
+	s = strings.ToLower(s)
+	if !isASCII(s) {
+		s = norm.NFC.String(s)
+	}
+	return s
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // move moves the selection; reaching the newest item resumes following.

@@ -132,7 +132,7 @@ func (p *sessionsPane) rebuild(st *runState) {
 	}
 	// filtered adds the sessions of ns that match the filter or have a
 	// match below them, and reports whether it added any.
-	needle := strings.ToLower(p.filter)
+	needle := foldText(p.filter)
 	var filtered func(ns []*sessionNode) bool
 	filtered = func(ns []*sessionNode) bool {
 		added := false

@@ -564,6 +564,26 @@ func TestFilterBroadcasts(t *testing.T) {
 	press(t, m, "esc")
 }
 
+// A filter finds an accented letter however it is written: as one
+// character, as typed on most keyboards, or as a letter and a combining
+// accent, as some systems store file names.
+func TestFilterMatchesEitherFormOfAnAccent(t *testing.T) {
+	for _, tc := range []struct {
+		text, typed string
+		want        bool
+	}{
+		{"Plan the f\u00eate in Paris", "f\u00eate", true},
+		{"Plan the fe\u0302te in Paris", "f\u00eate", true},
+		{"Plan the f\u00eate in Paris", "fe\u0302te", true},
+		{"PLAN THE F\u00caTE", "f\u00eate", true},
+		{"Plan the fate", "f\u00eate", false},
+	} {
+		if got := containsFold(tc.text, foldText(tc.typed)); got != tc.want {
+			t.Errorf("%q filtered by %q: %v, want %v", tc.text, tc.typed, got, tc.want)
+		}
+	}
+}
+
 // With the Sessions pane focused, / filters the tree, not the feed: by
 // label, role, id or task, each match under the sessions it descends from,
 // and the footer says what the filter is on.
