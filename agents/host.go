@@ -130,6 +130,7 @@ type CancelResult struct {
 type WaitResult struct {
 	Results  []TaskOutcome `json:"results"`
 	TimedOut []string      `json:"timed_out"`
+	Note     string        `json:"note,omitempty"`
 }
 
 // BroadcastResult is returned by task_broadcast (seed 000).

@@ -3,9 +3,11 @@ package agents
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 func mustSchema(text string) *Schema {
@@ -222,8 +224,88 @@ var taskWait = &Tool{
 		if err := decode(args, &a); err != nil {
 			return nil, err
 		}
-		return c.Host.WaitTasks(ctx, c, a.TaskIDs, seconds(a.Timeout))
+		res, err := c.Host.WaitTasks(ctx, c, a.TaskIDs, seconds(a.Timeout))
+		if err == nil {
+			fitOutcomes(res, c.MaxOutput)
+		}
+		return res, err
 	},
+}
+
+// fitOutcomes cuts the texts of a task_wait result, all to one length, the
+// longest that lets the result fit in limit characters (less a margin for
+// the runtime's own marks), so that every task's id and status reach the
+// caller. Cut by the runtime's rule for any long result instead, the last
+// tasks' outcomes would go whole, and these outcomes reach the caller
+// nowhere else: a task's result is delivered once. When even the ids do not
+// fit, the runtime's rule leaves the last ones out, counted.
+func fitOutcomes(r *WaitResult, limit int) {
+	const margin = 100
+	if r == nil || limit <= 0 {
+		return
+	}
+	size := func(w *WaitResult) int {
+		b, _ := json.Marshal(w)
+		return utf8.RuneCount(b)
+	}
+	if size(r) <= limit-margin {
+		return
+	}
+	longest := 0
+	for _, o := range r.Results {
+		for _, t := range append([]string{o.Output, o.Error, o.Reason}, o.Earlier...) {
+			longest = max(longest, utf8.RuneCountInString(t))
+		}
+	}
+	cut := func(n int) *WaitResult {
+		w := &WaitResult{TimedOut: r.TimedOut, Results: make([]TaskOutcome, len(r.Results))}
+		for i, o := range r.Results {
+			o.Output, o.Error, o.Reason = cutText(o.Output, n), cutText(o.Error, n), cutText(o.Reason, n)
+			if o.Earlier != nil {
+				earlier := make([]string, len(o.Earlier))
+				for j, t := range o.Earlier {
+					earlier[j] = cutText(t, n)
+				}
+				o.Earlier = earlier
+			}
+			w.Results[i] = o
+		}
+		w.Note = fmt.Sprintf("outputs cut to %d characters to fit max_tool_output; task_output gives one whole", n)
+		if n == 0 {
+			w.Note = "outputs left out to fit max_tool_output; task_output gives one whole"
+		}
+		return w
+	}
+	// The longest length that fits, by bisection.
+	lo, hi := 0, longest
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		if size(cut(mid)) <= limit-margin {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	*r = *cut(lo)
+}
+
+// cutText is s cut to n characters and marked, or s when it is no longer;
+// nothing at all for n 0.
+func cutText(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	if n == 0 {
+		return ""
+	}
+	i := 0
+	for at := range s {
+		if i == n {
+			return s[:at] + "…"
+		}
+		i++
+	}
+	return s
 }
 
 // siblingsPage is task_siblings' default page size: a large family listed

@@ -293,6 +293,51 @@ func TestLongChildResultIsCutForItsParent(t *testing.T) {
 	}
 }
 
+// A task_wait over more outcomes than max_tool_output holds gives every
+// task's id and status, each output cut alike: the outcomes it returns are
+// delivered nowhere else, and the last ones were left out whole.
+func TestWaitOverManyLongOutcomesKeepsEveryTask(t *testing.T) {
+	p := policyFor(func(c *convo) scripted.Reply {
+		if !c.isRoot() {
+			return say(strings.Repeat(c.label+" found something. ", 20))
+		}
+		switch c.turns {
+		case 0:
+			return do(call("sessions_spawn", obj{"task": []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j"}, "parallel": true, "label": "k", "agent": "explorer"}))
+		case 1:
+			return do(call("task_wait", obj{}))
+		}
+		return say("done")
+	})
+	x, _, code := swarm(t, p, func(cfg *config.Config) { cfg.Limits.MaxToolOutput = 1000 })
+	mustComplete(t, x, code)
+	res := toolResults(rootOf(x), "task_wait")[0]
+	if n := utf8.RuneCountInString(res); n > 1000 {
+		t.Errorf("the task_wait result is %d characters", n)
+	}
+	var got struct {
+		Results []struct {
+			TaskID string `json:"task_id"`
+			Status string `json:"status"`
+			Output string `json:"output"`
+		} `json:"results"`
+		Omitted int    `json:"results_omitted"`
+		Note    string `json:"note"`
+	}
+	decode(t, res, &got)
+	if len(got.Results) != 10 || got.Omitted != 0 {
+		t.Fatalf("%d outcomes shown and %d left out, want all 10 shown: %s", len(got.Results), got.Omitted, res)
+	}
+	for _, r := range got.Results {
+		if r.TaskID == "" || r.Status != "completed" || strings.Count(r.Output, "found") > 1 {
+			t.Errorf("outcome %+v: want its id, its status and its output cut", r)
+		}
+	}
+	if !strings.Contains(got.Note, "to fit max_tool_output; task_output gives one whole") {
+		t.Errorf("the note is %q", got.Note)
+	}
+}
+
 // A child that completed, was woken by a sibling's message and completed
 // again has two results. A task_wait that returns its latest must not
 // swallow the first: the parent still receives it.
