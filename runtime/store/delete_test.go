@@ -573,6 +573,32 @@ func TestWaitGivenUpEarlyIsNotTold(t *testing.T) {
 	}
 }
 
+// A ctrl+c in the first seconds of a wait ends it within a try (a
+// second), not after the whole lock wait of SQLite's own busy timeout.
+func TestWaitGivenUpEarlyEndsSoon(t *testing.T) {
+	s, path, _ := heldDatabase(t, OpenOptions{})
+	s.Close()
+	lockWait = BusyTimeout
+	giveUp := make(chan struct{})
+	s, err := OpenWith(path, nil, OpenOptions{GiveUp: giveUp, Busy: func(bool, string) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	done := make(chan error, 1)
+	go func() { done <- insertRun(s) }()
+	time.Sleep(50 * time.Millisecond)
+	close(giveUp)
+	select {
+	case err := <-done:
+		if !IsBusy(err) {
+			t.Errorf("the write given up: %v, want database is locked", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a wait given up early went on for the whole lock wait")
+	}
+}
+
 // A store that wrote nothing closes at once on a database another process
 // holds: its closing checkpoint has nothing of its own to fold back, and
 // waiting for the holder made a prune with nothing to delete take 12 s.

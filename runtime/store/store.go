@@ -248,6 +248,11 @@ func OpenWith(path string, publish func([]event.Event), o OpenOptions) (*Store, 
 	s.coalesce.Stop()
 	s.commitWait, s.maxAge = commitWait, commitMaxAge
 	s.busy, s.giveUp = o.Busy, o.GiveUp
+	if s.busy != nil {
+		// A held database is waited for in waitForLock, which looks
+		// for a give-up (a ctrl+c) between tries: each try is short.
+		s.conn.ExecContext(ctx, "PRAGMA busy_timeout = "+strconv.FormatInt(min(lockWait, time.Second).Milliseconds(), 10))
+	}
 	go s.loop()
 	return s, nil
 }
@@ -277,9 +282,6 @@ func (s *Store) waitForLock(err error, began time.Time) error {
 	if s.busy == nil || !IsBusy(err) {
 		return err
 	}
-	ctx := context.Background()
-	s.conn.ExecContext(ctx, "PRAGMA busy_timeout = "+strconv.FormatInt(min(lockWait, time.Second).Milliseconds(), 10))
-	defer s.conn.ExecContext(ctx, "PRAGMA "+busyPragma())
 	told := false
 	for {
 		select {
