@@ -2,6 +2,7 @@ package tui
 
 import (
 	"unicode"
+	"unicode/utf8"
 
 	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/textinput"
@@ -49,6 +50,16 @@ func editInput(in *textinput.Model, k tea.KeyPressMsg) tea.Cmd {
 		in.SetValue(string(v[:pos]) + string(v[end:]))
 		in.SetCursor(pos)
 		return nil
+	case k.Text != "" && in.CharLimit > 0:
+		// At the limit the field would keep what fits of a character
+		// typed as several code points (an emoji): it is left out whole.
+		room := in.CharLimit - utf8.RuneCountInString(in.Value())
+		if utf8.RuneCountInString(k.Text) > room {
+			k.Text = string([]rune(k.Text)[:clusterStart(k.Text, max(room, 0))])
+			if k.Text == "" {
+				return nil
+			}
+		}
 	}
 	var cmd tea.Cmd
 	*in, cmd = in.Update(k)

@@ -138,4 +138,15 @@ func TestGoalPasteSaysWhatBecameOfIt(t *testing.T) {
 		t.Errorf("the goal ends in %q, want the family left out whole", got[max(0, len(got)-20):])
 	}
 	mustContain(t, m, "it was cut at 4,000 characters")
+
+	// So is one typed: a terminal sends an emoji of several code points
+	// as one key.
+	m, _ = update(m, tea.KeyPressMsg{Code: '\U0001F468', Text: family})
+	if got := m.goal.input.Value(); got != strings.Repeat("a", 3998) {
+		t.Errorf("after typing the family the goal ends in %q, want it left out whole", got[max(0, len(got)-20):])
+	}
+	m, _ = update(m, tea.KeyPressMsg{Code: 'b', Text: "b"})
+	if got := m.goal.input.Value(); got != strings.Repeat("a", 3998)+"b" {
+		t.Errorf("a letter typed after it: the goal ends in %q", got[max(0, len(got)-20):])
+	}
 }
