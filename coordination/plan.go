@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/rivo/uniseg"
 )
 
 // Plan task statuses (update_task_status's status argument).
@@ -257,7 +259,18 @@ func cycleError(cycle []int, ids []string) error {
 func shortDesc(d string) string {
 	const limit = 60
 	if utf8.RuneCountInString(d) > limit {
-		d = string([]rune(d)[:limit]) + "…"
+		// Cut between characters as a reader sees them, not inside an
+		// emoji or between a letter and its accent.
+		end, used, state := 0, 0, -1
+		for rest := d; rest != ""; {
+			var cluster string
+			cluster, rest, _, state = uniseg.FirstGraphemeClusterInString(rest, state)
+			if used += utf8.RuneCountInString(cluster); used > limit {
+				break
+			}
+			end += len(cluster)
+		}
+		d = d[:end] + "…"
 	}
 	return strconv.Quote(d)
 }

@@ -3,6 +3,7 @@ package coordination
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -569,5 +570,20 @@ func assertPlanInvariants(t testing.TB, tasks []Task) {
 			}
 		}
 		pos[task.ID] = i
+	}
+}
+
+// A description quoted in an error is cut between characters as a reader
+// sees them: not inside an emoji, not between a letter and its accent.
+func TestShortDescKeepsCharactersWhole(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{strings.Repeat("a", 58) + "\U0001F469\u200d\U0001F4BB tail", strings.Repeat("a", 58) + "…"},
+		{strings.Repeat("b", 59) + "e\u0301 tail", strings.Repeat("b", 59) + "…"},
+		{strings.Repeat("c", 57) + "e\u0301 tail", strings.Repeat("c", 57) + "e\u0301 …"},
+		{"short", "short"},
+	} {
+		if got := shortDesc(c.in); got != strconv.Quote(c.want) {
+			t.Errorf("shortDesc(%q) = %s, want %q", c.in, got, c.want)
+		}
 	}
 }

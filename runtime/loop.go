@@ -19,6 +19,7 @@ import (
 	"github.com/swarmdeck/swarmdeck/prompts"
 	"github.com/swarmdeck/swarmdeck/runtime/awake"
 	"github.com/swarmdeck/swarmdeck/runtime/event"
+	"github.com/swarmdeck/swarmdeck/runtime/internal/textcut"
 	"github.com/swarmdeck/swarmdeck/runtime/llm"
 	"github.com/swarmdeck/swarmdeck/runtime/store"
 )
@@ -1534,7 +1535,8 @@ func clipReport(body string, lim int) string {
 	if n <= lim {
 		return body
 	}
-	return firstRunes(body, lim) + fmt.Sprintf("\n…[cut: %d more characters, over max_tool_output (%d)]", n-lim, lim)
+	kept := textcut.Prefix(body, lim)
+	return kept + fmt.Sprintf("\n…[cut: %d more characters, over max_tool_output (%d)]", n-utf8.RuneCountInString(kept), lim)
 }
 
 // reportKey is the inbox key of a session's report of how it ended, the

@@ -55,6 +55,25 @@ func cut(s string, size func(cluster string, width int) int, room int) string {
 	return strings.TrimRight(s[:end], " \t\n,;:") + "…"
 }
 
+// Prefix is the longest start of s in whole grapheme clusters that holds
+// at most n code points: s cut without an ellipsis, for a caller that
+// says in its own words what was left out.
+func Prefix(s string, n int) string {
+	if len(s) <= n || utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	end, used, state := 0, 0, -1
+	for rest := s; rest != ""; {
+		var cluster string
+		cluster, rest, _, state = uniseg.FirstGraphemeClusterInString(rest, state)
+		if used += utf8.RuneCountInString(cluster); used > n {
+			break
+		}
+		end += len(cluster)
+	}
+	return s[:end]
+}
+
 // OneLine is s flattened and clipped to n characters.
 func OneLine(s string, n int) string {
 	return Clip(Flatten(s), n)

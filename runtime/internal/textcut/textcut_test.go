@@ -37,6 +37,24 @@ func TestClip(t *testing.T) {
 	}
 }
 
+func TestPrefix(t *testing.T) {
+	for _, c := range []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"abcdef", 3, "abc"},
+		{"AA\U0001F469\u200d\U0001F4BB", 3, "AA"},
+		{"AA\U0001F469\u200d\U0001F4BB", 5, "AA\U0001F469\u200d\U0001F4BB"},
+		{"be\u0301", 2, "b"},
+	} {
+		if got := Prefix(c.s, c.n); got != c.want {
+			t.Errorf("Prefix(%q, %d) = %q; want %q", c.s, c.n, got, c.want)
+		}
+	}
+}
+
 func TestClipCells(t *testing.T) {
 	for _, c := range []struct {
 		s    string
