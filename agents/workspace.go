@@ -339,9 +339,7 @@ func (w *Workspace) absoluteLink(p string) (link, inside string, ok bool) {
 // escape sequence), the bidirectional controls that reorder text, and the
 // other format characters, which show as nothing ("con\u200bfig.yaml"
 // reads as config.yaml but is another file). The zero-width joiner and
-// non-joiner are taken between two letters or symbols outside ASCII, where
-// they do their work (in an emoji such as 👩‍💻, in Persian or Hindi words);
-// between ASCII letters they only hide.
+// non-joiner are taken where they do their work (see joins).
 func checkNameChars(p string) error {
 	if !utf8.ValidString(p) {
 		return Errorf("path %q is not valid UTF-8", p)
@@ -360,7 +358,7 @@ func checkNameChars(p string) error {
 			return Errorf("path %q contains a control character (U+%04X); file names may not", p, r)
 		case r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069 || r == 0x200e || r == 0x200f || r == 0x061c:
 			return Errorf("path %q contains a bidirectional control character (U+%04X), which makes a name read as another; file names may not", p, r)
-		case (r == 0x200c || r == 0x200d) && joins(before, p[i+utf8.RuneLen(r):]):
+		case (r == 0x200c || r == zwj) && joins(r, before, p[i+utf8.RuneLen(r):]):
 		case unicode.Is(unicode.Cf, r):
 			return Errorf("path %q contains an invisible format character (U+%04X), which makes a name read as another; file names may not", p, r)
 		}
@@ -368,16 +366,28 @@ func checkNameChars(p string) error {
 	return nil
 }
 
-// joins reports whether a zero-width joiner or non-joiner after the rune
-// before and followed by rest stands between two characters outside ASCII
-// that are neither format characters nor white space.
-func joins(before rune, rest string) bool {
+// joins reports whether the zero-width joiner or non-joiner r, after the
+// rune before and followed by rest, does the work it is for: the joiner
+// between two emoji (👩‍💻, ❤️‍🔥), either between two letters of a script
+// that shapes its letters by them (Persian and Arabic, the scripts of
+// India). Anywhere else it only hides: 日\u200d本 reads as 日本.
+func joins(r, before rune, rest string) bool {
 	after, _ := utf8.DecodeRuneInString(rest)
-	visible := func(r rune) bool {
-		return r > 0x7f && r != utf8.RuneError && !unicode.Is(unicode.Cf, r) && !unicode.IsSpace(r) && !unicode.IsControl(r)
+	emoji := func(c rune) bool { return unicode.Is(unicode.So, c) }
+	if r == zwj && emoji(after) && (emoji(before) || before == 0xfe0f || before >= 0x1f3fb && before <= 0x1f3ff) {
+		return true
 	}
-	return visible(before) && visible(after)
+	return shapedByJoiners(before) && shapedByJoiners(after)
 }
+
+// shapedByJoiners reports a character of a script whose letters the
+// joiners change the shape of.
+func shapedByJoiners(c rune) bool {
+	return unicode.In(c, unicode.Arabic, unicode.Syriac, unicode.Nko, unicode.Mongolian, unicode.Devanagari, unicode.Bengali,
+		unicode.Gurmukhi, unicode.Gujarati, unicode.Oriya, unicode.Tamil, unicode.Telugu, unicode.Kannada, unicode.Malayalam, unicode.Sinhala)
+}
+
+const zwj = '\u200d'
 
 // explain rewrites file system errors into tool errors.
 func (w *Workspace) explain(p string, err error) error {

@@ -89,6 +89,9 @@ func TestWorkspacePathsSayWhatTheyName(t *testing.T) {
 		{"\U0001F469\u200d.txt", "invisible format character (U+200D)"},
 		{"\U0001F469\u200d\u200d\U0001F4BB.txt", "invisible format character (U+200D)"},
 		{"caf\u00e9\u200cx.md", "invisible format character (U+200C)"},
+		{"\u65e5\u200d\u672c.txt", "invisible format character (U+200D)"},
+		{"\u043f\u0440\u0438\u200c\u0432\u0435\u0442.md", "invisible format character (U+200C)"},
+		{"\U0001F469\u200c\U0001F4BB.txt", "invisible format character (U+200C)"},
 		{"word\u2060joiner.txt", "invisible format character (U+2060)"},
 		{"\ufeffbom.txt", "invisible format character (U+FEFF)"},
 		{"soft\u00adhyphen.md", "invisible format character (U+00AD)"},
@@ -113,7 +116,8 @@ func TestWorkspacePathsSayWhatTheyName(t *testing.T) {
 	}
 	// Names with spaces inside, and letters of any script, are fine.
 	// The joiners where they join: an emoji of several, a Persian word.
-	for _, ok := range []string{"my notes.md", "日本語/ノート.txt", "café.md", "", "\U0001F469\u200d\U0001F4BB notes.md", "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645.txt"} {
+	for _, ok := range []string{"my notes.md", "日本語/ノート.txt", "café.md", "", "\U0001F469\u200d\U0001F4BB notes.md", "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645.txt",
+		"\u2764\ufe0f\u200d\U0001F525.md", "\U0001F44B\U0001F3FD\u200d\u2640.md", "\u0915\u094d\u200d\u0937.txt"} {
 		if _, err := w.Clean(ok); err != nil {
 			t.Errorf("Clean(%q) = %v", ok, err)
 		}
