@@ -26,7 +26,7 @@ func Clip(s string, n int) string {
 	if len(s) <= n || utf8.RuneCountInString(s) <= n {
 		return s
 	}
-	return cut(s, func(cluster string, _ int) int { return utf8.RuneCountInString(cluster) }, n-1)
+	return cut(s, runes, n-1)
 }
 
 // ClipCells is Clip by the columns of a terminal that s takes, a wide
@@ -39,9 +39,15 @@ func ClipCells(s string, w int) string {
 	return cut(s, func(_ string, width int) int { return width }, w-1)
 }
 
-// cut is the start of s, in whole grapheme clusters, whose sizes add up
+// cut is the start of s, in whole grapheme clusters whose sizes add up
 // to at most room, followed by an ellipsis.
 func cut(s string, size func(cluster string, width int) int, room int) string {
+	return strings.TrimRight(s[:fit(s, size, room)], " \t\n,;:") + "…"
+}
+
+// fit is the length in bytes of the start of s, in whole grapheme
+// clusters, whose sizes add up to at most room.
+func fit(s string, size func(cluster string, width int) int, room int) int {
 	end, used, state := 0, 0, -1
 	for rest := s; rest != ""; {
 		var cluster string
@@ -52,8 +58,11 @@ func cut(s string, size func(cluster string, width int) int, room int) string {
 		}
 		end += len(cluster)
 	}
-	return strings.TrimRight(s[:end], " \t\n,;:") + "…"
+	return end
 }
+
+// runes is the size of a cluster in code points.
+func runes(cluster string, _ int) int { return utf8.RuneCountInString(cluster) }
 
 // Prefix is the longest start of s in whole grapheme clusters that holds
 // at most n code points: s cut without an ellipsis, for a caller that
@@ -62,16 +71,7 @@ func Prefix(s string, n int) string {
 	if len(s) <= n || utf8.RuneCountInString(s) <= n {
 		return s
 	}
-	end, used, state := 0, 0, -1
-	for rest := s; rest != ""; {
-		var cluster string
-		cluster, rest, _, state = uniseg.FirstGraphemeClusterInString(rest, state)
-		if used += utf8.RuneCountInString(cluster); used > n {
-			break
-		}
-		end += len(cluster)
-	}
-	return s[:end]
+	return s[:fit(s, runes, n)]
 }
 
 // OneLine is s flattened and clipped to n characters.
