@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/swarmdeck/swarmdeck/runtime/textcut"
 )
 
 func mustSchema(text string) *Schema {
@@ -289,8 +291,8 @@ func fitOutcomes(r *WaitResult, limit int) {
 	*r = *cut(lo)
 }
 
-// cutText is s cut to n characters and marked, or s when it is no longer;
-// nothing at all for n 0.
+// cutText is s cut to n characters, between characters as a reader sees
+// them, and marked, or s when it is no longer; nothing at all for n 0.
 func cutText(s string, n int) string {
 	if utf8.RuneCountInString(s) <= n {
 		return s
@@ -298,14 +300,7 @@ func cutText(s string, n int) string {
 	if n == 0 {
 		return ""
 	}
-	i := 0
-	for at := range s {
-		if i == n {
-			return s[:at] + "…"
-		}
-		i++
-	}
-	return s
+	return textcut.Prefix(s, n) + "…"
 }
 
 // siblingsPage is task_siblings' default page size: a large family listed

@@ -10,7 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/rivo/uniseg"
+	"github.com/swarmdeck/swarmdeck/runtime/textcut"
 )
 
 // Plan task statuses (update_task_status's status argument).
@@ -261,16 +261,7 @@ func shortDesc(d string) string {
 	if utf8.RuneCountInString(d) > limit {
 		// Cut between characters as a reader sees them, not inside an
 		// emoji or between a letter and its accent.
-		end, used, state := 0, 0, -1
-		for rest := d; rest != ""; {
-			var cluster string
-			cluster, rest, _, state = uniseg.FirstGraphemeClusterInString(rest, state)
-			if used += utf8.RuneCountInString(cluster); used > limit {
-				break
-			}
-			end += len(cluster)
-		}
-		d = d[:end] + "…"
+		d = textcut.Prefix(d, limit) + "…"
 	}
 	return strconv.Quote(d)
 }

@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/swarmdeck/swarmdeck/runtime/internal/textcut"
 	"github.com/swarmdeck/swarmdeck/runtime/scripted"
 	"github.com/swarmdeck/swarmdeck/runtime/store"
+	"github.com/swarmdeck/swarmdeck/runtime/textcut"
 )
 
 // Chains and fan-in barriers (DESIGN.md §3 sessions_spawn: chainAfter,

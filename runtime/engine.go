@@ -27,10 +27,10 @@ import (
 	"github.com/swarmdeck/swarmdeck/runtime/config"
 	"github.com/swarmdeck/swarmdeck/runtime/event"
 	"github.com/swarmdeck/swarmdeck/runtime/internal/runlock"
-	"github.com/swarmdeck/swarmdeck/runtime/internal/textcut"
 	"github.com/swarmdeck/swarmdeck/runtime/llm"
 	"github.com/swarmdeck/swarmdeck/runtime/scripted"
 	"github.com/swarmdeck/swarmdeck/runtime/store"
+	"github.com/swarmdeck/swarmdeck/runtime/textcut"
 )
 
 // Options configure an Engine.

@@ -19,9 +19,9 @@ import (
 	"github.com/swarmdeck/swarmdeck/prompts"
 	"github.com/swarmdeck/swarmdeck/runtime/awake"
 	"github.com/swarmdeck/swarmdeck/runtime/event"
-	"github.com/swarmdeck/swarmdeck/runtime/internal/textcut"
 	"github.com/swarmdeck/swarmdeck/runtime/llm"
 	"github.com/swarmdeck/swarmdeck/runtime/store"
+	"github.com/swarmdeck/swarmdeck/runtime/textcut"
 )
 
 var errSessionTimeout = errors.New("session timeout")

@@ -16,9 +16,9 @@ import (
 	"github.com/swarmdeck/swarmdeck/prompts"
 	"github.com/swarmdeck/swarmdeck/runtime/awake"
 	"github.com/swarmdeck/swarmdeck/runtime/event"
-	"github.com/swarmdeck/swarmdeck/runtime/internal/textcut"
 	"github.com/swarmdeck/swarmdeck/runtime/llm"
 	"github.com/swarmdeck/swarmdeck/runtime/store"
+	"github.com/swarmdeck/swarmdeck/runtime/textcut"
 )
 
 // Question statuses (DESIGN.md section 7).

@@ -22,7 +22,7 @@ import (
 
 	"github.com/swarmdeck/swarmdeck/runtime/awake"
 	"github.com/swarmdeck/swarmdeck/runtime/internal/secret"
-	"github.com/swarmdeck/swarmdeck/runtime/internal/textcut"
+	"github.com/swarmdeck/swarmdeck/runtime/textcut"
 )
 
 // Config configures a Client.

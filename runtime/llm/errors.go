@@ -11,7 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/swarmdeck/swarmdeck/runtime/internal/textcut"
+	"github.com/swarmdeck/swarmdeck/runtime/textcut"
 )
 
 // Kind says what went wrong with an LLM call, in terms a caller can act on.

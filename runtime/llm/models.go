@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/swarmdeck/swarmdeck/runtime/internal/textcut"
+	"github.com/swarmdeck/swarmdeck/runtime/textcut"
 )
 
 // A server that does not know the model asked for says so, but rarely says

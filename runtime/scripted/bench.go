@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/swarmdeck/swarmdeck/runtime/internal/textcut"
+	"github.com/swarmdeck/swarmdeck/runtime/textcut"
 )
 
 // Bench returns the policy `swarmdeck bench` runs: every session's task is

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/swarmdeck/swarmdeck/runtime/internal/textcut"
+	"github.com/swarmdeck/swarmdeck/runtime/textcut"
 )
 
 // Demo returns the default policy: a believable run for any goal a user

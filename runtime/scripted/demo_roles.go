@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/swarmdeck/swarmdeck/runtime/internal/textcut"
+	"github.com/swarmdeck/swarmdeck/runtime/textcut"
 )
 
 // The demo's sub-agents: researchers, the writer, the sub-orchestrator and

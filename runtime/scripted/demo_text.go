@@ -6,7 +6,7 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/swarmdeck/swarmdeck/runtime/internal/textcut"
+	"github.com/swarmdeck/swarmdeck/runtime/textcut"
 )
 
 // summaryLine picks the line of a result worth quoting: its first bullet,

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/swarmdeck/swarmdeck/runtime/internal/textcut"
+	"github.com/swarmdeck/swarmdeck/runtime/textcut"
 )
 
 // Policy decides the scripted model's reply to one chat completion request.
