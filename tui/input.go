@@ -55,7 +55,7 @@ func editInput(in *textinput.Model, k tea.KeyPressMsg) tea.Cmd {
 		// typed as several code points (an emoji): it is left out whole.
 		room := in.CharLimit - utf8.RuneCountInString(in.Value())
 		if utf8.RuneCountInString(k.Text) > room {
-			k.Text = string([]rune(k.Text)[:clusterStart(k.Text, max(room, 0))])
+			k.Text = wholeClusters(k.Text, room)
 			if k.Text == "" {
 				return nil
 			}
@@ -64,6 +64,13 @@ func editInput(in *textinput.Model, k tea.KeyPressMsg) tea.Cmd {
 	var cmd tea.Cmd
 	*in, cmd = in.Update(k)
 	return cmd
+}
+
+// wholeClusters is the start of s, in whole grapheme clusters, that holds
+// at most n runes: what of a paste or a key's text fits in a field with
+// room for n more, with no character cut in two.
+func wholeClusters(s string, n int) string {
+	return string([]rune(s)[:clusterStart(s, max(n, 0))])
 }
 
 // clusterStart is the start, in runes, of the grapheme cluster of s that

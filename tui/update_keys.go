@@ -527,7 +527,7 @@ func (m *model) handlePaste(msg tea.PasteMsg) tea.Cmd {
 		if pasted > room {
 			// Cut here, before a character that would not fit whole: the
 			// prompt would cut inside it (a family emoji made a man).
-			msg.Content = string([]rune(msg.Content)[:clusterStart(msg.Content, max(room, 0))])
+			msg.Content = wholeClusters(msg.Content, room)
 		}
 		m.goal.input, cmd = m.goal.input.Update(msg)
 		// The prompt is one line, and bounded: say what it did to a paste.
