@@ -494,6 +494,52 @@ func TestDatabaseInTheWorkingDirectoryThatCannotBeMade(t *testing.T) {
 	}
 }
 
+// A current directory removed after the shell entered it is named as the
+// cause, by every command that would take a relative path from it; Go's own
+// error ("getwd: no such file or directory") says neither what nor why.
+// A run whose paths are all absolute does not need it.
+func TestRemovedWorkingDirectory(t *testing.T) {
+	home := cliEnv(t)
+	gone := filepath.Join(t.TempDir(), "gone")
+	if err := os.Mkdir(gone, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(gone)
+	if err := os.Remove(gone); err != nil {
+		t.Fatal(err)
+	}
+	const want = "swarmdeck: the current directory no longer exists (it was removed or moved after this shell entered it)"
+	for _, c := range []struct {
+		args   []string
+		noHome bool // neither HOME nor XDG_DATA_HOME: the default database is there too
+	}{
+		{args: []string{"run", "--headless", "g"}}, // the workspace "."
+		{args: []string{"--workspace", home, "--db", "k.db", "run", "--headless", "g"}},
+		{args: []string{"--db", "k.db", "runs"}},
+		{args: []string{"--db", "k.db", "export", "r-000001"}},
+		{args: []string{"--db", "k.db", "delete", "r-000001"}},
+		{args: []string{"--workspace", home, "run", "--headless", "g"}, noHome: true},
+		{args: []string{"runs"}, noHome: true},
+	} {
+		if c.noHome {
+			t.Setenv("HOME", "")
+			t.Setenv("XDG_DATA_HOME", "")
+		}
+		var stdout, stderr bytes.Buffer
+		code := run(c.args, strings.NewReader(""), &stdout, &stderr)
+		if code == 0 || !strings.HasPrefix(stderr.String(), want) || strings.Contains(stderr.String(), "getwd") {
+			t.Errorf("%q: exit %d, stderr %q; want a failure saying %q", c.args, code, stderr.String(), want)
+		}
+	}
+	// Absolute paths need no current directory.
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"--workspace", home, "--db", filepath.Join(home, "abs.db"), "run", "--headless", "--scripted-latency", "0", "--scripted-stream-speed", "0", "a quick demo"},
+		strings.NewReader(""), &stdout, &stderr)
+	if code != 0 {
+		t.Errorf("absolute paths: exit %d, stderr %q", code, stderr.String())
+	}
+}
+
 // A resume continues on the provider and model its run began on, whatever
 // the environment resolves to now: a run of the offline scripted model is
 // not moved to a paid provider because an API key has been set since.

@@ -231,20 +231,32 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	if errors.As(err, &ee) {
 		if ee.err != nil {
-			ee.err = cf.damagedDB(ee.err)
+			ee.err = cf.damagedDB(goneWorkingDir(ee.err))
 			// Errors quote goals, model servers and files: their controls
 			// are shown, not obeyed.
 			fmt.Fprintln(stderr, "swarmdeck:", runtime.TerminalText(cf.withFlags(ee.err.Error())))
 		}
 		return ee.code
 	}
-	if d := cf.damagedDB(err); d != err {
+	if d := cf.damagedDB(goneWorkingDir(err)); d != err {
 		fmt.Fprintln(stderr, "swarmdeck:", runtime.TerminalText(cf.withFlags(d.Error())))
 		return runtime.ExitFailed
 	}
 	// Cobra's own errors: unknown flags, wrong argument counts.
 	fmt.Fprintln(stderr, "swarmdeck:", runtime.TerminalText(err.Error()))
 	return runtime.ExitUsage
+}
+
+// goneWorkingDir says what to do when the current directory was removed
+// after the shell entered it: relative paths, the default workspace "."
+// among them, are taken from it, and Go's own error ("getwd: no such file
+// or directory") does not say so.
+func goneWorkingDir(err error) error {
+	var se *os.SyscallError
+	if errors.As(err, &se) && se.Syscall == "getwd" && errors.Is(se.Err, syscall.ENOENT) {
+		return errors.New("the current directory no longer exists (it was removed or moved after this shell entered it), and relative paths are taken from it (the default workspace \".\" too): cd to a directory that exists, or give absolute paths")
+	}
+	return err
 }
 
 // recorded is stdout, remembering the first error of writing to it.
@@ -1964,6 +1976,11 @@ func storedDB(cf *commonFlags) (string, *config.Config, error) {
 		cfg.DB = cf.db
 	}
 	db := cfg.DBPath()
+	if _, err := filepath.Abs(db); err != nil {
+		// A relative path in a current directory that was removed: the
+		// file is not missing, there is no place to look for it.
+		return db, cfg, err
+	}
 	if _, err := os.Stat(db); errors.Is(err, os.ErrNotExist) {
 		return db, cfg, dbSetting(cfg, &noDBError{db})
 	}

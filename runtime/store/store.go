@@ -179,11 +179,13 @@ func OpenWith(path string, publish func([]event.Event), o OpenOptions) (*Store, 
 	if err := checkToWrite(path); err != nil {
 		return nil, err
 	}
-	if dir, err := filepath.Abs(filepath.Dir(path)); err == nil {
-		// Absolute, so that the error names the directory in full.
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("could not make the database's directory: %w", err)
-		}
+	// Absolute, so that the error names the directory in full.
+	dir, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err) // the current directory is gone
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("could not make the database's directory: %w", err)
 	}
 	dsn := fileURI(path) + "?_pragma=" + busyPragma() + "&_pragma=cache_size(-8192)&_pragma=temp_store(MEMORY)&_pragma=wal_autocheckpoint(0)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(OFF)&_txlock=immediate"
 	write, err := sql.Open("sqlite", dsn)
