@@ -207,10 +207,16 @@ func tuneScheduler() {
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	ctx, stop := watchSignals(stderr)
+	var flags atomic.Pointer[commonFlags]
+	ctx, stop := watchSignals(stderr, func() string { return stoppedAtOnce(flags.Load()) })
 	defer stop()
 	out := &recorded{w: stdout}
 	root, cf := newRootCmd(stdin, out, stderr)
+	parsed := root.PersistentPreRunE
+	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
+		flags.Store(cf) // read from the signal handler once parsed
+		return parsed(cmd, args)
+	}
 	root.SetArgs(args)
 	hideRefusedInCompletion(root, args)
 	root.SetOut(out)
@@ -257,6 +263,25 @@ func goneWorkingDir(err error) error {
 		return errors.New("the current directory no longer exists (it was removed or moved after this shell entered it), and relative paths are taken from it (the default workspace \".\" too): cd to a directory that exists, or give absolute paths")
 	}
 	return err
+}
+
+// stoppedAtOnce tidies up for an exit on a second ctrl+c, which does not
+// wait for the process's runs to stop, and says which runs it left as after
+// a crash (none when the first write of a new run was still waiting).
+func stoppedAtOnce(cf *commonFlags) string {
+	text := "swarmdeck: stopped at once on a second signal; nothing stored is lost"
+	switch ids := runtime.StopAtOnce(); len(ids) {
+	case 0:
+		return text
+	case 1:
+		text += fmt.Sprintf(": run %s resumes as if its process had died (`swarmdeck resume %s`)", ids[0], ids[0])
+	default:
+		text += ": runs " + strings.Join(ids, ", ") + " resume as if their process had died (`swarmdeck resume RUN_ID`)"
+	}
+	if cf != nil {
+		text = cf.withFlags(text)
+	}
+	return text
 }
 
 // recorded is stdout, remembering the first error of writing to it.

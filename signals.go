@@ -30,13 +30,14 @@ const stillStopping = time.Second
 // second later, stderr says so, and a Ctrl-C then exits at once. Nothing
 // is lost that way: every write is a transaction that a killed process
 // leaves whole or undone, and a run left "running" by it is resumed like
-// one whose process died.
+// one whose process died. atOnce tidies up for such an exit, and says what
+// it left.
 //
 // Only SIGINT, a person at the terminal, hurries the stop. Another
 // SIGTERM is what a shell sends again to a stopped job it already killed
 // when it exits, and a hangup comes with the continue of such a job; the
 // stop those asked for is under way.
-func watchSignals(stderr io.Writer) (context.Context, func()) {
+func watchSignals(stderr io.Writer, atOnce func() string) (context.Context, func()) {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, stopSignals...)
 	ctx, cancel := context.WithCancelCause(context.Background())
@@ -70,8 +71,7 @@ func watchSignals(stderr io.Writer) (context.Context, func()) {
 				if sig != os.Interrupt {
 					continue
 				}
-				fmt.Fprintln(stderr, "swarmdeck: stopped at once on a second signal; nothing stored is lost "+
-					"(a run stopped this way resumes as if its process had died)")
+				fmt.Fprintln(stderr, atOnce())
 				os.Exit(1)
 				return
 			case <-done:

@@ -47,6 +47,30 @@ func holdDatabase(t *testing.T, db string) {
 	}
 }
 
+// holdWrites makes a database at db and keeps a write transaction open on
+// it until the test ends: others may read it, and their writes wait.
+func holdWrites(t *testing.T, db string) {
+	t.Helper()
+	s, err := store.Open(db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	h, err := sql.Open("sqlite", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	conn, err := h.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	if _, err := conn.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // opened reports whether process pid has path open.
 func opened(pid int, path string) bool {
 	fds, _ := filepath.Glob("/proc/" + strconv.Itoa(pid) + "/fd/*")
@@ -102,6 +126,54 @@ func TestSecondSignalStopsAtOnce(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "stopped at once on a second signal; nothing stored is lost") {
 		t.Errorf("stderr does not say it stopped at once:\n%s", stderr.String())
+	}
+}
+
+// A run whose first write waits for a database another process holds is
+// stopped at once by a second Ctrl-C too. Its run was never stored: the
+// message does not offer to resume it, and its lock file, made while the
+// run was being stored, is not left beside the database.
+func TestSecondSignalBeforeTheRunIsStored(t *testing.T) {
+	bin := dashboardBinary(t)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "held.db")
+	holdWrites(t, db)
+
+	cmd := exec.Command(bin, "run", "--headless", "--db", db, "--workspace", dir, "a quick demo")
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+dir, "XDG_CONFIG_HOME="+dir, "XDG_DATA_HOME="+dir, "OPENAI_API_KEY=")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	locks := db + ".locks"
+	waitFor(t, "the run's lock file", func() bool {
+		entries, _ := os.ReadDir(locks)
+		return len(entries) == 1
+	})
+	waitFor(t, "the database to be opened", func() bool { return opened(cmd.Process.Pid, db) })
+	// Both before the first one's wait ends (a second at most).
+	cmd.Process.Signal(syscall.SIGINT)
+	time.Sleep(20 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-exited:
+	case <-time.After(store.BusyTimeout / 2):
+		t.Fatalf("still running after two Ctrl-C; stderr:\n%s", stderr.String())
+	}
+	out := stderr.String()
+	if strings.Contains(out, "stopped at once") {
+		if want := "swarmdeck: stopped at once on a second signal; nothing stored is lost\n"; !strings.HasSuffix(out, want) {
+			t.Errorf("stderr ends %q, want %q", out, want)
+		}
+	} else {
+		// The first Ctrl-C's stop won the race: it says so its own way.
+		t.Logf("the first Ctrl-C's stop ended the wait first:\n%s", out)
+	}
+	if entries, err := os.ReadDir(locks); !os.IsNotExist(err) {
+		t.Errorf("lock files left beside the database: %v (%v)", entries, err)
 	}
 }
 

@@ -7,8 +7,12 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
+	"time"
 
+	"github.com/swarmdeck/swarmdeck/runtime/config"
+	"github.com/swarmdeck/swarmdeck/runtime/internal/runlock"
 	"github.com/swarmdeck/swarmdeck/runtime/store"
 )
 
@@ -131,5 +135,35 @@ func TestClaimStoredRunRefusesALiveRun(t *testing.T) {
 	release()
 	if _, err := os.Stat(db + ".locks"); !os.IsNotExist(err) {
 		t.Errorf("the lock directory is left: %v", err)
+	}
+}
+
+// StopAtOnce, for a process about to exit without stopping its runs, names
+// the runs it was running, each stored, and removes their lock files: the
+// exit would leave them behind.
+func TestStopAtOnceNamesTheRunsAndLeavesNoLockFile(t *testing.T) {
+	e := testEngine(t, nil, nil, func(c *config.Config) {
+		c.Providers["scripted"].Latency = config.Duration(time.Minute) // the run stays under way
+	})
+	r, err := e.Start(context.Background(), "a quick demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lock := filepath.Join(runlock.Dir(e.dbPath), r.ID()+".lock")
+	if _, err := os.Stat(lock); err != nil {
+		t.Fatalf("the run's lock file: %v", err)
+	}
+	if ids := StopAtOnce(); !slices.Contains(ids, r.ID()) {
+		t.Errorf("StopAtOnce named %v, not the run %s", ids, r.ID())
+	}
+	if _, err := os.Stat(lock); !os.IsNotExist(err) {
+		t.Errorf("the lock file is left: %v", err)
+	}
+	// The process goes on as if nothing happened until it exits: the run
+	// ends as ever, and is named no more.
+	e.Close()
+	<-r.Done()
+	if ids := StopAtOnce(); slices.Contains(ids, r.ID()) {
+		t.Errorf("an ended run named: %v", ids)
 	}
 }

@@ -454,13 +454,35 @@ func (e *Engine) register(r *Run) {
 	e.mu.Lock()
 	e.runs[r.id] = r
 	e.mu.Unlock()
+	running.Store(r, true)
 }
 
 func (e *Engine) unregister(r *Run) {
 	e.mu.Lock()
 	delete(e.runs, r.id)
 	e.mu.Unlock()
+	running.Delete(r)
 	r.lock.Release()
+}
+
+// running are the runs this process runs, stored, in every engine: for
+// StopAtOnce.
+var running sync.Map // *Run → true
+
+// StopAtOnce is for a process about to exit without stopping its runs (a
+// second ctrl+c while the first one's stop waits): it removes the runs'
+// lock files, which the exit would leave behind, one for a run not yet
+// stored among them, and returns the ids of the stored runs it was
+// running, in order. Those resume as after a crash.
+func StopAtOnce() []string {
+	runlock.Abandon()
+	var ids []string
+	running.Range(func(r, _ any) bool {
+		ids = append(ids, r.(*Run).id)
+		return true
+	})
+	slices.Sort(ids)
+	return ids
 }
 
 // OrphanedRunReason is why a run stored as running that no process runs

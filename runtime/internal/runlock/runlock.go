@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -112,7 +113,30 @@ func acquire(dir, runID string, toDelete bool) (*Lock, error) {
 	if err := f.Truncate(0); err == nil {
 		f.WriteAt([]byte(holder), 0)
 	}
-	return &Lock{f: f, path: path}, nil
+	l := &Lock{f: f, path: path}
+	holding.Lock()
+	holding.locks[l] = true
+	holding.Unlock()
+	return l, nil
+}
+
+// holding are the locks this process holds, for Abandon.
+var holding = struct {
+	sync.Mutex
+	locks map[*Lock]bool
+}{locks: map[*Lock]bool{}}
+
+// Abandon removes the files of the locks this process holds, for a process
+// about to exit at once, without releasing them: the kernel drops the locks
+// as the process ends, and no file is left behind for a run that was never
+// stored. The locks stay held until then.
+func Abandon() {
+	holding.Lock()
+	defer holding.Unlock()
+	for l := range holding.locks {
+		os.Remove(l.path)
+		os.Remove(filepath.Dir(l.path)) // if that was its last lock
+	}
 }
 
 // create opens the lock file at path, making its directory as needed. The
@@ -148,6 +172,9 @@ func (l *Lock) Release() {
 	if l == nil || l.f == nil {
 		return
 	}
+	holding.Lock()
+	delete(holding.locks, l)
+	holding.Unlock()
 	// Removed while still held, so that no other process can be holding
 	// the file that is removed.
 	os.Remove(l.path)
