@@ -125,7 +125,10 @@ const readingPause = 4 * time.Second
 
 // dropTyping drops k if it is typing (a character, space, backspace or
 // enter) that follows a refused b, m or a without a pause, and holds off
-// the next one.
+// the next one. A key that is not typing acts, and holds it off too: it is
+// part of the same burst, a tab meant for the dialog that did not open
+// among them, and the text after it would act as keys (its q quits). Only
+// esc, the person dismissing what the refusal says, ends the hold at once.
 func (m *model) dropTyping(k tea.KeyPressMsg) bool {
 	if m.typedAfterRefusal.IsZero() {
 		return false
@@ -136,8 +139,16 @@ func (m *model) dropTyping(k tea.KeyPressMsg) bool {
 		return false
 	}
 	typing := k.Mod&^tea.ModShift == 0 && (k.Text != "" || k.Code == tea.KeySpace || k.Code == tea.KeyBackspace || k.Code == tea.KeyEnter)
-	if !typing {
+	if key.Matches(k, m.keys.Back) {
 		m.typedAfterRefusal = time.Time{}
+		return false
+	}
+	if !typing {
+		// After an answer dialog closed, the first key may come seconds
+		// later: that wait is not cut short.
+		if until := now.Add(typingPause); until.After(m.typedAfterRefusal) {
+			m.typedAfterRefusal = until
+		}
 		return false
 	}
 	m.typedAfterRefusal = now.Add(typingPause)

@@ -1370,8 +1370,7 @@ func TestAViewDoesNotOfferAResumeRefused(t *testing.T) {
 
 // Text typed right after a refused b (without looking at the screen) is
 // dropped instead of acting as keys: in a view, q would quit and the
-// arrows' letters move the selection. A pause, or a key that is not
-// typing, ends it.
+// arrows' letters move the selection. Only a pause ends it.
 func TestTypingAfterARefusalIsDropped(t *testing.T) {
 	snap := tuitest.Demo(t0)
 	snap.Run.Status = "completed"
@@ -1406,14 +1405,36 @@ func TestTypingAfterARefusalIsDropped(t *testing.T) {
 		t.Error("? after a pause did not open the help sheet")
 	}
 
-	// A key that is not typing acts at once, and ends the hold.
+	// A key that is not typing acts at once, and the hold goes on: a tab
+	// meant for the dialog that did not open (its no-reply, its target)
+	// is followed by the text meant for it.
 	m, _ = press(t, m, "?", "b", "down")
 	if m.sessions.selected == snap.Sessions[0].ID {
 		t.Error("down after a refusal did not move the selection")
 	}
+	for _, k := range []string{"tab", "q", "u", "i", "e", "t", "shift+tab", "?"} {
+		clock = clock.Add(300 * time.Millisecond)
+		var msgs []tea.Msg
+		m, msgs = press(t, m, k)
+		for _, msg := range msgs {
+			if _, ok := msg.(tea.QuitMsg); ok {
+				t.Fatalf("%q typed after a refusal and a tab quit the view", k)
+			}
+		}
+	}
+	if m.showHelp {
+		t.Error("? typed after a refusal and a tab opened the help sheet")
+	}
+	clock = clock.Add(typingPause)
 	m, _ = press(t, m, "?")
 	if !m.showHelp {
-		t.Error("? after a key that was not typing did not act")
+		t.Error("? after a pause did not open the help sheet")
+	}
+
+	// esc dismisses the refusal: keys act again at once.
+	m, _ = press(t, m, "?", "b", "esc", "?")
+	if !m.showHelp {
+		t.Error("? after a refusal and esc did not open the help sheet")
 	}
 }
 
