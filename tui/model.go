@@ -130,6 +130,12 @@ type model struct {
 	// session's plan), for a broadcast its sheet.
 	back backTo
 
+	// held are the keys and pastes that came while the dashboard could not
+	// take them (see busy), in order: they act once it can. connecting:
+	// the run's snapshot is on its way, and nothing to act on is shown.
+	held       []tea.Msg
+	connecting bool
+
 	// typedAfterRefusal: until then, typing keys are dropped. Set when a
 	// key that opens a text box (b, m, a) is refused, so the text typed
 	// after it without looking does not act as keys (q quits a view).
@@ -239,6 +245,7 @@ func (m *model) init() tea.Cmd {
 		cmds = append(cmds, tea.RequestBackgroundColor)
 	}
 	if m.ctl != nil {
+		m.connecting = true
 		cmds = append(cmds, connectCmd(m.ctl))
 	}
 	if m.opts.Notices != nil {
@@ -296,9 +303,13 @@ func (m *model) update(msg tea.Msg) (cmd tea.Cmd) {
 	case continuedMsg:
 		m.continued()
 	case tea.KeyPressMsg:
-		cmd = m.handleKey(msg)
+		if !m.hold(msg) {
+			cmd = m.handleKey(msg)
+		}
 	case tea.PasteMsg:
-		cmd = m.handlePaste(msg)
+		if !m.hold(msg) {
+			cmd = m.handlePaste(msg)
+		}
 	case tea.MouseClickMsg:
 		cmd = m.handleClick(msg.Mouse())
 	case tea.MouseWheelMsg:
@@ -317,6 +328,9 @@ func (m *model) update(msg tea.Msg) (cmd tea.Cmd) {
 		cmd = m.handleRuntime(msg)
 	case actionDoneMsg, transcriptMsg, olderBroadcastsMsg, panicMsg:
 		cmd = m.handleResult(msg)
+	}
+	if len(m.held) > 0 && !m.busy() {
+		cmd = tea.Batch(cmd, m.replayHeld())
 	}
 	m.sync()
 	return cmd

@@ -428,3 +428,78 @@ func TestShortPanesCountTheRowsOutOfSight(t *testing.T) {
 	m, _ = demoModel(t, 160, 48)
 	mustNotContain(t, m, "below", "above")
 }
+
+// Keys typed while a run starts from the goal prompt, and while its
+// snapshot is on its way, are held and act once the dashboard is up: a
+// broadcast typed ahead reaches the run instead of being lost.
+func TestKeysTypedWhileTheRunStartsAreHeld(t *testing.T) {
+	ctl := tuitest.NewController(tuitest.Demo(t0))
+	m := New(Options{Theme: "dark", Start: func(context.Context, string) (event.Controller, error) { return ctl, nil }})
+	t.Cleanup(m.cancel)
+	m.now, m.ticks = func() time.Time { return t0 }, false
+	m, _ = update(m, windowSize(100, 30))
+	m = typeText(t, m, "a goal")
+	m, start := update(m, keyMsg("enter"))
+	ahead := func(keys ...string) {
+		for _, k := range keys {
+			var cmd tea.Cmd
+			if m, cmd = update(m, keyMsg(k)); cmd != nil {
+				t.Fatalf("%q typed while busy acted", k)
+			}
+		}
+	}
+	ahead("b", "h") // while starting
+	m, connect := update(m, run(t, start))
+	ahead("i", "enter") // while connecting
+	msg := run(t, connect).(connectedMsg)
+	t.Cleanup(msg.sub.Close)
+	// The command it returns (the listener, and the send) is not run here:
+	// the held keys have opened the broadcast dialog, typed and sent.
+	m, _ = update(m, msg)
+	if d := m.dialog; d.kind != dialogBroadcast || !d.sending || d.input.Value() != "hi" || len(m.held) != 0 {
+		t.Errorf("dialog %v (sending %v) holding %q, %d keys held; want the broadcast typed while the run started, sent",
+			d.kind, d.sending, d.input.Value(), len(m.held))
+	}
+}
+
+// Keys typed while a dialog's send is in flight are held, in order, and
+// act once it is done: a second message typed right after the first is
+// sent too, and its letters are not read as commands. When the send fails
+// they are dropped, and the status line says so: typed on, they would land
+// in the text kept for a retry.
+func TestKeysTypedWhileSendingAreHeld(t *testing.T) {
+	m, ctl := demoModel(t, 160, 48)
+	m, _ = press(t, m, "m")
+	m = typeText(t, m, "one")
+	m, send := update(m, keyMsg("enter"))
+	if !m.dialog.sending {
+		t.Fatal("enter did not send")
+	}
+	for _, k := range append(append([]string{"m"}, strings.Split("Sure two", "")...), "enter") {
+		var cmd tea.Cmd
+		if m, cmd = update(m, keyMsg(k)); cmd != nil {
+			t.Fatalf("%q typed while sending acted", k)
+		}
+	}
+	m, _ = drive(t, m, send)
+	calls := ctl.Calls()
+	if len(calls) != 2 || calls[0].Text != "one" || calls[1].Text != "Sure two" || calls[1].SessionID != calls[0].SessionID {
+		t.Fatalf("calls %+v, want both messages to the same session", calls)
+	}
+	if m.dialog.kind != dialogNone {
+		t.Errorf("dialog %v open after both sends", m.dialog.kind)
+	}
+
+	ctl.SetError(errors.New("the run has ended"))
+	m, _ = press(t, m, "m")
+	m = typeText(t, m, "three")
+	m, send = update(m, keyMsg("enter"))
+	for _, k := range []string{"x", "y"} {
+		m, _ = update(m, keyMsg(k))
+	}
+	m, _ = drive(t, m, send)
+	if v := m.dialog.input.Value(); m.dialog.kind != dialogMessage || v != "three" {
+		t.Errorf("after a failed send: dialog %v holding %q, want the message dialog with \"three\"", m.dialog.kind, v)
+	}
+	mustContain(t, m, "2 keys typed meanwhile were dropped")
+}

@@ -85,6 +85,75 @@ func (m *model) handleKey(k tea.KeyPressMsg) tea.Cmd {
 	return m.dashboardKey(k)
 }
 
+// busy reports that the dashboard cannot take keys yet: a dialog's send is
+// in flight, or a run is being started from the goal prompt, or its
+// snapshot is on its way. Keys typed then (quickly, a paste, a macro) are
+// held, not dropped nor misread: the next message typed after a send, or
+// the broadcast typed while the goal starts.
+func (m *model) busy() bool {
+	return m.dialog.sending || m.goal.starting || m.connecting
+}
+
+// maxHeld bounds the keys held while busy: a paste is one.
+const maxHeld = 4096
+
+// hold keeps msg, a key or a paste, to act once the dashboard is no longer
+// busy, and reports whether it did. ctrl+c and ctrl+z act at once, and so
+// does an esc with nothing held before it: it is how a slow send's dialog
+// is left, and the goal prompt's start.
+func (m *model) hold(msg tea.Msg) bool {
+	if !m.busy() {
+		return false
+	}
+	if k, ok := msg.(tea.KeyPressMsg); ok {
+		if key.Matches(k, m.keys.ForceQuit, m.keys.Suspend) || len(m.held) == 0 && key.Matches(k, m.keys.Back) {
+			return false
+		}
+	}
+	if len(m.held) == maxHeld {
+		m.setStatus("keys typed while busy were dropped past "+fmtCount(maxHeld), true)
+		return true
+	}
+	m.held = append(m.held, msg)
+	return true
+}
+
+// replayHeld acts on the held keys in order, until one makes the dashboard
+// busy again (an enter that sends): the rest wait for that.
+func (m *model) replayHeld() tea.Cmd {
+	var cmds []tea.Cmd
+	for len(m.held) > 0 && !m.busy() {
+		msg := m.held[0]
+		m.held[0] = nil
+		m.held = m.held[1:]
+		switch msg := msg.(type) {
+		case tea.KeyPressMsg:
+			cmds = append(cmds, m.handleKey(msg))
+		case tea.PasteMsg:
+			cmds = append(cmds, m.handlePaste(msg))
+		}
+	}
+	if len(m.held) == 0 {
+		m.held = nil
+	}
+	return tea.Batch(cmds...)
+}
+
+// dropHeld drops the held keys when what they followed failed: typed on,
+// they would land in the text kept for a retry, or act on a screen the
+// person did not expect. It says how many, for the status line.
+func (m *model) dropHeld() string {
+	n := len(m.held)
+	m.held = nil
+	switch n {
+	case 0:
+		return ""
+	case 1:
+		return " (a key typed meanwhile was dropped)"
+	}
+	return " (" + fmtCount(n) + " keys typed meanwhile were dropped)"
+}
+
 func (m *model) goalKey(k tea.KeyPressMsg) tea.Cmd {
 	g := &m.goal
 	switch {

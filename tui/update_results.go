@@ -28,11 +28,13 @@ func (m *model) handleResult(msg tea.Msg) tea.Cmd {
 		d := &m.dialog
 		waiting := d.sending && d.kind == dialogFor[msg.kind]
 		if msg.err != nil {
+			dropped := ""
 			if waiting {
 				// Keep the dialog and what was typed, so the person can retry.
 				d.sending, d.err = false, msg.err.Error()
+				dropped = m.dropHeld()
 			}
-			m.setStatus(actionVerb[msg.kind]+" failed: "+msg.err.Error(), true)
+			m.setStatus(actionVerb[msg.kind]+" failed: "+msg.err.Error()+dropped, true)
 			m.status.ofDialog = waiting
 			return nil
 		}
@@ -102,7 +104,8 @@ func (m *model) handleResult(msg tea.Msg) tea.Cmd {
 		}
 
 	case panicMsg:
-		m.setStatus(msg.err.Error(), true)
+		m.connecting = false // a snapshot that never came
+		m.setStatus(msg.err.Error()+m.dropHeld(), true)
 	}
 	return nil
 }

@@ -13,15 +13,17 @@ func (m *model) handleRuntime(msg tea.Msg) tea.Cmd {
 	case startedMsg:
 		m.goal.starting = false
 		if msg.err != nil {
-			m.goal.err = "could not start the run: " + msg.err.Error()
+			m.goal.err = "could not start the run: " + msg.err.Error() + m.dropHeld()
 			return nil
 		}
 		m.ctl = msg.ctl
 		m.screen = screenDashboard
 		m.goal.input.Blur()
+		m.connecting = true
 		return connectCmd(msg.ctl)
 
 	case connectedMsg:
+		m.connecting = false
 		m.ctl, m.sub, m.readOnly = msg.ctl, msg.sub, msg.readOnly
 		m.streamClosed = false
 		m.st.applySnapshot(msg.snap)
