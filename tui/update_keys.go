@@ -287,7 +287,7 @@ func (m *model) startAction(k tea.KeyPressMsg) tea.Cmd {
 	if key.Matches(k, keys.Message) || key.Matches(k, keys.Cancel) {
 		var why string
 		if sel, why = m.actionTarget(); why != "" {
-			m.setStatus(why+": "+label(keys.FocusNext)+" moves on to the Sessions pane", true)
+			m.setStatus(why+": "+m.toSessions()+" moves on to the Sessions pane", true)
 			return nil
 		}
 	}
@@ -648,6 +648,15 @@ func (m *model) shownPane(step int) focus {
 		}
 	}
 	return m.focus
+}
+
+// toSessions names the key that moves the focus to the Sessions pane in
+// one press, where one does: from Broadcasts, tab goes on to Plans.
+func (m *model) toSessions() string {
+	if m.shownPane(1) != focusSessions && m.shownPane(-1) == focusSessions {
+		return label(m.keys.FocusPrev)
+	}
+	return label(m.keys.FocusNext)
 }
 
 // page is how far page up/down moves in a pane of h rows.

@@ -1629,12 +1629,21 @@ func TestMessageAndCancelFollowTheFocusedPane(t *testing.T) {
 	m, _ = press(t, m, "/")
 	m = typeText(t, m, "zzzz")
 	m, _ = press(t, m, "enter")
+	clock := t0
+	m.now = func() time.Time { return clock }
 	for _, k := range []string{"m", "x"} {
 		m, _ = press(t, m, k)
 		if m.dialog.kind != dialogNone {
 			t.Fatalf("%s with no broadcast shown opened %v for %q", k, m.dialog.kind, m.dialog.target)
 		}
-		mustContain(t, m, "no broadcast is selected in Broadcasts: tab moves on to the Sessions pane")
+		// From Broadcasts, tab goes on to Plans: the key named is the one
+		// that reaches Sessions.
+		mustContain(t, m, "no broadcast is selected in Broadcasts: shift+tab moves on to the Sessions pane")
+		clock = clock.Add(typingPause) // the refusal read: x acts as a key
+	}
+	m, _ = press(t, m, "shift+tab")
+	if m.focus != focusSessions {
+		t.Errorf("shift+tab from Broadcasts moved to %v, not Sessions", m.focus)
 	}
 }
 
