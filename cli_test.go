@@ -1419,3 +1419,18 @@ func TestSuggestedCommandsFollowTheDatabaseUsed(t *testing.T) {
 		t.Errorf("db: pointed elsewhere: %s", got)
 	}
 }
+
+// A headless resume of a run whose workspace is gone suggests a headless
+// resume in another directory: the dashboard's fails without a terminal.
+func TestHeadlessResumeOfARunWhoseWorkspaceIsGone(t *testing.T) {
+	dir := cliEnv(t)
+	db := filepath.Join(dir, "runs.db")
+	gone := filepath.Join(dir, "gone")
+	storeRuns(t, db, store.Run{ID: "r-000001", Goal: "g", Status: "interrupted", Provider: "scripted", Model: "swarmdeck-scripted", Scripted: true, Workspace: gone})
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"resume", "--headless", "--db", db, "r-000001"}, strings.NewReader(""), &stdout, &stderr)
+	want := "run r-000001 works in " + gone + ", which is gone: resume it in another directory with `swarmdeck --db " + shellQuote(db) + " resume --headless --workspace DIR r-000001`"
+	if code != 2 || !strings.Contains(stderr.String(), want) {
+		t.Errorf("exit %d, stderr %q; want exit 2 and %q", code, stderr.String(), want)
+	}
+}

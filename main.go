@@ -1451,7 +1451,11 @@ instead (for a directory that was moved or removed), which becomes the run's.`,
 				return err
 			}
 			return headlessRun(cmd.Context(), cf, forStoredRun, asJSON, deltas, in, stdout, stderr, func(ctx context.Context, eng *runtime.Engine) (*runtime.Run, error) {
-				return eng.ResumeIn(ctx, id, cf.workspace)
+				r, err := eng.ResumeIn(ctx, id, cf.workspace)
+				if gone := (*runtime.WorkspaceGoneError)(nil); errors.As(err, &gone) {
+					gone.Headless = true
+				}
+				return r, err
 			})
 		},
 	}

@@ -72,7 +72,7 @@ func (e *Engine) ResumeIn(ctx context.Context, runID, workspace string) (*Run, e
 		}
 		rec.Workspace = abs
 	} else if _, err := os.Stat(rec.Workspace); rec.Workspace != "" && errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("run %s works in %s, which is gone: resume it in another directory with `swarmdeck resume --workspace DIR %s`", rec.ID, rec.Workspace, rec.ID)
+		return nil, &WorkspaceGoneError{RunID: rec.ID, Dir: rec.Workspace}
 	}
 	e.mu.Lock()
 	_, live := e.runs[rec.ID]
@@ -389,4 +389,21 @@ func (r *Run) restart() {
 	}
 	// A run whose root had finished but whose end was not recorded.
 	r.e.store.Do(context.Background(), func(tx *store.Tx) error { return r.maybeFinishTx(tx) })
+}
+
+// WorkspaceGoneError is a resume refused because the run's workspace is
+// gone, with the command that resumes it in another directory.
+type WorkspaceGoneError struct {
+	RunID, Dir string
+	// Headless: the resume was headless, and so is the command suggested
+	// (the dashboard's resume fails where there is no terminal).
+	Headless bool
+}
+
+func (e *WorkspaceGoneError) Error() string {
+	resume := "resume"
+	if e.Headless {
+		resume += " --headless"
+	}
+	return fmt.Sprintf("run %s works in %s, which is gone: resume it in another directory with `swarmdeck %s --workspace DIR %s`", e.RunID, e.Dir, resume, e.RunID)
 }
