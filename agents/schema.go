@@ -3,7 +3,9 @@ package agents
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -61,6 +63,11 @@ func (s *Schema) types() []string {
 
 // ArgError is a problem with a tool call's arguments, worded for the model.
 type ArgError struct{ Msg string }
+
+// maxExactInt is the largest whole number a float64 holds exactly (2^53-1),
+// and so the largest an integer argument may be: past it, 9007199254740993
+// reads as 9007199254740992, and 2^63 does not fit an int64 at all.
+const maxExactInt = 1<<53 - 1
 
 func (e *ArgError) Error() string { return e.Msg }
 
@@ -316,7 +323,7 @@ func (s *Schema) checkType(path, t string, v any, lenient bool) (any, error) {
 			return nil, &ArgError{fmt.Sprintf("%s must be %s, got %s", where(path), article(t), kindOf(v))}
 		}
 		f, err := num.Float64()
-		if err != nil {
+		if err != nil && !errors.Is(err, strconv.ErrRange) {
 			what := article(t)
 			if s.Description != "" {
 				// The description carries the unit ("Seconds to wait"),
@@ -325,14 +332,22 @@ func (s *Schema) checkType(path, t string, v any, lenient bool) (any, error) {
 			}
 			return nil, &ArgError{fmt.Sprintf("%s must be %s, got %q", where(path), what, string(num))}
 		}
-		if t == "integer" && f != float64(int64(f)) {
-			return nil, &ArgError{fmt.Sprintf("%s must be a whole number, got %s", where(path), string(num))}
-		}
+		// Past float64's range (1e400) f is infinite: the bounds, where the
+		// schema has them, say what is allowed.
 		if s.Minimum != nil && f < *s.Minimum {
 			return nil, &ArgError{fmt.Sprintf("%s must be at least %v, got %s", where(path), *s.Minimum, string(num))}
 		}
 		if s.Maximum != nil && f > *s.Maximum {
 			return nil, &ArgError{fmt.Sprintf("%s must be at most %v, got %s", where(path), *s.Maximum, string(num))}
+		}
+		switch {
+		case t == "integer" && math.Abs(f) > maxExactInt:
+			return nil, &ArgError{fmt.Sprintf("%s is out of range, got %s; it must be between %d and %d", where(path), string(num), -maxExactInt, maxExactInt)}
+		case math.IsInf(f, 0):
+			return nil, &ArgError{fmt.Sprintf("%s is out of range, got %s", where(path), string(num))}
+		}
+		if t == "integer" && f != math.Trunc(f) {
+			return nil, &ArgError{fmt.Sprintf("%s must be a whole number, got %s", where(path), string(num))}
 		}
 		if t == "integer" {
 			return json.Number(strconv.FormatInt(int64(f), 10)), nil

@@ -15,7 +15,8 @@ func TestNormalizeArguments(t *testing.T) {
 	    "category":{"type":"string","enum":["discovery","warning"]},
 	    "message":{"type":"string","maxLength":5},
 	    "ids":{"type":"array","items":{"type":"string"}},
-	    "timeout":{"type":"number","description":"Seconds to wait"}
+	    "timeout":{"type":"number","description":"Seconds to wait"},
+	    "offset":{"type":"integer"}
 	  },"required":["task"]}`)
 	tests := []struct {
 		name, in, want, err string
@@ -30,12 +31,19 @@ func TestNormalizeArguments(t *testing.T) {
 		{"null optional dropped", `{"task":"x","limit":null}`, `{"task":"x"}`, ""},
 		{"bad json", `{"task":"x"`, ``, "not valid JSON"},
 		{"two values", `{"task":"x"} {}`, ``, "more than one JSON value"},
-		{"unknown key", `{"task":"x","lables":1}`, ``, `unknown argument "lables"; valid arguments are: category, ids, limit, message, task, timeout, wait`},
+		{"unknown key", `{"task":"x","lables":1}`, ``, `unknown argument "lables"; valid arguments are: category, ids, limit, message, offset, task, timeout, wait`},
 		{"wrong type", `{"task":"x","wait":[1]}`, ``, `argument "wait" must be true or false`},
 		{"enum", `{"task":"x","category":"gossip"}`, ``, `argument "category" is "gossip"; it must be one of "discovery", "warning"`},
 		{"too long", `{"task":"x","message":"abcdefg"}`, ``, `argument "message" is 7 characters; the limit is 5`},
 		{"below minimum", `{"task":"x","limit":0}`, ``, `argument "limit" must be at least 1`},
 		{"not whole", `{"task":"x","limit":1.5}`, ``, `must be a whole number`},
+		{"largest exact integer", `{"task":"x","offset":9007199254740991}`, `{"offset":9007199254740991,"task":"x"}`, ""},
+		{"integer past float64's exact ones", `{"task":"x","offset":9223372036854775807}`, ``,
+			`argument "offset" is out of range, got 9223372036854775807; it must be between -9007199254740991 and 9007199254740991`},
+		{"integer past int64", `{"task":"x","offset":-100000000000000000000}`, ``, `argument "offset" is out of range, got -100000000000000000000`},
+		{"integer past float64", `{"task":"x","offset":1e400}`, ``, `argument "offset" is out of range, got 1e400`},
+		{"past float64 with a maximum", `{"task":"x","limit":1e400}`, ``, `argument "limit" must be at most 100, got 1e400`},
+		{"number past float64", `{"task":"x","timeout":1e400}`, ``, `argument "timeout" is out of range, got 1e400`},
 		{"a unit the number leaves out", `{"task":"x","timeout":"30s"}`, ``, `argument "timeout" must be a number (Seconds to wait), got "30s"`},
 		{"empty task", `{"task":""}`, ``, `does not match any accepted form`},
 		{"array of objects", `[1,2]`, ``, `arguments must be a JSON object, got an array`},
