@@ -102,7 +102,7 @@ var delegateTask = &Tool{
 	    "description":{"type":"string","minLength":1,"description":"Clear description of the work"},
 	    "task_id":{"type":"string","description":"Id of the task of your plan this delegation carries out"},
 	    "wait":{"type":"boolean"},
-	    "custom_config":{"type":"object","description":"Overrides: sharedContext (object), agent (role), label, model"}
+	    "custom_config":{"type":"object","description":"Overrides: sharedContext (object), agent (role), label"}
 	  },"required":["description"]}`),
 	Handler: func(ctx context.Context, c *Call, args json.RawMessage) (any, error) {
 		var a struct {

@@ -111,6 +111,8 @@ func parseCustomConfig(raw json.RawMessage) (customConfig, error) {
 	for k := range keys {
 		switch k {
 		case "sharedContext", "shared_context", "agent", "label":
+		case "model":
+			return cc, agents.Errorf("custom_config key \"model\" is not supported: a delegate runs on the run's model, or on its role's (agent) where the configuration gives one; use sharedContext, agent or label")
 		default:
 			return cc, agents.Errorf("custom_config key %q is not supported; use sharedContext, agent or label", k)
 		}

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -461,5 +462,25 @@ func TestDelegateWaitingForASlotSaysPending(t *testing.T) {
 				t.Errorf("the delegate was created %s (%q)", ev.Session.Status, ev.Session.Reason)
 			}
 		}
+	}
+}
+
+// custom_config takes what its description offers the model, and says what
+// it does not take and why.
+func TestCustomConfigKeys(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"label":"x","agent":"orchestrator","sharedContext":{"a":1}}`: "",
+		`{"shared_context":{"a":1}}`:                                   "",
+		`{"model":"m"}`:                                                `custom_config key "model" is not supported: a delegate runs on the run's model`,
+		`{"backend":"b"}`:                                              `custom_config key "backend" is not supported; use sharedContext, agent or label`,
+	} {
+		_, err := parseCustomConfig(json.RawMessage(in))
+		if want == "" && err != nil || want != "" && (err == nil || !strings.Contains(err.Error(), want)) {
+			t.Errorf("%s: error %v, want %q", in, err, want)
+		}
+	}
+	tool, _ := agents.NewRegistry().Get("delegate_task")
+	if d := tool.Schema.Properties["custom_config"].Description; strings.Contains(d, "model") {
+		t.Errorf("delegate_task's custom_config offers a model: %s", d)
 	}
 }
