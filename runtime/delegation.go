@@ -272,7 +272,18 @@ func (h *host) Delegate(ctx context.Context, c *agents.Call, req agents.Delegate
 		res.Note = slotNote(r, 1, req.Wait)
 	}
 	if waits := s.unmetDependencies(res.PlanTaskID); len(waits) > 0 {
-		res.Note = strings.TrimSpace(res.Note + fmt.Sprintf(" Task %s depends on %s, not completed yet: the delegate starts now all the same.", res.PlanTaskID, strings.Join(waits, ", ")))
+		// Whether it starts now or waits for a slot, it does not wait for
+		// these.
+		them := "it"
+		if len(waits) > 1 {
+			them = "them"
+		}
+		dep := fmt.Sprintf("task %s depends on %s, not completed yet, and the delegate does not wait for %s", res.PlanTaskID, strings.Join(waits, ", "), them)
+		if res.Note == "" {
+			res.Note = dep
+		} else {
+			res.Note += "; " + dep
+		}
 	}
 	if !req.Wait {
 		return &res, nil

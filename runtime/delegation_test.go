@@ -372,25 +372,32 @@ func TestDelegationFailureKeepsACompletedTask(t *testing.T) {
 }
 
 // Delegating a task whose dependencies are not completed goes ahead, and
-// says so.
+// says so, in one note with what else there is to say (queued for a place
+// under max_concurrent_delegations) that does not contradict it.
 func TestDelegatingATaskWithUnmetDependenciesSaysSo(t *testing.T) {
 	p := policyFor(func(c *convo) scripted.Reply {
 		switch {
 		case !c.isRoot():
 			return say(c.task + " done")
 		case c.turns == 0:
-			return do(call("create_task_plan", obj{"tasks": raw(`[{"id":"a","description":"A"},{"id":"b","description":"B","depends_on":["a"]}]`)}))
+			return do(call("create_task_plan", obj{"tasks": raw(`[{"id":"a","description":"A"},{"id":"b","description":"B","depends_on":["a"]},{"id":"c","description":"C","depends_on":["a","b"]}]`)}))
 		case c.turns == 1:
-			return do(call("delegate_task", obj{"description": "B first", "task_id": "b"}))
+			return do(call("delegate_task", obj{"description": "B first", "task_id": "b"}),
+				call("delegate_task", obj{"description": "C, queued", "task_id": "c"}))
 		default:
 			return say("Root done.")
 		}
 	})
-	x, _, code := swarm(t, p, nil)
+	x, _, code := swarm(t, p, func(c *config.Config) { c.Coordination.MaxConcurrentDelegations = 1 })
 	mustComplete(t, x, code)
 	res := toolResults(rootOf(x), "delegate_task")
-	if len(res) != 1 || !strings.Contains(delegationOf(t, res[0]).Note, "Task b depends on a, not completed yet") {
-		t.Errorf("delegate_task result %q; want a note on the unmet dependency", res)
+	if len(res) != 2 || delegationOf(t, res[0]).Note != "task b depends on a, not completed yet, and the delegate does not wait for it" {
+		t.Fatalf("delegate_task results %q; want a note on the unmet dependency", res)
+	}
+	want := "queued until a running delegation finishes (max_concurrent_delegations); it will start on its own; " +
+		"task c depends on a, b, not completed yet, and the delegate does not wait for them"
+	if note := delegationOf(t, res[1]).Note; note != want {
+		t.Errorf("the queued delegation's note %q, want %q", note, want)
 	}
 }
 
