@@ -234,6 +234,11 @@ func (h *host) Spawn(ctx context.Context, c *agents.Call, req agents.SpawnReques
 			if id, clash := used[l]; clash {
 				return nil, agents.Errorf("label %q is already used by your child %s; labels are unique among your children: choose another", l, id)
 			}
+			if findChild(family, l) != nil {
+				// The child's own task id: that name would reach it, not
+				// this one.
+				return nil, agents.Errorf("label %q is the task id of your child %s; a label must not name another child: choose another", l, l)
+			}
 			used[l] = "(this call)"
 		}
 		var chain []string
