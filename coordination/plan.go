@@ -116,6 +116,9 @@ func NewPlan(specs []TaskSpec, maxTasks int, opts ...PlanOption) (*Plan, error) 
 		if descs[i] == "" {
 			return nil, fmt.Errorf("tasks[%d] has an empty description; say what the task is", i)
 		}
+		if err := checkDescLength(descs[i]); err != nil {
+			return nil, fmt.Errorf("tasks[%d]'s %w", i, err)
+		}
 	}
 
 	ids := make([]string, n)
@@ -255,6 +258,20 @@ func cycleError(cycle []int, ids []string) error {
 	return fmt.Errorf("%s form a cycle: %s (a -> b: a depends on b) — remove one of these dependencies", who, strings.Join(arrows, " -> "))
 }
 
+// MaxDescription is the most characters a task's description may have. A
+// plan is shown whole in every plan tool's result and event, so one long
+// description would be repeated at every change; details belong in a file
+// or the shared context.
+const MaxDescription = 2000
+
+// checkDescLength refuses a description over MaxDescription.
+func checkDescLength(d string) error {
+	if n := utf8.RuneCountInString(d); n > MaxDescription {
+		return fmt.Errorf("description is %d characters; the limit is %d: say what the task is in short, and put the details in a workspace file or the shared context", n, MaxDescription)
+	}
+	return nil
+}
+
 // shortDesc quotes a description for an error, cut to 60 characters.
 func shortDesc(d string) string {
 	const limit = 60
@@ -390,6 +407,9 @@ func (p *Plan) Add(description, afterID string, dependsOn []string) (Task, error
 	if description == "" {
 		return Task{}, errors.New("description is empty; say what the task is")
 	}
+	if err := checkDescLength(description); err != nil {
+		return Task{}, err
+	}
 	if len(p.tasks) >= p.maxTasks {
 		return Task{}, fmt.Errorf("the plan already has %d tasks, which is the limit — delete tasks that are no longer needed first", len(p.tasks))
 	}
@@ -483,6 +503,9 @@ func (p *Plan) Edit(id, description string) (Task, error) {
 	description = strings.TrimSpace(description)
 	if description == "" {
 		return Task{}, errors.New("description is empty; say what the task is")
+	}
+	if err := checkDescLength(description); err != nil {
+		return Task{}, err
 	}
 	i := p.pos(id)
 	if i < 0 {

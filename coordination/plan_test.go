@@ -211,6 +211,9 @@ func TestNewPlanRejects(t *testing.T) {
 		{"cycle found after a valid prefix", `["ok",{"id":"p","description":"P","depends_on":[0,"q"]},{"id":"q","description":"Q","depends_on":["p"]}]`, 0,
 			`tasks[1] "p" and tasks[2] "q" form a cycle: p -> q -> p`},
 		{"long description is cut", `[{"description":"` + strings.Repeat("d", 100) + `","depends_on":[0]}]`, 0, strings.Repeat("d", 60) + `…"`},
+		{"description over the limit", `["a","` + strings.Repeat("é", MaxDescription+1) + `"]`, 0,
+			"tasks[1]'s description is 2001 characters; the limit is 2000: say what the task is in short, and put the details in a workspace file or the shared context"},
+		{"object's description over the limit", `[{"id":"x","description":"` + strings.Repeat("d", 900000) + `"}]`, 0, "tasks[0]'s description is 900000 characters; the limit is 2000"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -428,6 +431,21 @@ func TestDeleteAndEdit(t *testing.T) {
 	}
 	if _, err := q.Edit("t1", " "); err == nil {
 		t.Error("empty description accepted")
+	}
+	// The limit holds for an edit and an added task as for a new plan; a
+	// description at the limit is taken.
+	long := strings.Repeat("d", MaxDescription)
+	if _, err := q.Edit("t1", long+"d"); err == nil || !strings.Contains(err.Error(), "description is 2001 characters; the limit is 2000") {
+		t.Errorf("edit over the limit: %v", err)
+	}
+	if _, err := q.Add(long+"d", "", nil); err == nil || !strings.Contains(err.Error(), "description is 2001 characters; the limit is 2000") {
+		t.Errorf("add over the limit: %v", err)
+	}
+	if task, _ := q.Get("t1"); task.Description != "new words" || q.Len() != 1 {
+		t.Errorf("refused over the limit, the plan changed: %s", shape(q.Tasks()))
+	}
+	if _, err := q.Edit("t1", long); err != nil {
+		t.Errorf("edit at the limit: %v", err)
 	}
 }
 
