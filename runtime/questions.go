@@ -204,6 +204,9 @@ func (s *Session) questionRecipients(specific []string) ([]*Session, error) {
 				found = true
 			}
 		}
+		if !found && name != "human" && (name == s.id || name == s.label) {
+			return nil, agents.Errorf("specific_agents names %q, which is you: ask others, not yourself (leave specific_agents out to ask every other running session)", name)
+		}
 		if !found && name != "human" {
 			var names []string
 			for _, k := range all {
@@ -212,7 +215,7 @@ func (s *Session) questionRecipients(specific []string) ([]*Session, error) {
 			if len(names) == 0 {
 				names = []string{"none"}
 			}
-			return nil, agents.Errorf("specific_agents names %q, which is not a running session (running: %s)", name, strings.Join(names, ", "))
+			return nil, agents.Errorf("specific_agents names %q, which is not another running session (running: %s)", name, strings.Join(names, ", "))
 		}
 	}
 	return out, nil

@@ -906,3 +906,24 @@ func TestToolsRefuseALabelThatNamesTwoSessions(t *testing.T) {
 		t.Errorf("view_agent_tasks(w) gave %q; want the plans of both sessions labelled w", res)
 	}
 }
+
+// ask_others with the asker itself among specific_agents says so, rather
+// than that the asker is not running.
+func TestAskOthersRefusesToAskTheAsker(t *testing.T) {
+	p := policyFor(func(c *convo) scripted.Reply {
+		switch {
+		case c.turns == 0:
+			return do(call("ask_others", obj{"question": "Which one?", "specific_agents": []string{c.id}, "allow_human_response": false}))
+		default:
+			return say("root done")
+		}
+	})
+	x, _, code := swarm(t, p, nil)
+	mustComplete(t, x, code)
+	root := rootOf(x)
+	res := toolResults(root, "ask_others")
+	want := `specific_agents names "` + root.ID + `", which is you: ask others, not yourself`
+	if len(res) != 1 || !strings.Contains(toolError(res[0]), want) {
+		t.Errorf("ask_others results %q; want %q", res, want)
+	}
+}
