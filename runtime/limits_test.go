@@ -79,6 +79,32 @@ func TestMaxTurnsFailsTheSession(t *testing.T) {
 	}
 }
 
+// A session woken after its final answer (here by a child's result) with
+// no turn left fails saying so, not that it never answered.
+func TestMaxTurnsAfterTheFinalAnswer(t *testing.T) {
+	answered := newGate()
+	defer answered.open()
+	p := policyFor(func(c *convo) scripted.Reply {
+		switch {
+		case !c.isRoot():
+			answered.wait()
+			time.Sleep(20 * time.Millisecond) // the root's answer stored
+			return say("child done")
+		case c.turns == 0:
+			return do(call("sessions_spawn", obj{"task": "slow work"}))
+		default:
+			answered.open()
+			return say("final")
+		}
+	})
+	x, _, code := swarm(t, p, func(c *config.Config) { c.Limits.MaxTurnsPerSession = 2 })
+	root := rootOf(x)
+	want := "reached max_turns_per_session (2) with what arrived after its final answer still to read"
+	if code != ExitFailed || root.Result != "final" || root.Error != want {
+		t.Errorf("exit %d, root result %q, error %q; want exit %d, result \"final\" and %q", code, root.Result, root.Error, ExitFailed, want)
+	}
+}
+
 func TestSpawnLimits(t *testing.T) {
 	policy := scripted.PolicyFunc(func(req *scripted.Request) scripted.Reply {
 		switch role := firstLineRole(req); {

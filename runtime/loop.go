@@ -127,7 +127,16 @@ func (s *Session) loop() {
 		turns := s.rec.Turns
 		s.mu.Unlock()
 		if lim.MaxTurnsPerSession > 0 && turns >= lim.MaxTurnsPerSession {
-			s.fail(fmt.Sprintf("reached max_turns_per_session (%d) without a final answer", lim.MaxTurnsPerSession))
+			s.mu.Lock()
+			answered := s.rec.Result != ""
+			s.mu.Unlock()
+			if answered {
+				// Woken after its final answer (a message, a child's
+				// result) with no turn left to take it in.
+				s.fail(fmt.Sprintf("reached max_turns_per_session (%d) with what arrived after its final answer still to read", lim.MaxTurnsPerSession))
+			} else {
+				s.fail(fmt.Sprintf("reached max_turns_per_session (%d) without a final answer", lim.MaxTurnsPerSession))
+			}
 			return
 		}
 		var early *time.Timer
