@@ -231,6 +231,9 @@ func TestTruncatedStreamRetried(t *testing.T) {
 	}{
 		{"EOF", func(s sse) {}},
 		{"DONE without finish", func(s sse) { s.done() }},
+		// Closed in the middle of a chunk's line: cut short like the
+		// others, not a chunk of broken JSON (which is not retried).
+		{"EOF inside a chunk", func(s sse) { s.raw(`data: {"id":"c1","objec`) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
@@ -253,6 +256,42 @@ func TestTruncatedStreamRetried(t *testing.T) {
 				t.Errorf("deltas = %q, want %q", got, want)
 			}
 		})
+	}
+}
+
+// A whole JSON answer (a server that does not stream) cut short is retried
+// as a stream cut short is, not taken for a body that is no answer.
+func TestCutJSONAnswerRetried(t *testing.T) {
+	fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		if n == 1 {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hel`)
+			return
+		}
+		simpleAnswer(w)
+	})
+	c, _ := newTestClient(fs)
+	resp := mustStream(t, c, userRequest("x"), nil)
+	if resp.Content != "Hello, world" || resp.Attempts != 2 {
+		t.Errorf("resp = %+v", resp)
+	}
+}
+
+// A stream closed in the middle of a chunk's line, every attempt, says so.
+func TestPartChunkExhausted(t *testing.T) {
+	fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		s := startSSE(w)
+		s.data(contentChunk("never finished"))
+		s.raw(`data: {"id":"c1","choices":[{"delta":{"content":"more`)
+	})
+	c, _ := newTestClient(fs, func(c *Config) { c.MaxRetries = 1 })
+	_, err := c.Stream(context.Background(), userRequest("x"), nil)
+	e := asError(t, err)
+	if e.Kind != Truncated || !e.Retryable || e.Attempts != 2 {
+		t.Errorf("error = %+v", e)
+	}
+	if want := "ended before the answer was complete after 2 attempts: the connection closed in the middle of the answer's JSON"; !strings.Contains(e.Error(), want) {
+		t.Errorf("Error() = %q, want it to contain %q", e.Error(), want)
 	}
 }
 
@@ -373,6 +412,25 @@ func TestIdleTimeout(t *testing.T) {
 		resp := mustStream(t, c, userRequest("x"), nil)
 		if resp.Attempts != 1 || resp.Content != "Hello, world" || fs.requests.Load() != 1 {
 			t.Errorf("attempts = %d, requests = %d, content %q", resp.Attempts, fs.requests.Load(), resp.Content)
+		}
+	})
+	// A stall in the middle of a chunk's line is a stall too: the part
+	// read before it is no chunk of broken JSON.
+	t.Run("inside a chunk, retried", func(t *testing.T) {
+		fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+			if n == 1 {
+				s := startSSE(w)
+				s.data(contentChunk("thinking"))
+				s.raw(`data: {"id":"c1","objec`)
+				blockUntilGone(r)
+				return
+			}
+			simpleAnswer(w)
+		})
+		c, _ := newTestClient(fs, func(c *Config) { c.IdleTimeout = 100 * time.Millisecond })
+		resp := mustStream(t, c, userRequest("x"), nil)
+		if resp.Attempts < 2 || resp.Content != "Hello, world" {
+			t.Errorf("attempts = %d, content %q", resp.Attempts, resp.Content)
 		}
 	})
 	t.Run("exhausted", func(t *testing.T) {

@@ -306,11 +306,25 @@ func wholeAnswerAsEvent(body io.ReadCloser) (_ io.ReadCloser, ok bool) {
 	body.Close()
 	var event bytes.Buffer
 	event.WriteString("data: ")
-	if json.Compact(&event, b) != nil {
+	if err := json.Compact(&event, b); err != nil {
+		if cutJSON(b) {
+			// JSON begun and not ended: the connection closed early.
+			return io.NopCloser(errReader{errPartChunk}), false
+		}
 		return io.NopCloser(bytes.NewReader(b)), false
 	}
 	event.WriteString("\n\n")
 	return io.NopCloser(&event), true
+}
+
+// cutJSON reports a JSON object that is well formed as far as it goes and
+// ends too soon.
+func cutJSON(b []byte) bool {
+	if t := bytes.TrimSpace(b); len(t) == 0 || t[0] != '{' {
+		return false
+	}
+	var v json.RawMessage
+	return errors.Is(json.NewDecoder(bytes.NewReader(b)).Decode(&v), io.ErrUnexpectedEOF)
 }
 
 // errReader fails every read with err.
@@ -447,7 +461,17 @@ func (f *sseFilter) Read(p []byte) (int, error) {
 		}
 		if err != nil && !full {
 			f.err = err
-			if len(line) > 0 {
+			switch {
+			case len(line) == 0:
+			case err != io.EOF || partChunk(line):
+				// The body was cut (a timer of ours, a reset) or closed in
+				// the middle of a chunk: the part is no chunk, and read as
+				// one it would blame the server's JSON for the cut.
+				if err == io.EOF {
+					f.err = errPartChunk
+				}
+				line = nil
+			default:
 				// go-openai drops a last line that has no newline, and with
 				// it a final chunk or a bare JSON error body.
 				f.last = append(append(f.last[:0], line...), '\n')
@@ -534,6 +558,17 @@ func (f *sseFilter) filterLine(line []byte) []byte {
 }
 
 var lineFeed = []byte{'\n'}
+
+// errPartChunk is a stream closed in the middle of a chunk's line: cut
+// short, as one closed between chunks before its finish_reason is.
+var errPartChunk = fmt.Errorf("the connection closed in the middle of the answer's JSON: %w", errTruncated)
+
+// partChunk reports a last line, without its line end, that is the data of
+// a chunk cut short: a JSON object begun and not ended.
+func partChunk(line []byte) bool {
+	rest, ok := bytes.CutPrefix(trimLeftSpace(line), []byte("data:"))
+	return ok && cutJSON(rest)
+}
 
 // joinData hands on a data line (or the first part of a long one) whose
 // data is rest. The format joins the data lines of one event with LF, and
