@@ -267,22 +267,29 @@ func goneWorkingDir(err error) error {
 
 // stoppedAtOnce tidies up for an exit on a second ctrl+c, which does not
 // wait for the process's runs to stop, and says which runs it left as after
-// a crash (none when the first write of a new run was still waiting).
+// a crash (none when the first write of a new run was still waiting), with
+// the command that resumes them.
 func stoppedAtOnce(cf *commonFlags) string {
 	text := "swarmdeck: stopped at once on a second signal; nothing stored is lost"
+	resume := func(id string) string {
+		if cf == nil {
+			return "swarmdeck resume " + id
+		}
+		return cf.resumeCommand(id, runningHeadless.Load())
+	}
 	switch ids := runtime.StopAtOnce(); len(ids) {
 	case 0:
 		return text
 	case 1:
-		text += fmt.Sprintf(": run %s resumes as if its process had died (`swarmdeck resume %s`)", ids[0], ids[0])
+		return text + fmt.Sprintf(": run %s resumes as if its process had died (`%s`)", ids[0], resume(ids[0]))
 	default:
-		text += ": runs " + strings.Join(ids, ", ") + " resume as if their process had died (`swarmdeck resume RUN_ID`)"
+		return text + ": runs " + strings.Join(ids, ", ") + " resume as if their process had died (`" + resume("RUN_ID") + "`)"
 	}
-	if cf != nil {
-		text = cf.withFlags(text)
-	}
-	return text
 }
+
+// runningHeadless: the command runs a run without the dashboard, so the
+// resume it suggests on a second ctrl+c is headless too.
+var runningHeadless atomic.Bool
 
 // recorded is stdout, remembering the first error of writing to it.
 type recorded struct {
@@ -1083,6 +1090,7 @@ func controlInput(control string, stdin io.Reader) (io.Reader, error) {
 
 func headlessRun(ctx context.Context, cf *commonFlags, use engineFor, asJSON, deltas bool, control io.Reader, stdout, stderr io.Writer,
 	start func(context.Context, *runtime.Engine) (*runtime.Run, error)) error {
+	runningHeadless.Store(true)
 	notices := make(chan tui.Notice, 4)
 	eng, closeEng, err := newEngine(ctx, cf, use, notices)
 	if err != nil {

@@ -466,14 +466,20 @@ func (e *Engine) unregister(r *Run) {
 }
 
 // running are the runs this process runs, stored, in every engine: for
-// StopAtOnce.
-var running sync.Map // *Run → true
+// StopAtOnce. leftRunning are those it stopped without storing their end
+// (the store failed, or another process held the database): stored as
+// running, and resumable as if this process had died.
+var (
+	running     sync.Map // *Run → true
+	leftRunning sync.Map // run id → true
+)
 
 // StopAtOnce is for a process about to exit without stopping its runs (a
 // second ctrl+c while the first one's stop waits): it removes the runs'
 // lock files, which the exit would leave behind, one for a run not yet
 // stored among them, and returns the ids of the stored runs it was
-// running, in order. Those resume as after a crash.
+// running or left stored as running, in order. Those resume as after a
+// crash.
 func StopAtOnce() []string {
 	runlock.Abandon()
 	var ids []string
@@ -481,8 +487,12 @@ func StopAtOnce() []string {
 		ids = append(ids, r.(*Run).id)
 		return true
 	})
+	leftRunning.Range(func(id, _ any) bool {
+		ids = append(ids, id.(string))
+		return true
+	})
 	slices.Sort(ids)
-	return ids
+	return slices.Compact(ids)
 }
 
 // OrphanedRunReason is why a run stored as running that no process runs

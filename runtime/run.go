@@ -792,6 +792,7 @@ func (r *Run) recordStopped(why string) {
 	})
 	if err != nil {
 		r.e.log.Error("could not record a stopped run", "run", r.id, "err", err)
+		leftRunning.Store(r.id, true)
 		return
 	}
 	if why == "" {
@@ -861,6 +862,9 @@ func (r *Run) storeFailed(err error) {
 	root := r.rootID()
 	r.e.bus.Publish(event.Event{Type: event.Error, Time: now, RunID: r.id, SessionID: root, Error: reason},
 		event.Event{Type: event.RunFinished, Time: now, RunID: r.id, SessionID: root, Run: info})
+	if !errors.Is(err, store.ErrFileGone) {
+		leftRunning.Store(r.id, true)
+	}
 	r.release("the run stopped: the database failed")
 }
 

@@ -795,6 +795,10 @@ func TestRunStopsWhenTheStoreFails(t *testing.T) {
 	if got := run.Status(); got != RunInterrupted {
 		t.Errorf("run status %s, want %s", got, RunInterrupted)
 	}
+	// Stored as running, it is one that an exit at once names.
+	if _, left := leftRunning.Load(run.ID()); !left {
+		t.Errorf("run %s is not among the runs the process leaves stored as running", run.ID())
+	}
 	// What was committed before the failure is there for a resume.
 	other, err := store.Open(e.Store().Path(), nil)
 	if err != nil {
