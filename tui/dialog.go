@@ -3,6 +3,7 @@ package tui
 import (
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"charm.land/bubbles/v2/textinput"
@@ -38,6 +39,11 @@ type dialog struct {
 	input   textinput.Model
 	sending bool   // the call is in flight; keys other than back are ignored
 	err     string // why the last send failed, shown in the dialog
+	// dropUntil: the send failed just now, and until then keys typed on
+	// without a pause are dropped (dropped counts them): they were meant
+	// for what the person expected next, a new dialog, not for this text.
+	dropUntil time.Time
+	dropped   int
 
 	target   string // session the dialog is about (subtree, message, cancel)
 	subtree  bool   // broadcast to target's subtree instead of all
@@ -222,6 +228,13 @@ func (m *model) sheetLines(w int) []string {
 		}
 		if d.err != "" {
 			out = append(out, s.errText.Render(s.g.failed+" "+oneLine(d.err)))
+		}
+		if d.dropped > 0 {
+			what := "a key typed right after it was dropped"
+			if d.dropped > 1 {
+				what = fmtCount(d.dropped) + " keys typed right after it were dropped"
+			}
+			out = append(out, s.dim.Render(what+s.g.sep+"the text above is as it was sent"))
 		}
 		if d.sending {
 			out = append(out, s.dim.Render("sending"+s.g.ellipsis))

@@ -249,3 +249,12 @@ func demoWithResearchLabels() event.Snapshot {
 	}
 	return snap
 }
+
+// afterAPause moves the model's clock on by typingPause: what the person
+// types next is not part of the burst before it (see dropTyping, and a
+// dialog's dropUntil).
+func afterAPause(m Model) Model {
+	at := m.now().Add(typingPause)
+	m.now = func() time.Time { return at }
+	return m
+}

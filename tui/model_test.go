@@ -502,4 +502,24 @@ func TestKeysTypedWhileSendingAreHeld(t *testing.T) {
 		t.Errorf("after a failed send: dialog %v holding %q, want the message dialog with \"three\"", m.dialog.kind, v)
 	}
 	mustContain(t, m, "2 keys typed meanwhile were dropped")
+
+	// A failure that comes back before the rest of the burst is typed:
+	// that rest is dropped too, not added to the text kept for a retry
+	// (its enter would send "fourmfive").
+	m = afterAPause(m)
+	m, _ = press(t, m, "esc", "m", "ctrl+u") // the draft of "three" cleared
+	m = typeText(t, m, "four")
+	m, _ = press(t, m, "enter")
+	m = typeText(t, m, "mfive")
+	m, _ = press(t, m, "enter")
+	if v := m.dialog.input.Value(); m.dialog.kind != dialogMessage || v != "four" {
+		t.Errorf("after a failed send and keys typed on: dialog %v holding %q, want \"four\"", m.dialog.kind, v)
+	}
+	mustContain(t, m, "6 keys typed right after it were dropped")
+	// After a pause the text is the person's again.
+	ctl.SetError(nil)
+	m, _ = press(t, afterAPause(m), "enter")
+	if calls := ctl.Calls(); len(calls) != 3 || calls[2].Text != "four" {
+		t.Errorf("calls %+v, want the retried \"four\" last", calls)
+	}
 }

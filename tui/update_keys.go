@@ -426,6 +426,14 @@ func (m *model) dialogKey(k tea.KeyPressMsg) tea.Cmd {
 	if d.sending {
 		return nil
 	}
+	if !d.dropUntil.IsZero() {
+		if now := m.now(); now.Before(d.dropUntil) {
+			d.dropUntil = now.Add(typingPause)
+			d.dropped++
+			return nil
+		}
+		d.dropUntil = time.Time{}
+	}
 	ctl := m.ctl
 	switch d.kind {
 	case dialogBroadcast:

@@ -88,7 +88,7 @@ func TestBroadcastErrorKeepsDialog(t *testing.T) {
 	mustContain(t, m, "broadcast failed: bus closed", "> hello")
 	// Retry once the runtime recovers.
 	ctl.SetError(nil)
-	m, _ = press(t, m, "enter")
+	m, _ = press(t, afterAPause(m), "enter")
 	wantCalls(t, ctl, tuitest.Call{Op: "broadcast", Text: "hello", Target: "all", Category: "discovery"})
 	mustNotContain(t, m, "broadcast failed")
 }
@@ -998,7 +998,7 @@ func TestDialogErrorGoesWithTheDialog(t *testing.T) {
 	m, _ = press(t, m, "enter")
 	mustContain(t, m, "answer failed: there is no option 7")
 	ctl.SetError(nil)
-	m, _ = press(t, m, "backspace", "enter")
+	m, _ = press(t, afterAPause(m), "backspace", "enter")
 	mustContain(t, m, "type an answer, or ctrl+s to skip")
 	mustNotContain(t, m, "there is no option 7")
 }
@@ -1048,7 +1048,7 @@ func TestAnswerDialogShowsAWholeRefusal(t *testing.T) {
 				t.Errorf("%dx%d: the dialog shows the refusal of %q as %q, want it whole:\n%s", size[0], size[1], typed, got, out)
 			}
 			ctl.SetError(nil)
-			m, _ = press(t, m, "ctrl+u")
+			m, _ = press(t, afterAPause(m), "ctrl+u")
 			m = typeText(t, m, "sqlite")
 			m, _ = press(t, m, "enter")
 			if m.dialog.kind != dialogNone {

@@ -33,6 +33,9 @@ func (m *model) handleResult(msg tea.Msg) tea.Cmd {
 				// Keep the dialog and what was typed, so the person can retry.
 				d.sending, d.err = false, msg.err.Error()
 				dropped = m.dropHeld()
+				// Keys still coming in the same burst are not for this
+				// text either (see dialogKey).
+				d.dropUntil, d.dropped = m.now().Add(typingPause), 0
 			}
 			m.setStatus(actionVerb[msg.kind]+" failed: "+msg.err.Error()+dropped, true)
 			m.status.ofDialog = waiting
