@@ -265,12 +265,13 @@ func goneWorkingDir(err error) error {
 	return err
 }
 
-// stoppedAtOnce tidies up for an exit on a second ctrl+c, which does not
+// stoppedAtOnce tidies up for an exit at once on ctrl+c (a second one, or
+// one after quitting the dashboard while the stop waits), which does not
 // wait for the process's runs to stop, and says which runs it left as after
 // a crash (none when the first write of a new run was still waiting), with
 // the command that resumes them.
 func stoppedAtOnce(cf *commonFlags) string {
-	text := "swarmdeck: stopped at once on a second signal; nothing stored is lost"
+	text := "swarmdeck: stopped at once; nothing stored is lost"
 	resume := func(id string) string {
 		if cf == nil {
 			return "swarmdeck resume " + id
@@ -2391,7 +2392,17 @@ func (cf *commonFlags) dashboardEnd(run *runtime.Run, stdout io.Writer, stoppedB
 		if stoppedBy != "" {
 			why = stoppedBy
 		}
+		// Storing the run's end takes milliseconds, unless another process
+		// holds the database: then the person, back at the shell with the
+		// dashboard gone, is told what is happening and how to end it.
+		slow := time.AfterFunc(stillStopping, func() {
+			if cf.stderr != nil && stoppedBy == "" {
+				stopUnderWay.Store(true)
+				fmt.Fprintf(cf.stderr, "swarmdeck: still stopping run %s (storing where it stopped); press Ctrl-C to stop at once\n", run.ID())
+			}
+		})
 		run.InterruptFor(why)
+		slow.Stop()
 		return &exitError{runtime.ExitFailed, cf.withResume(&runtime.InterruptedError{RunID: run.ID(), Reason: why}, false)}
 	}
 	if status == runtime.RunInterrupted {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -46,6 +47,12 @@ func watchSignals(stderr io.Writer, atOnce func() string) (context.Context, func
 		var first os.Signal
 		select {
 		case first = <-sigs:
+			if first == os.Interrupt && stopUnderWay.Load() {
+				// The person has already asked to stop, from the
+				// dashboard, and been told this key stops at once.
+				fmt.Fprintln(stderr, atOnce())
+				os.Exit(1)
+			}
 			cancel(signalCause(first.String() + " signal received"))
 		case <-done:
 			return
@@ -85,6 +92,11 @@ func watchSignals(stderr io.Writer, atOnce func() string) (context.Context, func
 		cancel(nil)
 	}
 }
+
+// stopUnderWay is set once the person has stopped the command by other
+// means than a signal (quitting the dashboard) and been told that Ctrl-C
+// stops at once: the first Ctrl-C then does, as a second one would.
+var stopUnderWay atomic.Bool
 
 // signalCause says which signal ended a context ("interrupt signal
 // received"). It is context.Canceled to errors.Is, as the cause that

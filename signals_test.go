@@ -124,7 +124,7 @@ func TestSecondSignalStopsAtOnce(t *testing.T) {
 	case <-time.After(store.BusyTimeout / 2):
 		t.Fatalf("still waiting on the database after a second Ctrl-C; stderr:\n%s", stderr.String())
 	}
-	if !strings.Contains(stderr.String(), "stopped at once on a second signal; nothing stored is lost") {
+	if !strings.Contains(stderr.String(), "stopped at once; nothing stored is lost") {
 		t.Errorf("stderr does not say it stopped at once:\n%s", stderr.String())
 	}
 }
@@ -165,7 +165,7 @@ func TestSecondSignalBeforeTheRunIsStored(t *testing.T) {
 	}
 	out := stderr.String()
 	if strings.Contains(out, "stopped at once") {
-		if want := "swarmdeck: stopped at once on a second signal; nothing stored is lost\n"; !strings.HasSuffix(out, want) {
+		if want := "swarmdeck: stopped at once; nothing stored is lost\n"; !strings.HasSuffix(out, want) {
 			t.Errorf("stderr ends %q, want %q", out, want)
 		}
 	} else {
@@ -349,5 +349,47 @@ func TestBenchInterruptSaysWhy(t *testing.T) {
 		if !strings.Contains(out, tc.want) || !strings.Contains(out, ": interrupt signal received\n") || strings.Contains(out, "context canceled") {
 			t.Errorf("%v: stderr does not give the signal as the reason:\n%s", tc.args, out)
 		}
+	}
+}
+
+// Quitting the dashboard while another process holds the database: the
+// stop waits to store where the run stopped, the terminal, the dashboard
+// gone, says so once that is slow, and Ctrl-C then ends the process at
+// once, naming the run to resume.
+func TestDashboardQuitWhileTheDatabaseIsHeld(t *testing.T) {
+	bin := dashboardBinary(t)
+	master, slave := openPTY(t, 40, 120)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "swarmdeck.db")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, demoArgs(db, dir)...)
+	scr := startOnPTY(t, ctx, cmd, master, slave)
+	defer cmd.Process.Kill()
+
+	h, err := sql.Open("sqlite", "file:"+db+"?_pragma=busy_timeout(20000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	conn, err := h.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	master.Write([]byte("q"))
+	waitFor(t, "the quit confirmation", func() bool { return strings.Contains(scr.String(), "Quit") })
+	master.Write([]byte("y"))
+	waitFor(t, "the word that the stop is slow", func() bool { return strings.Contains(scr.String(), "swarmdeck: still stopping run r-") })
+	master.Write([]byte{3}) // ctrl+c, the dashboard gone
+	if !waitExit(cmd, func() { cmd.Process.Kill() }) {
+		t.Fatal("ctrl+c did not end the process")
+	}
+	waitFor(t, "the message of the exit", func() bool { return strings.Contains(scr.String(), "stopped at once; nothing stored is lost: run r-") })
+	if code := cmd.ProcessState.ExitCode(); code != 1 {
+		t.Errorf("exit status %d, want 1", code)
 	}
 }
