@@ -527,8 +527,8 @@ func TestRemovedWorkingDirectory(t *testing.T) {
 		}
 		var stdout, stderr bytes.Buffer
 		code := run(c.args, strings.NewReader(""), &stdout, &stderr)
-		if code == 0 || !strings.HasPrefix(stderr.String(), want) || strings.Contains(stderr.String(), "getwd") {
-			t.Errorf("%q: exit %d, stderr %q; want a failure saying %q", c.args, code, stderr.String(), want)
+		if code != 2 || !strings.HasPrefix(stderr.String(), want) || strings.Contains(stderr.String(), "getwd") {
+			t.Errorf("%q: exit %d, stderr %q; want exit 2 saying %q", c.args, code, stderr.String(), want)
 		}
 	}
 	// Absolute paths need no current directory.

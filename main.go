@@ -235,16 +235,21 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		// what it wanted: nothing to report.
 		return 0
 	}
+	if gone := goneWorkingDir(err); gone != err {
+		// Whatever the command: the way it was started needs changing.
+		fmt.Fprintln(stderr, "swarmdeck:", gone.Error())
+		return runtime.ExitUsage
+	}
 	if errors.As(err, &ee) {
 		if ee.err != nil {
-			ee.err = cf.damagedDB(goneWorkingDir(ee.err))
+			ee.err = cf.damagedDB(ee.err)
 			// Errors quote goals, model servers and files: their controls
 			// are shown, not obeyed.
 			fmt.Fprintln(stderr, "swarmdeck:", runtime.TerminalText(cf.withFlags(ee.err.Error())))
 		}
 		return ee.code
 	}
-	if d := cf.damagedDB(goneWorkingDir(err)); d != err {
+	if d := cf.damagedDB(err); d != err {
 		fmt.Fprintln(stderr, "swarmdeck:", runtime.TerminalText(cf.withFlags(d.Error())))
 		return runtime.ExitFailed
 	}
