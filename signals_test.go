@@ -25,21 +25,7 @@ import (
 // compacting it does, until the test ends.
 func holdDatabase(t *testing.T, db string) {
 	t.Helper()
-	s, err := store.Open(db, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
-	h, err := sql.Open("sqlite", db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { h.Close() })
-	conn, err := h.Conn(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
+	conn := openConn(t, db, true)
 	for _, q := range []string{"PRAGMA locking_mode=EXCLUSIVE", "BEGIN EXCLUSIVE", "SELECT count(*) FROM runs", "COMMIT"} {
 		if _, err := conn.ExecContext(context.Background(), q); err != nil {
 			t.Fatalf("%s: %v", q, err)
@@ -51,12 +37,24 @@ func holdDatabase(t *testing.T, db string) {
 // it until the test ends: others may read it, and their writes wait.
 func holdWrites(t *testing.T, db string) {
 	t.Helper()
-	s, err := store.Open(db, nil)
-	if err != nil {
+	if _, err := openConn(t, db, true).ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
 		t.Fatal(err)
 	}
-	s.Close()
-	h, err := sql.Open("sqlite", db)
+}
+
+// openConn opens a connection of its own to the database at db, made
+// first when create is set, until the test ends. It waits for a lock
+// another process holds, as a person's sqlite3 would.
+func openConn(t *testing.T, db string, create bool) *sql.Conn {
+	t.Helper()
+	if create {
+		s, err := store.Open(db, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+	}
+	h, err := sql.Open("sqlite", "file:"+db+"?_pragma=busy_timeout(20000)")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,9 +64,7 @@ func holdWrites(t *testing.T, db string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	if _, err := conn.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
-		t.Fatal(err)
-	}
+	return conn
 }
 
 // opened reports whether process pid has path open.
@@ -367,17 +363,7 @@ func TestDashboardQuitWhileTheDatabaseIsHeld(t *testing.T) {
 	scr := startOnPTY(t, ctx, cmd, master, slave)
 	defer cmd.Process.Kill()
 
-	h, err := sql.Open("sqlite", "file:"+db+"?_pragma=busy_timeout(20000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	conn, err := h.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+	if _, err := openConn(t, db, false).ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		t.Fatal(err)
 	}
 	master.Write([]byte("q"))
