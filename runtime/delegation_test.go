@@ -375,9 +375,14 @@ func TestDelegationFailureKeepsACompletedTask(t *testing.T) {
 // says so, in one note with what else there is to say (queued for a place
 // under max_concurrent_delegations) that does not contradict it.
 func TestDelegatingATaskWithUnmetDependenciesSaysSo(t *testing.T) {
+	// The first delegate runs on until both delegations are made: the
+	// second is queued behind it, whatever the machine's speed.
+	delegated := newGate()
+	defer delegated.open()
 	p := policyFor(func(c *convo) scripted.Reply {
 		switch {
 		case !c.isRoot():
+			delegated.wait()
 			return say(c.task + " done")
 		case c.turns == 0:
 			return do(call("create_task_plan", obj{"tasks": raw(`[{"id":"a","description":"A"},{"id":"b","description":"B","depends_on":["a"]},{"id":"c","description":"C","depends_on":["a","b"]}]`)}))
@@ -385,6 +390,7 @@ func TestDelegatingATaskWithUnmetDependenciesSaysSo(t *testing.T) {
 			return do(call("delegate_task", obj{"description": "B first", "task_id": "b"}),
 				call("delegate_task", obj{"description": "C, queued", "task_id": "c"}))
 		default:
+			delegated.open()
 			return say("Root done.")
 		}
 	})

@@ -82,23 +82,39 @@ func TestMaxTurnsFailsTheSession(t *testing.T) {
 // A session woken after its final answer (here by a child's result) with
 // no turn left fails saying so, not that it never answered.
 func TestMaxTurnsAfterTheFinalAnswer(t *testing.T) {
-	answered := newGate()
-	defer answered.open()
+	var e *Engine
+	// rootAnswered reports that the root's final answer is stored: the
+	// child answers only then, so that its result comes after it.
+	rootAnswered := func() bool {
+		ctx := context.Background()
+		r, err := e.Store().LatestRun(ctx)
+		if err != nil {
+			return false
+		}
+		sessions, _ := e.Store().Sessions(ctx, r.ID)
+		for _, s := range sessions {
+			if s.ParentID == "" && s.Result != "" {
+				return true
+			}
+		}
+		return false
+	}
 	p := policyFor(func(c *convo) scripted.Reply {
 		switch {
 		case !c.isRoot():
-			answered.wait()
-			time.Sleep(20 * time.Millisecond) // the root's answer stored
+			for end := time.Now().Add(30 * time.Second); !rootAnswered() && time.Now().Before(end); {
+				time.Sleep(5 * time.Millisecond)
+			}
 			return say("child done")
 		case c.turns == 0:
 			return do(call("sessions_spawn", obj{"task": "slow work"}))
 		default:
-			answered.open()
 			return say("final")
 		}
 	})
-	x, _, code := swarm(t, p, func(c *config.Config) { c.Limits.MaxTurnsPerSession = 2 })
-	root := rootOf(x)
+	e = testEngine(t, nil, p, func(c *config.Config) { c.Limits.MaxTurnsPerSession = 2 })
+	_, code := headless(t, e, "coordinate", nil)
+	root := rootOf(exportLatest(t, e))
 	want := "reached max_turns_per_session (2) with what arrived after its final answer still to read"
 	if code != ExitFailed || root.Result != "final" || root.Error != want {
 		t.Errorf("exit %d, root result %q, error %q; want exit %d, result \"final\" and %q", code, root.Result, root.Error, ExitFailed, want)
