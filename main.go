@@ -2400,14 +2400,17 @@ func (cf *commonFlags) dashboardEnd(run *runtime.Run, stdout io.Writer, stoppedB
 		// Storing the run's end takes milliseconds, unless another process
 		// holds the database: then the person, back at the shell with the
 		// dashboard gone, is told what is happening and how to end it.
-		slow := time.AfterFunc(stillStopping, func() {
-			if cf.stderr != nil && stoppedBy == "" {
+		var slow *time.Timer
+		if stoppedBy == "" && cf.stderr != nil {
+			slow = time.AfterFunc(stillStopping, func() {
 				stopUnderWay.Store(true)
 				fmt.Fprintf(cf.stderr, "swarmdeck: still stopping run %s (storing where it stopped); press Ctrl-C to stop at once\n", run.ID())
-			}
-		})
+			})
+		}
 		run.InterruptFor(why)
-		slow.Stop()
+		if slow != nil {
+			slow.Stop()
+		}
 		return &exitError{runtime.ExitFailed, cf.withResume(&runtime.InterruptedError{RunID: run.ID(), Reason: why}, false)}
 	}
 	if status == runtime.RunInterrupted {

@@ -264,6 +264,16 @@ func cycleError(cycle []int, ids []string) error {
 // or the shared context.
 const MaxDescription = 2000
 
+// cleanDescription is a task's description as Add and Edit take it, trimmed,
+// or why it is refused.
+func cleanDescription(d string) (string, error) {
+	d = strings.TrimSpace(d)
+	if d == "" {
+		return "", errors.New("description is empty; say what the task is")
+	}
+	return d, checkDescLength(d)
+}
+
 // checkDescLength refuses a description over MaxDescription.
 func checkDescLength(d string) error {
 	if n := utf8.RuneCountInString(d); n > MaxDescription {
@@ -403,11 +413,8 @@ func (p *Plan) unknownTask(what, id string) error {
 func (p *Plan) Add(description, afterID string, dependsOn []string) (Task, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	description = strings.TrimSpace(description)
-	if description == "" {
-		return Task{}, errors.New("description is empty; say what the task is")
-	}
-	if err := checkDescLength(description); err != nil {
+	description, err := cleanDescription(description)
+	if err != nil {
 		return Task{}, err
 	}
 	if len(p.tasks) >= p.maxTasks {
@@ -500,11 +507,8 @@ func (p *Plan) waitingOn(t Task) []string {
 func (p *Plan) Edit(id, description string) (Task, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	description = strings.TrimSpace(description)
-	if description == "" {
-		return Task{}, errors.New("description is empty; say what the task is")
-	}
-	if err := checkDescLength(description); err != nil {
+	description, err := cleanDescription(description)
+	if err != nil {
 		return Task{}, err
 	}
 	i := p.pos(id)

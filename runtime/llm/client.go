@@ -425,7 +425,7 @@ func (c *Client) failure(ctx, actx context.Context, info *respInfo, err error, s
 		e := &Error{Kind: Truncated, Retryable: true, Err: err}
 		switch {
 		case errors.Is(err, errPartChunk):
-			e.Message = "the connection closed in the middle of the answer's JSON"
+			e.Message = partChunkReason
 		case info.done:
 			// Not a connection cut short: this server ends its answers
 			// without saying why, and every attempt will do the same.

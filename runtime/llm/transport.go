@@ -561,7 +561,9 @@ var lineFeed = []byte{'\n'}
 
 // errPartChunk is a stream closed in the middle of a chunk's line: cut
 // short, as one closed between chunks before its finish_reason is.
-var errPartChunk = fmt.Errorf("the connection closed in the middle of the answer's JSON: %w", errTruncated)
+var errPartChunk = fmt.Errorf("%s: %w", partChunkReason, errTruncated)
+
+const partChunkReason = "the connection closed in the middle of the answer's JSON"
 
 // partChunk reports a last line, without its line end, that is the data of
 // a chunk cut short: a JSON object begun and not ended.
