@@ -159,3 +159,56 @@ func decodeEntity(s string) (rune, int, bool) {
 func isControl(r rune) bool {
 	return r < 0x20 || (r >= 0x7f && r <= 0x9f) || r == 0x2028 || r == 0x2029
 }
+
+// injectedTags are the tags the runtime writes into a session's history,
+// whose contents a model takes as coming from the system, the person or
+// another agent.
+var injectedTags = []string{
+	TagSiblingBroadcast, TagSiblingTasks, TagNewSibling, TagTaskResult, TagTaskMessage,
+	TagHumanMessage, TagHumanBroadcast, TagAnnouncement, TagAnsweredOnYourBehalf,
+	TagRunResumed, TagQuestion, "reminder",
+}
+
+// DefuseTags escapes the "<" of every opening or closing tag in s that
+// names one the runtime injects (in any case, with blanks or a "/" after
+// the "<"), and leaves all other text as it is. It is for text that an
+// agent writes for another to read as a plain message, a child's task
+// above all: the text stays readable, code and markup in it included,
+// while nothing in it can pass for a broadcast, a result or a person's
+// message.
+func DefuseTags(s string) string {
+	var b strings.Builder
+	done := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] != '<' || !startsInjectedTag(s[i+1:]) {
+			continue
+		}
+		if done == 0 {
+			b.Grow(len(s) + 8)
+		}
+		b.WriteString(s[done:i])
+		b.WriteString("&lt;")
+		done = i + 1
+	}
+	if done == 0 {
+		return s
+	}
+	b.WriteString(s[done:])
+	return b.String()
+}
+
+// startsInjectedTag reports whether s, the text after a "<", goes on as
+// the name of an injected tag: blanks and a "/" may come first, and the
+// name must end there.
+func startsInjectedTag(s string) bool {
+	s = strings.TrimLeft(s, " \t\r\n/")
+	for _, tag := range injectedTags {
+		if len(s) < len(tag) || !strings.EqualFold(s[:len(tag)], tag) {
+			continue
+		}
+		if rest := s[len(tag):]; rest == "" || !isNameByte(rest[0]) {
+			return true
+		}
+	}
+	return false
+}

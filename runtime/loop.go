@@ -412,9 +412,12 @@ func (s *Session) ensureStarted() bool {
 		s.fail("could not build the system prompt: " + err.Error())
 		return false
 	}
-	source := "agent"
+	// A child's task is its parent's text: what in it looks like a tag
+	// the runtime injects is defused, so that no parent can pass words of
+	// its own off as the person's, a sibling's or the system's.
+	source, task := "agent", coordination.DefuseTags(s.task)
 	if s.parent == nil {
-		source = "human"
+		source, task = "human", s.task
 	}
 	// The prompt and the task are stored with the session's first write:
 	// the model call does not wait for a commit. The session counts as in
@@ -422,7 +425,7 @@ func (s *Session) ensureStarted() bool {
 	s.mu.Lock()
 	if !s.started {
 		s.addLocked(&store.Message{Role: llm.RoleSystem, Content: system, Source: "system"})
-		s.addLocked(&store.Message{Role: llm.RoleUser, Content: s.task, Source: source})
+		s.addLocked(&store.Message{Role: llm.RoleUser, Content: task, Source: source})
 		s.started = true
 		s.inTurn = true
 		s.startedAt = s.r.e.now()

@@ -436,9 +436,12 @@ func (p *transcriptPane) renderMessage(s *styles, m *event.MessageInfo) []string
 			head += s.dim.Render(s.g.sep) + s.human.Render("human message")
 			content = h.Text
 		}
-	} else if d, ok := coordination.ParseDelivered(m.Content); ok {
+	} else if d, ok := coordination.ParseDelivered(m.Content); ok && m.Role == "user" && m.Index > 1 {
 		// Likewise what an agent wrote reaches another escaped, in a tag
 		// whose attributes say who sent it: the header says it instead.
+		// Only the runtime writes such a message: the task (after the
+		// system prompt) and a model's own answers are text an agent
+		// wrote, shown as written even when it looks like a delivery.
 		head += s.dim.Render(s.g.sep) + deliveredHead(s, d)
 		content = d.Body
 	}
