@@ -99,7 +99,11 @@ func (c *Config) Resolve(getenv func(string) string) (Resolved, error) {
 		return Resolved{}, errors.New(msg)
 	}
 	if pr.APIKeyEnv != "" {
-		r.APIKey = getenv(pr.APIKeyEnv)
+		// A key read from a file of variables may end in a line break or
+		// a blank (a CR of a Windows line end above all): none of it is
+		// the key, and an error that quoted the key as the server got it
+		// would not be redacted.
+		r.APIKey = strings.TrimSpace(getenv(pr.APIKeyEnv))
 	}
 	// OpenAI itself always needs a key; local servers (Ollama, llama.cpp,
 	// vLLM, LM Studio) usually want none, and a hosted one that does will
@@ -121,7 +125,7 @@ func (c *Config) autoProvider(getenv func(string) string) string {
 	}
 	for _, name := range names {
 		pr := c.Providers[name]
-		if pr != nil && pr.Type == TypeOpenAI && pr.APIKeyEnv != "" && getenv(pr.APIKeyEnv) != "" {
+		if pr != nil && pr.Type == TypeOpenAI && pr.APIKeyEnv != "" && strings.TrimSpace(getenv(pr.APIKeyEnv)) != "" {
 			return name
 		}
 	}

@@ -101,3 +101,19 @@ func TestResolvedCopiesAndHidesTheKey(t *testing.T) {
 		}
 	}
 }
+
+// A key read from a file of variables with Windows line ends ends in a CR;
+// the key is what comes before it, and a key of blanks is no key.
+func TestResolveTrimsTheKey(t *testing.T) {
+	c := mustParse(t, "provider: auto\nproviders:\n  openai:\n    base_url: http://localhost:8080/v1\n")
+	r, err := c.Resolve(env(map[string]string{"OPENAI_API_KEY": "sk-abc123\r"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Name != "openai" || r.APIKey != "sk-abc123" {
+		t.Errorf("Resolve chose %s with key %q; want openai with %q", r.Name, r.APIKey, "sk-abc123")
+	}
+	if r, err := c.Resolve(env(map[string]string{"OPENAI_API_KEY": " \n"})); err != nil || r.Name != "scripted" {
+		t.Errorf("with a key of blanks Resolve chose %s (%v); want scripted", r.Name, err)
+	}
+}

@@ -589,7 +589,6 @@ func noSuchPath(f errorFields) bool {
 // clean makes a message one line and keeps the API key out of it, in case a
 // server or proxy echoes the request back.
 func (c *Client) clean(msg string) string {
-	msg = textcut.OneLine(msg, 500)
 	if c.query != "" {
 		// A URL in a transport error, whose query may carry a key.
 		msg = strings.ReplaceAll(msg, "?"+c.query, "?[redacted]")
@@ -597,7 +596,47 @@ func (c *Client) clean(msg string) string {
 	for _, k := range c.secrets {
 		msg = strings.ReplaceAll(msg, k, "[redacted]")
 	}
+	// Redacted before it is cut, so that no key is cut in two here; a body
+	// is often cut before it comes here, though, and a key cut there ends
+	// at the ellipsis.
+	msg = textcut.OneLine(msg, 500)
+	for _, k := range c.secrets {
+		msg = redactCutSecret(msg, k)
+	}
 	return msg
+}
+
+// redactCutSecret redacts what is left of secret where msg was cut: its
+// start (four characters or more) right before an ellipsis.
+func redactCutSecret(msg, secret string) string {
+	const cutMark = "…"
+	if !strings.Contains(msg, cutMark) {
+		return msg
+	}
+	var b strings.Builder
+	rest := msg
+	for {
+		i := strings.Index(rest, cutMark)
+		if i < 0 {
+			break
+		}
+		before := rest[:i]
+		n := 0
+		for l := min(len(secret)-1, len(before)); l >= 4; l-- {
+			if strings.HasSuffix(before, secret[:l]) {
+				n = l
+				break
+			}
+		}
+		b.WriteString(before[:len(before)-n])
+		if n > 0 {
+			b.WriteString("[redacted]")
+		}
+		b.WriteString(cutMark)
+		rest = rest[i+len(cutMark):]
+	}
+	b.WriteString(rest)
+	return b.String()
 }
 
 // secrets lists what a client's messages must not repeat: the API key, a

@@ -415,6 +415,50 @@ func TestAPIKeyNeverInMessagesOrLog(t *testing.T) {
 	}
 }
 
+// A key that a server quotes where its message is cut (an error of 500
+// characters, a body of 300, an HTML page of 200) leaves none of its start
+// in the error, wherever the cut falls.
+func TestAPIKeyCutInAnErrorIsRedacted(t *testing.T) {
+	const key = "sk-QA49SECRETKEYabcdef0123456789"
+	for _, shape := range []struct {
+		name string
+		cut  int // where the message is cut, in characters
+		body func(pad string) (contentType, body string)
+	}{
+		{"json", 500, func(pad string) (string, string) {
+			b, _ := json.Marshal(obj{"error": obj{"message": pad + "Authorization=Bearer " + key + " rest"}})
+			return "application/json", string(b)
+		}},
+		{"text", 300, func(pad string) (string, string) { return "text/plain", pad + "Authorization=Bearer " + key + " rest" }},
+		{"html", 200, func(pad string) (string, string) {
+			return "text/html", "<html><body><p>" + pad + "Authorization=Bearer " + key + " rest</p></body></html>"
+		}},
+	} {
+		for _, into := range []int{1, 4, 5, 12, len(key) - 1} {
+			pad := strings.Repeat(".", shape.cut-1-len("Authorization=Bearer ")-into)
+			fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+				ct, body := shape.body(pad)
+				w.Header().Set("Content-Type", ct)
+				w.WriteHeader(401)
+				_, _ = io.WriteString(w, body)
+			})
+			var logged bytes.Buffer
+			c, _ := newTestClient(fs, func(c *Config) {
+				c.APIKey = key
+				c.Logger = slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelDebug}))
+			})
+			_, err := c.Stream(t.Context(), userRequest("x"), nil)
+			msg := asError(t, err).Error()
+			if strings.Contains(msg, key[:4]) || strings.Contains(logged.String(), key[:4]) {
+				t.Errorf("%s body cut %d characters into the key: the error %q or the log holds its start", shape.name, into, msg)
+			}
+			if !strings.Contains(msg, "Authorization=") {
+				t.Errorf("%s body cut %d characters into the key: the error %q lost the text before it", shape.name, into, msg)
+			}
+		}
+	}
+}
+
 func TestRetryAfterParsing(t *testing.T) {
 	now := time.Date(2026, 1, 26, 19, 30, 0, 0, time.UTC)
 	for _, tc := range []struct {
