@@ -837,7 +837,7 @@ const maxLogBytes = 8 << 20
 // moved it already, in which case f is still written where it now is.
 func rotateLog(f *os.File, path string) *os.File {
 	st, err := f.Stat()
-	if err != nil || st.Size() < maxLogBytes {
+	if err != nil || st.Size() <= maxLogBytes {
 		return f
 	}
 	if now, err := os.Stat(path); err != nil || !os.SameFile(st, now) {
@@ -1259,7 +1259,8 @@ With --json it prints one JSON object per run and line instead:
 {"id", "goal", "status", "stopped", "provider", "model", "workspace",
 "usage": {"prompt_tokens", "completion_tokens", "total_tokens"}, "error",
 "created_at", "ended_at"}, and nothing at all when no run is stored. A
-stopped* run is "interrupted" there, with "stopped": true, as export says.`,
+stopped* run is "interrupted" there, as in export, with "stopped": true;
+resume continues it, and a failed run once what made it fail is fixed.`,
 		Example: `  swarmdeck runs --limit 5
   swarmdeck runs --json | jq -r 'select(.status == "interrupted") | .id'`,
 		Args: noArgs,

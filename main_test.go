@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -57,6 +58,18 @@ func TestProcessSchedulerProcessors(t *testing.T) {
 func TestOpenLogMovesABigLogAside(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "swarmdeck.log")
+	// A log of maxLogBytes exactly is not past it: it stays.
+	if err := os.WriteFile(path, bytes.Repeat([]byte("x"), maxLogBytes), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, closeLog, _, err := openLog(&config.Config{LogFile: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeLog()
+	if _, err := os.Stat(path + ".1"); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a log of %d bytes was moved aside (%v)", maxLogBytes, err)
+	}
 	old := bytes.Repeat([]byte("level=INFO msg=\"run ended\"\n"), maxLogBytes/27+1)
 	if err := os.WriteFile(path, old, 0o644); err != nil {
 		t.Fatal(err)
