@@ -952,6 +952,9 @@ func newEngine(ctx context.Context, cf *commonFlags, use engineFor, notices chan
 		if store.IsBusy(err) {
 			return nil, nil, busyErr(cfg.DBPath(), err)
 		}
+		if errors.Is(err, store.ErrOlderInUse) {
+			return nil, nil, &exitError{runtime.ExitFailed, err}
+		}
 		if note := dbInWorkingDirNote(cfg); note != "" {
 			// Where the database was looked for is part of the mistake.
 			err = fmt.Errorf("%w; %s", err, note)
@@ -2074,7 +2077,7 @@ func openStore(cf *commonFlags) (*store.Store, func(), error) {
 	}
 	st, err := store.OpenReadOnly(db)
 	if errors.Is(err, store.ErrOldSchema) {
-		if st, err = store.OpenWith(db, nil, store.OpenOptions{Upgrading: cf.upgrading}); err != nil {
+		if st, err = store.OpenWith(db, nil, store.OpenOptions{Upgrading: cf.upgrading}); err != nil && !errors.Is(err, store.ErrOlderInUse) {
 			err = fmt.Errorf("%s was written by an older swarmdeck and must be upgraded before this one can read it, which needs write access to it and its directory: %w", db, err)
 		}
 	}
@@ -2093,6 +2096,9 @@ func openStore(cf *commonFlags) (*store.Store, func(), error) {
 func openErr(cfg *config.Config, path, need string, err error) error {
 	if store.IsBusy(err) {
 		return busyErr(path, err)
+	}
+	if errors.Is(err, store.ErrOlderInUse) {
+		return &exitError{runtime.ExitFailed, err}
 	}
 	code, _ := store.SQLiteCode(err)
 	switch {
@@ -2159,7 +2165,7 @@ func startErr(path string, err error) error {
 	if store.IsBusy(err) {
 		return busyErr(path, err)
 	}
-	if _, ok := store.SQLiteCode(err); ok {
+	if _, ok := store.SQLiteCode(err); ok || errors.Is(err, store.ErrOlderInUse) {
 		return &exitError{runtime.ExitFailed, err}
 	}
 	return usageErr(err)

@@ -426,6 +426,9 @@ func (s *Store) migrate(ctx context.Context, upgrading func(path string, from, t
 	if err := s.conn.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
 		return rollback(fmt.Errorf("read schema version: %w", err))
 	}
+	if version > 0 && version <= lastUnlockedSchema && openElsewhere(s.path) {
+		return rollback(&olderInUseError{version: version})
+	}
 	if version > 0 && version < latest && upgrading != nil {
 		upgrading(s.path, version, latest)
 	}
@@ -493,6 +496,27 @@ func schemaVersion(script string) (int, bool) {
 	}
 	return 0, false
 }
+
+// lastUnlockedSchema is the last schema that a swarmdeck taking no run
+// locks wrote: a run such a swarmdeck is running looks like one whose
+// process died, which could be resumed or deleted under it.
+const lastUnlockedSchema = 2
+
+// olderInUseError is why a database of such a schema is not upgraded while
+// another process has it open.
+type olderInUseError struct{ version int }
+
+// ErrOlderInUse is the error of opening, while another process has it
+// open, a database of a schema whose swarmdeck took no run locks.
+var ErrOlderInUse = errors.New("an older database is open in another process")
+
+func (e *olderInUseError) Error() string {
+	return fmt.Sprintf("the database was written by an older swarmdeck (schema %d), which does not mark the runs it is running, "+
+		"and another process has it open: it is not upgraded under a run that such a swarmdeck may be running; "+
+		"let that process finish, or stop it, then try again", e.version)
+}
+
+func (e *olderInUseError) Is(target error) bool { return target == ErrOlderInUse }
 
 func newerSchemaError(version, latest int) error {
 	return fmt.Errorf("the database has schema version %d but this swarmdeck knows only up to %d: use a newer swarmdeck or another --db", version, latest)
