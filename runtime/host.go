@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -696,10 +697,11 @@ func (h *host) TaskOutput(ctx context.Context, c *agents.Call, taskID string, wa
 		return nil, err
 	}
 	if wait {
-		if err := s.beginWait([]*Session{k}); err != nil {
+		end, err := s.beginWait([]*Session{k})
+		if err != nil {
 			return nil, err
 		}
-		defer s.endWait()
+		defer end()
 		outs, _ := s.waitTerminal(ctx, c, []*Session{k}, timeout)
 		return &outs[0], nil
 	}
@@ -723,48 +725,100 @@ func (h *host) WaitTasks(ctx context.Context, c *agents.Call, ids []string, time
 		}
 		targets = append(targets, k)
 	}
-	if err := s.beginWait(targets); err != nil {
+	end, err := s.beginWait(targets)
+	if err != nil {
 		return nil, err
 	}
-	defer s.endWait()
+	defer end()
 	outs, timedOut := s.waitTerminal(ctx, c, targets, timeout)
 	return &agents.WaitResult{Results: outs, TimedOut: timedOut}, nil
 }
 
 // beginWait records that s is about to wait for targets (its children or
 // siblings) to end, unless that wait could never end before its timeout:
-// a target waits, itself or through others it waits for, for s. Two
-// sessions waiting for each other would otherwise both sit out the whole
-// timeout. endWait ends the record.
-func (s *Session) beginWait(targets []*Session) error {
+// a target cannot end before s does (see blockedByLocked). Two sessions
+// waiting for each other would otherwise both sit out the whole timeout.
+// The function it returns ends the record; a session may wait several
+// times at once (calls of one turn run together), and each wait counts
+// until it ends.
+func (s *Session) beginWait(targets []*Session) (end func(), err error) {
 	r := s.r
+	limit := r.e.Config().Coordination.MaxConcurrentDelegations
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, t := range targets {
-		seen := map[*Session]bool{}
-		for todo := []*Session{t}; len(todo) > 0; {
-			x := todo[len(todo)-1]
-			todo = todo[:len(todo)-1]
-			if x == s {
-				return agents.Errorf("%s is waiting, itself or through the sessions it waits for, for you: waiting for it would never end; finish your own task, or message it instead", t.id)
-			}
-			if !seen[x] {
-				seen[x] = true
-				todo = append(todo, r.waitsOn[x]...)
-			}
+		if r.blockedByLocked(t, s, limit, map[*Session]bool{}) {
+			return nil, agents.Errorf("%s cannot end before you do: it waits for you, is chained after you, or is queued behind sessions that do, itself or through the sessions it waits for; waiting for it would never end: finish your own task, or message it instead", t.id)
 		}
 	}
 	if r.waitsOn == nil {
 		r.waitsOn = map[*Session][]*Session{}
 	}
-	r.waitsOn[s] = targets
-	return nil
+	r.waitsOn[s] = append(r.waitsOn[s], targets...)
+	return func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		left := r.waitsOn[s]
+		for _, t := range targets {
+			if i := slices.Index(left, t); i >= 0 {
+				left = slices.Delete(left, i, i+1)
+			}
+		}
+		if len(left) == 0 {
+			delete(r.waitsOn, s)
+		} else {
+			r.waitsOn[s] = left
+		}
+	}, nil
 }
 
-func (s *Session) endWait() {
-	s.r.mu.Lock()
-	delete(s.r.waitsOn, s)
-	s.r.mu.Unlock()
+// blockedByLocked reports whether x cannot end before s does: x is s; or
+// x waits for a session that cannot, in a task_output or task_wait of its
+// own or as a pending session chained after it; or x is a delegation
+// queued until a place under max_concurrent_delegations (limit) frees,
+// and every delegation holding one cannot. seen ends cycles that do not
+// pass through s, answering no for them: a wait is refused only when it
+// could never end. r.mu is held.
+func (r *Run) blockedByLocked(x, s *Session, limit int, seen map[*Session]bool) bool {
+	if x == s {
+		return true
+	}
+	if seen[x] {
+		return false
+	}
+	seen[x] = true
+	for _, y := range r.waitsOn[x] {
+		if r.blockedByLocked(y, s, limit, seen) {
+			return true
+		}
+	}
+	if x.status() != StatusPending {
+		return false
+	}
+	for _, id := range x.waitOn {
+		if y := r.sessions[id]; y != nil && !terminal(y.status()) && r.blockedByLocked(y, s, limit, seen) {
+			return true
+		}
+	}
+	d := r.delegations[x.delegationID]
+	if d == nil || d.rec.Status != delegPending || limit <= 0 {
+		return false
+	}
+	var holders []*Session
+	for _, h := range r.delegations {
+		if h.rec.Status == delegRunning && !h.session.isAncestorOf(x) {
+			holders = append(holders, h.session)
+		}
+	}
+	if len(holders) < limit {
+		return false // it starts as soon as it is its turn
+	}
+	for _, h := range holders {
+		if !r.blockedByLocked(h, s, limit, seen) {
+			return false
+		}
+	}
+	return true
 }
 
 func (h *host) Siblings(ctx context.Context) []agents.TaskRef {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/swarmdeck/swarmdeck/coordination"
+	"github.com/swarmdeck/swarmdeck/runtime/config"
 	"github.com/swarmdeck/swarmdeck/runtime/scripted"
 	"github.com/swarmdeck/swarmdeck/runtime/store"
 )
@@ -305,4 +306,108 @@ func TestWaitsThatWouldNeverEndAreRefused(t *testing.T) {
 	if len(refused) != 1 {
 		t.Errorf("refused waits:\n%s", strings.Join(refused, "\n"))
 	}
+}
+
+// A wait for a sibling that cannot start before the waiter ends is refused
+// at once too: one chained after the waiter (a chain, chainAfter, or a
+// reference to its result), a delegation queued behind the waiter's own
+// place under max_concurrent_delegations, and a wait made while another
+// wait of the same turn has ended (each wait of a session counts until it
+// ends).
+func TestWaitsForWhatCannotStartAreRefused(t *testing.T) {
+	const refusal = "cannot end before you do"
+	refused := func(t *testing.T, x *store.Export, label string) bool {
+		t.Helper()
+		for _, res := range toolResults(mustLabel(t, x, label), "task_output") {
+			if strings.Contains(res, refusal) {
+				return true
+			}
+		}
+		return false
+	}
+	t.Run("chained", func(t *testing.T) {
+		p := policyFor(func(c *convo) scripted.Reply {
+			switch {
+			case c.isRoot() && c.turns == 0:
+				return do(
+					call("sessions_spawn", obj{"task": []string{"Collect the data", "Summarize the data"}, "label": "step", "agent": "researcher"}),
+					call("sessions_spawn", obj{"task": "Draft", "label": "d", "agent": "researcher"}),
+					call("sessions_spawn", obj{"task": "Check the draft", "label": "c", "agent": "researcher", "chainAfter": "d"}),
+					call("sessions_spawn", obj{"task": "Use it", "label": "u", "agent": "researcher", "sharedContext": obj{"$d": "reference"}}))
+			case c.isRoot() && c.turns == 1:
+				return do(call("task_wait", obj{}))
+			case c.isRoot():
+				return say("Root done.")
+			case c.turns > 0:
+				return say(c.label + " done.")
+			case c.label == "step-1":
+				return do(call("task_output", obj{"task_id": "step-2", "wait": true, "timeout": 120}))
+			case c.label == "d":
+				return do(call("task_output", obj{"task_id": "c", "wait": true, "timeout": 120}),
+					call("task_output", obj{"task_id": "u", "wait": true, "timeout": 120}))
+			default:
+				return say(c.label + " done.")
+			}
+		})
+		x, _, code := swarm(t, p, nil)
+		mustComplete(t, x, code)
+		for _, label := range []string{"step-1", "d"} {
+			if !refused(t, x, label) {
+				t.Errorf("%s waited for a sibling chained after it: %q", label, toolResults(mustLabel(t, x, label), "task_output"))
+			}
+		}
+		if res := toolResults(mustLabel(t, x, "d"), "task_output"); len(res) != 2 || !strings.Contains(res[1], refusal) {
+			t.Errorf("d's wait for u, which reads d's result, was not refused: %q", res)
+		}
+	})
+	t.Run("queued delegation", func(t *testing.T) {
+		both := newGate()
+		defer both.open()
+		p := policyFor(func(c *convo) scripted.Reply {
+			switch {
+			case c.isRoot() && c.turns == 0:
+				return do(
+					call("delegate_task", obj{"description": "Part one", "custom_config": obj{"label": "l1"}}),
+					call("delegate_task", obj{"description": "Part two", "custom_config": obj{"label": "l2"}}))
+			case c.isRoot() && c.turns == 1:
+				both.open()
+				return do(call("task_wait", obj{}))
+			case c.isRoot():
+				return say("Root done.")
+			case c.label == "l1" && c.turns == 0:
+				both.wait()
+				return do(call("task_output", obj{"task_id": "l2", "wait": true, "timeout": 120}))
+			default:
+				return say(c.label + " done.")
+			}
+		})
+		x, _, code := swarm(t, p, func(c *config.Config) { c.Coordination.MaxConcurrentDelegations = 1 })
+		mustComplete(t, x, code)
+		if !refused(t, x, "l1") {
+			t.Errorf("l1 waited for a delegation queued behind it: %q", toolResults(mustLabel(t, x, "l1"), "task_output"))
+		}
+	})
+	t.Run("two waits in a turn", func(t *testing.T) {
+		p := policyFor(func(c *convo) scripted.Reply {
+			switch {
+			case c.isRoot() && c.turns == 0:
+				return do(call("sessions_spawn", obj{"task": []string{"one", "two"}, "parallel": true, "agent": "researcher", "label": "x"}))
+			case c.isRoot():
+				return say("Root done.")
+			case c.label == "x-1" && c.turns == 0:
+				return do(call("task_output", obj{"task_id": "x-2", "wait": true, "timeout": 0.1}),
+					call("task_output", obj{"task_id": "x-2", "wait": true, "timeout": 120}))
+			case c.label == "x-2" && c.turns == 0:
+				time.Sleep(time.Second) // after x-1's short wait has ended
+				return do(call("task_output", obj{"task_id": "x-1", "wait": true, "timeout": 120}))
+			default:
+				return say(c.label + " done.")
+			}
+		})
+		x, _, code := swarm(t, p, nil)
+		mustComplete(t, x, code)
+		if !refused(t, x, "x-2") {
+			t.Errorf("x-2 waited for x-1, which waits for it: %q", toolResults(mustLabel(t, x, "x-2"), "task_output"))
+		}
+	})
 }
