@@ -20,8 +20,23 @@ func mustSchema(text string) *Schema {
 	return s
 }
 
-// seconds converts a timeout argument.
-func seconds(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
+// maxTimeout bounds a timeout argument: a session's own timeout ends a
+// wait long before.
+const maxTimeout = 24 * time.Hour
+
+// seconds converts a timeout argument. 0 stays 0, the tool's default; a
+// positive one is at least a millisecond, so that a tiny timeout means
+// hardly waiting rather than the default, and at most maxTimeout, which
+// a number of seconds too large for a Duration would otherwise wrap past.
+func seconds(f float64) time.Duration {
+	switch {
+	case f <= 0:
+		return 0
+	case f >= maxTimeout.Seconds():
+		return maxTimeout
+	}
+	return max(time.Duration(f*float64(time.Second)), time.Millisecond)
+}
 
 // stringList accepts a string or a list of strings.
 type stringList []string
@@ -68,7 +83,7 @@ var sessionsSpawn = &Tool{
 	    "chainAfter":{"type":["string","array"],"items":{"type":"string"},"description":"Label or task id of a sibling to wait for"},
 	    "dependsOn":{"type":"array","items":{"type":"string"},"description":"Labels or task ids of siblings to wait for (fan-in)"},
 	    "wait":{"type":"boolean","description":"Block until the children finish and return their outputs"},
-	    "timeout":{"type":"number","minimum":0,"description":"With wait: seconds to wait at most"}
+	    "timeout":{"type":"number","minimum":0,"description":"With wait: seconds to wait at most (0 or none: 300)"}
 	  },"required":["task"]}`),
 	Handler: func(ctx context.Context, c *Call, args json.RawMessage) (any, error) {
 		var a struct {
@@ -149,7 +164,7 @@ var taskOutput = &Tool{
 	  "properties":{
 	    "task_id":{"type":"string","minLength":1},
 	    "wait":{"type":"boolean"},
-	    "timeout":{"type":"number","minimum":0,"description":"Seconds to wait at most (default 300)"}
+	    "timeout":{"type":"number","minimum":0,"description":"Seconds to wait at most (0 or none: 300)"}
 	  },"required":["task_id"]}`),
 	Handler: func(ctx context.Context, c *Call, args json.RawMessage) (any, error) {
 		var a struct {
@@ -216,7 +231,7 @@ var taskWait = &Tool{
 	Schema: mustSchema(`{"type":"object","additionalProperties":false,
 	  "properties":{
 	    "task_ids":{"type":"array","items":{"type":"string"}},
-	    "timeout":{"type":"number","minimum":0}
+	    "timeout":{"type":"number","minimum":0,"description":"Seconds to wait at most (0 or none: 300)"}
 	  }}`),
 	Handler: func(ctx context.Context, c *Call, args json.RawMessage) (any, error) {
 		var a struct {

@@ -435,7 +435,7 @@ func (s *Session) closeQuestion(q *question, closed bool) (*agents.AskResult, er
 				res.Note = "the human skipped this question"
 			case "absent":
 				res.TimedOut = append(res.TimedOut, "human")
-				res.Note = "no person is attached to answer (a headless run without --control)"
+				res.Note = "no person is attached to answer (a headless run without --control, or whose --control input has ended)"
 			default:
 				res.TimedOut = append(res.TimedOut, "human")
 			}
