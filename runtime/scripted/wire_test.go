@@ -74,6 +74,7 @@ func FuzzDecodeRequest(f *testing.F) {
 	f.Add("hello", "list_files", `{"path":"."}`, "tool")
 	f.Add("line\nbreak \"quoted\" \\ \x00 \xff", "x\u2028", "", "user")
 	f.Add("😀\xed\xa0\x80", "é", `{"a":"\"}`, "assistant")
+	f.Add("0", "0", "0", "0")
 	f.Fuzz(func(t *testing.T, content, name, args, role string) {
 		if role == "" {
 			role = "user"
@@ -91,6 +92,13 @@ func FuzzDecodeRequest(f *testing.F) {
 			t.Fatal(err)
 		}
 		got, err := decodeRequest(string(body))
+		if !knownRole(role) {
+			// A role no chat API has is refused, naming it.
+			if err == nil || !strings.Contains(err.Error(), "is not one of") {
+				t.Fatalf("role %q: decoded with error %v", role, err)
+			}
+			return
+		}
 		if err != nil {
 			t.Fatalf("%v\n%s", err, body)
 		}
