@@ -166,16 +166,16 @@ func isControl(r rune) bool {
 var injectedTags = []string{
 	TagSiblingBroadcast, TagSiblingTasks, TagNewSibling, TagTaskResult, TagTaskMessage,
 	TagHumanMessage, TagHumanBroadcast, TagAnnouncement, TagAnsweredOnYourBehalf,
-	TagRunResumed, TagQuestion, "reminder",
+	TagRunResumed, "reminder",
 }
 
 // DefuseTags escapes the "<" of every opening or closing tag in s that
-// names one the runtime injects (in any case, with blanks or a "/" after
-// the "<"), and leaves all other text as it is. It is for text that an
-// agent writes for another to read as a plain message, a child's task
-// above all: the text stays readable, code and markup in it included,
-// while nothing in it can pass for a broadcast, a result or a person's
-// message.
+// is one the runtime injects, written as the runtime writes it: "<" or
+// "</", the name, then ">", a blank or "/". All other text stays as it is.
+// It is for text that an agent writes for another to read as a plain
+// message, a child's task above all: code and markup in it stay readable
+// (a < b, List<Question>), while nothing in it can pass for a broadcast, a
+// result or a person's message. UndoDefuse gives the text back as written.
 func DefuseTags(s string) string {
 	var b strings.Builder
 	done := 0
@@ -197,16 +197,47 @@ func DefuseTags(s string) string {
 	return b.String()
 }
 
+// UndoDefuse gives back the text DefuseTags was given, for a person to
+// read as its author wrote it. A text that held "&lt;human_message>" as
+// written reads as "<human_message>" here.
+func UndoDefuse(s string) string {
+	const lt = "&lt;"
+	if !strings.Contains(s, lt) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for {
+		i := strings.Index(s, lt)
+		if i < 0 {
+			break
+		}
+		b.WriteString(s[:i])
+		if startsInjectedTag(s[i+len(lt):]) {
+			b.WriteByte('<')
+		} else {
+			b.WriteString(lt)
+		}
+		s = s[i+len(lt):]
+	}
+	b.WriteString(s)
+	return b.String()
+}
+
 // startsInjectedTag reports whether s, the text after a "<", goes on as
-// the name of an injected tag: blanks and a "/" may come first, and the
-// name must end there.
+// an injected tag: an optional "/", the name, then its end.
 func startsInjectedTag(s string) bool {
-	s = strings.TrimLeft(s, " \t\r\n/")
+	s = strings.TrimPrefix(s, "/")
 	for _, tag := range injectedTags {
-		if len(s) < len(tag) || !strings.EqualFold(s[:len(tag)], tag) {
+		rest, ok := strings.CutPrefix(s, tag)
+		if !ok {
 			continue
 		}
-		if rest := s[len(tag):]; rest == "" || !isNameByte(rest[0]) {
+		if rest == "" {
+			return true
+		}
+		switch rest[0] {
+		case '>', ' ', '\t', '\r', '\n', '/':
 			return true
 		}
 	}

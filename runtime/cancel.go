@@ -106,6 +106,9 @@ func (r *Run) checkChainTx(tx *store.Tx, s *Session) error {
 		}
 	}
 	// Every predecessor completed: resolve the $ references into the context.
+	s.mu.Lock()
+	s.chainReleased = true
+	s.mu.Unlock()
 	if len(refs) > 0 {
 		res, err := coordination.ResolveReferences(refs, r.refLookup(s.parent))
 		if err != nil {

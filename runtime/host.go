@@ -736,7 +736,7 @@ func (h *host) WaitTasks(ctx context.Context, c *agents.Call, ids []string, time
 
 // beginWait records that s is about to wait for targets (its children or
 // siblings) to end, unless that wait could never end before its timeout:
-// a target cannot end before s does (see blockedByLocked). Two sessions
+// a target cannot end before s does (see blockedLocked). Two sessions
 // waiting for each other would otherwise both sit out the whole timeout.
 // The function it returns ends the record; a session may wait several
 // times at once (calls of one turn run together), and each wait counts
@@ -746,8 +746,9 @@ func (s *Session) beginWait(targets []*Session) (end func(), err error) {
 	limit := r.e.Config().Coordination.MaxConcurrentDelegations
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	blocked := r.blockedLocked(s, limit)
 	for _, t := range targets {
-		if r.blockedByLocked(t, s, limit, map[*Session]bool{}) {
+		if blocked[t] {
 			return nil, agents.Errorf("%s cannot end before you do: it waits for you, is chained after you, or is queued behind sessions that do, itself or through the sessions it waits for; waiting for it would never end: finish your own task, or message it instead", t.id)
 		}
 	}
@@ -772,53 +773,71 @@ func (s *Session) beginWait(targets []*Session) (end func(), err error) {
 	}, nil
 }
 
-// blockedByLocked reports whether x cannot end before s does: x is s; or
-// x waits for a session that cannot, in a task_output or task_wait of its
-// own or as a pending session chained after it; or x is a delegation
-// queued until a place under max_concurrent_delegations (limit) frees,
-// and every delegation holding one cannot. seen ends cycles that do not
-// pass through s, answering no for them: a wait is refused only when it
-// could never end. r.mu is held.
-func (r *Run) blockedByLocked(x, s *Session, limit int, seen map[*Session]bool) bool {
-	if x == s {
-		return true
+// blockedLocked is the set of sessions that cannot end before s does: s
+// itself; a session waiting for one of them, in a task_output or task_wait
+// of its own, or as a pending session chained after it that has not
+// started; and a delegation queued until a place under
+// max_concurrent_delegations (limit) frees, when every delegation holding
+// one is in the set. It is the least such set, built up until it stops
+// growing: a cycle that does not pass through s keeps its sessions out, so
+// that a wait is refused only when it could never end. r.mu is held.
+func (r *Run) blockedLocked(s *Session, limit int) map[*Session]bool {
+	type needs struct {
+		any []*Session // blocked when one of them is
+		all []*Session // blocked when every one of them is
 	}
-	if seen[x] {
-		return false
-	}
-	seen[x] = true
-	for _, y := range r.waitsOn[x] {
-		if r.blockedByLocked(y, s, limit, seen) {
-			return true
+	var running []*delegation
+	for _, d := range r.delegations {
+		if d.rec.Status == delegRunning {
+			running = append(running, d)
 		}
 	}
-	if x.status() != StatusPending {
-		return false
-	}
-	for _, id := range x.waitOn {
-		if y := r.sessions[id]; y != nil && !terminal(y.status()) && r.blockedByLocked(y, s, limit, seen) {
-			return true
+	graph := map[*Session]needs{}
+	for _, x := range r.order {
+		if x == s || terminal(x.status()) {
+			continue
+		}
+		n := needs{any: r.waitsOn[x]}
+		x.mu.Lock()
+		chained := !x.started && !x.chainReleased && x.rec.Status == StatusPending
+		x.mu.Unlock()
+		if chained {
+			for _, id := range x.waitOn {
+				if y := r.sessions[id]; y != nil {
+					n.any = append(n.any, y)
+				}
+			}
+		}
+		if d := r.delegations[x.delegationID]; d != nil && d.rec.Status == delegPending && limit > 0 {
+			var holders []*Session
+			for _, h := range running {
+				if !h.session.isAncestorOf(x) {
+					holders = append(holders, h.session)
+				}
+			}
+			if len(holders) >= limit {
+				n.all = holders
+			}
+		}
+		if len(n.any) > 0 || len(n.all) > 0 {
+			graph[x] = n
 		}
 	}
-	d := r.delegations[x.delegationID]
-	if d == nil || d.rec.Status != delegPending || limit <= 0 {
-		return false
-	}
-	var holders []*Session
-	for _, h := range r.delegations {
-		if h.rec.Status == delegRunning && !h.session.isAncestorOf(x) {
-			holders = append(holders, h.session)
+	blocked := map[*Session]bool{s: true}
+	for grew := true; grew; {
+		grew = false
+		for x, n := range graph {
+			if blocked[x] {
+				continue
+			}
+			if slices.ContainsFunc(n.any, func(y *Session) bool { return blocked[y] }) ||
+				len(n.all) > 0 && !slices.ContainsFunc(n.all, func(y *Session) bool { return !blocked[y] }) {
+				blocked[x] = true
+				grew = true
+			}
 		}
 	}
-	if len(holders) < limit {
-		return false // it starts as soon as it is its turn
-	}
-	for _, h := range holders {
-		if !r.blockedByLocked(h, s, limit, seen) {
-			return false
-		}
-	}
-	return true
+	return blocked
 }
 
 func (h *host) Siblings(ctx context.Context) []agents.TaskRef {

@@ -391,6 +391,39 @@ func TestWaitsForWhatCannotStartAreRefused(t *testing.T) {
 			t.Errorf("l1 waited for a delegation queued behind it: %q", toolResults(mustLabel(t, x, "l1"), "task_output"))
 		}
 	})
+	t.Run("delegations holding the places", func(t *testing.T) {
+		// d1 and d2 hold both places and wait for x-1, which waits for
+		// x-2: x-2 may not wait for d3, queued behind them. x-2 asks
+		// again, briefly, until the others' waits have begun.
+		p := policyFor(func(c *convo) scripted.Reply {
+			switch {
+			case c.isRoot() && c.turns == 0:
+				return do(call("sessions_spawn", obj{"task": []string{"middle", "reader"}, "parallel": true, "label": "x", "agent": "researcher"}))
+			case c.isRoot() && c.turns == 1:
+				return do(
+					call("delegate_task", obj{"description": "one", "custom_config": obj{"label": "d1"}}),
+					call("delegate_task", obj{"description": "two", "custom_config": obj{"label": "d2"}}),
+					call("delegate_task", obj{"description": "three", "custom_config": obj{"label": "d3"}}))
+			case c.isRoot() && c.turns == 2:
+				return do(call("task_wait", obj{"timeout": 120}))
+			case c.isRoot():
+				return say("Root done.")
+			case (c.label == "d1" || c.label == "d2") && c.turns == 0:
+				return do(call("task_output", obj{"task_id": "x-1", "wait": true, "timeout": 120}))
+			case c.label == "x-1" && c.turns == 0:
+				return do(call("task_output", obj{"task_id": "x-2", "wait": true, "timeout": 120}))
+			case c.label == "x-2" && !strings.Contains(c.last("task_output"), refusal) && c.turns < 30:
+				return do(call("task_output", obj{"task_id": "d3", "wait": true, "timeout": 0.25}))
+			default:
+				return say(c.label + " done.")
+			}
+		})
+		x, _, code := swarm(t, p, func(c *config.Config) { c.Coordination.MaxConcurrentDelegations = 2 })
+		mustComplete(t, x, code)
+		if !refused(t, x, "x-2") {
+			t.Errorf("x-2 waited for d3, queued behind delegations that wait for it: %q", toolResults(mustLabel(t, x, "x-2"), "task_output"))
+		}
+	})
 	t.Run("two waits in a turn", func(t *testing.T) {
 		p := policyFor(func(c *convo) scripted.Reply {
 			switch {
@@ -416,4 +449,42 @@ func TestWaitsForWhatCannotStartAreRefused(t *testing.T) {
 				toolResults(mustLabel(t, x, "x-1"), "task_output"), toolResults(mustLabel(t, x, "x-2"), "task_output"))
 		}
 	})
+}
+
+// A wait for a session that has started is not refused for the chain it
+// started after: t, chained after s, runs, wakes s with a message and
+// then waits for a free session slot; s may wait for t, whose chain was
+// released long before.
+func TestWaitForAReleasedChainIsNotRefused(t *testing.T) {
+	p := policyFor(func(c *convo) scripted.Reply {
+		switch {
+		case c.isRoot() && c.turns == 0:
+			return do(
+				call("sessions_spawn", obj{"task": "first step", "label": "s", "agent": "researcher"}),
+				call("sessions_spawn", obj{"task": "second step", "label": "t", "agent": "researcher", "chainAfter": "s"}),
+				call("sessions_spawn", obj{"task": "filler", "label": "f", "agent": "researcher"}))
+		case c.isRoot() && c.turns == 1:
+			return do(call("task_wait", obj{"timeout": 120}))
+		case c.isRoot():
+			return say("Root done.")
+		case c.label == "s" && c.turns == 1:
+			time.Sleep(2 * time.Second) // until t waits for a slot
+			return do(call("task_output", obj{"task_id": "t", "wait": true, "timeout": 60}))
+		case c.label == "t" && c.turns == 0:
+			return do(call("task_send_message", obj{"task_id": "s", "message": "check my output when I am done"}),
+				call("task_output", obj{"task_id": "f", "wait": true, "timeout": 1}))
+		case c.label == "f":
+			time.Sleep(6 * time.Second)
+			return say("f done.")
+		default:
+			return say(c.label + " done.")
+		}
+	})
+	x, _, code := swarm(t, p, func(c *config.Config) { c.Limits.MaxConcurrentSessions = 2 })
+	mustComplete(t, x, code)
+	for _, res := range toolResults(mustLabel(t, x, "s"), "task_output") {
+		if strings.Contains(res, "cannot end before you do") {
+			t.Errorf("s's wait for t, whose chain after s was released, was refused: %s", res)
+		}
+	}
 }

@@ -436,6 +436,10 @@ func (p *transcriptPane) renderMessage(s *styles, m *event.MessageInfo) []string
 			head += s.dim.Render(s.g.sep) + s.human.Render("human message")
 			content = h.Text
 		}
+	} else if m.Role == "user" && m.Index == 1 {
+		// A child's task, its parent's text, which the model reads with
+		// what looks like the runtime's tags defused.
+		content = coordination.UndoDefuse(content)
 	} else if d, ok := coordination.ParseDelivered(m.Content); ok && m.Role == "user" && m.Index > 1 {
 		// Likewise what an agent wrote reaches another escaped, in a tag
 		// whose attributes say who sent it: the header says it instead.
