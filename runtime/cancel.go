@@ -79,6 +79,9 @@ func (r *Run) checkChainTx(tx *store.Tx, s *Session) error {
 	waitOn := append([]string(nil), s.waitOn...)
 	refs := s.refs
 	s.mu.Unlock()
+	// A predecessor that failed or was cancelled fails the session at
+	// once, whichever others are still at work.
+	var unfinished bool
 	for _, id := range waitOn {
 		p := r.session(id)
 		if p == nil {
@@ -102,13 +105,19 @@ func (r *Run) checkChainTx(tx *store.Tx, s *Session) error {
 			}
 			return s.reportTx(tx)
 		case !terminal(st):
-			return nil // still waiting
+			unfinished = true
 		}
 	}
-	// Every predecessor completed: resolve the $ references into the context.
+	if unfinished {
+		return nil // still waiting
+	}
+	// Every predecessor completed: the chain holds the session back no
+	// more, even if one of them is woken again before it starts (it may
+	// wait for a free slot or place first), and a resume knows it too.
 	s.mu.Lock()
-	s.chainReleased = true
+	s.waitOn, s.rec.WaitOn = nil, nil
 	s.mu.Unlock()
+	// Resolve the $ references into the context.
 	if len(refs) > 0 {
 		res, err := coordination.ResolveReferences(refs, r.refLookup(s.parent))
 		if err != nil {

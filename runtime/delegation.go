@@ -63,10 +63,10 @@ func (r *Run) saveDelegationTx(tx *store.Tx, d *delegation) error {
 
 // delegationMayStart reports whether a delegation can run now under
 // max_concurrent_delegations, and takes the place if so. A delegation made
-// by a delegate (at any depth) runs in the place of the one above it, not
-// a place of its own: the delegate waits on it, so counting it would
-// leave nested delegations queued behind their own ancestors for good
-// once the places are taken.
+// inside another's subtree (a nested one, at depth 2 or more) runs in the
+// place of the one above it, not a place of its own: that one waits on it,
+// so counting it would leave nested delegations queued behind their own
+// ancestors, or behind each other, once the places are taken.
 func (r *Run) delegationMayStart(s *Session) bool {
 	limit := r.e.Config().Coordination.MaxConcurrentDelegations
 	r.mu.Lock()
@@ -78,18 +78,28 @@ func (r *Run) delegationMayStart(s *Session) bool {
 	if d.rec.Status == delegRunning {
 		return true
 	}
-	running := 0
-	for _, x := range r.delegations {
-		if x.rec.Status == delegRunning && !x.session.isAncestorOf(s) {
-			running++
-		}
-	}
-	if limit > 0 && running >= limit {
+	if d.holdsPlace() && limit > 0 && len(r.placeHoldersLocked()) >= limit {
 		return false
 	}
 	d.rec.Status = delegRunning
 	d.rec.StartedAt = r.e.now()
 	return true
+}
+
+// holdsPlace reports whether d takes a place of its own under
+// max_concurrent_delegations when it runs: it is not nested in another.
+func (d *delegation) holdsPlace() bool { return d.rec.Depth <= 1 }
+
+// placeHoldersLocked are the sessions of the running delegations that hold
+// a place under max_concurrent_delegations. r.mu is held.
+func (r *Run) placeHoldersLocked() []*Session {
+	var out []*Session
+	for _, x := range r.delegations {
+		if x.rec.Status == delegRunning && x.holdsPlace() {
+			out = append(out, x.session)
+		}
+	}
+	return out
 }
 
 // customConfig is what delegate_task's custom_config may override.
@@ -279,16 +289,19 @@ func (h *host) Delegate(ctx context.Context, c *agents.Call, req agents.Delegate
 			them = "them"
 		}
 		dep := fmt.Sprintf("task %s depends on %s, not completed yet, and the delegate does not wait for %s", res.PlanTaskID, strings.Join(waits, ", "), them)
-		if res.Note == "" {
-			res.Note = dep
-		} else {
-			res.Note += "; " + dep
-		}
+		res.Note = joinNotes(res.Note, dep)
 	}
 	if !req.Wait {
 		return &res, nil
 	}
 	if k := r.session(res.SessionID); k != nil {
+		end, err := s.beginWait([]*Session{k})
+		if err != nil {
+			// Delegated, but not waited for: it runs on and reports.
+			res.Note = joinNotes(res.Note, "not waited for: "+err.Error())
+			return &res, nil
+		}
+		defer end()
 		s.waitTerminal(ctx, c, []*Session{k}, 0x7fffffffffffffff)
 	}
 	return h.DelegationStatus(ctx, res.DelegationID)

@@ -304,6 +304,13 @@ func (e *Engine) Reload(cfg *config.Config) error {
 	}
 	e.cfg.Store(cfg)
 	e.toolSets.Clear()
+	if cfg.Coordination.MaxConcurrentDelegations != old.Coordination.MaxConcurrentDelegations {
+		// Places may have freed: queued delegations start on a raised limit
+		// now, not when a running one ends.
+		for _, r := range e.liveRuns() {
+			e.store.Do(context.Background(), r.startQueuedDelegationsTx)
+		}
+	}
 	if sl, ok := e.llm.(interface{ SetLimits(llm.Limits) }); ok {
 		lim := cfg.Limits
 		sl.SetLimits(llm.Limits{CallTimeout: lim.CallTimeout.D(), IdleTimeout: lim.StreamIdleTimeout.D(), MaxRetries: lim.MaxRetries})

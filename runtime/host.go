@@ -360,6 +360,13 @@ func (h *host) Spawn(ctx context.Context, c *agents.Call, req agents.SpawnReques
 			targets = append(targets, k)
 		}
 	}
+	end, err := s.beginWait(targets)
+	if err != nil {
+		// Spawned, but not waited for: the children run on and report.
+		res.Note = joinNotes(res.Note, "not waited for: "+err.Error())
+		return &res, nil
+	}
+	defer end()
 	outcomes, _ := s.waitTerminal(ctx, c, targets, req.Timeout)
 	res.Sessions = outcomes
 	res.Status, res.Note = "completed", ""
@@ -749,7 +756,8 @@ func (s *Session) beginWait(targets []*Session) (end func(), err error) {
 	blocked := r.blockedLocked(s, limit)
 	for _, t := range targets {
 		if blocked[t] {
-			return nil, agents.Errorf("%s cannot end before you do: it waits for you, is chained after you, or is queued behind sessions that do, itself or through the sessions it waits for; waiting for it would never end: finish your own task, or message it instead", t.id)
+			return nil, agents.Errorf("%s cannot end before you do: it waits for you, is chained after you, or is queued behind sessions that do, itself or through the sessions it waits for; "+
+				"waiting for it would end only when a timeout ends one of the waits: finish your own task, or message it instead", t.id)
 		}
 	}
 	if r.waitsOn == nil {
@@ -774,70 +782,79 @@ func (s *Session) beginWait(targets []*Session) (end func(), err error) {
 }
 
 // blockedLocked is the set of sessions that cannot end before s does: s
-// itself; a session waiting for one of them, in a task_output or task_wait
-// of its own, or as a pending session chained after it that has not
-// started; and a delegation queued until a place under
-// max_concurrent_delegations (limit) frees, when every delegation holding
-// one is in the set. It is the least such set, built up until it stops
-// growing: a cycle that does not pass through s keeps its sessions out, so
-// that a wait is refused only when it could never end. r.mu is held.
+// itself; a session waiting for one of them, in a task_output, task_wait
+// or a spawn or delegation that waits, as a pending session chained after
+// it that has not started, or as its parent; and a delegation queued until a place
+// under max_concurrent_delegations (limit) frees, when so many of the
+// delegations holding one are in the set that none could free while they
+// are. It is the least such set, built up until it stops growing: a cycle
+// that does not pass through s keeps its sessions out, so that a wait is
+// refused only when nothing but a timeout could end it. r.mu is held.
 func (r *Run) blockedLocked(s *Session, limit int) map[*Session]bool {
 	type needs struct {
-		any []*Session // blocked when one of them is
-		all []*Session // blocked when every one of them is
+		any     []*Session // blocked when one of them is
+		holders bool       // blocked when limit of the place holders are
 	}
-	var running []*delegation
-	for _, d := range r.delegations {
-		if d.rec.Status == delegRunning {
-			running = append(running, d)
-		}
-	}
+	holders := r.placeHoldersLocked()
 	graph := map[*Session]needs{}
 	for _, x := range r.order {
 		if x == s || terminal(x.status()) {
 			continue
 		}
-		n := needs{any: r.waitsOn[x]}
+		// A session does not end while a child of its is at work.
+		n := needs{any: append(slices.Clip(r.waitsOn[x]), x.children...)}
 		x.mu.Lock()
-		chained := !x.started && !x.chainReleased && x.rec.Status == StatusPending
+		chained := !x.started && x.rec.Status == StatusPending
+		waitOn := x.waitOn
 		x.mu.Unlock()
 		if chained {
-			for _, id := range x.waitOn {
+			for _, id := range waitOn {
 				if y := r.sessions[id]; y != nil {
 					n.any = append(n.any, y)
 				}
 			}
 		}
-		if d := r.delegations[x.delegationID]; d != nil && d.rec.Status == delegPending && limit > 0 {
-			var holders []*Session
-			for _, h := range running {
-				if !h.session.isAncestorOf(x) {
-					holders = append(holders, h.session)
-				}
-			}
-			if len(holders) >= limit {
-				n.all = holders
-			}
+		if d := r.delegations[x.delegationID]; d != nil && d.rec.Status == delegPending && d.holdsPlace() && limit > 0 {
+			n.holders = true
 		}
-		if len(n.any) > 0 || len(n.all) > 0 {
+		if len(n.any) > 0 || n.holders {
 			graph[x] = n
 		}
 	}
 	blocked := map[*Session]bool{s: true}
+	isBlocked := func(y *Session) bool { return blocked[y] }
 	for grew := true; grew; {
 		grew = false
 		for x, n := range graph {
 			if blocked[x] {
 				continue
 			}
-			if slices.ContainsFunc(n.any, func(y *Session) bool { return blocked[y] }) ||
-				len(n.all) > 0 && !slices.ContainsFunc(n.all, func(y *Session) bool { return !blocked[y] }) {
+			queued := n.holders && countFunc(holders, isBlocked) >= limit
+			if queued || slices.ContainsFunc(n.any, isBlocked) {
 				blocked[x] = true
 				grew = true
 			}
 		}
 	}
 	return blocked
+}
+
+// joinNotes joins the notes of a tool result that has several to say.
+func joinNotes(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
+
+func countFunc[T any](xs []T, f func(T) bool) int {
+	n := 0
+	for _, x := range xs {
+		if f(x) {
+			n++
+		}
+	}
+	return n
 }
 
 func (h *host) Siblings(ctx context.Context) []agents.TaskRef {

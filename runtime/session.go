@@ -39,36 +39,35 @@ type Session struct {
 	spawnCall                           string
 	delegationID                        string
 
-	mu            sync.Mutex
-	rec           store.Session
-	sharedCtx     coordination.Context
-	refs          []coordination.Reference // $ references resolved when it starts
-	waitOn        []string                 // predecessors (session ids)
-	chainReleased bool                     // every predecessor completed: waitOn holds it back no more
-	history       []llm.Message            // what the model sees
-	nextIndex     int                      // index of the next stored message
-	passiveTail   bool                     // the messages after the last assistant turn are all passive
-	inbox         []*store.InboxItem       // waiting for the next turn boundary
-	started       bool                     // system prompt stored
-	inTurn        bool                     // between the start and the end of a turn
-	running       bool                     // the goroutine is alive
-	rerun         bool                     // woken as its goroutine unwinds: run it again
-	wake          chan struct{}
-	ctx           context.Context
-	cancel        context.CancelCauseFunc
-	children      []*Session
-	childCh       chan struct{} // closed and replaced when a child changes status
-	plan          *coordination.Plan
-	planMu        sync.Mutex
-	effectN       map[string]int
-	broadcasts    int
-	questions     int
-	waitingHuman  int
-	retrying      string // why the model call in progress is being tried again; "" when it is not
-	blocking      int    // tool calls in flight that wait (slot released)
-	slotHeld      bool   // holds a max_concurrent_sessions slot
-	lastReminder  string
-	startedAt     time.Time
+	mu           sync.Mutex
+	rec          store.Session
+	sharedCtx    coordination.Context
+	refs         []coordination.Reference // $ references resolved when it starts
+	waitOn       []string                 // predecessors (session ids)
+	history      []llm.Message            // what the model sees
+	nextIndex    int                      // index of the next stored message
+	passiveTail  bool                     // the messages after the last assistant turn are all passive
+	inbox        []*store.InboxItem       // waiting for the next turn boundary
+	started      bool                     // system prompt stored
+	inTurn       bool                     // between the start and the end of a turn
+	running      bool                     // the goroutine is alive
+	rerun        bool                     // woken as its goroutine unwinds: run it again
+	wake         chan struct{}
+	ctx          context.Context
+	cancel       context.CancelCauseFunc
+	children     []*Session
+	childCh      chan struct{} // closed and replaced when a child changes status
+	plan         *coordination.Plan
+	planMu       sync.Mutex
+	effectN      map[string]int
+	broadcasts   int
+	questions    int
+	waitingHuman int
+	retrying     string // why the model call in progress is being tried again; "" when it is not
+	blocking     int    // tool calls in flight that wait (slot released)
+	slotHeld     bool   // holds a max_concurrent_sessions slot
+	lastReminder string
+	startedAt    time.Time
 	// resultConsumed skips the next <task_result> to the parent: the parent
 	// learned the outcome from its own tool call (task_cancel).
 	resultConsumed bool

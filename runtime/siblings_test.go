@@ -297,7 +297,7 @@ func TestWaitsThatWouldNeverEndAreRefused(t *testing.T) {
 	var refused []string
 	for _, label := range []string{"r-1", "r-2"} {
 		for _, res := range toolResults(sessionByLabel(x, label), "task_output") {
-			if strings.Contains(res, "waiting for it would never end") {
+			if strings.Contains(res, "cannot end before you do") {
 				refused = append(refused, label+": "+res)
 			}
 		}
