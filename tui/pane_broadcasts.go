@@ -86,7 +86,9 @@ func (p *broadcastsPane) viewAbs(f *feed, i int) int {
 // item and tells the feed how much to keep.
 func (p *broadcastsPane) sync(f *feed, name func(sessionID string) string) {
 	p.name = name
-	if p.follow {
+	if p.follow && p.filter == "" {
+		// Under a filter the last match may be one read back from the
+		// store: following it keeps what was read.
 		f.limit = feedKeep
 		if len(f.items) > feedKeep {
 			f.trimFront(len(f.items) - feedKeep)

@@ -228,6 +228,27 @@ func TestBroadcastHomeStopsAtWhatIsKept(t *testing.T) {
 		"showing the newest 10,000 broadcasts; older ones stay in the store")
 }
 
+// A filter whose only match was read back from the store keeps it: moving
+// onto it, the newest match, does not drop what was read, so that the
+// next key does not make it vanish and the one after bring it back.
+func TestFilteredFeedKeepsAMatchReadBack(t *testing.T) {
+	m := feedModel(t, 2021)
+	m, _ = press(t, m, "tab", "/")
+	m = typeText(t, m, "note 0007")
+	m, _ = press(t, m, "enter")
+	mustContain(t, m, "0 matches")
+	m, cmd := update(m, keyMsg("k"))
+	m, _ = drive(t, m, cmd)
+	for i := range 4 {
+		if b := m.broadcasts.selected(&m.st.feed); b == nil || b.Message != "note 0007" {
+			t.Fatalf("after %d more presses of k the selection is %+v, want note 0007", i, b)
+		}
+		mustContain(t, m, "1 match")
+		m, cmd = update(m, keyMsg("k"))
+		m, _ = drive(t, m, cmd)
+	}
+}
+
 // Tool results loaded before the message that calls them are named by
 // their tool once the call is read, not left with the call's id.
 func TestToolResultsNamedOnceTheirCallIsRead(t *testing.T) {
