@@ -671,22 +671,42 @@ func (s *Session) request() llm.Request {
 	s.mu.Lock()
 	hist := s.history
 	s.mu.Unlock()
-	msgs := make([]llm.Message, 0, len(hist))
-	for _, m := range hist {
-		// Servers with strict chat templates reject consecutive user
-		// messages: injected items are merged into one.
-		if n := len(msgs); n > 0 && m.Role == llm.RoleUser && msgs[n-1].Role == llm.RoleUser && len(msgs[n-1].ToolCalls) == 0 {
-			msgs[n-1].Content += "\n\n" + m.Content
-			continue
-		}
-		msgs = append(msgs, m)
-	}
+	msgs := mergeUserRuns(hist)
 	inCallOrder(msgs)
 	model := s.r.e.Model()
 	if s.role.Model != "" {
 		model = s.role.Model
 	}
 	return llm.Request{Model: model, Messages: msgs, ToolSet: s.r.e.toolSet(s.groups(), s.role.CanWrite)}
+}
+
+// mergeUserRuns copies hist with each run of consecutive user messages
+// (broadcasts, messages and notes injected between turns) merged into one,
+// their texts joined by a blank line: servers with strict chat templates
+// reject consecutive user messages. Each run is joined at once: a session
+// with hundreds of siblings gets thousands of broadcasts in a row, and
+// appending each to the last made every request quadratic in them.
+func mergeUserRuns(hist []llm.Message) []llm.Message {
+	msgs := make([]llm.Message, 0, len(hist))
+	for i := 0; i < len(hist); {
+		m := hist[i]
+		j := i + 1
+		if m.Role == llm.RoleUser && len(m.ToolCalls) == 0 {
+			for j < len(hist) && hist[j].Role == llm.RoleUser {
+				j++
+			}
+		}
+		if j > i+1 {
+			texts := make([]string, 0, j-i)
+			for _, x := range hist[i:j] {
+				texts = append(texts, x.Content)
+			}
+			m.Content = strings.Join(texts, "\n\n")
+		}
+		msgs = append(msgs, m)
+		i = j
+	}
+	return msgs
 }
 
 // inCallOrder puts the results that follow each answer with tool calls in
@@ -734,6 +754,18 @@ func sanitizeCalls(m llm.Message) llm.Message {
 
 // callModel makes one streaming call, under the run's LLM concurrency limit.
 func (s *Session) callModel() (*llm.Response, error) {
+	// The request, a copy of the whole history, is built once the call
+	// has its place: built before, every session waiting for one held its
+	// copy meanwhile, hundreds of them in a big run. What arrives while
+	// it waits goes to the inbox, for the next turn, as before. Whoever
+	// holds tokens of the budget has a place already, so waiting for the
+	// budget with one cannot hold up the calls that give tokens back.
+	select {
+	case s.r.llmSem <- struct{}{}:
+	case <-s.ctx.Done():
+		return nil, context.Cause(s.ctx)
+	}
+	defer func() { <-s.r.llmSem }()
 	req := s.request()
 	held, err := s.r.reserveTokens(s.ctx, &req)
 	if err != nil {
@@ -742,12 +774,6 @@ func (s *Session) callModel() (*llm.Response, error) {
 	// Given back with the answer's usage (recordAssistant), or by the
 	// session's end if the answer is not recorded.
 	s.heldTokens = held
-	select {
-	case s.r.llmSem <- struct{}{}:
-	case <-s.ctx.Done():
-		return nil, context.Cause(s.ctx)
-	}
-	defer func() { <-s.r.llmSem }()
 	bus := s.r.e.bus
 	onDelta := func(d llm.Delta) {
 		bus.PublishLossy(event.Event{Type: event.MessageDelta, Time: time.Now(), RunID: s.r.id, SessionID: s.id,

@@ -3,10 +3,13 @@ package runtime
 import (
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/swarmdeck/swarmdeck/runtime/llm"
 )
 
 // clipJSON keeps as much of the longest string as fits the limit, counted
@@ -256,5 +259,50 @@ func TestRetryWaitIsNeverShownAsZero(t *testing.T) {
 		if got := retryWait(d); got != want {
 			t.Errorf("retryWait(%s) = %s, want %s", d, got, want)
 		}
+	}
+}
+
+// mergedNaively is the merge as it was first written, one message at a
+// time: the reference mergeUserRuns must agree with.
+func mergedNaively(hist []llm.Message) []llm.Message {
+	var msgs []llm.Message
+	for _, m := range hist {
+		if n := len(msgs); n > 0 && m.Role == llm.RoleUser && msgs[n-1].Role == llm.RoleUser && len(msgs[n-1].ToolCalls) == 0 {
+			msgs[n-1].Content += "\n\n" + m.Content
+			continue
+		}
+		msgs = append(msgs, m)
+	}
+	return msgs
+}
+
+// Runs of user messages merge into one, joined by blank lines, and the
+// rest is kept as it is; a run of thousands (broadcasts from hundreds of
+// siblings) is joined at once, not copied again for each message.
+func TestMergeUserRuns(t *testing.T) {
+	roles := []string{llm.RoleSystem, llm.RoleUser, llm.RoleAssistant, llm.RoleTool}
+	rng := rand.New(rand.NewPCG(7, 7))
+	for range 500 {
+		var hist []llm.Message
+		for i := range rng.IntN(12) {
+			hist = append(hist, llm.Message{Role: roles[rng.IntN(len(roles))], Content: fmt.Sprintf("m%d", i)})
+		}
+		got, want := mergeUserRuns(hist), mergedNaively(hist)
+		if len(got) != len(want) {
+			t.Fatalf("merged %v into %v, want %v", hist, got, want)
+		}
+		for i := range got {
+			if got[i].Role != want[i].Role || got[i].Content != want[i].Content {
+				t.Fatalf("merged %v into %v, want %v", hist, got, want)
+			}
+		}
+	}
+
+	hist := []llm.Message{{Role: llm.RoleSystem, Content: "prompt"}}
+	for i := range 2000 {
+		hist = append(hist, llm.Message{Role: llm.RoleUser, Content: fmt.Sprintf("<sibling_broadcast>finding %d</sibling_broadcast>", i)})
+	}
+	if allocs := testing.AllocsPerRun(5, func() { mergeUserRuns(hist) }); allocs > 10 {
+		t.Errorf("merging a run of 2,000 took %v allocations; want a handful", allocs)
 	}
 }
