@@ -107,6 +107,20 @@ func TestNestedDelegationsTakeNoPlaceOfTheirOwn(t *testing.T) {
 	}
 }
 
+// delegatesD1AndSpawnsA is the orchestrator of TestWaitsThroughDelegationPlaces:
+// it delegates d1, spawns the orchestrator a, and waits for both.
+func delegatesD1AndSpawnsA(c *convo) scripted.Reply {
+	switch c.turns {
+	case 0:
+		return do(
+			call("delegate_task", obj{"description": "one", "custom_config": obj{"label": "d1"}}),
+			call("sessions_spawn", obj{"task": "coordinate", "label": "a", "agent": "orchestrator"}))
+	case 1:
+		return do(call("task_wait", obj{"timeout": 60}))
+	}
+	return say("Root done.")
+}
+
 // Waits through the places of delegations: the place holder d1 waits for
 // a, and a for d2, queued behind d1 (d1's own nested delegation takes no
 // place of its own); and a spawn or a delegation made with wait: true is
@@ -121,14 +135,8 @@ func TestWaitsThroughDelegationPlaces(t *testing.T) {
 		defer release.open()
 		p := policyFor(func(c *convo) scripted.Reply {
 			switch {
-			case c.isRoot() && c.turns == 0:
-				return do(
-					call("delegate_task", obj{"description": "one", "custom_config": obj{"label": "d1"}}),
-					call("sessions_spawn", obj{"task": "coordinate", "label": "a", "agent": "orchestrator"}))
-			case c.isRoot() && c.turns == 1:
-				return do(call("task_wait", obj{"timeout": 60}))
 			case c.isRoot():
-				return say("Root done.")
+				return delegatesD1AndSpawnsA(c)
 			case c.label == "d1" && c.turns == 0:
 				return do(call("delegate_task", obj{"description": "one deeper", "custom_config": obj{"label": "d1a"}}))
 			case c.label == "d1" && !strings.Contains(c.last("task_output"), waitRefused) && !strings.Contains(c.last("task_output"), "a done") && c.turns < 30:
@@ -157,14 +165,8 @@ func TestWaitsThroughDelegationPlaces(t *testing.T) {
 		t.Run(tool+" with wait", func(t *testing.T) {
 			p := policyFor(func(c *convo) scripted.Reply {
 				switch {
-				case c.isRoot() && c.turns == 0:
-					return do(
-						call("delegate_task", obj{"description": "one", "custom_config": obj{"label": "d1"}}),
-						call("sessions_spawn", obj{"task": "coordinate", "label": "a", "agent": "orchestrator"}))
-				case c.isRoot() && c.turns == 1:
-					return do(call("task_wait", obj{"timeout": 60}))
 				case c.isRoot():
-					return say("Root done.")
+					return delegatesD1AndSpawnsA(c)
 				case c.label == "d1" && c.turns == 0:
 					time.Sleep(time.Second) // mostly after a's wait has begun
 					return do(call("task_output", obj{"task_id": "a", "wait": true, "timeout": 5}))
