@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -169,15 +168,6 @@ func BenchmarkBroadcastFanout(b *testing.B) {
 		}
 	}
 	reportCPU(b, start, 1)
-}
-
-// cpuTime is the process's user and system CPU time so far. Benchmarks
-// report CPU per operation next to wall time: on a shared machine the wall
-// figure moves with everyone else's load, the CPU figure much less.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func reportCPU(b *testing.B, start time.Duration, per int) {
