@@ -108,8 +108,8 @@ func (e *Engine) ResumeIn(ctx context.Context, runID, workspace string) (*Run, e
 			// Revived, the orchestrator would fail again before its first
 			// call.
 			lock.Release()
-			return nil, fmt.Errorf("run %s failed when its orchestrator reached limits.max_turns_per_session (%d model calls); raise the limit in the configuration to resume it",
-				rec.ID, limit)
+			return nil, fmt.Errorf("run %s failed when its orchestrator reached its turn limit: it has made %d model calls and limits.max_turns_per_session is %d; raise the limit above %d in the configuration to resume it",
+				rec.ID, turns, limit, turns)
 		}
 		reports, err := st.Reports(ctx, rec.ID)
 		if err != nil {

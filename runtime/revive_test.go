@@ -530,9 +530,17 @@ func TestFailedRunOnItsTurnLimitResumesOnceRaised(t *testing.T) {
 		t.Fatalf("run error %q", x.Run.Error)
 	}
 	e.Close()
+	// Lowered since, the limit is below the calls made: the refusal says
+	// both, and how far to raise it.
+	e = recEngine(t, dir, hs.URL+"/v1", turns(1))
+	if _, err := e.Resume(context.Background(), x.Run.ID); err == nil ||
+		!strings.Contains(err.Error(), "it has made 2 model calls and limits.max_turns_per_session is 1; raise the limit above 2") {
+		t.Fatalf("resume within the limit: %v", err)
+	}
+	e.Close()
 	e = recEngine(t, dir, hs.URL+"/v1", turns(2))
 	if _, err := e.Resume(context.Background(), x.Run.ID); err == nil ||
-		!strings.Contains(err.Error(), "reached limits.max_turns_per_session (2 model calls); raise the limit") {
+		!strings.Contains(err.Error(), "it has made 2 model calls and limits.max_turns_per_session is 2; raise the limit above 2") {
 		t.Fatalf("resume within the same limit: %v", err)
 	}
 	if got, _ := e.Export(context.Background(), x.Run.ID); got.Run.Status != RunFailed {
