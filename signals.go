@@ -87,7 +87,14 @@ func watchSignals(stderr io.Writer, atOnce func() string) (context.Context, func
 		}
 	}()
 	return ctx, func() {
-		signal.Stop(sigs)
+		if ctx.Err() == nil {
+			signal.Stop(sigs)
+		}
+		// Otherwise the signals stay caught, with nobody reading them, until
+		// the process exits: the command was stopped by one, and is about to
+		// exit. Their defaults back, another Ctrl-\ in that instant (or a
+		// shell's second SIGHUP) would dump every goroutine and exit 2, or
+		// kill it with 129.
 		close(done)
 		cancel(nil)
 	}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -377,5 +378,50 @@ func TestDashboardQuitWhileTheDatabaseIsHeld(t *testing.T) {
 	waitFor(t, "the message of the exit", func() bool { return strings.Contains(scr.String(), "stopped at once; nothing stored is lost: run r-") })
 	if code := cmd.ProcessState.ExitCode(); code != 1 {
 		t.Errorf("exit status %d, want 1", code)
+	}
+}
+
+// A command stopped by a signal exits a moment after its handler is done:
+// a signal in that moment (the rest of a burst, a shell's second hangup,
+// Ctrl-\ pressed again) is caught and dropped, not given its default,
+// which for SIGQUIT is a dump of every goroutine and exit status 2. The
+// test runs itself as the command, to send it the signals.
+func TestSignalsAfterTheStopAreDropped(t *testing.T) {
+	if os.Getenv("SWARMDECK_SIGNALS_CHILD") == "1" {
+		ctx, stop := watchSignals(os.Stderr, func() string { return "at once" })
+		syscall.Kill(os.Getpid(), syscall.SIGHUP)
+		<-ctx.Done()
+		stop()
+		syscall.Kill(os.Getpid(), syscall.SIGQUIT)
+		syscall.Kill(os.Getpid(), syscall.SIGHUP)
+		time.Sleep(100 * time.Millisecond) // for a signal's default to act
+		fmt.Println("outlived the signals")
+		os.Exit(0)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestSignalsAfterTheStopAreDropped$")
+	cmd.Env = append(os.Environ(), "SWARMDECK_SIGNALS_CHILD=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "outlived the signals") {
+		t.Fatalf("signals after the stop ended the process (%v):\n%.600s", err, out)
+	}
+}
+
+// With no signal, the stop hands signals back to their defaults, for a
+// test or a program that goes on after the command.
+func TestStopWithoutASignalReleasesThem(t *testing.T) {
+	if os.Getenv("SWARMDECK_SIGNALS_CHILD") == "2" {
+		_, stop := watchSignals(os.Stderr, func() string { return "at once" })
+		stop()
+		syscall.Kill(os.Getpid(), syscall.SIGHUP)
+		time.Sleep(time.Second)
+		fmt.Println("outlived the hangup")
+		os.Exit(0)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestStopWithoutASignalReleasesThem$")
+	cmd.Env = append(os.Environ(), "SWARMDECK_SIGNALS_CHILD=2")
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGHUP {
+		t.Fatalf("a hangup after a stop without a signal: %v\n%.600s", err, out)
 	}
 }
