@@ -1434,3 +1434,43 @@ func TestHeadlessResumeOfARunWhoseWorkspaceIsGone(t *testing.T) {
 		t.Errorf("exit %d, stderr %q; want exit 2 and %q", code, stderr.String(), want)
 	}
 }
+
+// A stop signal that comes while resume still reads or takes up its run
+// leaves the run as it was, and says so with the command that resumes it,
+// not as a bare "context canceled" with the exit status of bad usage.
+// Errors that say more than the cancellation are left as they are.
+func TestStoppedBeforeResume(t *testing.T) {
+	bySignal, cancel := context.WithCancelCause(context.Background())
+	cancel(signalCause("interrupt signal received"))
+	plain, cancelPlain := context.WithCancel(context.Background())
+	cancelPlain()
+	interrupted := &exitError{runtime.ExitFailed, fmt.Errorf("%w; continue it", &runtime.InterruptedError{RunID: "r-1", Reason: "interrupt signal received"})}
+	cf := &commonFlags{}
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		err  error
+		want string // "" for err unchanged
+	}{
+		{"read cancelled", bySignal, fmt.Errorf("resume r-1: %w", context.Canceled),
+			"stopped (interrupt signal received) before run r-1 was resumed; it is as it was: continue it with: swarmdeck resume --headless r-1"},
+		{"bare", bySignal, context.Canceled, "stopped (interrupt signal received) before run r-1 was resumed"},
+		{"cancelled, not by a signal", plain, context.Canceled, ""},
+		{"no error", bySignal, nil, ""},
+		{"an error of its own", bySignal, errors.New("run r-1 is running in process 7"), ""},
+		{"says more than the cancel", bySignal, fmt.Errorf("%w while waiting for the database", context.Canceled), ""},
+		{"interrupted run", bySignal, interrupted, ""},
+	} {
+		got := cf.stoppedBeforeResume(tc.ctx, "r-1", true, tc.err)
+		if tc.want == "" {
+			if got != tc.err {
+				t.Errorf("%s: %v, want the error unchanged", tc.name, got)
+			}
+			continue
+		}
+		var ee *exitError
+		if !errors.As(got, &ee) || ee.code != runtime.ExitFailed || !strings.Contains(ee.err.Error(), tc.want) {
+			t.Errorf("%s: %#v, want exit %d with %q", tc.name, got, runtime.ExitFailed, tc.want)
+		}
+	}
+}

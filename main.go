@@ -235,6 +235,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		// what it wanted: nothing to report.
 		return 0
 	}
+	if stoppedBySignal(ctx, err) {
+		// Stopped before the command had anything to show or store.
+		fmt.Fprintf(stderr, "swarmdeck: stopped (%v)\n", context.Cause(ctx))
+		return runtime.ExitFailed
+	}
 	if gone := goneWorkingDir(err); gone != err {
 		// Whatever the command: the way it was started needs changing.
 		fmt.Fprintln(stderr, "swarmdeck:", gone.Error())
@@ -1459,22 +1464,22 @@ instead (for a directory that was moved or removed), which becomes the run's.`,
 				return err
 			}
 			if err := cf.keepRunProvider(cmd.Context(), id); err != nil {
-				return err
+				return cf.stoppedBeforeResume(cmd.Context(), id, headless, err)
 			}
 			if !headless {
-				return dashboard(cmd.Context(), cf, "", id, false, stdout)
+				return cf.stoppedBeforeResume(cmd.Context(), id, headless, dashboard(cmd.Context(), cf, "", id, false, stdout))
 			}
 			in, err := controlInput(control, stdin)
 			if err != nil {
 				return err
 			}
-			return headlessRun(cmd.Context(), cf, forStoredRun, asJSON, deltas, in, stdout, stderr, func(ctx context.Context, eng *runtime.Engine) (*runtime.Run, error) {
+			return cf.stoppedBeforeResume(cmd.Context(), id, headless, headlessRun(cmd.Context(), cf, forStoredRun, asJSON, deltas, in, stdout, stderr, func(ctx context.Context, eng *runtime.Engine) (*runtime.Run, error) {
 				r, err := eng.ResumeIn(ctx, id, cf.workspace)
 				if gone := (*runtime.WorkspaceGoneError)(nil); errors.As(err, &gone) {
 					gone.Headless = true
 				}
 				return r, err
-			})
+			}))
 		},
 	}
 	cmd.Flags().BoolVar(&headless, "headless", false, "continue without the dashboard")
@@ -1482,6 +1487,27 @@ instead (for a directory that was moved or removed), which becomes the run's.`,
 	cmd.Flags().BoolVar(&deltas, "json-deltas", false, "with --json: include streamed token deltas")
 	cmd.Flags().StringVar(&control, "control", "", `read control commands from "-" (stdin), one JSON object per line`)
 	return cmd
+}
+
+// stoppedBeforeResume is err, unless a stop signal came while the run was
+// still being read or taken up and all err says is that: the run was then
+// left as it was, and the person is told so, with the command that resumes
+// it, instead of a bare "context canceled".
+func (cf *commonFlags) stoppedBeforeResume(ctx context.Context, id string, headless bool, err error) error {
+	var ie *runtime.InterruptedError
+	if !stoppedBySignal(ctx, err) || errors.As(err, &ie) {
+		return err
+	}
+	return &exitError{runtime.ExitFailed, fmt.Errorf("stopped (%v) before run %s was resumed; it is as it was: continue it with: %s",
+		context.Cause(ctx), id, cf.resumeCommand(id, headless))}
+}
+
+// stoppedBySignal reports whether err says only that ctx was cancelled,
+// and a stop signal cancelled it.
+func stoppedBySignal(ctx context.Context, err error) bool {
+	var sc signalCause
+	return err != nil && errors.Is(err, context.Canceled) && errors.As(context.Cause(ctx), &sc) &&
+		strings.HasSuffix(err.Error(), context.Canceled.Error())
 }
 
 // whichToResume is the error of a resume without a run id: it names the
