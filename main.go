@@ -75,6 +75,11 @@ func readErr(path string, err error) error {
 	return fmt.Errorf("read %s: %w", path, err)
 }
 
+// fullErr says that the disk holding the database at path is full.
+func fullErr(path string, err error) error {
+	return fmt.Errorf("the disk that holds %s is full (%w): free some space there, or give --db a database on another disk", path, err)
+}
+
 // damagedErr says of a database that SQLite cannot read as one what it is,
 // and what to do; nil for an error of another kind.
 func damagedErr(path string, err error) error {
@@ -959,6 +964,9 @@ func newEngine(ctx context.Context, cf *commonFlags, use engineFor, notices chan
 		}
 		if errors.Is(err, store.ErrOlderInUse) {
 			return nil, nil, &exitError{runtime.ExitFailed, err}
+		}
+		if store.IsFull(err) {
+			return nil, nil, &exitError{runtime.ExitFailed, fullErr(cfg.DBPath(), err)}
 		}
 		if note := dbInWorkingDirNote(cfg); note != "" {
 			// Where the database was looked for is part of the mistake.
@@ -2128,6 +2136,8 @@ func openErr(cfg *config.Config, path, need string, err error) error {
 	}
 	code, _ := store.SQLiteCode(err)
 	switch {
+	case store.IsFull(err):
+		return &exitError{runtime.ExitFailed, fullErr(path, err)}
 	case code == 8 && need != "": // SQLITE_READONLY
 		return readOnlyErr(path, need)
 	case code == 11: // the right file, damaged

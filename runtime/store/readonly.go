@@ -62,6 +62,9 @@ func OpenReadOnly(path string) (*Store, error) {
 	if err := regularFile(path, info); err != nil {
 		return nil, err
 	}
+	if err := checkLength(path); err != nil {
+		return nil, err
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("open the database: %w", err)
@@ -83,7 +86,20 @@ func OpenReadOnly(path string) (*Store, error) {
 	}
 	read.SetMaxOpenConns(4)
 	var version int
-	if err := read.QueryRowContext(context.Background(), "PRAGMA user_version").Scan(&version); err != nil {
+	err = read.QueryRowContext(context.Background(), "PRAGMA user_version").Scan(&version)
+	if err != nil && IsFull(err) && !immutable && emptyOrMissing(path+"-wal") {
+		// A full disk, where SQLite could not make or grow the -shm file:
+		// with nothing in the WAL, all of the database is in its main
+		// file, which can be read as it is.
+		read.Close()
+		if read, err = sql.Open("sqlite", fileURI(path)+"?mode=ro&immutable=1&_pragma=query_only(1)"); err != nil {
+			return nil, fmt.Errorf("open %s: %w", path, err)
+		}
+		read.SetMaxOpenConns(4)
+		immutable = true
+		err = read.QueryRowContext(context.Background(), "PRAGMA user_version").Scan(&version)
+	}
+	if err != nil {
 		read.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
@@ -102,6 +118,12 @@ func OpenReadOnly(path string) (*Store, error) {
 	}
 	return &Store{path: path, read: read, readOnly: true, immutable: immutable,
 		closing: make(chan struct{}), closed: make(chan struct{}), failed: make(chan struct{})}, nil
+}
+
+// emptyOrMissing reports whether the file at path is missing or empty.
+func emptyOrMissing(path string) bool {
+	info, err := os.Stat(path)
+	return errors.Is(err, os.ErrNotExist) || err == nil && info.Size() == 0
 }
 
 // regularFile refuses a database path that names something else than a

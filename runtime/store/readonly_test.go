@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -333,5 +334,57 @@ func TestDatabaseLinkIntoNowhere(t *testing.T) {
 	s.Close()
 	if _, err := os.Stat(filepath.Join(dir, "gone", "x.db")); err != nil {
 		t.Errorf("the database is not where the link points: %v", err)
+	}
+}
+
+// A database path longer than SQLite opens is refused with its length and
+// the limit, where SQLite says only "unable to open database file"; the
+// longest it opens is opened, for writing and for reading.
+func TestDatabasePathLength(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir()) // /tmp is a link on some systems
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(n int) string {
+		// Directories of 100 bytes, then a file name that makes n.
+		p := dir
+		for n-len(p) > 200 {
+			p = filepath.Join(p, strings.Repeat("d", 99))
+		}
+		return filepath.Join(p, strings.Repeat("f", n-len(p)-1-len(".db"))+".db")
+	}
+	longest := at(maxPath)
+	if len(longest) != maxPath {
+		t.Fatalf("made a path of %d bytes, want %d", len(longest), maxPath)
+	}
+	s, err := Open(longest, nil)
+	if err != nil {
+		t.Fatalf("the longest path SQLite opens: %v", err)
+	}
+	s.Close()
+	r, err := OpenReadOnly(longest)
+	if err != nil {
+		t.Fatalf("the longest path SQLite opens, read: %v", err)
+	}
+	r.Close()
+
+	tooLong := at(maxPath + 1)
+	want := fmt.Sprintf("is %d bytes long as an absolute path with its symbolic links followed (as SQLite follows them), and SQLite opens paths of at most %d", maxPath+1, maxPath)
+	if _, err := Open(tooLong, nil); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("a path too long: %v", err)
+	}
+	// A short link to its directory does not make it shorter for SQLite.
+	link := filepath.Join(dir, "l")
+	if err := os.Symlink(filepath.Dir(tooLong), link); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(filepath.Join(link, filepath.Base(tooLong)), nil); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("a path too long, through a link to its directory: %v", err)
+	}
+	if err := os.WriteFile(tooLong, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenReadOnly(tooLong); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("a path too long, read: %v", err)
 	}
 }

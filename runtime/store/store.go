@@ -179,6 +179,11 @@ func OpenWith(path string, publish func([]event.Event), o OpenOptions) (*Store, 
 	if err := checkToWrite(path); err != nil {
 		return nil, err
 	}
+	if err := checkLength(path); err != nil {
+		return nil, err
+	}
+	_, statErr := os.Stat(path)
+	isNew := errors.Is(statErr, os.ErrNotExist)
 	// Absolute, so that the error names the directory in full.
 	dir, err := filepath.Abs(filepath.Dir(path))
 	if err != nil {
@@ -217,11 +222,17 @@ func OpenWith(path string, publish func([]event.Event), o OpenOptions) (*Store, 
 	}
 	if err != nil {
 		write.Close()
+		if isNew && IsFull(err) {
+			removeEmpty(path)
+		}
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	if err := s.migrate(ctx, o.Upgrading); err != nil {
 		s.conn.Close()
 		write.Close()
+		if isNew && IsFull(err) {
+			removeEmpty(path)
+		}
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	s.file, _ = os.Stat(path)
@@ -257,6 +268,49 @@ func OpenWith(path string, publish func([]event.Event), o OpenOptions) (*Store, 
 	}
 	go s.loop()
 	return s, nil
+}
+
+// maxPath is the longest absolute database path SQLite opens: its own
+// limit on a path is 512 bytes, which the name of the database's -journal
+// file must fit in too. A longer one fails with a bare "unable to open
+// database file".
+const maxPath = 512 - len("-journal")
+
+// checkLength refuses a database path that SQLite could not open for its
+// length, saying so. SQLite follows symbolic links to the file it opens,
+// so the length that counts is that of the real path.
+func checkLength(path string) error {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = real
+	} else if dir, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+		abs = filepath.Join(dir, filepath.Base(abs)) // a database still to make
+	}
+	if len(abs) <= maxPath {
+		return nil
+	}
+	return fmt.Errorf("the database path %s is %d bytes long as an absolute path with its symbolic links followed (as SQLite follows them), and SQLite opens paths of at most %d: keep the database in a directory of a shorter path", path, len(abs), maxPath)
+}
+
+// removeEmpty removes a database this process made and could not write
+// its schema into (a full disk), with what SQLite made beside it, as long
+// as nothing is in it: a refused start leaves nothing behind.
+func removeEmpty(path string) {
+	if info, err := os.Stat(path); err != nil || info.Size() != 0 {
+		return
+	}
+	for _, p := range []string{path + "-wal", path + "-shm", path + "-journal"} {
+		if info, err := os.Stat(p); err == nil && info.Size() > 32<<10 {
+			return // more than a failed start leaves: not ours alone
+		}
+	}
+	os.Remove(path + "-wal")
+	os.Remove(path + "-shm")
+	os.Remove(path + "-journal")
+	os.Remove(path)
 }
 
 // BusyTimeout is how long a connection waits for a lock that another
@@ -379,6 +433,18 @@ func stoppedHolders(path string) string {
 func IsBusy(err error) bool {
 	code, ok := SQLiteCode(err)
 	return ok && code == 5 // SQLITE_BUSY
+}
+
+// IsFull reports whether err is SQLite finding no room on the disk:
+// SQLITE_FULL, or SQLITE_IOERR_SHMSIZE, which is what it returns when it
+// cannot grow a WAL database's -shm file, the first thing that fails on a
+// full disk, even for a read.
+func IsFull(err error) bool {
+	var se interface{ Code() int }
+	if !errors.As(err, &se) {
+		return false
+	}
+	return se.Code()&0xff == 13 || se.Code() == 4874
 }
 
 // SQLiteCode is the primary result code of an error that SQLite returned
