@@ -572,7 +572,7 @@ func TestResumeKeepsTheRunsProvider(t *testing.T) {
 		provider, model, baseURL             string // chosen
 		err                                  string // or refused with
 	}{
-		{id: "r-000001", provider: "scripted"},
+		{id: "r-000001", provider: "scripted", model: "swarmdeck-scripted"},
 		{id: "r-000002", provider: "openai", model: "gpt-test"},
 		{id: "r-000003", err: `was started on openai (127.0.0.1:11434), but provider "openai" is now openai (api.openai.com): give --base-url`},
 		{id: "r-000004", err: `run r-000004 was started on gone (example.com), and the configuration has no provider "gone" now`},

@@ -1623,6 +1623,11 @@ func (cf *commonFlags) keepRunProvider(ctx context.Context, id string) error {
 			return nil
 		}
 		cf.provider, cf.fromRun.provider = config.TypeScripted, true
+		if cf.model == "" && rec.Model != "" {
+			// As for a server's run: the configuration's model is for new
+			// runs, and would be written into this one's record.
+			cf.model, cf.fromRun.model = rec.Model, true
+		}
 		return nil
 	}
 	name, _, _ := strings.Cut(rec.Provider, " (")
