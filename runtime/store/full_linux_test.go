@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
-	"time"
 )
 
 // fullDisk mounts a small filesystem of its own for the test and returns
@@ -48,16 +47,7 @@ func TestAFullDisk(t *testing.T) {
 	dir := fullDisk(t)
 	path := filepath.Join(dir, "t.db")
 	ctx := context.Background()
-	w, err := Open(path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Do(ctx, func(tx *Tx) error {
-		return tx.InsertRun(&Run{ID: "r-1", Goal: "g", Status: "completed", CreatedAt: time.Now()})
-	}); err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
+	storeOneRun(t, path)
 	fill(t, dir)
 
 	r, err := OpenReadOnly(path)

@@ -30,6 +30,22 @@ func dirNames(t *testing.T, dir string) []string {
 	return names
 }
 
+// storeOneRun makes a database at path holding one completed run, r-1,
+// and closes it.
+func storeOneRun(t *testing.T, path string) {
+	t.Helper()
+	w, err := Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Do(context.Background(), func(tx *Tx) error {
+		return tx.InsertRun(&Run{ID: "r-1", Goal: "g", Status: "completed", CreatedAt: time.Now()})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+}
+
 // A database opened read-only is read without writing anything: not the
 // file, and nothing left beside it. One the user may write is read with
 // SQLite's locks (their -wal and -shm exist while it is open, and go with
@@ -40,16 +56,7 @@ func TestOpenReadOnlyWritesNothing(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "t.db")
-	w, err := Open(path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Do(ctx, func(tx *Tx) error {
-		return tx.InsertRun(&Run{ID: "r-1", Goal: "g", Status: "completed", CreatedAt: time.Now()})
-	}); err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
+	storeOneRun(t, path)
 	before, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
