@@ -190,9 +190,12 @@ func TestCLIRefusesMistakes(t *testing.T) {
 		{[]string{"resume", "--db", failed}, 2, "the newest run that can be continued is r-000007 (g, ", ""},
 		{[]string{"run", "--headless", "--db", fresh}, 2, "(usage: swarmdeck run [--headless] [--json] [--control -] GOAL)", ""},
 		{[]string{"--db", fresh, "rnus"}, 2, `unknown command "rnus": did you mean run or runs?`, ""},
-		{[]string{"--db", fresh, "exprot"}, 2, `swarmdeck run "exprot"`, ""},
+		{[]string{"--db", fresh, "exprot"}, 2, "`swarmdeck --db " + fresh + " run exprot`", ""},
 		// So does one followed by a run id; a goal of several words is a goal.
-		{[]string{"--db", fresh, "resum", "r-af3162"}, 2, `unknown command "resum": did you mean resume? (to run it as a goal: swarmdeck run "resum r-af3162")`, ""},
+		{[]string{"--db", fresh, "resum", "r-af3162"}, 2, "unknown command \"resum\": did you mean resume? (to run it as a goal: `swarmdeck --db " + fresh + " run 'resum r-af3162'`)", ""},
+		// The goal suggested is quoted for a shell, and keeps the flags.
+		{[]string{"--db", fresh, "--model", "m", "--scripted-latency", "10ms", "vie$x", "r-af3162"}, 2,
+			"did you mean view? (to run it as a goal: `swarmdeck --db " + fresh + " run --model m --scripted-latency 10ms 'vie$x r-af3162'`)", ""},
 		{[]string{"--db", fresh, "rnus", "the", "tests"}, 2, "the dashboard needs a terminal", ""},
 		// Help on something that is no command says so.
 		{[]string{"help", "nosuch"}, 2, `no help on "nosuch": there is no such command`, ""},

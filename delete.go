@@ -45,7 +45,7 @@ size: the space is reused by later runs, and "swarmdeck prune
 		Example: `  swarmdeck delete r-3f9a1c
   swarmdeck delete r-3f9 r-0b2
   swarmdeck runs --json | jq -r 'select(.status == "failed") | .id' | xargs swarmdeck delete`,
-		Args: atLeastOne("the id of each run to delete (swarmdeck runs lists them)"),
+		Args: atLeastOne("the id of each run to delete (`swarmdeck runs` lists them)"),
 		ValidArgsFunction: completeRunIDList(cf, func(r *store.Run, live bool) bool {
 			return !live // delete would refuse it
 		}),
@@ -223,7 +223,7 @@ back once no swarmdeck is running.`,
 			}
 			if len(args) == 1 {
 				if _, err := parseAge(args[0]); err == nil {
-					return fmt.Errorf("the age goes after --older-than: swarmdeck prune --older-than %s", args[0])
+					return fmt.Errorf("the age goes after --older-than: `swarmdeck prune --older-than %s`", args[0])
 				}
 			}
 			return noArgs(cmd, args)

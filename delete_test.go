@@ -74,7 +74,7 @@ func TestDeleteRuns(t *testing.T) {
 	}{
 		{[]string{"r-000001", "r-zzzzzz"}, []string{`nothing deleted: run "r-zzzzzz": not found`}},
 		{[]string{"r-00000", "nope", "r-000003"}, []string{"nothing deleted:\n", `run "r-00000" is ambiguous`, `run "nope": not found`}},
-		{[]string{}, []string{"delete: give the id of each run to delete (swarmdeck runs lists them) (usage: swarmdeck delete RUN_ID...)"}},
+		{[]string{}, []string{"delete: give the id of each run to delete (`swarmdeck --db " + db + " runs` lists them) (usage: swarmdeck delete RUN_ID...)"}},
 	} {
 		code, out, errOut := sd(append([]string{"delete", "--db", db}, c.args...)...)
 		if code != 2 || out != "" {
@@ -165,7 +165,7 @@ func TestPruneRuns(t *testing.T) {
 		{[]string{"--older-than", "1d", "--vacuum-only"}, "--vacuum-only deletes no run"},
 		{[]string{"r-000001"}, `prune: takes no arguments, and was given "r-000001"`},
 		// An age without its flag is shown where it goes.
-		{[]string{"30d"}, "prune: the age goes after --older-than: swarmdeck prune --older-than 30d"},
+		{[]string{"30d"}, "prune: the age goes after --older-than: `swarmdeck --db " + db + " prune --older-than 30d`"},
 	} {
 		code, out, errOut := sd(append([]string{"prune", "--db", db}, c.args...)...)
 		if code != 2 || out != "" || !strings.Contains(errOut, c.want) {

@@ -264,7 +264,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runtime.ExitFailed
 	}
 	// Cobra's own errors: unknown flags, wrong argument counts.
-	fmt.Fprintln(stderr, "swarmdeck:", runtime.TerminalText(err.Error()))
+	fmt.Fprintln(stderr, "swarmdeck:", runtime.TerminalText(cf.withFlags(err.Error())))
 	return runtime.ExitUsage
 }
 
@@ -404,13 +404,12 @@ Without an API key it uses the scripted model, so "swarmdeck" works offline.`,
 				if hint, ok := notACommand[strings.ToLower(args[0])]; ok {
 					// A word a person types as a command: run as a goal,
 					// it would start a swarm (and spend tokens).
-					return usageErr(fmt.Errorf("there is no %q command: %s (to run it as a goal: swarmdeck run %q)",
-						args[0], hint, strings.Join(args, " ")))
+					return usageErr(fmt.Errorf("there is no %q command: %s (to run it as a goal: %s)",
+						args[0], hint, cf.asGoal(strings.Join(args, " "))))
 				}
 				if near := cmd.SuggestionsFor(args[0]); len(near) > 0 {
-					goal := strings.Join(args, " ")
-					return usageErr(fmt.Errorf("unknown command %q: did you mean %s? (to run it as a goal: swarmdeck run %q)",
-						args[0], strings.Join(near, " or "), goal))
+					return usageErr(fmt.Errorf("unknown command %q: did you mean %s? (to run it as a goal: %s)",
+						args[0], strings.Join(near, " or "), cf.asGoal(strings.Join(args, " "))))
 				}
 			}
 			return dashboard(cmd.Context(), &cf, strings.Join(args, " "), "", false, stdout)
@@ -500,7 +499,7 @@ Without an API key it uses the scripted model, so "swarmdeck" works offline.`,
 		RunE: func(c *cobra.Command, args []string) error {
 			cmd, rest, err := c.Root().Find(args)
 			if err != nil || cmd == nil || len(rest) > 0 || (len(args) > 0 && cmd == c.Root()) {
-				return usageErr(fmt.Errorf("no help on %q: there is no such command (swarmdeck --help lists them)", strings.Join(args, " ")))
+				return usageErr(fmt.Errorf("no help on %q: there is no such command (`swarmdeck --help` lists them)", strings.Join(args, " ")))
 			}
 			cmd.InitDefaultHelpFlag()
 			return cmd.Help()
@@ -517,7 +516,7 @@ Without an API key it uses the scripted model, so "swarmdeck" works offline.`,
 		c.Args = cobra.ArbitraryArgs
 		c.RunE = func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				return usageErr(errors.New("completion: which shell? give bash, zsh, fish or powershell (swarmdeck completion --help says how to install each)"))
+				return usageErr(errors.New("completion: which shell? give bash, zsh, fish or powershell (`swarmdeck completion --help` says how to install each)"))
 			}
 			return usageErr(fmt.Errorf("completion: no script for the shell %q: choose bash, zsh, fish or powershell", args[0]))
 		}
@@ -2295,6 +2294,12 @@ func goalArg(goal string) string {
 		return "-- " + shellQuote(goal)
 	}
 	return shellQuote(goal)
+}
+
+// asGoal is the command that runs words typed as a command as a goal
+// instead, with this command's flags, quoted for a shell.
+func (cf *commonFlags) asGoal(goal string) string {
+	return "`" + strings.Join(append(append([]string{"swarmdeck", "run"}, cf.runFlags()...), goalArg(goal)), " ") + "`" + cf.hiddenNote()
 }
 
 // noDashboard says why the dashboard cannot open here, and what does the

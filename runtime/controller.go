@@ -122,7 +122,7 @@ func (r *Run) Broadcast(ctx context.Context, text, target, category string) erro
 		case RunCancelled:
 			return fmt.Errorf("run %s was cancelled: a broadcast would reach nobody (start a new run instead)", r.id)
 		case RunFailed:
-			return fmt.Errorf("run %s has failed: a broadcast would reach nobody (resume the run first: swarmdeck resume %s)", r.id, r.id)
+			return fmt.Errorf("run %s has failed: a broadcast would reach nobody (resume the run first: `swarmdeck resume %s`)", r.id, r.id)
 		}
 		return fmt.Errorf("run %s has %s: a broadcast would reach nobody (a message to a session wakes it)", r.id, status)
 	}

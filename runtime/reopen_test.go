@@ -337,7 +337,7 @@ func TestBroadcastToAFailedRunPointsToResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = r.Broadcast(ctx, "anyone?", "all", "")
-	if err == nil || !strings.Contains(err.Error(), "has failed: a broadcast would reach nobody (resume the run first: swarmdeck resume "+r.ID()) {
+	if err == nil || !strings.Contains(err.Error(), "has failed: a broadcast would reach nobody (resume the run first: `swarmdeck resume "+r.ID()+"`)") {
 		t.Fatalf("a broadcast to a failed run: %v", err)
 	}
 }
