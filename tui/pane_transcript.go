@@ -38,6 +38,17 @@ type transcriptPane struct {
 	// cache holds rendered lines by message Index; it is filled during View
 	// (memoisation only) and emptied when a message or the width changes.
 	cache map[int][]string
+	// drawn says what each row of the body showed in the last frame drawn,
+	// for a click to find the message under it.
+	drawn []drawnRow
+}
+
+// drawnRow is what a row of the transcript's body showed: line line of the
+// message of Index index (blank: the empty line after it), or no message
+// at all (index -1: a note, the live reply).
+type drawnRow struct {
+	index, line int
+	blank       bool
 }
 
 func newTranscriptPane() transcriptPane {
@@ -287,6 +298,36 @@ func (p *transcriptPane) scroll(s *styles, d int) bool {
 		p.top, p.skip = p.top+1, 0
 	}
 	return true
+}
+
+// msgAt is the position in msgs of the message the last frame showed on
+// body row row (0 is the first row under the border), and false for a row
+// that showed none: a blank line between messages, the live reply, a note.
+func (p *transcriptPane) msgAt(row int) (int, bool) {
+	if row < 0 || row >= len(p.drawn) || p.drawn[row].index < 0 || p.drawn[row].blank {
+		return 0, false
+	}
+	i := p.pos(p.drawn[row].index)
+	return i, i < len(p.msgs) && p.msgs[i].Index == p.drawn[row].index
+}
+
+// selectAt selects the message at position i in msgs, as a click on it
+// does: the view stays as the last frame showed it, unless the message
+// runs out of it. The newest message, wholly in sight, is followed, as
+// move has it.
+func (p *transcriptPane) selectAt(s *styles, i int) {
+	for _, r := range p.drawn {
+		if r.index >= 0 {
+			if top := p.pos(r.index); top < len(p.msgs) && p.msgs[top].Index == r.index {
+				p.top, p.skip = top, r.line
+			}
+			break
+		}
+	}
+	p.selIdx = p.msgs[i].Index
+	last := len(p.msgs) - 1
+	p.follow = i == last && len(p.block(s, &p.msgs[last])) <= p.followRows(s)
+	p.sync(s)
 }
 
 // viewTop is where the view starts: the message at its top and how many
@@ -824,6 +865,16 @@ func (p *transcriptPane) Render(c *renderCtx) []string {
 		body = append(body, s.dim.Render("no messages yet"))
 	}
 	sel := p.sel()
+	p.drawn = p.drawn[:0]
+	for range body {
+		p.drawn = append(p.drawn, drawnRow{index: -1})
+	}
+	var owners []drawnRow // of shown, row by row
+	own := func(i int, lines []string, from int) {
+		for j := from; j < len(lines); j++ {
+			owners = append(owners, drawnRow{index: p.msgs[i].Index, line: j, blank: lines[j] == ""})
+		}
+	}
 
 	gutter := func(i int, lines []string) []string {
 		out := make([]string, len(lines))
@@ -861,10 +912,12 @@ func (p *transcriptPane) Render(c *renderCtx) []string {
 		}
 		for i := len(blocks) - 1; i >= 0; i-- {
 			shown = append(shown, blocks[i]...)
+			own(first+len(blocks)-1-i, blocks[i], 0)
 		}
 		olderAbove = first > 0 || len(shown) > avail
 		if len(shown) > avail {
 			shown = shown[len(shown)-avail:]
+			owners = owners[len(owners)-avail:]
 		}
 		if free := avail - len(shown); free > 0 && len(stream) > 0 && p.reply() != nil {
 			// Too few messages to fill the rows the reply left them:
@@ -880,14 +933,17 @@ func (p *transcriptPane) Render(c *renderCtx) []string {
 		end := p.top
 		for ; end < len(p.msgs) && len(shown) < avail; end++ {
 			b := gutter(end, p.block(s, &p.msgs[end]))
+			from := 0
 			if end == p.top {
-				b = b[min(p.skip, len(b)):]
+				from = min(p.skip, len(b))
 			}
-			shown = append(shown, b...)
+			shown = append(shown, b[from:]...)
+			own(end, b, from)
 		}
 		newer = len(p.msgs) - end
 		if len(shown) > avail {
 			shown = shown[:avail]
+			owners = owners[:avail]
 			if newer == 0 {
 				newer = -1 // the last message in sight goes on below
 			}
@@ -903,6 +959,7 @@ func (p *transcriptPane) Render(c *renderCtx) []string {
 	}
 	body = append(body, shown...)
 	body = append(body, stream...)
+	p.drawn = append(p.drawn, owners...)
 	for i, l := range body {
 		body[i] = truncate(l, p.w-2, s.g.tail(p.w-2))
 	}

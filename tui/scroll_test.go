@@ -1,6 +1,8 @@
 package tui
 
 import (
+	tea "charm.land/bubbletea/v2"
+
 	"fmt"
 	"regexp"
 	"strconv"
@@ -311,4 +313,89 @@ func TestTranscriptScrolledUpCountsNewerMessages(t *testing.T) {
 	m, _ = press(t, m, "end")
 	mustNotContain(t, m, "newer")
 	mustContain(t, m, "message 0100")
+}
+
+// A click on a message in a transcript selects it, wherever on the
+// message, and leaves the view where it is; a click between messages does
+// nothing.
+func TestTranscriptClickSelectsAMessage(t *testing.T) {
+	m, ctl := demoModel(t, 160, 48)
+	ctl.SetTranscript("s-res1", messagesOfManyHeights(40))
+	m, _ = press(t, m, "down", "down", "enter", "home")
+	l, _ := m.layout()
+	lines := strings.Split(plainView(m), "\n")
+	rowOf := func(text string) int {
+		for y, line := range lines {
+			if y > l.transcript.y && strings.Contains(line[:min(len(line), l.transcript.w*3)], text) {
+				return y
+			}
+		}
+		t.Fatalf("%q is not in the transcript:\n%s", text, plainView(m))
+		return -1
+	}
+	before := plainView(m)
+	y := rowOf("end of 0002") // the last line of #2, not its header
+	m, _ = update(m, tea.MouseClickMsg{X: l.transcript.x + 10, Y: y, Button: tea.MouseLeft})
+	if got := m.transcript.msgs[m.transcript.sel()].Index; got != 2 {
+		t.Fatalf("a click on the end of #2 selected #%d", got)
+	}
+	mustContain(t, m, "┃▌ #2 assistant", "┃▌   end of 0002")
+	if strings.Count(plainView(m), "#") != strings.Count(before, "#") || !strings.Contains(plainView(m), "end of 0001") {
+		t.Errorf("the view moved on a click:\n%s", plainView(m))
+	}
+	// The blank line under #2 belongs to no message.
+	m, _ = update(m, tea.MouseClickMsg{X: l.transcript.x + 10, Y: y + 1, Button: tea.MouseLeft})
+	if got := m.transcript.msgs[m.transcript.sel()].Index; got != 2 {
+		t.Errorf("a click between messages selected #%d", got)
+	}
+
+	// Followed at the newest message, the view hangs from its end: a click
+	// on one above selects it there, and the view stays.
+	m, _ = press(t, m, "end")
+	before = plainView(m)
+	lines = strings.Split(before, "\n")
+	header, n := -1, 0
+	for y := l.transcript.y + 1; y < len(lines) && header < 0; y++ {
+		if sm := regexp.MustCompile(`#(\d+) assistant`).FindStringSubmatch(lines[y]); sm != nil {
+			header, n = y, atoi(t, sm[1])
+		}
+	}
+	if header < 0 || n == 39 {
+		t.Fatalf("no message above the newest in sight:\n%s", before)
+	}
+	m, _ = update(m, tea.MouseClickMsg{X: l.transcript.x + 10, Y: header, Button: tea.MouseLeft})
+	if got := m.transcript.msgs[m.transcript.sel()].Index; got != n || m.transcript.follow {
+		t.Fatalf("a click on #%d while following selected #%d (following: %v)", n, got, m.transcript.follow)
+	}
+	if after := strings.Split(plainView(m), "\n"); !strings.Contains(after[header], fmt.Sprintf("▌ #%d assistant", n)) {
+		t.Errorf("the view moved on a click while following: row %d is %q", header, after[header])
+	}
+}
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// The wheel moves nothing behind an open dialog, as clicks do not: the
+// session the tree shows selected stays the one the dialog acts on.
+func TestWheelBehindADialogMovesNothing(t *testing.T) {
+	m, _ := demoModel(t, 160, 48)
+	m, _ = press(t, m, "down", "down", "x")
+	target := m.sessions.current()
+	mustContain(t, m, "Cancel session?")
+	l, _ := m.layout()
+	for _, b := range []tea.MouseButton{tea.MouseWheelDown, tea.MouseWheelDown, tea.MouseWheelUp, tea.MouseWheelDown} {
+		for _, r := range []rect{l.sessions, l.broadcasts, l.plans, l.delegations} {
+			m, _ = update(m, tea.MouseWheelMsg{X: r.x + 5, Y: r.y + 2, Button: b})
+		}
+	}
+	if got := m.sessions.current(); got != target {
+		t.Fatalf("the wheel moved the tree behind the dialog from %s to %s", target, got)
+	}
+	mustContain(t, m, "Cancel session?")
 }

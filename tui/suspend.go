@@ -45,11 +45,13 @@ func newSuspender() suspender {
 // cannot.
 func (m *model) suspend() tea.Cmd {
 	if !m.suspender.possible() {
+		const why = " cannot suspend here: no shell with job control started swarmdeck to continue it"
 		if m.screen == screenGoal {
-			return nil // no status line there; nothing runs yet either
+			// No status line there: the prompt's note says it.
+			m.goal.note = label(m.keys.Suspend) + why + "; " + label(m.keys.Back) + " quits"
+			return nil
 		}
-		m.setStatus(label(m.keys.Suspend)+" cannot suspend here: no shell with job control started swarmdeck to continue it; "+
-			label(m.keys.Quit)+" quits (the run stays stored)", true)
+		m.setStatus(label(m.keys.Suspend)+why+"; "+label(m.keys.Quit)+" quits (the run stays stored)", true)
 		return nil
 	}
 	m.suspender.ours.Store(true)

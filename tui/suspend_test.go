@@ -80,8 +80,8 @@ func TestCtrlZWithoutJobControl(t *testing.T) {
 	}
 	mustContain(t, m, "ctrl+z cannot suspend here")
 
-	// At the goal prompt, which has no status line, it does nothing, and
-	// the first frame of the run does not say it.
+	// At the goal prompt, which has no status line, the prompt says it,
+	// and the status line of the run to come does not.
 	m = New(Options{Theme: "dark", Provider: "scripted", Model: "demo", Scripted: true})
 	t.Cleanup(m.cancel)
 	m.ticks = false
@@ -90,6 +90,7 @@ func TestCtrlZWithoutJobControl(t *testing.T) {
 	if m, seen = press(t, m, "ctrl+z"); suspendSeen(seen) || m.status.text != "" {
 		t.Fatalf("ctrl+z at the goal prompt: suspended %v, status %q", suspendSeen(seen), m.status.text)
 	}
+	mustContain(t, m, "ctrl+z cannot suspend here: no shell with job control started", "esc quits")
 }
 
 // A stop from outside (kill -STOP, then -CONT) is left out of the clocks

@@ -17,6 +17,10 @@ func (m *model) handleClick(ms tea.Mouse) tea.Cmd {
 	}
 	l, _ := m.layout()
 	switch {
+	case l.transcript.contains(ms.X, ms.Y):
+		if i, ok := m.transcript.msgAt(ms.Y - l.transcript.y - 1); ok {
+			m.transcript.selectAt(&m.styles, i)
+		}
 	case l.sessions.contains(ms.X, ms.Y):
 		i, ok := m.sessions.rowAt(ms.Y - l.sessions.y)
 		if m.screen == screenSession {
@@ -53,8 +57,10 @@ func (m *model) handleClick(ms tea.Mouse) tea.Cmd {
 
 // handleWheel scrolls the pane (or the read-only sheet) under the pointer,
 // whatever has focus; while a broadcast's sheet is open, only the sheet.
+// While a dialog is open it does nothing, as clicks do: the rows it would
+// move are what the dialog acts on, or show which session that is.
 func (m *model) handleWheel(ms tea.Mouse) tea.Cmd {
-	if m.screen == screenGoal {
+	if m.screen == screenGoal || m.dialog.kind != dialogNone {
 		return nil
 	}
 	d := 0
@@ -68,12 +74,12 @@ func (m *model) handleWheel(ms tea.Mouse) tea.Cmd {
 	}
 	l, _ := m.layout()
 	switch {
-	case m.dialog.kind == dialogNone && m.detail.open:
+	case m.detail.open:
 		// The feed behind stays on the broadcast the sheet shows.
 		if l.sheet.contains(ms.X, ms.Y) {
 			m.detail.scroll.scroll(d)
 		}
-	case m.dialog.kind == dialogNone && m.showHelp && l.sheet.contains(ms.X, ms.Y):
+	case m.showHelp && l.sheet.contains(ms.X, ms.Y):
 		m.helpScroll.scroll(d)
 	case l.transcript.contains(ms.X, ms.Y):
 		// A notch is wheelStep of what the keys move: lines inside a
