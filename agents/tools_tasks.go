@@ -205,8 +205,9 @@ var taskSendMessage = &Tool{
 }
 
 var taskCancel = &Tool{
-	Name:        "task_cancel",
-	Group:       GroupTasks,
+	Name: "task_cancel",
+	// With spawning: a session that cannot spawn has no children to cancel.
+	Group:       GroupSpawn,
 	Description: "Cancel a child task and all of its descendants, including their calls in flight.",
 	Schema: mustSchema(`{"type":"object","additionalProperties":false,
 	  "properties":{"task_id":{"type":"string","minLength":1}},"required":["task_id"]}`),

@@ -277,13 +277,17 @@ func checkDemoExport(t *testing.T, x *store.Export) {
 			t.Errorf("delegated plan task checklist is %s", task.Status)
 		}
 	}
-	// Delegation completed; a nested one refused by the depth limit.
-	if len(x.Delegations) == 0 || x.Delegations[0].Status != "completed" || x.Delegations[0].PlanTaskID != "checklist" {
+	// Delegation completed. At the depth limit the sub-orchestrator is
+	// neither told of delegating nor offered it, so it does not try.
+	if len(x.Delegations) != 1 || x.Delegations[0].Status != "completed" || x.Delegations[0].PlanTaskID != "checklist" {
 		t.Errorf("delegations = %+v", x.Delegations)
 	}
 	sub := findSession(x, x.Delegations[0].SessionID)
-	if res := toolResults(sub, "delegate_task"); len(res) == 0 || !strings.Contains(res[0], "max_delegation_depth") {
-		t.Errorf("nested delegation was not refused by depth: %v", res)
+	if res := toolResults(sub, "delegate_task"); len(res) != 0 {
+		t.Errorf("the sub-orchestrator at the delegation depth limit delegated: %v", res)
+	}
+	if prompt := sub.Messages[0].Content; strings.Contains(prompt, "## Delegation") || strings.Contains(prompt, "delegate_task") {
+		t.Errorf("the sub-orchestrator at the delegation depth limit is told to delegate:\n%s", prompt)
 	}
 	// The question got shadow answers from the other running sessions.
 	if len(x.Questions) == 0 || len(x.Questions[0].Responses) < 2 {

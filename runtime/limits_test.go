@@ -10,7 +10,9 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -166,11 +168,14 @@ func TestSpawnLimits(t *testing.T) {
 	}
 }
 
-// max_spawn_depth 0 is documented as "the orchestrator works alone": a
-// spawn or a delegation from the root must be refused, not let through as
-// if 0 meant no limit.
+// max_spawn_depth 0 is documented as "the orchestrator works alone": the
+// orchestrator is neither told of sub-agents nor offered the tools, and a
+// spawn or a delegation it makes anyway is refused, not let through as if
+// 0 meant no limit.
 func TestMaxSpawnDepthZeroLeavesTheOrchestratorAlone(t *testing.T) {
+	var first atomic.Pointer[scripted.Request]
 	policy := scripted.PolicyFunc(func(req *scripted.Request) scripted.Reply {
+		first.CompareAndSwap(nil, req)
 		switch turnsOf(req) {
 		case 0:
 			return limDo(scripted.Call{Name: "sessions_spawn", Args: limArgs{"task": "sub work"}})
@@ -194,6 +199,38 @@ func TestMaxSpawnDepthZeroLeavesTheOrchestratorAlone(t *testing.T) {
 	}
 	if res := toolResults(root, "delegate_task"); len(res) != 1 || !strings.Contains(res[0], "max_spawn_depth is 0") {
 		t.Errorf("the delegation was not refused: %v", res)
+	}
+	req := first.Load()
+	for _, name := range []string{"sessions_spawn", "task_create", "task_wait", "task_cancel", "delegate_task"} {
+		if slices.Contains(req.Tools, name) {
+			t.Errorf("offered %s with max_spawn_depth 0: %v", name, req.Tools)
+		}
+	}
+	if system := req.Messages[0].Content; !strings.Contains(system, "You have no sub-agents here") || strings.Contains(system, "sessions_spawn") {
+		t.Errorf("the orchestrator is told of sub-agents with max_spawn_depth 0:\n%s", system)
+	}
+}
+
+// Roles that cannot spawn have no children to cancel: task_cancel is not
+// theirs.
+func TestTaskCancelIsForRolesThatSpawn(t *testing.T) {
+	var mu sync.Mutex
+	tools := map[string][]string{}
+	p := policyFor(func(c *convo) scripted.Reply {
+		mu.Lock()
+		tools[c.role] = c.req.Tools
+		mu.Unlock()
+		if c.isRoot() && c.turns == 0 {
+			return do(call("sessions_spawn", obj{"task": "look around", "agent": "explorer", "wait": true}))
+		}
+		return say("done")
+	})
+	x, _, code := swarm(t, p, nil)
+	mustComplete(t, x, code)
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Contains(tools["orchestrator"], "task_cancel") || slices.Contains(tools["explorer"], "task_cancel") {
+		t.Errorf("task_cancel offered to the orchestrator: %v; to the explorer: %v", slices.Contains(tools["orchestrator"], "task_cancel"), slices.Contains(tools["explorer"], "task_cancel"))
 	}
 }
 

@@ -479,6 +479,31 @@ func (s *Session) groups() map[string]bool {
 	return out
 }
 
+// offeredGroups are the tool groups the model is offered and told of in
+// its prompt and reminders: its groups, less spawning and delegating where
+// the limits refuse them (at max_spawn_depth a child would be too deep;
+// at max_delegation_depth a delegation would). A model offered tools that
+// could only fail, and told to use them, wasted turns on the refusals. A
+// session with children keeps the spawn group, to wait for them (the
+// limits may have been lowered since it spawned). A call of a tool left
+// out still reaches it (see execTool), and is refused with the limit.
+func (s *Session) offeredGroups() map[string]bool {
+	g := s.groups()
+	cfg := s.r.e.Config()
+	if s.depth >= cfg.Limits.MaxSpawnDepth {
+		if len(s.childList()) == 0 {
+			delete(g, agents.GroupSpawn)
+		}
+		delete(g, agents.GroupDelegation)
+	}
+	if s.delegationDepth() >= cfg.Coordination.MaxDelegationDepth {
+		delete(g, agents.GroupDelegation)
+	}
+	return g
+}
+
+// tools are the tools a call may reach: every one of the session's groups,
+// offered or not.
 func (s *Session) tools() []*agents.Tool {
 	return s.r.e.tools.ForGroups(s.groups(), s.role.CanWrite)
 }
@@ -496,10 +521,11 @@ func (s *Session) systemPrompt() (string, error) {
 	s.mu.Lock()
 	shared := coordination.Render(s.sharedCtx)
 	s.mu.Unlock()
+	groups := s.offeredGroups()
 	return s.r.e.prompts.System(prompts.Data{
 		Role: s.agent, Template: s.role.Prompt, Description: s.role.Description, SessionID: s.id, Label: s.label,
 		Depth: s.depth, Goal: s.r.goal, IsRoot: s.parent == nil, Delegated: s.kind == kindDelegation,
-		HasParent: s.parent != nil, CanSpawn: s.role.CanSpawn, CanWrite: s.role.CanWrite, Groups: s.groups(),
+		HasParent: s.parent != nil, CanSpawn: s.role.CanSpawn && groups[agents.GroupSpawn], CanWrite: s.role.CanWrite, Groups: groups,
 		Roster: entries, Workspace: s.r.ws.Dir(), SharedContext: shared,
 		MaxSpawnDepth: cfg.Limits.MaxSpawnDepth, MaxDelegationDepth: cfg.Coordination.MaxDelegationDepth,
 		DelegationDepth: s.delegationDepth(),
@@ -597,15 +623,7 @@ func (s *Session) reminder() string {
 	}
 	// Fan-out advice names only what can succeed: a delegate at the
 	// delegation depth limit, told to delegate, wasted turns on refusals.
-	d.Groups = maps.Clone(s.groups())
-	cfg := s.r.e.Config()
-	if s.depth >= cfg.Limits.MaxSpawnDepth {
-		delete(d.Groups, agents.GroupSpawn)
-		delete(d.Groups, agents.GroupDelegation)
-	}
-	if s.delegationDepth() >= cfg.Coordination.MaxDelegationDepth {
-		delete(d.Groups, agents.GroupDelegation)
-	}
+	d.Groups = s.offeredGroups()
 	return s.r.e.prompts.Reminder(d)
 }
 
@@ -677,7 +695,7 @@ func (s *Session) request() llm.Request {
 	if s.role.Model != "" {
 		model = s.role.Model
 	}
-	return llm.Request{Model: model, Messages: msgs, ToolSet: s.r.e.toolSet(s.groups(), s.role.CanWrite)}
+	return llm.Request{Model: model, Messages: msgs, ToolSet: s.r.e.toolSet(s.offeredGroups(), s.role.CanWrite)}
 }
 
 // mergeUserRuns copies hist with each run of consecutive user messages

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -374,12 +375,14 @@ func TestPlanChangesThatLoseTrackAreSaid(t *testing.T) {
 	}
 }
 
-// A delegate at the delegation depth limit is not told to delegate: its
-// prompt says delegate_task is refused there, and the reminder of ready
-// tasks points to sessions_spawn. It was told to use delegate_task, and
-// every call was refused.
+// A delegate at the delegation depth limit is not told to delegate, nor
+// offered it: its prompt has no delegation section, its requests no
+// delegation tools, and the reminder of ready tasks points to
+// sessions_spawn. It was told to use delegate_task, and every call was
+// refused.
 func TestDelegateAtTheDepthLimitIsNotToldToDelegate(t *testing.T) {
 	var delegateSystem string
+	var delegateTools []string
 	var mu sync.Mutex
 	p := policyFor(func(c *convo) scripted.Reply {
 		if c.isRoot() {
@@ -389,7 +392,7 @@ func TestDelegateAtTheDepthLimitIsNotToldToDelegate(t *testing.T) {
 			return say("done")
 		}
 		mu.Lock()
-		delegateSystem = c.system
+		delegateSystem, delegateTools = c.system, c.req.Tools
 		mu.Unlock()
 		switch c.turns {
 		case 0:
@@ -403,8 +406,16 @@ func TestDelegateAtTheDepthLimitIsNotToldToDelegate(t *testing.T) {
 	mustComplete(t, x, code)
 	mu.Lock()
 	defer mu.Unlock()
-	if !strings.Contains(delegateSystem, "You are that deep already: `delegate_task` is refused here, so run parallel work with `sessions_spawn`.") {
-		t.Errorf("the delegate's prompt does not say it cannot delegate:\n%s", delegateSystem)
+	if strings.Contains(delegateSystem, "delegate_task") || !strings.Contains(delegateSystem, "sessions_spawn") {
+		t.Errorf("the delegate's prompt tells of delegating, or not of spawning:\n%s", delegateSystem)
+	}
+	for _, name := range []string{"delegate_task", "check_delegation_status", "get_delegation_result"} {
+		if slices.Contains(delegateTools, name) {
+			t.Errorf("the delegate is offered %s: %v", name, delegateTools)
+		}
+	}
+	if !slices.Contains(delegateTools, "sessions_spawn") {
+		t.Errorf("the delegate is not offered sessions_spawn: %v", delegateTools)
 	}
 	var reminder string
 	for _, s := range x.Sessions {

@@ -12,8 +12,9 @@ import (
 // the runtime rejects and one it accepts, a parallel spawn with shared
 // context, broadcasts and sibling messages, a writer chained after both
 // researchers through $label references, a delegation to a
-// sub-orchestrator with its own plan and explorer, a refused nested
-// delegation, an announcement, and an ask_others question to the human).
+// sub-orchestrator with its own plan and explorer (which delegates again
+// where the depth limit offers it delegate_task), an announcement, and an
+// ask_others question to the human).
 func Demo() Policy { return demo{} }
 
 type demo struct{}
