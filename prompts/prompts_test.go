@@ -370,7 +370,7 @@ func TestReminder(t *testing.T) {
 		},
 		{
 			name: "both, no groups known", d: ReminderData{Blocked: blocked, Ready: ready},
-			want: []string{"get_blocked_tasks()", "delegating some of them in parallel"}, none: []string{"delegate_task", "sessions_spawn"},
+			want: []string{"get_blocked_tasks()", "Take them one at a time"}, none: []string{"delegat", "sessions_spawn", "parallel"},
 		},
 	}
 	for _, c := range cases {
@@ -453,4 +453,55 @@ func ExampleLibrary_System() {
 	// You are the explorer agent of a swarmdeck swarm.
 	// Your task id: s-3f9a
 	// Your label: map
+}
+
+// An orchestrator spawned as a sub-agent owns the task it was given, not
+// the goal; the root owns the goal.
+func TestOrchestratorOwnsWhatItWasGiven(t *testing.T) {
+	l := newLibrary(t, "")
+	for _, c := range []struct {
+		name string
+		d    Data
+		want []string
+		none []string
+	}{
+		{"root", rootData(), []string{"You own the goal from start to finish."}, []string{"Stay inside"}},
+		{"spawned", childData("orchestrator", "spawn", "tasks"), []string{"You own the task your parent gave you from start to finish.", "Stay inside your task"}, []string{"own the goal"}},
+		{"delegated", delegatedData(), []string{"You own the delegated task from start to finish.", "Stay inside your task"}, []string{"own the goal"}},
+	} {
+		c.d.Role = "orchestrator"
+		out := render(t, l, c.d)
+		for _, w := range c.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s: missing %q in\n%s", c.name, w, out)
+			}
+		}
+		for _, n := range c.none {
+			if strings.Contains(out, n) {
+				t.Errorf("%s: %q in\n%s", c.name, n, out)
+			}
+		}
+	}
+}
+
+// What the runtime injects is explained: a person's message and broadcast
+// to every session, and a direct message to a session with a parent, who
+// can be sent one; the root, which none can message, is not told of them.
+func TestMessagesThatReachYouAreExplained(t *testing.T) {
+	l := newLibrary(t, "")
+	root := render(t, l, rootData())
+	child := render(t, l, childData("researcher", "tasks", "workspace"))
+	for _, out := range []string{root, child} {
+		for _, w := range []string{"`<human_message>`: the person watching the run writes to you", "`<human_broadcast category=\"…\">`"} {
+			if !strings.Contains(out, w) {
+				t.Errorf("missing %q in\n%s", w, out)
+			}
+		}
+	}
+	if !strings.Contains(root, "ends your run") || strings.Contains(root, "<task_message") {
+		t.Errorf("the root's messages section:\n%s", root)
+	}
+	if !strings.Contains(child, "ends your task") || !strings.Contains(child, "`<task_message from=\"…\" task_id=\"…\">`: your parent or a sibling writes to you directly. Answer a sibling with `task_send_message`") {
+		t.Errorf("a sub-agent's messages section:\n%s", child)
+	}
 }
