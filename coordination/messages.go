@@ -263,10 +263,41 @@ func (t *SiblingTable) line(i int) string {
 	return t.lines[i]
 }
 
+// Reach says which tools the recipient of a sibling table or announcement
+// has to reach its siblings: task_broadcast (Broadcast), and
+// task_send_message and task_siblings (Tasks). The text names only those:
+// a session told of a tool it lacks calls it, and fails.
+type Reach struct{ Broadcast, Tasks bool }
+
+// FullReach is a recipient with every tool, the format as specified.
+var FullReach = Reach{Broadcast: true, Tasks: true}
+
+// intro is the table's first lines for r.
+func (r Reach) intro() string {
+	switch {
+	case r.Broadcast && r.Tasks:
+		return "You have sibling tasks working in parallel. You can communicate with them using:\n" +
+			"- `task_broadcast`: Share discoveries with all siblings\n" +
+			"- `task_send_message`: Send direct message to a specific sibling\n"
+	case r.Broadcast:
+		return "You have sibling tasks working in parallel. You can communicate with them using:\n" +
+			"- `task_broadcast`: Share discoveries with all siblings\n"
+	case r.Tasks:
+		return "You have sibling tasks working in parallel. You can communicate with them using:\n" +
+			"- `task_send_message`: Send direct message to a specific sibling\n"
+	}
+	return "You have sibling tasks working in parallel.\n"
+}
+
 // Without is FormatSiblingTasks of the table's rows less the row at skip
 // (none when skip is outside them), bounded by maxRows the same way. It is
 // not safe for concurrent use.
 func (t *SiblingTable) Without(skip, maxRows int) string {
+	return t.WithoutFor(skip, maxRows, FullReach)
+}
+
+// WithoutFor is Without for a recipient with the tools of r.
+func (t *SiblingTable) WithoutFor(skip, maxRows int, r Reach) string {
 	total := len(t.lines)
 	if skip >= 0 && skip < total {
 		total--
@@ -281,12 +312,10 @@ func (t *SiblingTable) Without(skip, maxRows int) string {
 		shown = maxRows
 	}
 	var b strings.Builder
-	b.WriteString("You have sibling tasks working in parallel. You can communicate with them using:\n")
-	b.WriteString("- `task_broadcast`: Share discoveries with all siblings\n")
-	b.WriteString("- `task_send_message`: Send direct message to a specific sibling\n")
+	b.WriteString(r.intro())
 	b.WriteString("\n")
 	if shown == 0 {
-		b.WriteString(siblings(total) + ", not listed here (use task_siblings to list them all)")
+		b.WriteString(siblings(total) + ", not listed here" + r.listAll())
 		return element(TagSiblingTasks, nil, b.String())
 	}
 	b.WriteString("| Task ID | Agent | Title |\n")
@@ -300,9 +329,17 @@ func (t *SiblingTable) Without(skip, maxRows int) string {
 		n++
 	}
 	if n := total - shown; n > 0 {
-		b.WriteString("\n… and " + strings.Replace(siblings(n), " ", " more ", 1) + " (use task_siblings to list them all)")
+		b.WriteString("\n… and " + strings.Replace(siblings(n), " ", " more ", 1) + r.listAll())
 	}
 	return element(TagSiblingTasks, nil, b.String())
+}
+
+// listAll points to task_siblings for the siblings a table leaves out.
+func (r Reach) listAll() string {
+	if !r.Tasks {
+		return ""
+	}
+	return " (use task_siblings to list them all)"
 }
 
 // siblings is "1 sibling", "2 siblings".
@@ -359,11 +396,26 @@ func tableCell(s string) string {
 //	A new sibling task has been created. You can communicate with it using `task_broadcast` or `task_send_message`.
 //	</new_sibling>
 func FormatNewSibling(taskID, agent, title string) string {
+	return FormatNewSiblingFor(taskID, agent, title, FullReach)
+}
+
+// FormatNewSiblingFor is FormatNewSibling for a recipient with the tools
+// of r.
+func FormatNewSiblingFor(taskID, agent, title string, r Reach) string {
+	body := "A new sibling task has been created."
+	switch {
+	case r.Broadcast && r.Tasks:
+		body += " You can communicate with it using `task_broadcast` or `task_send_message`."
+	case r.Broadcast:
+		body += " You can communicate with it using `task_broadcast`."
+	case r.Tasks:
+		body += " You can communicate with it using `task_send_message`."
+	}
 	return element(TagNewSibling, []attr{
 		{"task_id", taskID},
 		{"agent", agent},
 		{"title", title},
-	}, "A new sibling task has been created. You can communicate with it using `task_broadcast` or `task_send_message`.")
+	}, body)
 }
 
 // FormatTaskResult renders a child's outcome as delivered to its parent:

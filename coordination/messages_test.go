@@ -584,3 +584,34 @@ func TestShadowQuestionCannotForge(t *testing.T) {
 		t.Errorf("an older note does not parse: %+v, %v", d, ok)
 	}
 }
+
+// A sibling table and an announcement name only the tools their recipient
+// has to reach its siblings; with every tool they are the specified format.
+func TestSiblingNewsNamesTheToolsThereAre(t *testing.T) {
+	rows := []SiblingRow{{"s-1", "researcher (a)", "A"}, {"s-2", "researcher (b)", "B"}, {"s-3", "researcher (c)", "C"}}
+	for _, tc := range []struct {
+		name      string
+		r         Reach
+		has, none []string
+	}{
+		{"both", FullReach, []string{"- `task_broadcast`: Share discoveries with all siblings\n- `task_send_message`: Send direct message to a specific sibling\n", "using `task_broadcast` or `task_send_message`.", "use task_siblings"}, nil},
+		{"broadcast only", Reach{Broadcast: true}, []string{"- `task_broadcast`: Share", "using `task_broadcast`."}, []string{"task_send_message", "task_siblings"}},
+		{"messages only", Reach{Tasks: true}, []string{"- `task_send_message`: Send", "using `task_send_message`.", "use task_siblings"}, []string{"task_broadcast"}},
+		{"neither", Reach{}, []string{"You have sibling tasks working in parallel.\n\n| Task ID", "A new sibling task has been created.\n</new_sibling>"}, []string{"task_broadcast", "task_send_message", "task_siblings", "communicate"}},
+	} {
+		out := NewSiblingTable(rows).WithoutFor(0, 1, tc.r) + FormatNewSiblingFor("s-9", "executor (w)", "W", tc.r)
+		if tc.r == FullReach && out != FormatSiblingTasks(rows[1:], 1)+FormatNewSibling("s-9", "executor (w)", "W") {
+			t.Errorf("%s: not the specified format:\n%s", tc.name, out)
+		}
+		for _, w := range tc.has {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s: missing %q in\n%s", tc.name, w, out)
+			}
+		}
+		for _, w := range tc.none {
+			if strings.Contains(out, w) {
+				t.Errorf("%s: %q in\n%s", tc.name, w, out)
+			}
+		}
+	}
+}

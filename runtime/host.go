@@ -471,6 +471,13 @@ func (s *Session) agentColumn() string {
 	return s.agent
 }
 
+// reach is which tools s has to reach its siblings, for the sibling
+// tables and announcements to name only those.
+func (s *Session) reach() coordination.Reach {
+	g := s.offeredGroups()
+	return coordination.Reach{Broadcast: g[agents.GroupBroadcasts], Tasks: g[agents.GroupTasks]}
+}
+
 // injectSiblingsTx gives every new child the table of its siblings and
 // tells the existing siblings about the new ones (FR-9, FR-10), passively.
 func (r *Run) injectSiblingsTx(tx *store.Tx, parent *Session, batch []*Session) error {
@@ -496,7 +503,7 @@ func (r *Run) injectSiblingsTx(tx *store.Tx, parent *Session, batch []*Session) 
 		if !ok {
 			self = -1
 		}
-		item := &store.InboxItem{Kind: "sibling", Content: table.Without(self, maxRows), Source: "system", FromSession: parent.id}
+		item := &store.InboxItem{Kind: "sibling", Content: table.WithoutFor(self, maxRows, child.reach()), Source: "system", FromSession: parent.id}
 		if _, err := child.deliverTx(tx, item); err != nil {
 			return err
 		}
@@ -507,12 +514,17 @@ func (r *Run) injectSiblingsTx(tx *store.Tx, parent *Session, batch []*Session) 
 			continue
 		}
 		var parts []string
+		reach := k.reach()
 		for i, b := range batch {
 			if i == maxAnnounced {
-				parts = append(parts, fmt.Sprintf("… and %d more new sibling tasks (use task_siblings to list them all)", len(batch)-maxAnnounced))
+				more := fmt.Sprintf("… and %d more new sibling tasks", len(batch)-maxAnnounced)
+				if reach.Tasks {
+					more += " (use task_siblings to list them all)"
+				}
+				parts = append(parts, more)
 				break
 			}
-			parts = append(parts, coordination.FormatNewSibling(b.id, b.agentColumn(), b.title))
+			parts = append(parts, coordination.FormatNewSiblingFor(b.id, b.agentColumn(), b.title, reach))
 		}
 		item := &store.InboxItem{Kind: "sibling", Content: strings.Join(parts, "\n"), Source: "system", FromSession: parent.id}
 		if _, err := k.deliverTx(tx, item); err != nil {

@@ -20,6 +20,7 @@ func TestFeatureSwitches(t *testing.T) {
 		gone    []string // tools no session may be offered
 		kept    []string // tools the root keeps
 		prompt  []string // guidance no system prompt may hold
+		told    []string // what no message a session gets may hold
 		tryTool string   // a removed tool the root calls anyway
 	}{
 		{
@@ -38,6 +39,8 @@ func TestFeatureSwitches(t *testing.T) {
 			gone:    []string{"task_broadcast", "task_broadcasts_read", "ask_others", "broadcast_message", "announce", "view_agent_tasks"},
 			kept:    []string{"sessions_spawn", "delegate_task", "create_task_plan", "task_send_message"},
 			prompt:  []string{"## Coordinating with other agents", "ask_others(", "task_broadcast("},
+			// The sibling tables and announcements name what there is.
+			told:    []string{"task_broadcast"},
 			tryTool: "ask_others",
 		},
 		{
@@ -94,12 +97,29 @@ func TestFeatureSwitches(t *testing.T) {
 					t.Errorf("the orchestrator lost %s", name)
 				}
 			}
+			siblingNews := 0
 			for _, s := range x.Sessions {
 				for _, g := range tc.prompt {
 					if strings.Contains(s.Messages[0].Content, g) {
 						t.Errorf("%s's system prompt still holds %q", s.Agent, g)
 					}
 				}
+				for _, m := range s.Messages[1:] {
+					if m.Role != "user" {
+						continue
+					}
+					if strings.Contains(m.Content, "<sibling_tasks>") || strings.Contains(m.Content, "<new_sibling") {
+						siblingNews++
+					}
+					for _, g := range tc.told {
+						if strings.Contains(m.Content, g) {
+							t.Errorf("%s is told of %q: %s", s.Agent, g, m.Content)
+						}
+					}
+				}
+			}
+			if siblingNews == 0 {
+				t.Error("no session was told of its siblings")
 			}
 			if e := toolError(toolResults(rootOf(x), tc.tryTool)[0]); !strings.Contains(e, "no tool named") {
 				t.Errorf("calling %s anyway gave %q", tc.tryTool, e)
