@@ -148,7 +148,7 @@ func TestTemplateChoice(t *testing.T) {
 // contain: a disabled group must leave none of them behind.
 var groupMarkers = map[string][]string{
 	"spawn":      {"sessions_spawn", "task_create", "task_wait", "task_cancel", "chainAfter", "dependsOn", "<task_result", `"$research": "reference"`},
-	"tasks":      {"task_send_message", "task_output", "noReply"},
+	"tasks":      {"task_send_message", "task_output", "task_siblings", "noReply"},
 	"broadcasts": {"task_broadcast", "task_broadcasts_read", "<sibling_broadcast", "2000 characters"},
 	"planning":   {"create_task_plan", "get_ready_tasks", "get_blocked_tasks", "update_task_status", "add_task", "edit_task", "delete_task", "get_task_plan"},
 	"delegation": {"delegate_task", "check_delegation_status", "get_delegation_result", "delegation_id"},
