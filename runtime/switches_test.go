@@ -36,9 +36,9 @@ func TestFeatureSwitches(t *testing.T) {
 			off:  func(c *config.Coordination) { c.EnableBroadcasts = false },
 			// config.yaml: "enable_broadcasts: ... task_broadcast, ask_others, broadcast_message, announce";
 			// and the max_broadcasts_per_session check says to use it to turn broadcasts off.
-			gone:    []string{"task_broadcast", "task_broadcasts_read", "ask_others", "broadcast_message", "announce", "view_agent_tasks"},
-			kept:    []string{"sessions_spawn", "delegate_task", "create_task_plan", "task_send_message"},
-			prompt:  []string{"## Coordinating with other agents", "ask_others(", "task_broadcast("},
+			gone:   []string{"task_broadcast", "task_broadcasts_read", "ask_others", "broadcast_message", "announce", "view_agent_tasks"},
+			kept:   []string{"sessions_spawn", "delegate_task", "create_task_plan", "task_send_message"},
+			prompt: []string{"## Coordinating with other agents", "ask_others(", "task_broadcast("},
 			// The sibling tables and announcements name what there is.
 			told:    []string{"task_broadcast"},
 			tryTool: "ask_others",
