@@ -39,8 +39,9 @@ type Workspace struct {
 // protectedPath is a file or directory of swarmdeck's own that the file
 // tools must not change, see Protect.
 type protectedPath struct {
-	path string // absolute, symbolic links resolved
-	what string
+	path   string // absolute, symbolic links resolved
+	what   string
+	sealed bool // not to be opened at all, see Seal
 }
 
 // Workspace limits.
@@ -156,6 +157,66 @@ func (w *Workspace) Protect(p, what string) {
 	w.protected = append(w.protected, protectedPath{path: resolveLoose(abs), what: what})
 }
 
+// Seal is Protect for a file the tools must not even open: swarmdeck's
+// database and its -wal, -shm and -journal files. SQLite's locks on a file
+// are the process's, and closing any descriptor of the file drops them
+// all: a read_file or a search of the database would leave it unlocked
+// under the run, for another process to checkpoint and delete its WAL.
+func (w *Workspace) Seal(p, what string) {
+	n := len(w.protected)
+	w.Protect(p, what)
+	if len(w.protected) > n {
+		w.protected[n].sealed = true
+	}
+}
+
+// sealedFile is a sealed path as it is now.
+type sealedFile struct {
+	info fs.FileInfo
+	what string
+}
+
+// sealedFiles are the sealed files that exist now.
+func (w *Workspace) sealedFiles() []sealedFile {
+	var out []sealedFile
+	for _, p := range w.protected {
+		if !p.sealed {
+			continue
+		}
+		if fi, err := os.Stat(p.path); err == nil {
+			out = append(out, sealedFile{fi, p.what})
+		}
+	}
+	return out
+}
+
+// sealedAs is what sealed file fi is, through any of its names, or "".
+func sealedAs(fi fs.FileInfo, sealed []sealedFile) string {
+	for _, s := range sealed {
+		if os.SameFile(fi, s.info) {
+			return s.what
+		}
+	}
+	return ""
+}
+
+// refuseSealed is the tool error for opening clean when it is a sealed
+// file, under any name. It looks without opening.
+func (w *Workspace) refuseSealed(clean string) error {
+	sealed := w.sealedFiles()
+	if len(sealed) == 0 {
+		return nil
+	}
+	fi, err := w.root().Stat(clean)
+	if err != nil {
+		return nil // the opening says what is wrong
+	}
+	if what := sealedAs(fi, sealed); what != "" {
+		return Errorf("%s is swarmdeck's own %s, which the file tools leave alone: opening it while swarmdeck runs would release the database's locks", clean, what)
+	}
+	return nil
+}
+
 // refuseProtected is the tool error for writing clean when it is, or lies
 // under, a protected path, through symbolic links too.
 func (w *Workspace) refuseProtected(clean string) error {
@@ -229,6 +290,9 @@ func resolveLoose(p string) string {
 // the tool forever) and refuses anything but a regular file or, when
 // dirOK, a directory.
 func (w *Workspace) openRegular(clean string, flag int, perm fs.FileMode, dirOK bool) (*os.File, fs.FileInfo, error) {
+	if err := w.refuseSealed(clean); err != nil {
+		return nil, nil, err
+	}
 	f, err := w.root().OpenFile(clean, flag|syscall.O_NONBLOCK, perm)
 	if err != nil {
 		if errors.Is(err, syscall.ENXIO) {
@@ -828,6 +892,7 @@ func (w *Workspace) Search(query, p, glob string, limit int) (*SearchResult, err
 	}
 	s := &search{needle: []byte(strings.ToLower(query)), limit: limit, out: &SearchResult{Query: query, Matches: []Match{}}}
 	fsys := w.root().FS()
+	sealed := w.sealedFiles()
 	err = fs.WalkDir(fsys, clean, func(name string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if name == clean {
@@ -846,6 +911,14 @@ func (w *Workspace) Search(query, p, glob string, limit int) (*SearchResult, err
 		}
 		if glob != "" && !globMatch(glob, name) {
 			return nil
+		}
+		if len(sealed) > 0 {
+			if fi, err := d.Info(); err == nil {
+				if what := sealedAs(fi, sealed); what != "" {
+					s.skip(name, "it is swarmdeck's own %s, which the file tools leave alone", what)
+					return nil
+				}
+			}
 		}
 		return s.file(fsys, name, name == clean)
 	})

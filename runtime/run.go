@@ -257,7 +257,8 @@ func (e *Engine) newRun(id, goal string, rec store.Run) (*Run, error) {
 // protectOwnFiles keeps the agents' write tools off swarmdeck's own files
 // where they lie in the workspace: an agent that rewrote the configuration
 // file would raise its own limits at the next reload, and one that wrote
-// the database or the log would break the run.
+// the database or the log would break the run. The database's files are
+// not even read (see agents.Workspace.Seal).
 func (e *Engine) protectOwnFiles(ws *agents.Workspace, cfg *config.Config) {
 	ws.Protect(cfg.Path, "configuration file")
 	// So are the files the next start would read as its configuration,
@@ -270,7 +271,7 @@ func (e *Engine) protectOwnFiles(ws *agents.Workspace, cfg *config.Config) {
 	ws.Protect(cfg.LogPath(), "log")
 	if e.dbPath != "" {
 		for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
-			ws.Protect(e.dbPath+suffix, "database")
+			ws.Seal(e.dbPath+suffix, "database")
 		}
 		ws.Protect(runlock.Dir(e.dbPath), "run locks")
 	}
