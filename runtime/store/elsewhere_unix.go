@@ -12,7 +12,9 @@ import (
 // open. Every connection to a database in WAL mode holds a shared lock on
 // one byte of its -shm file (SQLite's "DMS" lock, at offset 128) for as
 // long as it is open; a process never conflicts with its own POSIX locks,
-// so only other processes' connections are seen.
+// so only other processes' connections are seen. Call it before this
+// process opens the database: it opens and closes the -shm file, and the
+// close drops every POSIX lock the process holds on that file.
 func openElsewhere(path string) bool {
 	f, err := os.Open(path + "-shm")
 	if err != nil {

@@ -192,6 +192,10 @@ func OpenWith(path string, publish func([]event.Event), o OpenOptions) (*Store, 
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("could not make the database's directory: %w", err)
 	}
+	// Looked at before this process opens the database: the look opens
+	// and closes its -shm file, and closing any descriptor of a file drops
+	// every POSIX lock the process holds on it, SQLite's among them.
+	elsewhere := openElsewhere(path)
 	dsn := fileURI(path) + "?_pragma=" + busyPragma() + "&_pragma=cache_size(-8192)&_pragma=temp_store(MEMORY)&_pragma=wal_autocheckpoint(0)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(OFF)&_txlock=immediate"
 	write, err := sql.Open("sqlite", dsn)
 	if err != nil {
@@ -227,7 +231,7 @@ func OpenWith(path string, publish func([]event.Event), o OpenOptions) (*Store, 
 		}
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	if err := s.migrate(ctx, o.Upgrading); err != nil {
+	if err := s.migrate(ctx, o.Upgrading, elsewhere); err != nil {
 		s.conn.Close()
 		write.Close()
 		if isNew && IsFull(err) {
@@ -460,7 +464,9 @@ func SQLiteCode(err error) (int, bool) {
 // Path is the database file.
 func (s *Store) Path() string { return s.path }
 
-func (s *Store) migrate(ctx context.Context, upgrading func(path string, from, to int)) error {
+// migrate brings the schema up to date. elsewhere says whether another
+// process had the database open when this one opened it (openElsewhere).
+func (s *Store) migrate(ctx context.Context, upgrading func(path string, from, to int), elsewhere bool) error {
 	var version int
 	if err := s.conn.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
 		return fmt.Errorf("read schema version: %w", err)
@@ -492,7 +498,7 @@ func (s *Store) migrate(ctx context.Context, upgrading func(path string, from, t
 	if err := s.conn.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
 		return rollback(fmt.Errorf("read schema version: %w", err))
 	}
-	if version > 0 && version <= lastUnlockedSchema && openElsewhere(s.path) {
+	if version > 0 && version <= lastUnlockedSchema && elsewhere {
 		return rollback(&olderInUseError{version: version})
 	}
 	if version > 0 && version < latest && upgrading != nil {
