@@ -1019,12 +1019,12 @@ func TestViewFollowsARunRunningElsewhere(t *testing.T) {
 	e2 := limEngineAt(t, db, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	sub := e2.Bus().Subscribe(4096)
-	defer sub.Close()
 	v, err := e2.View(ctx, "") // the latest run, as `swarmdeck view` without an id
 	if err != nil {
 		t.Fatal(err)
 	}
+	sub := v.Subscribe(4096)
+	defer sub.Close()
 	if id := v.Snapshot().Run.ID; id != run.ID() {
 		t.Fatalf("the latest run is viewed as %s, want %s", id, run.ID())
 	}
@@ -1059,6 +1059,58 @@ func TestViewFollowsARunRunningElsewhere(t *testing.T) {
 		t.Errorf("a viewer's broadcast = %v, want it refused as read-only", err)
 	}
 	run.Interrupt()
+}
+
+// What a followed run logs between the view's snapshot and the dashboard's
+// subscription (a dashboard slow to start) reaches the subscription: the
+// run's end among it, without which the view showed it running for good.
+func TestViewSubscribedLateMissesNothing(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "swarmdeck.db")
+	held := newGate()
+	t.Cleanup(held.open)
+	p := policyFor(func(c *convo) scripted.Reply {
+		held.wait()
+		return say("first answer")
+	})
+	e1 := limEngineWith(t, db, nil, p)
+	run, err := e1.Start(context.Background(), "Plan a product launch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e2 := limEngineAt(t, db, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	v, err := e2.View(ctx, run.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := v.Snapshot().LastSeq
+	held.open()
+	<-run.Done()
+	time.Sleep(3 * followEvery) // polls the log would have made meanwhile
+	sub := v.Subscribe(4096)
+	defer sub.Close()
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case ev := <-sub.C:
+			if ev.RunID != run.ID() || ev.Type == event.MessageDelta {
+				continue
+			}
+			if ev.Seq != last+1 {
+				t.Fatalf("event %s has seq %d after %d: the viewer missed or repeated events", ev.Type, ev.Seq, last)
+			}
+			last = ev.Seq
+			if ev.Type == event.RunFinished {
+				if ev.Run.Status != RunCompleted {
+					t.Errorf("the viewer sees the run %s", ev.Run.Status)
+				}
+				return
+			}
+		case <-deadline:
+			t.Fatal("the viewer never saw the run end")
+		}
+	}
 }
 
 // A viewer puts back the content of logged message events by their row

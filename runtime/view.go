@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/swarmdeck/swarmdeck/runtime/event"
@@ -22,6 +23,11 @@ type storedRun struct {
 	e    *Engine
 	id   string
 	snap event.Snapshot
+	// follow starts on the first Subscribe, with the context of View:
+	// published before anyone listens, what follow reads after the
+	// snapshot would be lost, a run's end among it.
+	ctx       context.Context
+	following sync.Once
 }
 
 var _ event.Controller = (*storedRun)(nil)
@@ -37,12 +43,7 @@ func (e *Engine) View(ctx context.Context, runID string) (event.Controller, erro
 	if err := e.store.Snapshot(ctx, func(ctx context.Context) error { return v.load(ctx, runID) }); err != nil {
 		return nil, err
 	}
-	// A database read as a file that does not change (read-only to this
-	// user, and open in no process) shows no later writes, and reading it
-	// while a process writes it is unsafe: the run is shown as stored.
-	if !e.store.Immutable() {
-		go v.follow(ctx, v.snap.LastSeq)
-	}
+	v.ctx = ctx
 	return v, nil
 }
 
@@ -330,8 +331,20 @@ func fillMessages(ctx context.Context, st *store.Store, runID string, evs []even
 	return nil
 }
 
-func (v *storedRun) Snapshot() event.Snapshot                                { return v.snap }
-func (v *storedRun) Subscribe(lossy int) *event.Subscription                 { return v.e.bus.Subscribe(lossy) }
+func (v *storedRun) Snapshot() event.Snapshot { return v.snap }
+
+// Subscribe subscribes to what is logged for the run after the snapshot,
+// and starts following the log for it on the first call. A database read
+// as a file that does not change (read-only to this user, and open in no
+// process) shows no later writes, and reading it while a process writes it
+// is unsafe: the run is shown as stored.
+func (v *storedRun) Subscribe(lossy int) *event.Subscription {
+	sub := v.e.bus.Subscribe(lossy)
+	if !v.e.store.Immutable() {
+		v.following.Do(func() { go v.follow(v.ctx, v.snap.LastSeq) })
+	}
+	return sub
+}
 func (v *storedRun) ReadOnly() bool                                          { return true }
 func (v *storedRun) Broadcast(context.Context, string, string, string) error { return errReadOnly }
 func (v *storedRun) SendMessage(context.Context, string, string, bool) error { return errReadOnly }
