@@ -1000,10 +1000,11 @@ func TestSnapshotOfAResumedRunSaysSo(t *testing.T) {
 	}
 }
 
-// `swarmdeck view` of a run that another process is running follows it:
-// what that process logs after the snapshot reaches the viewer's
-// subscription in order, message events with their content.
-func TestViewFollowsARunRunningElsewhere(t *testing.T) {
+// viewedElsewhere starts a run on one engine, its model held until the
+// gate is opened, and views it (runID, or the latest run for "") from a
+// second engine on the same database, as another process would.
+func viewedElsewhere(t *testing.T, runID string) (*Run, *gate, event.Controller) {
+	t.Helper()
 	db := filepath.Join(t.TempDir(), "swarmdeck.db")
 	held := newGate()
 	t.Cleanup(held.open)
@@ -1018,11 +1019,20 @@ func TestViewFollowsARunRunningElsewhere(t *testing.T) {
 	}
 	e2 := limEngineAt(t, db, nil)
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	v, err := e2.View(ctx, "") // the latest run, as `swarmdeck view` without an id
+	t.Cleanup(cancel)
+	v, err := e2.View(ctx, runID)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return run, held, v
+}
+
+// `swarmdeck view` of a run that another process is running follows it:
+// what that process logs after the snapshot reaches the viewer's
+// subscription in order, message events with their content.
+func TestViewFollowsARunRunningElsewhere(t *testing.T) {
+	run, held, v := viewedElsewhere(t, "") // the latest run, as `swarmdeck view` without an id
+	ctx := context.Background()
 	sub := v.Subscribe(4096)
 	defer sub.Close()
 	if id := v.Snapshot().Run.ID; id != run.ID() {
@@ -1065,25 +1075,7 @@ func TestViewFollowsARunRunningElsewhere(t *testing.T) {
 // subscription (a dashboard slow to start) reaches the subscription: the
 // run's end among it, without which the view showed it running for good.
 func TestViewSubscribedLateMissesNothing(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "swarmdeck.db")
-	held := newGate()
-	t.Cleanup(held.open)
-	p := policyFor(func(c *convo) scripted.Reply {
-		held.wait()
-		return say("first answer")
-	})
-	e1 := limEngineWith(t, db, nil, p)
-	run, err := e1.Start(context.Background(), "Plan a product launch")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e2 := limEngineAt(t, db, nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	v, err := e2.View(ctx, run.ID())
-	if err != nil {
-		t.Fatal(err)
-	}
+	run, held, v := viewedElsewhere(t, "")
 	last := v.Snapshot().LastSeq
 	held.open()
 	<-run.Done()

@@ -3,37 +3,23 @@
 package runtime
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/swarmdeck/swarmdeck/runtime/config"
+	"github.com/swarmdeck/swarmdeck/runtime/internal/proclocks"
 	"github.com/swarmdeck/swarmdeck/runtime/scripted"
 )
 
 // heldLocks counts the POSIX locks this process holds on the file at path
-// that start at byte start, from /proc/locks.
+// that start at byte start.
 func heldLocks(t *testing.T, path string, start int64) int {
 	t.Helper()
-	fi, err := os.Stat(path)
+	n, err := proclocks.Held(os.Getpid(), path, start)
 	if err != nil {
 		t.Fatal(err)
-	}
-	ino := fi.Sys().(*syscall.Stat_t).Ino
-	locks, err := os.ReadFile("/proc/locks")
-	if err != nil {
-		t.Skipf("no /proc/locks: %v", err)
-	}
-	n := 0
-	for _, line := range strings.Split(string(locks), "\n") {
-		f := strings.Fields(line)
-		if len(f) >= 8 && f[1] == "POSIX" && f[4] == fmt.Sprint(os.Getpid()) &&
-			strings.HasSuffix(f[5], fmt.Sprintf(":%d", ino)) && f[6] == fmt.Sprint(start) {
-			n++
-		}
 	}
 	return n
 }
