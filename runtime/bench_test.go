@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/swarmdeck/swarmdeck/runtime/config"
+	"github.com/swarmdeck/swarmdeck/runtime/internal/rusage"
 	"github.com/swarmdeck/swarmdeck/runtime/llm"
 )
 
@@ -99,7 +100,7 @@ func BenchmarkTurnOverhead(b *testing.B) {
 		return &llm.Response{Content: "done"}
 	})
 	b.ResetTimer()
-	start := cpuTime()
+	start := rusage.CPU()
 	for b.Loop() {
 		runToEnd(b, e, "bench turns")
 	}
@@ -124,7 +125,7 @@ func BenchmarkSpawn(b *testing.B) {
 		return &llm.Response{Content: "all done"}
 	})
 	b.ResetTimer()
-	start := cpuTime()
+	start := rusage.CPU()
 	for b.Loop() {
 		runToEnd(b, e, "bench spawn")
 	}
@@ -160,7 +161,7 @@ func BenchmarkBroadcastFanout(b *testing.B) {
 	ctx := context.Background()
 	msg := "Config pattern: use ConfigContext.use(), not a direct import. File: src/context.ts"
 	b.ResetTimer()
-	start := cpuTime()
+	start := rusage.CPU()
 	for b.Loop() {
 		res, err := h.Broadcast(ctx, nil, msg, "discovery", "siblings")
 		if err != nil || res.DeliveredTo != 100 {
@@ -171,5 +172,5 @@ func BenchmarkBroadcastFanout(b *testing.B) {
 }
 
 func reportCPU(b *testing.B, start time.Duration, per int) {
-	b.ReportMetric(float64((cpuTime()-start).Microseconds())/float64(b.N*per), "cpu-µs/"+map[bool]string{true: "op", false: "turn"}[per == 1])
+	b.ReportMetric(float64((rusage.CPU()-start).Microseconds())/float64(b.N*per), "cpu-µs/"+map[bool]string{true: "op", false: "turn"}[per == 1])
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/swarmdeck/swarmdeck/runtime"
 	"github.com/swarmdeck/swarmdeck/runtime/config"
 	"github.com/swarmdeck/swarmdeck/runtime/event"
+	"github.com/swarmdeck/swarmdeck/runtime/internal/rusage"
 	"github.com/swarmdeck/swarmdeck/runtime/scripted"
 )
 
@@ -244,7 +245,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			return nil, fmt.Errorf("cpu profile: %w", err)
 		}
 	}
-	cpu0 := processCPU()
+	cpu0 := rusage.CPU()
 	t0 := time.Now()
 	run, err := eng.Start(ctx, scripted.BenchGoal(o.Agents, o.Fanout, o.Turns, o.Broadcasts))
 	if err != nil {
@@ -256,7 +257,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	rep.RunID, rep.DB = run.ID(), o.DB
 	err = follow(ctx, run, sub, sessions, eng.Scripted(), t0, o.Progress)
 	wall := time.Since(t0)
-	cpu := processCPU() - cpu0
+	cpu := rusage.CPU() - cpu0
 	if o.CPUProfile != nil {
 		pprof.StopCPUProfile()
 	}
@@ -279,7 +280,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if rep.IdealS > 0 {
 		rep.Efficiency = rep.IdealS / rep.WallS
 	}
-	rep.PeakRSSMB = peakRSSMB()
+	rep.PeakRSSMB = rusage.PeakRSSMB()
 	stats := eng.Scripted().Stats()
 	rep.LLMCalls = stats.Requests
 	rep.CPUS = cpu.Seconds()

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/swarmdeck/swarmdeck/runtime/internal/alarm"
+	"github.com/swarmdeck/swarmdeck/runtime/internal/rusage"
 	"github.com/swarmdeck/swarmdeck/runtime/llm"
 	"github.com/swarmdeck/swarmdeck/runtime/scripted"
 )
@@ -158,7 +159,7 @@ func Floor(ctx context.Context, o Options) (*FloorReport, error) {
 	}
 
 	goruntime.GC()
-	cpu0 := processCPU()
+	cpu0 := rusage.CPU()
 	t0 := time.Now()
 	stop := make(chan struct{})
 	if o.Progress != nil {
@@ -178,7 +179,7 @@ func Floor(ctx context.Context, o Options) (*FloorReport, error) {
 	node(o.Agents)
 	wall := time.Since(t0)
 	close(stop)
-	cpu := processCPU() - cpu0
+	cpu := rusage.CPU() - cpu0
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("floor interrupted after %s: %w", wall.Round(time.Millisecond), context.Cause(ctx))
 	}

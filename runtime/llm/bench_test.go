@@ -12,6 +12,9 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/swarmdeck/swarmdeck/runtime/internal/rusage"
 )
 
 // benchStream is a typical turn as OpenAI streams it: 200 content deltas,
@@ -58,7 +61,7 @@ func BenchmarkStream(b *testing.B) {
 	onDelta := func(Delta) {}
 	b.ReportAllocs()
 	b.SetBytes(int64(len(body)))
-	cpu := processCPU()
+	cpu := rusage.CPU()
 	for b.Loop() {
 		resp, err := c.Stream(ctx, req, onDelta)
 		if err != nil || len(resp.ToolCalls) != 2 {
@@ -70,9 +73,9 @@ func BenchmarkStream(b *testing.B) {
 
 // reportCPU adds the process CPU time per op since start (the server's
 // share included for BenchmarkStream).
-func reportCPU(b *testing.B, start int64) {
+func reportCPU(b *testing.B, start time.Duration) {
 	if start > 0 {
-		b.ReportMetric(float64(processCPU()-start)/float64(b.N), "cpu-ns/op")
+		b.ReportMetric(float64(rusage.CPU()-start)/float64(b.N), "cpu-ns/op")
 	}
 }
 
@@ -87,7 +90,7 @@ func BenchmarkFeed(b *testing.B) {
 	a := &accumulator{onDelta: func(Delta) {}}
 	var ch chunk
 	b.ReportAllocs()
-	cpu := processCPU()
+	cpu := rusage.CPU()
 	for b.Loop() {
 		a.reset()
 		for _, l := range lines {
@@ -203,7 +206,7 @@ func BenchmarkStreamRealistic(b *testing.B) {
 	stream := func(b *testing.B, req Request) {
 		ctx := context.Background()
 		b.ReportAllocs()
-		cpu := processCPU()
+		cpu := rusage.CPU()
 		for b.Loop() {
 			resp, err := c.Stream(ctx, req, nil)
 			if err != nil || len(resp.ToolCalls) != 2 {

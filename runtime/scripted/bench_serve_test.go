@@ -13,6 +13,7 @@ import (
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+	"github.com/swarmdeck/swarmdeck/runtime/internal/rusage"
 )
 
 // benchTools is a tool list the size of the runtime's: 25 tools with a
@@ -84,7 +85,7 @@ func BenchmarkServeTurn(b *testing.B) {
 	w := &discardWriter{h: http.Header{}}
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
-	cpu := processCPU()
+	cpu := rusage.CPU()
 	for b.Loop() {
 		rd.Reset(body)
 		req.Body = io.NopCloser(rd)
@@ -116,7 +117,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 	c, tr := newClient(base)
 	defer tr.CloseIdleConnections()
 	b.ReportAllocs()
-	cpu := processCPU()
+	cpu := rusage.CPU()
 	for b.Loop() {
 		st, err := c.CreateChatCompletionStream(context.Background(), req)
 		if err != nil {
@@ -142,7 +143,7 @@ func reportCPU(b *testing.B, start time.Duration) {
 	if start == 0 || b.N == 0 {
 		return
 	}
-	b.ReportMetric(float64(processCPU()-start)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(rusage.CPU()-start)/float64(b.N), "cpu-ns/op")
 }
 
 // BenchmarkDemoRootTurn is the demo policy's cost on a long root

@@ -1,6 +1,9 @@
 //go:build unix
 
-package bench
+// Package rusage reads what the process has used so far, for the bench and
+// the benchmarks: on a shared machine wall time mostly measures the other
+// tenants, CPU time much less.
+package rusage
 
 import (
 	goruntime "runtime"
@@ -8,9 +11,9 @@ import (
 	"time"
 )
 
-// processCPU is the user and system CPU time the whole process has used:
-// the runtime, the in-process scripted server, SQLite and the GC.
-func processCPU() time.Duration {
+// CPU is the user and system CPU time the whole process has used: the
+// runtime, an in-process scripted server, SQLite and the collector.
+func CPU() time.Duration {
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
 		return 0
@@ -18,8 +21,8 @@ func processCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// peakRSSMB is the process's peak resident set size so far, in MiB.
-func peakRSSMB() float64 {
+// PeakRSSMB is the process's peak resident set size so far, in MiB.
+func PeakRSSMB() float64 {
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
 		return 0
