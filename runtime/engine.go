@@ -96,9 +96,10 @@ type Engine struct {
 	dbPath string // the database file, kept from the agents' write tools
 }
 
-// toolSet returns the encoded tool definitions for a set of groups: every
-// call of a session sends the same tools, so they are encoded once.
-func (e *Engine) toolSet(groups map[string]bool, canWrite bool) *llm.ToolSet {
+// toolSet returns the encoded tool definitions for a set of groups, less
+// the tools withheld by name: every call of a session sends the same
+// tools, so they are encoded once.
+func (e *Engine) toolSet(groups map[string]bool, canWrite bool, withheld ...string) *llm.ToolSet {
 	names := make([]string, 0, len(groups))
 	for g, on := range groups {
 		if on {
@@ -110,13 +111,18 @@ func (e *Engine) toolSet(groups map[string]bool, canWrite bool) *llm.ToolSet {
 	if canWrite {
 		key += "|write"
 	}
+	if len(withheld) > 0 {
+		key += "|-" + strings.Join(withheld, ",")
+	}
 	if ts, ok := e.toolSets.Load(key); ok {
 		return ts.(*llm.ToolSet)
 	}
 	tools := e.tools.ForGroups(groups, canWrite)
 	specs := make([]llm.Tool, 0, len(tools))
 	for _, t := range tools {
-		specs = append(specs, t.Spec())
+		if !slices.Contains(withheld, t.Name) {
+			specs = append(specs, t.Spec())
+		}
 	}
 	ts, _ := e.toolSets.LoadOrStore(key, llm.NewToolSet(specs))
 	return ts.(*llm.ToolSet)

@@ -211,6 +211,87 @@ func TestMaxSpawnDepthZeroLeavesTheOrchestratorAlone(t *testing.T) {
 	}
 }
 
+// With max_spawn_depth lowered under a parent whose children still run,
+// its requests keep the tools that wait for, cancel and ask after them,
+// and offer none that would start more; its reminder gives no advice to
+// start more either.
+func TestLoweredSpawnDepthKeepsTheToolsForTheChildren(t *testing.T) {
+	child, reloaded := newGate(), newGate()
+	t.Cleanup(child.open)
+	t.Cleanup(reloaded.open)
+	var mu sync.Mutex
+	var after []string // the root's tools once the limit is lowered
+	var reminders []string
+	p := policyFor(func(c *convo) scripted.Reply {
+		if !c.isRoot() {
+			child.wait()
+			return say("child done")
+		}
+		switch c.turns {
+		case 0:
+			return do(
+				call("create_task_plan", obj{"tasks": []string{"alpha", "beta", "gamma"}}),
+				call("sessions_spawn", obj{"task": "research", "label": "r"}),
+				call("delegate_task", obj{"description": "a part of it"}),
+			)
+		case 1:
+			reloaded.wait()
+			return do(call("get_task_plan", obj{}))
+		case 2:
+			mu.Lock()
+			after = c.req.Tools
+			for _, m := range c.req.Messages {
+				if strings.Contains(m.Content, "<reminder>") {
+					reminders = append(reminders, m.Content)
+				}
+			}
+			mu.Unlock()
+			child.open()
+			return do(call("task_wait", obj{}))
+		}
+		return say("done")
+	})
+	e := testEngine(t, nil, p, nil)
+	go func() {
+		// Once the root has spawned and delegated, its limit goes down to 0.
+		defer reloaded.open()
+		for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+			if x, err := e.Export(context.Background(), ""); err == nil && len(x.Sessions) >= 3 {
+				next := *e.Config()
+				next.Limits.MaxSpawnDepth = 0
+				if err := e.Reload(&next); err != nil {
+					t.Error(err) // the root waits for this goroutine: the test still runs
+				}
+				return
+			}
+		}
+	}()
+	_, code := headless(t, e, "lowered", nil)
+	x := exportLatest(t, e)
+	mustComplete(t, x, code)
+	mu.Lock()
+	defer mu.Unlock()
+	for _, name := range []string{"task_wait", "task_cancel", "check_delegation_status", "get_delegation_result", "task_output"} {
+		if !slices.Contains(after, name) {
+			t.Errorf("with children running, the root lost %s: %v", name, after)
+		}
+	}
+	for _, name := range []string{"sessions_spawn", "task_create", "delegate_task"} {
+		if slices.Contains(after, name) {
+			t.Errorf("with max_spawn_depth 0, the root is still offered %s", name)
+		}
+	}
+	// The reminder before the reload advised delegating, as it could; the
+	// one after it does not.
+	if len(reminders) == 0 {
+		t.Fatal("no reminder of the ready tasks")
+	}
+	if last := reminders[len(reminders)-1]; strings.Contains(last, "sessions_spawn") || strings.Contains(last, "delegate_task") ||
+		!strings.Contains(last, "Take them one at a time") {
+		t.Errorf("the reminder after the reload: %s", last)
+	}
+}
+
 // Roles that cannot spawn have no children to cancel: task_cancel is not
 // theirs.
 func TestTaskCancelIsForRolesThatSpawn(t *testing.T) {

@@ -479,27 +479,62 @@ func (s *Session) groups() map[string]bool {
 	return out
 }
 
-// offeredGroups are the tool groups the model is offered and told of in
-// its prompt and reminders: its groups, less spawning and delegating where
-// the limits refuse them (at max_spawn_depth a child would be too deep;
-// at max_delegation_depth a delegation would). A model offered tools that
-// could only fail, and told to use them, wasted turns on the refusals. A
-// session with children keeps the spawn group, to wait for them (the
-// limits may have been lowered since it spawned). A call of a tool left
-// out still reaches it (see execTool), and is refused with the limit.
+// mayStart reports whether the limits let the session start sub-agents
+// (max_spawn_depth: a child would be too deep) and delegations (a
+// delegate is a child too, and max_delegation_depth counts delegations).
+func (s *Session) mayStart() (spawn, delegate bool) {
+	cfg := s.r.e.Config()
+	spawn = s.depth < cfg.Limits.MaxSpawnDepth
+	return spawn, spawn && s.delegationDepth() < cfg.Coordination.MaxDelegationDepth
+}
+
+// offeredGroups are the tool groups the session's prompt and reminders
+// tell of: its groups, less spawning and delegating where the limits
+// refuse them. A model told to use tools that could only fail wasted turns
+// on the refusals.
 func (s *Session) offeredGroups() map[string]bool {
 	g := s.groups()
-	cfg := s.r.e.Config()
-	if s.depth >= cfg.Limits.MaxSpawnDepth {
-		if len(s.childList()) == 0 {
-			delete(g, agents.GroupSpawn)
-		}
-		delete(g, agents.GroupDelegation)
+	spawn, delegate := s.mayStart()
+	if !spawn {
+		delete(g, agents.GroupSpawn)
 	}
-	if s.delegationDepth() >= cfg.Coordination.MaxDelegationDepth {
+	if !delegate {
 		delete(g, agents.GroupDelegation)
 	}
 	return g
+}
+
+// Tools that start sub-agents or delegations, which the limits may refuse.
+var (
+	spawnTools    = []string{"sessions_spawn", "task_create"}
+	delegateTools = []string{"delegate_task"}
+)
+
+// offeredTools are the tools a request offers: as offeredGroups has them,
+// except that a session with children keeps the tools that wait for,
+// cancel and ask after them (the limits may have been lowered since they
+// started), less those that would start more. A call of a tool left out
+// still reaches it (see execTool), and is refused with the limit.
+func (s *Session) offeredTools() *llm.ToolSet {
+	g := s.groups()
+	spawn, delegate := s.mayStart()
+	kids := len(s.childList()) > 0
+	var withheld []string
+	if !spawn {
+		if kids {
+			withheld = append(withheld, spawnTools...)
+		} else {
+			delete(g, agents.GroupSpawn)
+		}
+	}
+	if !delegate {
+		if kids {
+			withheld = append(withheld, delegateTools...)
+		} else {
+			delete(g, agents.GroupDelegation)
+		}
+	}
+	return s.r.e.toolSet(g, s.role.CanWrite, withheld...)
 }
 
 // tools are the tools a call may reach: every one of the session's groups,
@@ -695,7 +730,7 @@ func (s *Session) request() llm.Request {
 	if s.role.Model != "" {
 		model = s.role.Model
 	}
-	return llm.Request{Model: model, Messages: msgs, ToolSet: s.r.e.toolSet(s.offeredGroups(), s.role.CanWrite)}
+	return llm.Request{Model: model, Messages: msgs, ToolSet: s.offeredTools()}
 }
 
 // mergeUserRuns copies hist with each run of consecutive user messages
