@@ -1049,6 +1049,14 @@ func TestCompletionFindsOldRuns(t *testing.T) {
 	if n := strings.Count(got, "\tcompleted: "); n != 200 || !strings.HasPrefix(got, "r-000259\t") {
 		t.Errorf("view completes %d runs, from %q", n, got[:min(len(got), 40)])
 	}
+	// --workspace completes to directories, --config to YAML files (the
+	// shell is told so by the directive on the last line).
+	if got := complete("run", "--workspace", ""); !strings.HasSuffix(got, ":16\n") {
+		t.Errorf("--workspace completes %q, want directories (:16)", got)
+	}
+	if got := complete("run", "--config", ""); got != "yaml\nyml\n:8\n" {
+		t.Errorf("--config completes %q, want YAML files", got)
+	}
 }
 
 // Completion offers run ids (resume only the ones it can continue) and

@@ -463,6 +463,9 @@ Without an API key it uses the scripted model, so "swarmdeck" works offline.`,
 			takesNoSharedFlags(c, "it prints which swarmdeck this is")
 		}
 	}
+	// --workspace completes to directories; --config to YAML files.
+	root.MarkPersistentFlagDirname("workspace")
+	root.MarkPersistentFlagFilename("config", "yaml", "yml")
 	// --provider completes to the configuration's providers.
 	root.RegisterFlagCompletionFunc("provider", func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		cfg, err := cf.configFile()
