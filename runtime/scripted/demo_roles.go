@@ -50,7 +50,7 @@ func researcher(s *session) Reply {
 			return n, calls
 		},
 		func() (string, []Call) {
-			return "Checking what I broadcast so far and searching the workspace.", []Call{
+			return "Checking the broadcasts that reached me and searching the workspace.", []Call{
 				{Name: "task_broadcasts_read", Args: kv{"source", "self"}},
 				{Name: "search_files", Args: kv{"query", searchWord(goal)}},
 			}
@@ -164,7 +164,12 @@ func writeHumanAndNotes(b *strings.Builder, s *session) {
 		break
 	}
 	for _, it := range s.itemsOf("answered_on_your_behalf") {
-		b.WriteString("- A question was answered on my behalf: \"" + textcut.OneLine(it.body, 140) + "\".\n")
+		// The note's first line is the runtime's; the question follows.
+		q := it.body
+		if _, rest, ok := strings.Cut(q, "Question: "); ok {
+			q, _, _ = strings.Cut(rest, "\n")
+		}
+		b.WriteString("- " + it.attr("asked_by") + " asked, and was answered on my behalf: \"" + textcut.OneLine(q, 140) + "\".\n")
 		break
 	}
 }
@@ -286,7 +291,13 @@ func subOrchestrator(s *session) Reply {
 				}
 			},
 			func() (string, []Call) {
-				return "Trying to delegate further, telling everyone what I'm doing, and looking at the others' plans.", []Call{
+				say := "Telling everyone what I'm doing, and looking at the others' plans."
+				if s.offered("delegate_task") {
+					// Only where the depth limit offers it: told it
+					// cannot, a model does not try.
+					say = "Trying to delegate further, telling everyone what I'm doing, and looking at the others' plans."
+				}
+				return say, []Call{
 					{Name: "delegate_task", Args: kv{"description", "Nested delegation"}},
 					{Name: "announce", Args: kv{"message", "Checklist work started; an explorer is scanning launch assets"}},
 					{Name: "view_agent_tasks", Args: kv{}},
