@@ -958,6 +958,34 @@ func TestSessionTimeoutFailsTheSession(t *testing.T) {
 	}
 }
 
+// A session times out at the timeout it started with, and says that one:
+// raised while it runs, the new value is for sessions to come.
+func TestSessionTimeoutSaysTheOneItRanWith(t *testing.T) {
+	var e *Engine
+	var once sync.Once
+	policy := scripted.PolicyFunc(func(req *scripted.Request) scripted.Reply {
+		once.Do(func() {
+			next := *e.Config()
+			next.Limits.SessionTimeout = config.Duration(time.Hour)
+			if err := e.Reload(&next); err != nil {
+				t.Error(err)
+			}
+		})
+		return scripted.Reply{Content: "never finishes", Fault: &scripted.Fault{Stall: time.Minute}}
+	})
+	e = testEngine(t, nil, policy, func(c *config.Config) {
+		c.Limits.SessionTimeout = config.Duration(300 * time.Millisecond)
+		c.Limits.StreamIdleTimeout = config.Duration(time.Minute)
+	})
+	events, code := headless(t, e, "time out", nil)
+	if code != ExitFailed {
+		t.Fatalf("exit %d", code)
+	}
+	if last := events[len(events)-1]; last.Type != event.RunFinished || !strings.Contains(last.Run.Error, "session timed out after 300ms (session_timeout)") {
+		t.Fatalf("run.finished = %+v", last.Run)
+	}
+}
+
 // A tool that does not heed its context (a blocking system call) does not
 // hold a timed-out session, nor the run, past a short grace; and its
 // result, when it finally comes, does not answer the call a second time.

@@ -306,11 +306,12 @@ func (s *Session) stopped() bool {
 	return true
 }
 
+// timeoutReason says which timeout ended the session, with the duration
+// it was armed with: the configuration may have changed since.
 func (s *Session) timeoutReason() string {
-	if s.delegationID != "" {
-		return fmt.Sprintf("delegation timed out after %s (delegation_timeout)", s.r.e.Config().Coordination.DelegationTimeout.D())
-	}
-	return fmt.Sprintf("session timed out after %s (session_timeout)", s.r.e.Config().Limits.SessionTimeout.D())
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.timeoutWhy
 }
 
 // armTimeout bounds the session's wall-clock time while its goroutine runs;
@@ -319,14 +320,17 @@ func (s *Session) timeoutReason() string {
 func (s *Session) armTimeout() (disarm func()) {
 	cfg := s.r.e.Config()
 	d := cfg.Limits.SessionTimeout.D()
+	why := "session timed out after %s (session_timeout)"
 	if s.delegationID != "" && cfg.Coordination.DelegationTimeout.D() > 0 {
 		d = cfg.Coordination.DelegationTimeout.D()
+		why = "delegation timed out after %s (delegation_timeout)"
 	}
 	if d <= 0 {
 		return func() {}
 	}
 	s.mu.Lock()
 	started := s.startedAt
+	s.timeoutWhy = fmt.Sprintf(why, d)
 	s.mu.Unlock()
 	// Awake time: a ctrl+z of the dashboard, however long, does not use
 	// the session's time up.

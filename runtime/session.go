@@ -68,6 +68,7 @@ type Session struct {
 	slotHeld     bool   // holds a max_concurrent_sessions slot
 	lastReminder string
 	startedAt    time.Time
+	timeoutWhy   string // what a timeout armed by armTimeout says, with its duration
 	// resultConsumed skips the next <task_result> to the parent: the parent
 	// learned the outcome from its own tool call (task_cancel).
 	resultConsumed bool
