@@ -345,6 +345,7 @@ func (v *storedRun) Subscribe(lossy int) *event.Subscription {
 	}
 	return sub
 }
+
 func (v *storedRun) ReadOnly() bool                                          { return true }
 func (v *storedRun) Broadcast(context.Context, string, string, string) error { return errReadOnly }
 func (v *storedRun) SendMessage(context.Context, string, string, bool) error { return errReadOnly }
