@@ -120,6 +120,9 @@ var addTask = &Tool{
 				// plan without tasks).
 				p = coordination.Restore(nil, c.Host.Self().MaxTasksPerPlan)
 			}
+			// The limit in force now, which may have changed since the
+			// plan was made.
+			p.SetMaxTasks(c.Host.Self().MaxTasksPerPlan)
 			t, err := p.Add(a.Description, strings.TrimSpace(a.After), a.DependsOn)
 			if err != nil {
 				return nil, nil, &Error{err.Error()}

@@ -350,7 +350,23 @@ func autoIDNumber(id string) (int, bool) {
 }
 
 // MaxTasks returns the plan's size limit.
-func (p *Plan) MaxTasks() int { return p.maxTasks }
+func (p *Plan) MaxTasks() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.maxTasks
+}
+
+// SetMaxTasks changes the plan's size limit (n <= 0 means DefaultMaxTasks),
+// for a limit changed while the plan exists: tasks already in it stay, and
+// Add refuses new ones past it.
+func (p *Plan) SetMaxTasks(n int) {
+	if n <= 0 {
+		n = DefaultMaxTasks
+	}
+	p.mu.Lock()
+	p.maxTasks = n
+	p.mu.Unlock()
+}
 
 // Len returns the number of tasks.
 func (p *Plan) Len() int {
@@ -418,7 +434,10 @@ func (p *Plan) Add(description, afterID string, dependsOn []string) (Task, error
 		return Task{}, err
 	}
 	if len(p.tasks) >= p.maxTasks {
-		return Task{}, fmt.Errorf("the plan already has %d tasks, which is the limit — delete tasks that are no longer needed first", len(p.tasks))
+		if len(p.tasks) == p.maxTasks {
+			return Task{}, fmt.Errorf("the plan already has %d tasks, which is the limit — delete tasks that are no longer needed first", len(p.tasks))
+		}
+		return Task{}, fmt.Errorf("the plan already has %d tasks, and the limit is %d — delete tasks that are no longer needed first", len(p.tasks), p.maxTasks)
 	}
 	at := len(p.tasks)
 	if afterID != "" {

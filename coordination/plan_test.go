@@ -605,3 +605,30 @@ func TestShortDescKeepsCharactersWhole(t *testing.T) {
 		}
 	}
 }
+
+// A limit changed while the plan exists is the one Add keeps to, and its
+// refusal says the limit where the plan is already past it.
+func TestPlanLimitChangedAfterItsMaking(t *testing.T) {
+	p, err := NewPlan([]TaskSpec{{Description: "a"}, {Description: "b"}, {Description: "c"}}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Add("d", "", nil); err == nil || !strings.Contains(err.Error(), "already has 3 tasks, which is the limit") {
+		t.Fatalf("add at the limit: %v", err)
+	}
+	p.SetMaxTasks(10)
+	if _, err := p.Add("d", "", nil); err != nil {
+		t.Fatalf("add with the limit raised: %v", err)
+	}
+	p.SetMaxTasks(2)
+	if _, err := p.Add("e", "", nil); err == nil || !strings.Contains(err.Error(), "already has 4 tasks, and the limit is 2") {
+		t.Fatalf("add with the limit lowered below the plan: %v", err)
+	}
+	if p.Len() != 4 || p.MaxTasks() != 2 {
+		t.Errorf("the plan has %d tasks and the limit %d", p.Len(), p.MaxTasks())
+	}
+	p.SetMaxTasks(0)
+	if p.MaxTasks() != DefaultMaxTasks {
+		t.Errorf("limit 0 gives %d, want the default %d", p.MaxTasks(), DefaultMaxTasks)
+	}
+}

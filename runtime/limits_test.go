@@ -958,6 +958,46 @@ func TestSessionTimeoutFailsTheSession(t *testing.T) {
 	}
 }
 
+// add_task keeps to max_tasks_per_plan as it is now, not as it was when
+// the plan was made: raised, a full plan takes more; lowered, no more.
+func TestAddTaskKeepsToTheLimitInForce(t *testing.T) {
+	var e *Engine
+	setLimit := func(n int) {
+		next := *e.Config()
+		next.Coordination.MaxTasksPerPlan = n
+		if err := e.Reload(&next); err != nil {
+			t.Error(err)
+		}
+	}
+	p := policyFor(func(c *convo) scripted.Reply {
+		switch c.turns {
+		case 0:
+			return do(call("create_task_plan", obj{"tasks": []string{"a", "b", "c"}}))
+		case 1:
+			setLimit(10)
+			return do(call("add_task", obj{"description": "d"}))
+		case 2:
+			setLimit(2)
+			return do(call("add_task", obj{"description": "e"}))
+		}
+		return say("done")
+	})
+	e = testEngine(t, nil, p, func(c *config.Config) { c.Coordination.MaxTasksPerPlan = 3 })
+	_, code := headless(t, e, "plan", nil)
+	x := exportLatest(t, e)
+	mustComplete(t, x, code)
+	res := toolResults(rootOf(x), "add_task")
+	if len(res) != 2 {
+		t.Fatalf("add_task results: %q", res)
+	}
+	if toolError(res[0]) != "" {
+		t.Errorf("add_task with the limit raised to 10: %s", res[0])
+	}
+	if !strings.Contains(toolError(res[1]), "already has 4 tasks, and the limit is 2") {
+		t.Errorf("add_task with the limit lowered to 2: %s", res[1])
+	}
+}
+
 // A session times out at the timeout it started with, and says that one:
 // raised while it runs, the new value is for sessions to come.
 func TestSessionTimeoutSaysTheOneItRanWith(t *testing.T) {
