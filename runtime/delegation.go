@@ -86,6 +86,12 @@ func (r *Run) delegationMayStart(s *Session) bool {
 	return true
 }
 
+// queuedReason is the status reason of a delegation queued behind
+// max_concurrent_delegations, with running delegations holding places.
+func queuedReason(running, limit int) string {
+	return fmt.Sprintf("queued: %d running, and max_concurrent_delegations is %d", running, limit)
+}
+
 // holdsPlace reports whether d takes a place of its own under
 // max_concurrent_delegations when it runs: it is not nested in another.
 func (d *delegation) holdsPlace() bool { return d.rec.Depth <= 1 }
@@ -244,7 +250,10 @@ func (h *host) Delegate(ctx context.Context, c *agents.Call, req agents.Delegate
 				child.rec.Status, child.rec.Reason = StatusPending, slotWaitReason(cap(r.slotSem))
 			}
 		} else {
-			child.rec.Reason = fmt.Sprintf("queued: %d delegations are running (max_concurrent_delegations)", cfg.Coordination.MaxConcurrentDelegations)
+			r.mu.Lock()
+			running := len(r.placeHoldersLocked())
+			r.mu.Unlock()
+			child.rec.Reason = queuedReason(running, cfg.Coordination.MaxConcurrentDelegations)
 		}
 		if err := r.createSessionTx(tx, child); err != nil {
 			return nil, err

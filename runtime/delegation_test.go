@@ -273,6 +273,16 @@ func TestDelegationTimeoutAndQueue(t *testing.T) {
 	if st := strings.Join(statuses(events, quick.SessionID), ","); st != "pending,running,completed" {
 		t.Errorf("queued delegation went through %s", st)
 	}
+	// Its reason gives the delegations running and the limit, apart.
+	var queued string
+	for _, ev := range events {
+		if ev.Type == event.SessionCreated && ev.SessionID == quick.SessionID {
+			queued = ev.Session.Reason
+		}
+	}
+	if queued != "queued: 1 running, and max_concurrent_delegations is 1" {
+		t.Errorf("the queued delegation's reason: %q", queued)
+	}
 	if run, end := statusSeq(events, quick.SessionID, "running"), statusSeq(events, slow.SessionID, "failed"); run < end {
 		t.Errorf("the queued delegation started (seq %d) before the running one ended (seq %d)", run, end)
 	}
