@@ -399,3 +399,43 @@ func TestWheelBehindADialogMovesNothing(t *testing.T) {
 	}
 	mustContain(t, m, "Cancel session?")
 }
+
+// The wheel passes no part of a message taller than the pane: a notch
+// stops where such a message comes into view (at its end, going up), and
+// the next notches read it a few lines at a time.
+func TestWheelReadsATallMessageWhole(t *testing.T) {
+	m, ctl := demoModel(t, 160, 48)
+	var msgs []event.MessageInfo
+	for i := range 12 {
+		content := fmt.Sprintf("short %02d", i)
+		if i == 6 {
+			var rows []string
+			for r := range 150 {
+				rows = append(rows, fmt.Sprintf("row %03d", r))
+			}
+			content = strings.Join(rows, "\n")
+		}
+		msgs = append(msgs, event.MessageInfo{Index: i, Role: "assistant", Content: content})
+	}
+	ctl.SetTranscript("s-res1", msgs)
+	m, _ = press(t, m, "down", "down", "enter")
+	l, _ := m.layout()
+	for _, dir := range []struct {
+		key    string
+		button tea.MouseButton
+	}{{"end", tea.MouseWheelUp}, {"home", tea.MouseWheelDown}} {
+		m, _ = press(t, m, dir.key)
+		seen := map[int]bool{}
+		for range 200 {
+			for _, n := range shownNumbers(m, `row (\d+)`) {
+				seen[n] = true
+			}
+			m, _ = update(m, tea.MouseWheelMsg{X: l.transcript.x + 10, Y: l.transcript.y + 5, Button: dir.button})
+		}
+		for r := range 150 {
+			if !seen[r] {
+				t.Fatalf("wheel %v from %s: row %03d of the tall message was never on screen", dir.button, dir.key, r)
+			}
+		}
+	}
+}

@@ -90,8 +90,23 @@ func (m *model) handleWheel(ms tea.Mouse) tea.Cmd {
 			step = -1
 		}
 		for range wheelStep {
-			want = (!t.scroll(&m.styles, step) && t.move(&m.styles, step)) || want
+			if t.scroll(&m.styles, step) {
+				t.sync(&m.styles)
+				continue
+			}
+			want = t.move(&m.styles, step) || want
 			t.sync(&m.styles)
+			// A message taller than the pane stops the notch where it
+			// comes into view, at its end when going up, so that the
+			// next notches read it line by line rather than pass it.
+			if sel := t.sel(); len(t.msgs) > 0 && !t.follow {
+				if h, rows := len(t.block(&m.styles, &t.msgs[sel])), t.bodyRows(); h > rows {
+					if step < 0 {
+						t.top, t.skip = sel, h-rows
+					}
+					break
+				}
+			}
 		}
 		if want {
 			return m.loadOlderTranscript()
