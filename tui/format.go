@@ -221,8 +221,12 @@ func clean(s string) string {
 	return plainEmoji(stripControls(s))
 }
 
+// tabStop is the width of the columns a tab moves the text to.
+const tabStop = 4
+
 // stripControls is clean without its emoji step: the text as shown, in the
-// characters it was written with.
+// characters it was written with. A tab becomes the spaces to the next tab
+// stop, so that tab-aligned columns stay aligned.
 func stripControls(s string) string {
 	// A byte that is not UTF-8 is shown as U+FFFD before the escape
 	// sequences go: read raw, 0x9b or 0x9f starts a control string that
@@ -230,17 +234,30 @@ func stripControls(s string) string {
 	s = ansi.Strip(strings.ToValidUTF8(s, "\ufffd"))
 	var b strings.Builder
 	b.Grow(len(s))
+	col := 0 // cells since the line's start, for the tab stops
 	for _, r := range s {
 		switch {
 		case r == '\n':
 			b.WriteRune(r)
+			col = 0
 		case r == '\t':
-			b.WriteString("    ")
+			n := tabStop - col%tabStop
+			b.WriteString("    "[:n])
+			col += n
 		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || isBidiControl(r):
 			// drop other C0/C1 controls, and the bidi ones, which would
 			// show the rest of a line reversed
+		case r == 0xad:
+			// A soft hyphen shows only where a line breaks. Terminals
+			// draw it a cell wide, the renderer counts it as none: the
+			// rest of its line was drawn a cell off, and a letter lost.
 		default:
 			b.WriteRune(r)
+			if r < 0x80 || narrowRune(r) {
+				col++
+			} else {
+				col += cellWidth(string(r))
+			}
 		}
 	}
 	return b.String()

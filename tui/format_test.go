@@ -380,13 +380,31 @@ func TestContainsFoldMatchesTheShownText(t *testing.T) {
 	}{
 		{"ansi \x1b[31mRED\x1b[0m done", "ansi red", true},
 		{"ansi \x1b]0;PWN\x07 done", "pwn", false},
-		{"tab\there", "tab    here", true},
+		{"tab\there", "tab here", true}, // as shown: to the next tab stop
 		{"Plain Text", "plain t", true},
 		{"bidi \u202eevil", "bidi evil", true},
 		{"short", "longer than it", false},
 	} {
 		if got := containsFold(tc.s, tc.needle); got != tc.want {
 			t.Errorf("containsFold(%q, %q) = %v, want %v", tc.s, tc.needle, got, tc.want)
+		}
+	}
+}
+
+// Tabs go to the next tab stop, so that tab-aligned columns stay aligned,
+// wide characters counted as they are drawn; a soft hyphen, which
+// terminals draw a cell wide where the renderer counts none, goes.
+func TestCleanTabStopsAndSoftHyphens(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"\tcol1\tcol2\nx\ty\tz", "    col1    col2\nx   y   z"},
+		{"abcd\te", "abcd    e"},
+		{"中\tx", "中  x"},
+		{"é\tx", "é   x"},
+		{"soft\u00adhyphen", "softhyphen"},
+		{"a\u00ad\tb", "a   b"},
+	} {
+		if got := clean(tc.in); got != tc.want {
+			t.Errorf("clean(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }
