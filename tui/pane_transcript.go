@@ -330,6 +330,49 @@ func (p *transcriptPane) selectAt(s *styles, i int) {
 	p.sync(s)
 }
 
+// wheelScroll moves the view by d rows (negative: up), as a mouse wheel
+// does: every row passes through the view, whatever the heights of the
+// messages. The selection goes to the message at the top of the view;
+// once the newest message's end is in sight, it is followed again. It
+// reports true when the view reached the oldest message in memory and
+// older ones exist.
+func (p *transcriptPane) wheelScroll(s *styles, d int) (wantOlder bool) {
+	if len(p.msgs) == 0 || d == 0 {
+		return false
+	}
+	if p.follow && d > 0 {
+		return false // at the end already
+	}
+	top, skip := p.viewTop(s)
+	skip += d
+	for skip < 0 {
+		if top == 0 {
+			skip, wantOlder = 0, p.firstIndex() > 0
+			break
+		}
+		top--
+		skip += len(p.block(s, &p.msgs[top]))
+	}
+	for top < len(p.msgs)-1 && skip >= len(p.block(s, &p.msgs[top])) {
+		skip -= len(p.block(s, &p.msgs[top]))
+		top++
+	}
+	// The rows from the view's top to the end: the end in sight, the
+	// newest message is followed.
+	rest := -skip
+	for i := top; i < len(p.msgs) && rest <= p.followRows(s); i++ {
+		rest += len(p.block(s, &p.msgs[i]))
+	}
+	if rest <= p.followRows(s) {
+		p.follow = true
+		return wantOlder
+	}
+	p.follow = false
+	p.top, p.skip = top, skip
+	p.selIdx = p.msgs[top].Index
+	return wantOlder
+}
+
 // viewTop is where the view starts: the message at its top and how many
 // of its lines are out of sight above it. Followed, the view hangs from the
 // newest message's end.

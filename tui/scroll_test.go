@@ -400,42 +400,62 @@ func TestWheelBehindADialogMovesNothing(t *testing.T) {
 	mustContain(t, m, "Cancel session?")
 }
 
-// The wheel passes no part of a message taller than the pane: a notch
-// stops where such a message comes into view (at its end, going up), and
-// the next notches read it a few lines at a time.
+// The wheel moves the view a few rows a notch, whatever the heights of the
+// messages: every row of a tall message and every short message passes
+// through the view, both ways and at a small size too; at the top a notch
+// up leaves the view where it is.
 func TestWheelReadsATallMessageWhole(t *testing.T) {
-	m, ctl := demoModel(t, 160, 48)
-	var msgs []event.MessageInfo
-	for i := range 12 {
-		content := fmt.Sprintf("short %02d", i)
-		if i == 6 {
-			var rows []string
-			for r := range 150 {
-				rows = append(rows, fmt.Sprintf("row %03d", r))
+	for _, size := range [][2]int{{160, 48}, {80, 24}} {
+		m, ctl := demoModel(t, size[0], size[1])
+		var msgs []event.MessageInfo
+		for i := range 14 {
+			content := fmt.Sprintf("short %02d", i)
+			if i == 6 || i == 11 {
+				var rows []string
+				for r := range 150 {
+					rows = append(rows, fmt.Sprintf("row %d%03d", i, r))
+				}
+				content = strings.Join(rows, "\n")
 			}
-			content = strings.Join(rows, "\n")
+			msgs = append(msgs, event.MessageInfo{Index: i, Role: "assistant", Content: content})
 		}
-		msgs = append(msgs, event.MessageInfo{Index: i, Role: "assistant", Content: content})
-	}
-	ctl.SetTranscript("s-res1", msgs)
-	m, _ = press(t, m, "down", "down", "enter")
-	l, _ := m.layout()
-	for _, dir := range []struct {
-		key    string
-		button tea.MouseButton
-	}{{"end", tea.MouseWheelUp}, {"home", tea.MouseWheelDown}} {
-		m, _ = press(t, m, dir.key)
-		seen := map[int]bool{}
-		for range 200 {
-			for _, n := range shownNumbers(m, `row (\d+)`) {
-				seen[n] = true
+		ctl.SetTranscript("s-res1", msgs)
+		m, _ = press(t, m, "down", "down", "enter")
+		l, _ := m.layout()
+		for _, dir := range []struct {
+			key    string
+			button tea.MouseButton
+		}{{"end", tea.MouseWheelUp}, {"home", tea.MouseWheelDown}} {
+			m, _ = press(t, m, dir.key)
+			seen := map[int]bool{}
+			for range 400 {
+				for _, n := range shownNumbers(m, `row (\d+)`) {
+					seen[n] = true
+				}
+				for _, n := range shownNumbers(m, `short (\d+)`) {
+					seen[-1-n] = true
+				}
+				m, _ = update(m, tea.MouseWheelMsg{X: l.transcript.x + 10, Y: l.transcript.y + 5, Button: dir.button})
 			}
-			m, _ = update(m, tea.MouseWheelMsg{X: l.transcript.x + 10, Y: l.transcript.y + 5, Button: dir.button})
+			for _, i := range []int{6, 11} {
+				for r := range 150 {
+					if !seen[i*1000+r] {
+						t.Fatalf("%dx%d, wheel %v from %s: row %d of message #%d was never on screen", size[0], size[1], dir.button, dir.key, r, i)
+					}
+				}
+			}
+			for i := 1; i < 14; i++ { // #0 is shown folded, as a system prompt
+				if i != 6 && i != 11 && !seen[-1-i] {
+					t.Fatalf("%dx%d, wheel %v from %s: message #%d was never on screen", size[0], size[1], dir.button, dir.key, i)
+				}
+			}
 		}
-		for r := range 150 {
-			if !seen[r] {
-				t.Fatalf("wheel %v from %s: row %03d of the tall message was never on screen", dir.button, dir.key, r)
-			}
+		// At the top, a notch up leaves the view as it is.
+		m, _ = press(t, m, "home")
+		before := plainView(m)
+		m, _ = update(m, tea.MouseWheelMsg{X: l.transcript.x + 10, Y: l.transcript.y + 5, Button: tea.MouseWheelUp})
+		if after := plainView(m); after != before {
+			t.Errorf("%dx%d: a notch up at the top moved the view:\n%s", size[0], size[1], after)
 		}
 	}
 }

@@ -82,32 +82,12 @@ func (m *model) handleWheel(ms tea.Mouse) tea.Cmd {
 	case m.showHelp && l.sheet.contains(ms.X, ms.Y):
 		m.helpScroll.scroll(d)
 	case l.transcript.contains(ms.X, ms.Y):
-		// A notch is wheelStep of what the keys move: lines inside a
-		// message taller than the pane, messages otherwise.
-		t, step, want := &m.transcript, 1, false
+		// A notch moves the view by wheelStep rows, whatever the
+		// messages' heights: every row passes through it.
+		t := &m.transcript
 		t.toFirst = false
-		if d < 0 {
-			step = -1
-		}
-		for range wheelStep {
-			if t.scroll(&m.styles, step) {
-				t.sync(&m.styles)
-				continue
-			}
-			want = t.move(&m.styles, step) || want
-			t.sync(&m.styles)
-			// A message taller than the pane stops the notch where it
-			// comes into view, at its end when going up, so that the
-			// next notches read it line by line rather than pass it.
-			if sel := t.sel(); len(t.msgs) > 0 && !t.follow {
-				if h, rows := len(t.block(&m.styles, &t.msgs[sel])), t.bodyRows(); h > rows {
-					if step < 0 {
-						t.top, t.skip = sel, h-rows
-					}
-					break
-				}
-			}
-		}
+		want := t.wheelScroll(&m.styles, d)
+		t.sync(&m.styles)
 		if want {
 			return m.loadOlderTranscript()
 		}
