@@ -218,15 +218,14 @@ func clean(s string) string {
 	if !needsClean(s) {
 		return plainEmoji(s)
 	}
-	return plainEmoji(stripControls(s))
+	return expandTabs(plainEmoji(stripControls(s)))
 }
 
 // tabStop is the width of the columns a tab moves the text to.
 const tabStop = 4
 
-// stripControls is clean without its emoji step: the text as shown, in the
-// characters it was written with. A tab becomes the spaces to the next tab
-// stop, so that tab-aligned columns stay aligned.
+// stripControls is clean without its emoji step and its tabs: the text as
+// shown, in the characters it was written with.
 func stripControls(s string) string {
 	// A byte that is not UTF-8 is shown as U+FFFD before the escape
 	// sequences go: read raw, 0x9b or 0x9f starts a control string that
@@ -234,16 +233,10 @@ func stripControls(s string) string {
 	s = ansi.Strip(strings.ToValidUTF8(s, "\ufffd"))
 	var b strings.Builder
 	b.Grow(len(s))
-	col := 0 // cells since the line's start, for the tab stops
 	for _, r := range s {
 		switch {
-		case r == '\n':
+		case r == '\n', r == '\t':
 			b.WriteRune(r)
-			col = 0
-		case r == '\t':
-			n := tabStop - col%tabStop
-			b.WriteString("    "[:n])
-			col += n
 		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || isBidiControl(r):
 			// drop other C0/C1 controls, and the bidi ones, which would
 			// show the rest of a line reversed
@@ -253,12 +246,36 @@ func stripControls(s string) string {
 			// rest of its line was drawn a cell off, and a letter lost.
 		default:
 			b.WriteRune(r)
-			if r < 0x80 || narrowRune(r) {
-				col++
-			} else {
-				col += cellWidth(string(r))
-			}
 		}
+	}
+	return b.String()
+}
+
+// expandTabs turns each tab into the spaces to the next tab stop, counted
+// in the cells the text is drawn in, so that tab-aligned columns stay
+// aligned. It takes text without escape sequences.
+func expandTabs(s string) string {
+	if !strings.ContainsRune(s, '\t') {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	col := 0 // cells since the line's start
+	for _, r := range s {
+		switch {
+		case r == '\n':
+			col = 0
+		case r == '\t':
+			n := tabStop - col%tabStop
+			b.WriteString("    "[:n])
+			col += n
+			continue
+		case r < 0x80 || narrowRune(r):
+			col++
+		default:
+			col += cellWidth(string(r))
+		}
+		b.WriteRune(r)
 	}
 	return b.String()
 }

@@ -408,3 +408,16 @@ func TestCleanTabStopsAndSoftHyphens(t *testing.T) {
 		}
 	}
 }
+
+// A tab after an emoji shown as other characters (a flag as its letters)
+// goes to the tab stop of the characters shown.
+func TestCleanTabStopsAfterEmojiShownOtherwise(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"🇫🇷\tI\tJ", "[FR]    I   J"},
+		{"1️⃣\tK\tL", "[1] K   L"},
+	} {
+		if got := clean(tc.in); got != tc.want {
+			t.Errorf("clean(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

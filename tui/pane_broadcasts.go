@@ -190,7 +190,7 @@ func containsFold(s, lowerNeedle string) bool {
 	if needsClean(s) {
 		// Matched as shown: an escape sequence the screen leaves out
 		// neither hides a match nor makes one.
-		s = stripControls(s)
+		s = expandTabs(stripControls(s))
 	}
 	if len(s) < len(lowerNeedle) && isASCII(s) {
 		return false
