@@ -293,7 +293,7 @@ func TestLoweredSpawnDepthKeepsTheToolsForTheChildren(t *testing.T) {
 }
 
 // Roles that cannot spawn have no children to cancel: task_cancel is not
-// theirs.
+// theirs; nor is task_siblings the root's.
 func TestTaskCancelIsForRolesThatSpawn(t *testing.T) {
 	var mu sync.Mutex
 	tools := map[string][]string{}
@@ -312,6 +312,10 @@ func TestTaskCancelIsForRolesThatSpawn(t *testing.T) {
 	defer mu.Unlock()
 	if !slices.Contains(tools["orchestrator"], "task_cancel") || slices.Contains(tools["explorer"], "task_cancel") {
 		t.Errorf("task_cancel offered to the orchestrator: %v; to the explorer: %v", slices.Contains(tools["orchestrator"], "task_cancel"), slices.Contains(tools["explorer"], "task_cancel"))
+	}
+	// Nor is task_siblings the root's, which has no siblings.
+	if slices.Contains(tools["orchestrator"], "task_siblings") || !slices.Contains(tools["explorer"], "task_siblings") {
+		t.Errorf("task_siblings offered to the root: %v; to the explorer: %v", slices.Contains(tools["orchestrator"], "task_siblings"), slices.Contains(tools["explorer"], "task_siblings"))
 	}
 }
 

@@ -517,8 +517,9 @@ var (
 // offeredTools are the tools a request offers: as offeredGroups has them,
 // except that a session with children keeps the tools that wait for,
 // cancel and ask after them (the limits may have been lowered since they
-// started), less those that would start more. A call of a tool left out
-// still reaches it (see execTool), and is refused with the limit.
+// started), less those that would start more; and the root, which has no
+// siblings, is not offered task_siblings. A call of a tool left out still
+// reaches it (see execTool), and is refused with the limit.
 func (s *Session) offeredTools() *llm.ToolSet {
 	g := s.groups()
 	spawn, delegate := s.mayStart()
@@ -537,6 +538,9 @@ func (s *Session) offeredTools() *llm.ToolSet {
 		} else {
 			delete(g, agents.GroupDelegation)
 		}
+	}
+	if s.parent == nil {
+		withheld = append(withheld, "task_siblings") // the root has none
 	}
 	return s.r.e.toolSet(g, s.role.CanWrite, withheld...)
 }
