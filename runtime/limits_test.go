@@ -1153,6 +1153,31 @@ func TestSnapshotOfAResumedRunSaysSo(t *testing.T) {
 	}
 }
 
+// followViewed reads the viewer's events for runID, each next in the log
+// after last (none missed, none repeated), until done says so; it fails
+// the test if that takes over 30 s, saying what it waited for.
+func followViewed(t *testing.T, sub *event.Subscription, runID string, last int64, what string, done func(event.Event) bool) {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case ev := <-sub.C:
+			if ev.RunID != runID || ev.Type == event.MessageDelta {
+				continue
+			}
+			if ev.Seq != last+1 {
+				t.Fatalf("event %s has seq %d after %d: the viewer missed or repeated events", ev.Type, ev.Seq, last)
+			}
+			last = ev.Seq
+			if done(ev) {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("the viewer never saw %s", what)
+		}
+	}
+}
+
 // viewedElsewhere starts a run on one engine, its model held until the
 // gate is opened, and views it (runID, or the latest run for "") from a
 // second engine on the same database, as another process would.
@@ -1196,25 +1221,13 @@ func TestViewFollowsARunRunningElsewhere(t *testing.T) {
 	}
 	last := v.Snapshot().LastSeq
 	held.open()
-	deadline := time.After(30 * time.Second)
 	var answer string
-	for answer == "" {
-		select {
-		case ev := <-sub.C:
-			if ev.RunID != run.ID() || ev.Type == event.MessageDelta {
-				continue
-			}
-			if ev.Seq != last+1 {
-				t.Fatalf("event %s has seq %d after %d: the viewer missed or repeated events", ev.Type, ev.Seq, last)
-			}
-			last = ev.Seq
-			if ev.Type == event.MessageAppended && ev.Message.Role == "assistant" {
-				answer = ev.Message.Content
-			}
-		case <-deadline:
-			t.Fatal("the viewer saw no answer from the run in the other engine")
+	followViewed(t, sub, run.ID(), last, "an answer from the run in the other engine", func(ev event.Event) bool {
+		if ev.Type == event.MessageAppended && ev.Message.Role == "assistant" {
+			answer = ev.Message.Content
 		}
-	}
+		return answer != ""
+	})
 	if answer != "first answer" {
 		t.Errorf("the viewer's message event holds %q, want the stored content", answer)
 	}
@@ -1235,27 +1248,15 @@ func TestViewSubscribedLateMissesNothing(t *testing.T) {
 	time.Sleep(3 * followEvery) // polls the log would have made meanwhile
 	sub := v.Subscribe(4096)
 	defer sub.Close()
-	deadline := time.After(30 * time.Second)
-	for {
-		select {
-		case ev := <-sub.C:
-			if ev.RunID != run.ID() || ev.Type == event.MessageDelta {
-				continue
-			}
-			if ev.Seq != last+1 {
-				t.Fatalf("event %s has seq %d after %d: the viewer missed or repeated events", ev.Type, ev.Seq, last)
-			}
-			last = ev.Seq
-			if ev.Type == event.RunFinished {
-				if ev.Run.Status != RunCompleted {
-					t.Errorf("the viewer sees the run %s", ev.Run.Status)
-				}
-				return
-			}
-		case <-deadline:
-			t.Fatal("the viewer never saw the run end")
+	followViewed(t, sub, run.ID(), last, "the run end", func(ev event.Event) bool {
+		if ev.Type != event.RunFinished {
+			return false
 		}
-	}
+		if ev.Run.Status != RunCompleted {
+			t.Errorf("the viewer sees the run %s", ev.Run.Status)
+		}
+		return true
+	})
 }
 
 // A viewer puts back the content of logged message events by their row
