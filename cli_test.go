@@ -714,7 +714,7 @@ func TestDashboardEndSaysHowTheRunEnded(t *testing.T) {
 	if !errors.As(err, &ee) || ee.code != 1 {
 		t.Fatalf("closing on a running run: %v, want exit status 1", err)
 	}
-	want := "continue it with: swarmdeck resume --provider scripted --db " + db + " " + run.ID()
+	want := "continue it with: swarmdeck resume --provider scripted --scripted-latency 1h0m0s --db " + db + " " + run.ID()
 	if !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "the dashboard was closed") {
 		t.Fatalf("message %q does not say why or %q", err, want)
 	}

@@ -1207,7 +1207,7 @@ func (cf *commonFlags) resumeAfterFailure(id, why string, headless bool) string 
 }
 
 // resumeCommand is the command line that continues run id, on the provider
-// flags given to this one. Those that resume took from the run are left
+// and pace flags given to this one. Those that resume took from the run are left
 // out: a resume without them continues on the run's provider anyway.
 func (cf *commonFlags) resumeCommand(id string, headless bool) string {
 	var args []string
@@ -1215,6 +1215,7 @@ func (cf *commonFlags) resumeCommand(id string, headless bool) string {
 		args = append(args, "--headless")
 	}
 	args = append(args, cf.modelFlags()...)
+	args = append(args, cf.paceFlags()...)
 	return cf.commandLine("resume", append(args, id)...) + cf.hiddenNote()
 }
 
@@ -2237,11 +2238,20 @@ var checkTerminal = tui.CheckTerminal
 // in its place needs to do the same. --config and --db are not among
 // them (see withFlags), nor what resume took from the run itself.
 func (cf *commonFlags) runFlags() []string {
-	return append(cf.modelFlags(), givenFlags([]givenFlag{
+	flags := append(cf.modelFlags(), givenFlags([]givenFlag{
 		{"--workspace", cf.workspace, cf.workspace != ""},
+	})...)
+	return append(flags, cf.paceFlags()...)
+}
+
+// paceFlags are the --scripted-latency and --scripted-stream-speed given
+// to this command: the scripted model's pace is not stored with a run, so
+// a command that continues it needs them to keep it.
+func (cf *commonFlags) paceFlags() []string {
+	return givenFlags([]givenFlag{
 		{"--scripted-latency", cf.scriptedLatency.String(), cf.latencySet},
 		{"--scripted-stream-speed", strconv.Itoa(cf.scriptedSpeed), cf.speedSet},
-	})...)
+	})
 }
 
 // modelFlags are the --provider, --base-url and --model given to this
