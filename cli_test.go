@@ -808,7 +808,7 @@ func TestDashboardHearsOfConfigReloads(t *testing.T) {
 	}
 	write("limits:\n  max_turns_per_session: 30\n")
 	notices := make(chan tui.Notice, 4)
-	cf := &commonFlags{config: path, db: filepath.Join(dir, "d.db"), provider: "scripted"}
+	cf := &commonFlags{config: path, db: filepath.Join(dir, "d.db"), provider: "scripted", model: "typed-model"}
 	_, closeEng, err := newEngine(context.Background(), cf, forNewRun, notices)
 	if err != nil {
 		t.Fatal(err)
@@ -846,8 +846,14 @@ func TestDashboardHearsOfConfigReloads(t *testing.T) {
 		t.Errorf("refused reload: %q", bad.Text)
 	}
 	good := await("limits:\n  max_turns_per_session: 12\n", func(n tui.Notice) bool { return !n.Err })
-	if !strings.Contains(good.Text, "configuration reloaded from "+path) {
+	if !strings.Contains(good.Text, "configuration reloaded from "+path) || strings.Contains(good.Text, "wins") {
 		t.Errorf("reload: %q", good.Text)
+	}
+	// An edit of what a flag decides is not taken, and the reload says so
+	// rather than pass it over.
+	outvoted := await("model: file-model\nlimits:\n  max_turns_per_session: 12\n", func(n tui.Notice) bool { return !n.Err })
+	if want := "; model (--model) changed, but the flag given wins"; !strings.HasSuffix(outvoted.Text, want) {
+		t.Errorf("reload of a setting a flag gave: %q, want it to end with %q", outvoted.Text, want)
 	}
 }
 

@@ -152,6 +152,10 @@ type commonFlags struct {
 	// (dbMoved is shared by the copies a command makes of its flags.)
 	dbInUse string
 	dbMoved *atomic.Bool
+	// fileSaid is what the configuration file said, when last loaded, for
+	// the settings a typed flag takes the place of (config.Flagged): a
+	// reload that changes one of them says that the flag still wins.
+	fileSaid map[string]string
 	// dashboardStarting, when set, is true while a dashboard's run is
 	// being started or resumed, before the dashboard draws: what the
 	// engine has to say meanwhile (another process holds the database)
@@ -771,10 +775,27 @@ func (cf *commonFlags) configFile() (*config.Config, error) {
 			return nil, usageErr(err)
 		}
 	}
+	cf.fileSaid = cfg.Flagged(cf.typedOverrides())
 	if err := cfg.Apply(cf.overrides()); err != nil {
 		return nil, usageErr(err)
 	}
 	return cfg, nil
+}
+
+// typedOverrides are the overrides the person typed: not what resume
+// took from the run.
+func (cf *commonFlags) typedOverrides() config.Overrides {
+	o := cf.overrides()
+	if cf.fromRun.provider {
+		o.Provider = ""
+	}
+	if cf.fromRun.baseURL {
+		o.BaseURL = ""
+	}
+	if cf.fromRun.model {
+		o.Model = ""
+	}
+	return o
 }
 
 func (cf *commonFlags) overrides() config.Overrides {
@@ -997,8 +1018,9 @@ func newEngine(ctx context.Context, cf *commonFlags, use engineFor, notices chan
 		// process started with, not the last file read: an edit undone
 		// leaves nothing waiting, and an unrelated edit does not hide one
 		// that is.
-		started := eng.Config()
+		started, fileSaid := eng.Config(), cf.fileSaid
 		go config.Watch(wctx, cfg.Path, func(next *config.Config) {
+			outvoted := config.Outvoted(fileSaid, next.Flagged(cf.typedOverrides()))
 			if err := next.Apply(cf.overrides()); err != nil {
 				refused(err)
 				return
@@ -1009,8 +1031,8 @@ func newEngine(ctx context.Context, cf *commonFlags, use engineFor, notices chan
 			}
 			cf.configReloaded(next)
 			atStart, atNextRun := config.NotLive(started, next)
-			log.Info("config reloaded", "path", cfg.Path, "waiting_for_start", atStart, "waiting_for_next_run", atNextRun)
-			notify(tui.Notice{Topic: "config", Text: reloadedText(cfg.Path, atStart, atNextRun)})
+			log.Info("config reloaded", "path", cfg.Path, "waiting_for_start", atStart, "waiting_for_next_run", atNextRun, "kept_by_flags", outvoted)
+			notify(tui.Notice{Topic: "config", Text: reloadedText(cfg.Path, atStart, atNextRun, outvoted)})
 		}, refused)
 	}
 	go eng.Prompts().Watch(wctx)
@@ -1038,13 +1060,20 @@ func dbInWorkingDirNote(cfg *config.Config) string {
 
 // reloadedText says that the configuration at path was reloaded, and which
 // of its settings wait for the next start or run.
-func reloadedText(path string, atStart, atNextRun []string) string {
+func reloadedText(path string, atStart, atNextRun, outvoted []string) string {
 	text := "configuration reloaded from " + path
 	if len(atStart) > 0 {
 		text += "; " + strings.Join(atStart, ", ") + " changed, which take effect at the next start"
 	}
 	if len(atNextRun) > 0 {
 		text += "; " + strings.Join(atNextRun, ", ") + " from the next run or resume"
+	}
+	switch len(outvoted) {
+	case 0:
+	case 1:
+		text += "; " + outvoted[0] + " changed, but the flag given wins"
+	default:
+		text += "; " + strings.Join(outvoted, ", ") + " changed, but the flags given win"
 	}
 	return text
 }

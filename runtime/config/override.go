@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 )
@@ -39,11 +40,8 @@ func (c *Config) Apply(o Overrides) error {
 		if msg := checkURL(o.BaseURL); msg != "" {
 			return fmt.Errorf("--base-url: %s", msg)
 		}
-		target = provider
-		if target == ProviderAuto {
-			target = "openai"
-			provider = target
-		}
+		target = baseURLTarget(provider)
+		provider = target
 		pr, ok := c.Providers[target]
 		switch {
 		case !ok || pr == nil:
@@ -95,4 +93,73 @@ func (c *Config) Apply(o Overrides) error {
 		c.forget("db")
 	}
 	return nil
+}
+
+// baseURLTarget is the provider entry --base-url changes when provider is
+// the one selected.
+func baseURLTarget(provider string) string {
+	if provider == ProviderAuto {
+		return "openai"
+	}
+	return provider
+}
+
+// Flagged is what the file c (as read, before Apply) says for each setting
+// a flag of o takes the place of, keyed by the setting and its flag. Two of
+// them, from the file as it was and as it is, tell an edit that a reload
+// cannot show, since the flag wins.
+func (c *Config) Flagged(o Overrides) map[string]string {
+	out := make(map[string]string)
+	if o.Provider != "" {
+		out["provider (--provider)"] = c.Provider
+	}
+	if o.Model != "" {
+		out["model (--model)"] = c.Model
+	}
+	if o.Workspace != "" {
+		out["workspace (--workspace)"] = c.Workspace
+	}
+	if o.DB != "" {
+		out["db (--db)"] = c.DB
+	}
+	if o.BaseURL != "" {
+		provider := c.Provider
+		if o.Provider != "" {
+			provider = o.Provider
+		}
+		target := baseURLTarget(provider)
+		if pr := c.Providers[target]; pr != nil {
+			out["providers."+target+".base_url (--base-url)"] = pr.BaseURL
+		}
+	}
+	for name, pr := range c.Providers {
+		if pr == nil || pr.Type != TypeScripted {
+			continue
+		}
+		if o.ScriptedLatency != nil {
+			out["providers."+name+".latency (--scripted-latency)"] = pr.Latency.String()
+		}
+		if o.ScriptedSpeed != nil {
+			out["providers."+name+".stream_speed (--scripted-stream-speed)"] = fmt.Sprint(pr.StreamSpeed)
+		}
+	}
+	return out
+}
+
+// Outvoted lists, sorted, the settings of Flagged that differ between old
+// and next.
+func Outvoted(old, next map[string]string) []string {
+	var out []string
+	for k, v := range next {
+		if w, ok := old[k]; !ok || w != v {
+			out = append(out, k)
+		}
+	}
+	for k := range old {
+		if _, ok := next[k]; !ok {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
 }

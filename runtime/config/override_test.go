@@ -129,3 +129,35 @@ func TestApplyDoesNotMutateSharedProviders(t *testing.T) {
 		t.Error("latency not applied")
 	}
 }
+
+// Outvoted names the edits of settings that a flag decides, and only those.
+func TestOutvoted(t *testing.T) {
+	ms := func(d time.Duration) *time.Duration { return &d }
+	ollama := "providers:\n  ollama:\n    type: openai\n    base_url: http://localhost:11434/v1\n"
+	tests := []struct {
+		name        string
+		before, now string
+		o           Overrides
+		want        []string
+	}{
+		{"an edit no flag decides", "model: a\n", "model: b\n", Overrides{}, nil},
+		{"an edit a flag decides", "model: a\n", "model: b\n", Overrides{Model: "m"}, []string{"model (--model)"}},
+		{"a flag, and its setting left alone", "model: a\n", "model: a\nlimits:\n  max_turns_per_session: 3\n", Overrides{Model: "m"}, nil},
+		{"the scripted model's pace, in each scripted provider", "", "providers:\n  scripted:\n    type: scripted\n    latency: 2s\n  slow:\n    type: scripted\n",
+			Overrides{ScriptedLatency: ms(0)}, []string{"providers.scripted.latency (--scripted-latency)", "providers.slow.latency (--scripted-latency)"}},
+		{"base-url of the provider the file selects", ollama + "provider: ollama\n", strings.Replace(ollama, "11434", "9999", 1) + "provider: ollama\n",
+			Overrides{BaseURL: "http://gpu:1/v1"}, []string{"providers.ollama.base_url (--base-url)"}},
+		{"base-url with provider auto is openai's", "", "providers:\n  openai:\n    type: openai\n    base_url: http://elsewhere/v1\n",
+			Overrides{BaseURL: "http://gpu:1/v1"}, []string{"providers.openai.base_url (--base-url)"}},
+		{"workspace, db and provider", "", "workspace: /w\ndb: /d.db\nprovider: openai\n",
+			Overrides{Workspace: "/x", DB: "/e.db", Provider: "scripted"}, []string{"db (--db)", "provider (--provider)", "workspace (--workspace)"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Outvoted(mustParse(t, tt.before).Flagged(tt.o), mustParse(t, tt.now).Flagged(tt.o))
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("Outvoted = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
