@@ -3,6 +3,7 @@ package agents
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 
 	"github.com/swarmdeck/swarmdeck/coordination"
@@ -99,7 +100,7 @@ var delegateTask = &Tool{
 	Blocking: true,
 	Schema: mustSchema(`{"type":"object","additionalProperties":false,
 	  "properties":{
-	    "description":{"type":"string","minLength":1,"description":"Clear description of the work"},
+	    "description":{"type":"string","minLength":1,"maxLength":` + strconv.Itoa(MaxTaskText) + `,"description":"Clear description of the work; put long material in custom_config.sharedContext"},
 	    "task_id":{"type":"string","description":"Id of the task of your plan this delegation carries out"},
 	    "wait":{"type":"boolean"},
 	    "custom_config":{"type":"object","description":"Overrides: sharedContext (object), agent (role), label"}

@@ -61,6 +61,17 @@ func (l *stringList) UnmarshalJSON(b []byte) error {
 // with more children spawns them in several calls.
 const MaxSpawnTasks = 200
 
+// MaxTaskText is the most characters of a task given to a child or a
+// delegate (sessions_spawn's task, task_create's prompt, delegate_task's
+// description). It becomes the first message of the child's history and
+// is sent with each of its calls; long material belongs in the shared
+// context (64 KiB) or a workspace file.
+const MaxTaskText = 16000
+
+// taskTextSchema is the schema of a task's text: a string of at most
+// MaxTaskText characters.
+var taskTextSchema = `{"type":"string","minLength":1,"maxLength":` + strconv.Itoa(MaxTaskText) + `}`
+
 var sessionsSpawn = &Tool{
 	Name:  "sessions_spawn",
 	Group: GroupSpawn,
@@ -74,7 +85,7 @@ var sessionsSpawn = &Tool{
 	Blocking: true,
 	Schema: mustSchema(`{"type":"object","additionalProperties":false,
 	  "properties":{
-	    "task":{"anyOf":[{"type":"string","minLength":1},{"type":"array","items":{"type":"string","minLength":1},"maxItems":` + strconv.Itoa(MaxSpawnTasks) + `}],"description":"The task, or an array of tasks"},
+	    "task":{"anyOf":[` + taskTextSchema + `,{"type":"array","items":` + taskTextSchema + `,"maxItems":` + strconv.Itoa(MaxSpawnTasks) + `}],"description":"The task, or an array of tasks; put long material in sharedContext"},
 	    "label":{"type":"string","maxLength":64,"description":"Short name for the child, unique among your children"},
 	    "title":{"type":"string","maxLength":200,"description":"Optional short title shown in the dashboard"},
 	    "agent":{"type":"string","description":"Role from the roster (default: researcher)"},
@@ -123,7 +134,7 @@ var taskCreate = &Tool{
 	  "properties":{
 	    "agent":{"type":"string","description":"Role from the roster"},
 	    "title":{"type":"string","minLength":1,"maxLength":200,"description":"Short title"},
-	    "prompt":{"type":"string","minLength":1,"description":"What the task must do"},
+	    "prompt":{"type":"string","minLength":1,"maxLength":` + strconv.Itoa(MaxTaskText) + `,"description":"What the task must do; put long material in sharedContext"},
 	    "async":{"type":"boolean","description":"Return at once (default true)"},
 	    "label":{"type":"string","maxLength":64},
 	    "sharedContext":{"type":"object","description":"Read-only context for the child"}
