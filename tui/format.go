@@ -233,10 +233,16 @@ func stripControls(s string) string {
 	s = ansi.Strip(strings.ToValidUTF8(s, "\ufffd"))
 	var b strings.Builder
 	b.Grow(len(s))
-	for _, r := range s {
+	for i, r := range s {
 		switch {
 		case r == '\n', r == '\t':
 			b.WriteRune(r)
+		case r == '\r':
+			// A line end of its own (old Mac text, a progress line's
+			// rewrites) starts a line; before '\n' it goes.
+			if !strings.HasPrefix(s[i+1:], "\n") {
+				b.WriteByte('\n')
+			}
 		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || isBidiControl(r):
 			// drop other C0/C1 controls, and the bidi ones, which would
 			// show the rest of a line reversed
@@ -525,6 +531,77 @@ func wrap(s string, w int) []string {
 		out = append(out, strings.Split(hardwrap(l, w), "\n")...)
 	}
 	return out
+}
+
+// wrapProse is wrap for a message's text: the lines that wrap of an item
+// that starts with a list marker ("- ", "* ", "1. ", "2) ") or with
+// spaces stay under the item's text, so that a list still reads as one.
+// Indentation wider than half a line is not kept.
+func wrapProse(s string, w int) []string {
+	if w <= 0 {
+		return nil
+	}
+	s = strings.TrimRight(s, "\n")
+	lines := strings.Split(s, "\n")
+	hanging := false
+	for _, l := range lines {
+		if n, _ := hangingIndent(l); n > 0 && cellWidth(l) > w {
+			hanging = true
+			break
+		}
+	}
+	if !hanging {
+		return wrap(s, w)
+	}
+	var out []string
+	for _, l := range lines {
+		n, cells := hangingIndent(l)
+		if n == 0 || cells > w/2 || cellWidth(l) <= w {
+			out = append(out, wrap(l, w)...)
+			continue
+		}
+		rows := wrap(l[n:], w-cells)
+		out = append(out, l[:n]+rows[0])
+		pad := strings.Repeat(" ", cells)
+		for _, r := range rows[1:] {
+			out = append(out, pad+r)
+		}
+	}
+	return out
+}
+
+// hangingIndent is the length in bytes, and the width, of what starts a
+// line before its text: its spaces, then a list marker and the spaces
+// after it. 0 when the line starts with its text.
+func hangingIndent(l string) (n, cells int) {
+	n = len(l) - len(strings.TrimLeft(l, " "))
+	rest := l[n:]
+	marker := 0
+	switch {
+	case strings.HasPrefix(rest, "- "), strings.HasPrefix(rest, "* "), strings.HasPrefix(rest, "+ "):
+		marker = 1
+	case strings.HasPrefix(rest, "• "):
+		marker = len("•")
+	default:
+		digits := 0
+		for digits < len(rest) && digits < 3 && rest[digits] >= '0' && rest[digits] <= '9' {
+			digits++
+		}
+		if digits > 0 && strings.HasPrefix(rest[digits:], ". ") || digits > 0 && strings.HasPrefix(rest[digits:], ") ") {
+			marker = digits + 1
+		}
+	}
+	cells = n
+	if marker > 0 {
+		after := rest[marker:]
+		spaces := len(after) - len(strings.TrimLeft(after, " "))
+		n += marker + spaces
+		cells += cellWidth(rest[:marker]) + spaces
+	}
+	if n == len(l) {
+		return 0, 0 // nothing but spaces and a marker: no text to hang
+	}
+	return n, cells
 }
 
 // wrapWords is wrap for text that names things: it breaks lines at spaces

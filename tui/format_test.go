@@ -148,6 +148,8 @@ func TestClean(t *testing.T) {
 		// bidi overrides and isolates go; other punctuation stays
 		"a \u202eevil\u202c b":      "a evil b",
 		"\u2067isolate\u2069 … “x”": "isolate … “x”",
+		// a carriage return starts a line, unless a line feed follows it
+		"old\rmac\r\nand dos\r": "old\nmac\nand dos\n",
 	} {
 		if got := clean(in); got != want {
 			t.Errorf("clean(%q) = %q, want %q", in, got, want)
@@ -337,6 +339,39 @@ func TestWrap(t *testing.T) {
 		got := wrap(tc.in, tc.w)
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("wrap(%q, %d) = %q, want %q", tc.in, tc.w, got, tc.want)
+		}
+	}
+}
+
+// wrapProse keeps the lines that wrap of a list item, or of an indented
+// line, under the item's text; other text wraps as wrap does.
+func TestWrapProse(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		w    int
+		want []string
+	}{
+		{"- one two three four", 10, []string{"- one two", "  three", "  four"}},
+		{"intro\n  * alpha beta gamma\n  * ok", 12, []string{"intro", "  * alpha", "    beta", "    gamma", "  * ok"}},
+		{"12. twelve items here", 12, []string{"12. twelve", "    items", "    here"}},
+		{"3) a b c d e f", 8, []string{"3) a b c", "   d e f"}},
+		{"• bullet text wraps", 10, []string{"• bullet", "  text", "  wraps"}},
+		{"    code line that is long", 14, []string{"    code line", "    that is", "    long"}},
+		{"plain text that wraps", 9, []string{"plain", "text that", "wraps"}},
+		{"-5 is no marker here", 8, []string{"-5 is no", "marker", "here"}},
+		{"- ", 10, []string{"- "}},
+		// indentation wider than half a line is not kept
+		{"          - deep item text", 16, []string{"          - deep", "item text"}},
+		{"- 0123456789012", 8, []string{"- 012345", "  678901", "  2"}},
+	} {
+		got := wrapProse(tc.in, tc.w)
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("wrapProse(%q, %d) = %q, want %q", tc.in, tc.w, got, tc.want)
+		}
+		for _, l := range got {
+			if cellWidth(l) > tc.w {
+				t.Errorf("wrapProse(%q, %d): %q is wider than %d", tc.in, tc.w, l, tc.w)
+			}
 		}
 	}
 }

@@ -569,7 +569,7 @@ func (p *transcriptPane) renderMessage(s *styles, m *event.MessageInfo) []string
 		if collapsible {
 			lines = append(lines, "  "+s.dim.Render(s.g.unfolded+" expanded"))
 		}
-		body := wrap(content, w)
+		body := wrapProse(content, w)
 		if m.Role == "tool" {
 			// A result in JSON (read_file's, a spawn's) reads as a call's
 			// arguments do: member by member, a text as the text it holds,
@@ -776,7 +776,7 @@ func (p *transcriptPane) streamLines(s *styles, maxRows int) []string {
 	if len(r.text) > 0 {
 		// At the width and indent the message will have once it is
 		// stored, so that its lines do not move when it is.
-		body := wrap(clean(string(r.text)), p.contentWidth())
+		body := wrapProse(clean(string(r.text)), p.contentWidth())
 		keep := max(maxRows-1, 1)
 		if len(body) > keep {
 			body = body[len(body)-keep:]
