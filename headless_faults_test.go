@@ -263,7 +263,7 @@ func TestHeadlessStopsResumableOnHangupAndClosedOutput(t *testing.T) {
 			if code := cmd.ProcessState.ExitCode(); code != 1 {
 				t.Fatalf("exit status %d (%s), want 1\nstderr:\n%s", code, cmd.ProcessState, stderr.String())
 			}
-			want := "continue it with: swarmdeck resume --headless --provider scripted --db " + db + " " + runID
+			want := "continue it with: swarmdeck resume --headless --provider scripted --scripted-latency 200ms --db " + db + " " + runID
 			if !strings.Contains(stderr.String(), tc.stderr) || !strings.Contains(stderr.String(), want) {
 				t.Errorf("stderr does not say %q and %q:\n%s", tc.stderr, want, stderr.String())
 			}
