@@ -181,6 +181,10 @@ func TestMaxSpawnDepthZeroLeavesTheOrchestratorAlone(t *testing.T) {
 			return limDo(scripted.Call{Name: "sessions_spawn", Args: limArgs{"task": "sub work"}})
 		case 1:
 			return limDo(scripted.Call{Name: "delegate_task", Args: limArgs{"description": "delegated work"}})
+		case 2:
+			// Tools it was not offered, and one there is no such.
+			return limDo(scripted.Call{Name: "task_wait", Args: limArgs{}}, scripted.Call{Name: "get_delegation_result", Args: limArgs{"delegation_id": "d-1"}},
+				scripted.Call{Name: "task_siblings", Args: limArgs{}}, scripted.Call{Name: "no_such_tool", Args: limArgs{}})
 		default:
 			return limSay("done alone")
 		}
@@ -199,6 +203,27 @@ func TestMaxSpawnDepthZeroLeavesTheOrchestratorAlone(t *testing.T) {
 	}
 	if res := toolResults(root, "delegate_task"); len(res) != 1 || !strings.Contains(res[0], "max_spawn_depth is 0") {
 		t.Errorf("the delegation was not refused: %v", res)
+	}
+	// A tool not offered is refused with the reason, not run: task_wait
+	// with nothing to wait for said all was done.
+	for name, want := range map[string]string{
+		"task_wait":             "not available to you: you have no sub-agents, and can start none: a child would be at depth 1 but max_spawn_depth is 0",
+		"get_delegation_result": "not available to you: you have no delegations",
+		"task_siblings":         "not available to you: you are the run's first session, which has no siblings",
+	} {
+		if res := toolResults(root, name); len(res) != 1 || !strings.Contains(toolError(res[0]), want) {
+			t.Errorf("%s, not offered: %v, want an error saying %q", name, res, want)
+		}
+	}
+	// The tools an unknown one's error lists are those the requests offer.
+	unknown := toolResults(root, "no_such_tool")
+	if len(unknown) != 1 || !strings.Contains(unknown[0], "get_task_plan") {
+		t.Fatalf("the unknown tool's error: %v", unknown)
+	}
+	for _, name := range []string{"sessions_spawn", "task_wait", "delegate_task", "task_siblings"} {
+		if strings.Contains(unknown[0], name) {
+			t.Errorf("the unknown tool's error lists %s, which is not offered: %s", name, unknown[0])
+		}
 	}
 	req := first.Load()
 	for _, name := range []string{"sessions_spawn", "task_create", "task_wait", "task_cancel", "delegate_task"} {

@@ -514,43 +514,73 @@ var (
 	delegateTools = []string{"delegate_task"}
 )
 
-// offeredTools are the tools a request offers: as offeredGroups has them,
-// except that a session with children keeps the tools that wait for,
-// cancel and ask after them (the limits may have been lowered since they
-// started), less those that would start more; and the root, which has no
-// siblings, is not offered task_siblings. A call of a tool left out still
-// reaches it (see execTool), and is refused with the limit.
-func (s *Session) offeredTools() *llm.ToolSet {
-	g := s.groups()
+// offer is what a request offers: as offeredGroups has it, except that a
+// session with children keeps the tools that wait for, cancel and ask
+// after them (the limits may have been lowered since they started), less
+// those that would start more (withheld); and the root, which has no
+// siblings, is not offered task_siblings. A call of a tool left out is
+// refused (see execTool).
+func (s *Session) offer() (groups map[string]bool, withheld []string) {
+	groups = s.groups()
 	spawn, delegate := s.mayStart()
 	kids := len(s.childList()) > 0
-	var withheld []string
 	if !spawn {
 		if kids {
 			withheld = append(withheld, spawnTools...)
 		} else {
-			delete(g, agents.GroupSpawn)
+			delete(groups, agents.GroupSpawn)
 		}
 	}
 	if !delegate {
 		if kids {
 			withheld = append(withheld, delegateTools...)
 		} else {
-			delete(g, agents.GroupDelegation)
+			delete(groups, agents.GroupDelegation)
 		}
 	}
 	if s.parent == nil {
 		withheld = append(withheld, "task_siblings") // the root has none
 	}
+	return groups, withheld
+}
+
+// offeredTools are the encoded tools a request offers (see offer).
+func (s *Session) offeredTools() *llm.ToolSet {
+	g, withheld := s.offer()
 	return s.r.e.toolSet(g, s.role.CanWrite, withheld...)
 }
 
-// tools are the tools a call may reach: every one of the session's groups,
-// offered or not.
+// offeredNow are the tools a request made now would offer (see offer).
+func (s *Session) offeredNow() []*agents.Tool {
+	g, withheld := s.offer()
+	return slices.DeleteFunc(s.r.e.tools.ForGroups(g, s.role.CanWrite), func(t *agents.Tool) bool {
+		return slices.Contains(withheld, t.Name)
+	})
+}
+
+// tools are the tools of every one of the session's groups, offered or
+// not.
 func (s *Session) tools() []*agents.Tool {
 	return s.r.e.tools.ForGroups(s.groups(), s.role.CanWrite)
 }
 
+// notOffered is why a tool of the session's groups that its requests do
+// not offer is refused, for the model that calls it anyway. A tool that
+// would start a sub-agent or a delegation runs instead, and is refused
+// with the limit in its own words.
+func (s *Session) notOffered(t *agents.Tool) (why string, refused bool) {
+	switch {
+	case slices.Contains(spawnTools, t.Name), slices.Contains(delegateTools, t.Name):
+		return "", false
+	case t.Name == "task_siblings" && s.parent == nil:
+		return "you are the run's first session, which has no siblings", true
+	case t.Group == agents.GroupSpawn:
+		return fmt.Sprintf("you have no sub-agents, and can start none: a child would be at depth %d but max_spawn_depth is %d", s.depth+1, s.r.e.Config().Limits.MaxSpawnDepth), true
+	case t.Group == agents.GroupDelegation:
+		return "you have no delegations, and can start none (max_delegation_depth and max_spawn_depth)", true
+	}
+	return "it is not offered to you", true
+}
 func (s *Session) systemPrompt() (string, error) {
 	cfg := s.r.e.Config()
 	roster := s.r.e.roster.Load()
@@ -1468,16 +1498,17 @@ func (s *Session) execTool(c llm.ToolCall) (content string, isErr bool, panicked
 			panicked = &toolPanic{fmt.Sprintf("tool %s crashed (a bug in swarmdeck): %v", c.Name, p)}
 		}
 	}()
-	available := s.tools()
-	var tool *agents.Tool
-	for _, t := range available {
-		if t.Name == c.Name {
-			tool = t
-			break
-		}
-	}
+	offered := s.offeredNow()
+	tool := findTool(offered, c.Name)
 	if tool == nil {
-		return toolErrorJSON(c.Name, agents.UnknownTool(c.Name, available).Error()), true, nil
+		t := findTool(s.tools(), c.Name)
+		if t == nil {
+			return toolErrorJSON(c.Name, agents.UnknownTool(c.Name, offered).Error()), true, nil
+		}
+		if why, refused := s.notOffered(t); refused {
+			return toolErrorJSON(c.Name, "not available to you: "+why), true, nil
+		}
+		tool = t
 	}
 	res, err := tool.Run(s.ctx, &agents.Call{ID: c.ID, Name: c.Name, Host: (*host)(s), MaxOutput: s.r.e.Config().Limits.MaxToolOutput}, c.Arguments)
 	if err != nil {
@@ -1497,6 +1528,16 @@ func (s *Session) execTool(c llm.ToolCall) (content string, isErr bool, panicked
 		return toolErrorJSON(c.Name, "could not encode the result: "+err.Error()), true, nil
 	}
 	return string(b), false, nil
+}
+
+// findTool is the tool of ts named name, or nil.
+func findTool(ts []*agents.Tool, name string) *agents.Tool {
+	for _, t := range ts {
+		if t.Name == name {
+			return t
+		}
+	}
+	return nil
 }
 
 // toolErrorJSON is the result of a failed call of tool name:
