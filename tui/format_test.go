@@ -364,15 +364,7 @@ func TestWrapProse(t *testing.T) {
 		{"          - deep item text", 16, []string{"          - deep", "item text"}},
 		{"- 0123456789012", 8, []string{"- 012345", "  678901", "  2"}},
 	} {
-		got := wrapProse(tc.in, tc.w)
-		if !slices.Equal(got, tc.want) {
-			t.Errorf("wrapProse(%q, %d) = %q, want %q", tc.in, tc.w, got, tc.want)
-		}
-		for _, l := range got {
-			if cellWidth(l) > tc.w {
-				t.Errorf("wrapProse(%q, %d): %q is wider than %d", tc.in, tc.w, l, tc.w)
-			}
-		}
+		checkWrap(t, "wrapProse", wrapProse, tc.in, tc.w, tc.want)
 	}
 }
 
@@ -394,14 +386,21 @@ func TestWrapWords(t *testing.T) {
 		{"日本語のテキスト", 6, []string{"日本語", "のテキ", "スト"}},
 		{"", 10, []string{""}},
 	} {
-		got := wrapWords(tc.in, tc.w)
-		if !slices.Equal(got, tc.want) {
-			t.Errorf("wrapWords(%q, %d) = %q, want %q", tc.in, tc.w, got, tc.want)
-		}
-		for _, l := range got {
-			if cellWidth(l) > tc.w {
-				t.Errorf("wrapWords(%q, %d): %q is wider than %d", tc.in, tc.w, l, tc.w)
-			}
+		checkWrap(t, "wrapWords", wrapWords, tc.in, tc.w, tc.want)
+	}
+}
+
+// checkWrap checks that wrapper, named name, wraps in to want, and every
+// line within w cells.
+func checkWrap(t *testing.T, name string, wrapper func(string, int) []string, in string, w int, want []string) {
+	t.Helper()
+	got := wrapper(in, w)
+	if !slices.Equal(got, want) {
+		t.Errorf("%s(%q, %d) = %q, want %q", name, in, w, got, want)
+	}
+	for _, l := range got {
+		if cellWidth(l) > w {
+			t.Errorf("%s(%q, %d): %q is wider than %d", name, in, w, l, w)
 		}
 	}
 }
