@@ -83,7 +83,9 @@ func TestCLIRefusesMistakes(t *testing.T) {
 	storeRuns(t, ended, store.Run{ID: "r-000009", Goal: "g", Status: "completed", Provider: "scripted", Scripted: true})
 	failed := filepath.Join(dir, "failed.db")
 	storeRuns(t, failed, store.Run{ID: "r-000007", Goal: "g", Status: "failed", Provider: "scripted", Scripted: true},
-		store.Run{ID: "r-000008", Goal: "g", Status: "cancelled", Provider: "scripted", Scripted: true})
+		store.Run{ID: "r-000008", Goal: "g", Status: "cancelled", Provider: "scripted", Scripted: true},
+		// A bench run stopped later, which resume refuses: not the one named.
+		store.Run{ID: "r-000010", Goal: scripted.BenchGoal(50, 10, 2, 1), Status: "interrupted", Provider: "scripted", Scripted: true, CreatedAt: time.Now().Add(time.Minute)})
 	fresh := filepath.Join(dir, "fresh", "x.db")
 	// A database whose pages after the first are garbage: it opens, and
 	// reading its runs finds the damage.

@@ -1601,6 +1601,9 @@ func (cf *commonFlags) whichToResume(ctx context.Context, flags []string) error 
 		return errors.New(took + " (usage: swarmdeck resume [--headless] RUN_ID)")
 	}
 	for _, r := range runs {
+		if runtime.NotResumed(&r) != "" {
+			continue // a bench run, which resume refuses
+		}
 		if r.Status == runtime.RunInterrupted || r.Status == runtime.RunFailed || runtime.Orphaned(st.Path(), r.ID, r.Status) {
 			return fmt.Errorf("%s; the newest run that can be continued is %s (%s, %s): `swarmdeck resume %s`",
 				need, r.ID, runtime.TerminalText(runtime.OneLine(r.Goal, 40)), r.CreatedAt.Local().Format("2006-01-02 15:04"), strings.Join(append(flags, r.ID), " "))
