@@ -563,7 +563,9 @@ func TestResumeKeepsTheRunsProvider(t *testing.T) {
 		store.Run{ID: "r-000006", Goal: "g", Status: "interrupted", Provider: "openai (api.openai.com)", BaseURL: "https://api.openai.com/gateway/v1", Model: "m"},
 		store.Run{ID: "r-000007", Goal: "g", Status: "interrupted", Provider: "openai (api.openai.com)", BaseURL: "https://api.openai.com/v1/", Model: "m"},
 		// Started with a query, whose values were not stored.
-		store.Run{ID: "r-000008", Goal: "g", Status: "interrupted", Provider: "openai (az.example)", BaseURL: "https://az.example/v1?api-version=xxxxx", Model: "m"})
+		store.Run{ID: "r-000008", Goal: "g", Status: "interrupted", Provider: "openai (az.example)", BaseURL: "https://az.example/v1?api-version=xxxxx", Model: "m"},
+		// Started with a user and password, which were not stored either.
+		store.Run{ID: "r-000009", Goal: "g", Status: "interrupted", Provider: "openai (127.0.0.1:18507)", BaseURL: "http://xxxxx:xxxxx@127.0.0.1:18507/v1", Model: "m"})
 	ctx := context.Background()
 	// Without a key, a run started on another server is told to give
 	// --base-url, not to set a key for the configured one.
@@ -586,6 +588,8 @@ func TestResumeKeepsTheRunsProvider(t *testing.T) {
 		{id: "r-000007", provider: "openai", model: "m"},
 		{id: "r-000008", err: "run r-000008 was started on https://az.example/v1?api-version=xxxxx, whose query is not stored (its values may hold a key): give the whole URL again with --base-url"},
 		{id: "r-000008", flagURL: "https://az.example/v1?api-version=2024-06-01", provider: "openai", model: "m"},
+		{id: "r-000009", err: "run r-000009 was started on http://xxxxx:xxxxx@127.0.0.1:18507/v1, whose user and password are not stored (they may hold a key): give the whole URL again with --base-url"},
+		{id: "r-000009", flagURL: "http://u:pw@127.0.0.1:18507/v1", provider: "openai", model: "m"},
 		// Flags choose for themselves; what they leave out comes from the
 		// run, unless a provider is chosen anew.
 		{id: "r-000001", flagProvider: "openai", provider: "openai"},

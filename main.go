@@ -1712,10 +1712,10 @@ func (cf *commonFlags) keepRunProvider(ctx context.Context, id string) error {
 		// since): the run says where its server was. The label names
 		// only the host: a gateway serves other models under other
 		// paths of the same one.
-		if strings.Contains(rec.BaseURL, "="+runtime.HiddenValue) {
-			// Its query's values were not stored: they may hold a key.
-			return usageErr(fmt.Errorf("run %s was started on %s, whose query is not stored (its values may hold a key): give the whole URL again with --base-url to continue it",
-				id, rec.BaseURL))
+		if hidden := runtime.HiddenInURL(rec.BaseURL); len(hidden) > 0 {
+			// Its query's values, or its user and password, were not
+			// stored: they may hold a key.
+			return usageErr(fmt.Errorf("run %s was started on %s, %s: give the whole URL again with --base-url to continue it", id, rec.BaseURL, notStored(hidden)))
 		}
 		cf.baseURL, cf.fromRun.baseURL = rec.BaseURL, true
 		if now, _, err = where(); err != nil {
@@ -1727,6 +1727,21 @@ func (cf *commonFlags) keepRunProvider(ctx context.Context, id string) error {
 			id, rec.Provider, name, now))
 	}
 	return nil
+}
+
+// notStored says that the parts of a base URL a run hid were not stored,
+// and why.
+func notStored(parts []string) string {
+	switch len(parts) {
+	case 1:
+		if parts[0] == "query" {
+			return "whose query is not stored (its values may hold a key)"
+		}
+		return "whose " + parts[0] + " is not stored (it may hold a key)"
+	default:
+		last := len(parts) - 1
+		return "whose " + strings.Join(parts[:last], ", ") + " and " + parts[last] + " are not stored (they may hold a key)"
+	}
 }
 
 // sameURL reports whether two base URLs name the same place, a slash at

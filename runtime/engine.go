@@ -375,16 +375,24 @@ func (e *Engine) BaseURL() string {
 	return RedactedBaseURL(e.resolved.Provider.BaseURL)
 }
 
-// RedactedBaseURL is a base URL without the user info and fragment, and
-// with the values of its query hidden ("?api-version=xxxxx"): any of them
-// could carry a secret. The names stay, so that a resume knows that the
-// query must be given again.
+// RedactedBaseURL is a base URL without its fragment, and with its user,
+// password and the values of its query hidden ("https://xxxxx:xxxxx@host",
+// "?api-version=xxxxx"): any of them could carry a secret. Their places
+// stay, so that a resume knows that the URL must be given again.
 func RedactedBaseURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" {
 		return ""
 	}
-	u.User, u.Fragment, u.RawFragment = nil, "", ""
+	u.Fragment, u.RawFragment = "", ""
+	if u.User != nil {
+		// Kept as a mark, so that a resume knows to ask for them.
+		if _, ok := u.User.Password(); ok {
+			u.User = url.UserPassword(HiddenValue, HiddenValue)
+		} else {
+			u.User = url.User(HiddenValue)
+		}
+	}
 	if u.RawQuery != "" {
 		parts := strings.Split(u.RawQuery, "&")
 		for i, p := range parts {
@@ -396,9 +404,30 @@ func RedactedBaseURL(raw string) string {
 	return u.String()
 }
 
-// HiddenValue stands for each value of a base URL's query in what a run
-// stores.
+// HiddenValue stands for each value of a base URL's query, and for its
+// user and password, in what a run stores.
 const HiddenValue = "xxxxx"
+
+// HiddenInURL says which parts of a base URL a run stored hidden (see
+// RedactedBaseURL): "user", "password" and "query", in that order; none
+// when it stored the URL whole.
+func HiddenInURL(stored string) []string {
+	u, err := url.Parse(stored)
+	if err != nil {
+		return nil
+	}
+	var hidden []string
+	if u.User != nil {
+		hidden = append(hidden, "user")
+		if _, ok := u.User.Password(); ok {
+			hidden = append(hidden, "password")
+		}
+	}
+	if strings.Contains(u.RawQuery, "="+HiddenValue) {
+		hidden = append(hidden, "query")
+	}
+	return hidden
+}
 
 // Model is the model requested.
 func (e *Engine) Model() string { return e.resolved.Model }

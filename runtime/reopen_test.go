@@ -72,7 +72,8 @@ func TestMessageReopensAFinishedRun(t *testing.T) {
 func TestRunRecordsItsServer(t *testing.T) {
 	for raw, want := range map[string]string{
 		"http://127.0.0.1:11434/v1":                                   "http://127.0.0.1:11434/v1",
-		"https://user:secret@llm.example/v1#frag":                     "https://llm.example/v1",
+		"https://user:secret@llm.example/v1#frag":                     "https://xxxxx:xxxxx@llm.example/v1",
+		"https://sk-token@llm.example/v1":                             "https://xxxxx@llm.example/v1",
 		"https://llm.example/v1?api-version=2024-06-01&key=sk-secret": "https://llm.example/v1?api-version=xxxxx&key=xxxxx",
 		"not a url": "",
 	} {
