@@ -433,10 +433,14 @@ func stoppedHolders(path string) string {
 }
 
 // IsBusy reports whether err is SQLite's "database is locked": another
-// connection held a lock for longer than BusyTimeout.
+// connection held a lock for longer than BusyTimeout. SQLite's "locking
+// protocol" counts too: a reader gets it when, after about ten seconds of
+// tries, another connection still holds the locks of the WAL's index, as
+// a process stopped (ctrl+z, SIGSTOP) in the middle of opening the
+// database does.
 func IsBusy(err error) bool {
 	code, ok := SQLiteCode(err)
-	return ok && code == 5 // SQLITE_BUSY
+	return ok && (code == 5 || code == 15) // SQLITE_BUSY, SQLITE_PROTOCOL
 }
 
 // IsFull reports whether err is SQLite finding no room on the disk:

@@ -1407,3 +1407,31 @@ func TestDatabaseFileGone(t *testing.T) {
 		})
 	}
 }
+
+// sqliteErr is an error with an SQLite result code, as the driver's are.
+type sqliteErr int
+
+func (e sqliteErr) Error() string { return "sqlite error " + strconv.Itoa(int(e)) }
+func (e sqliteErr) Code() int     { return int(e) }
+
+// A database another process holds is told as such whether SQLite says
+// "locked" or, when the holder stopped with the WAL's index locked,
+// "locking protocol" (seen with a process stopped while it opened the
+// database): both mean wait, or let the holder go on.
+func TestIsBusy(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{sqliteErr(5), true},                               // SQLITE_BUSY
+		{sqliteErr(5 | 2<<8), true},                        // SQLITE_BUSY_SNAPSHOT
+		{fmt.Errorf("open x.db: %w", sqliteErr(15)), true}, // SQLITE_PROTOCOL
+		{sqliteErr(1), false},
+		{sqliteErr(11), false}, // SQLITE_CORRUPT
+		{errors.New("database is locked"), false},
+	} {
+		if got := IsBusy(tc.err); got != tc.want {
+			t.Errorf("IsBusy(%v) = %v, want %v", tc.err, got, tc.want)
+		}
+	}
+}
