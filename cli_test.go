@@ -814,7 +814,10 @@ func TestDashboardHearsOfConfigReloads(t *testing.T) {
 	}
 	write("limits:\n  max_turns_per_session: 30\n")
 	notices := make(chan tui.Notice, 4)
+	// The model is a flag typed; the provider is one a resume took from
+	// its run.
 	cf := &commonFlags{config: path, db: filepath.Join(dir, "d.db"), provider: "scripted", model: "typed-model"}
+	cf.fromRun.provider = true
 	_, closeEng, err := newEngine(context.Background(), cf, forNewRun, notices)
 	if err != nil {
 		t.Fatal(err)
@@ -860,6 +863,11 @@ func TestDashboardHearsOfConfigReloads(t *testing.T) {
 	outvoted := await("model: file-model\nlimits:\n  max_turns_per_session: 12\n", func(n tui.Notice) bool { return !n.Err })
 	if want := "; model (--model) changed, but the flag given wins"; !strings.HasSuffix(outvoted.Text, want) {
 		t.Errorf("reload of a setting a flag gave: %q, want it to end with %q", outvoted.Text, want)
+	}
+	kept := await("provider: openai\nmodel: file-model\nlimits:\n  max_turns_per_session: 12\n", func(n tui.Notice) bool { return !n.Err })
+	// Told against the file as it was at the start, as the rest is.
+	if want := "configuration reloaded from " + path + "; model (--model) changed, but the flag given wins; provider changed, but the resumed run keeps its own"; kept.Text != want {
+		t.Errorf("reload of a setting the resumed run keeps: %q, want %q", kept.Text, want)
 	}
 }
 

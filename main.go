@@ -153,9 +153,10 @@ type commonFlags struct {
 	dbInUse string
 	dbMoved *atomic.Bool
 	// fileSaid is what the configuration file said, when last loaded, for
-	// the settings a typed flag takes the place of (config.Flagged): a
-	// reload that changes one of them says that the flag still wins.
-	fileSaid map[string]string
+	// the settings a typed flag (flags) or the resumed run (run) takes
+	// the place of (config.Flagged): a reload that changes one of them
+	// says that the edit is not taken.
+	fileSaid struct{ flags, run map[string]string }
 	// dashboardStarting, when set, is true while a dashboard's run is
 	// being started or resumed, before the dashboard draws: what the
 	// engine has to say meanwhile (another process holds the database)
@@ -775,7 +776,7 @@ func (cf *commonFlags) configFile() (*config.Config, error) {
 			return nil, usageErr(err)
 		}
 	}
-	cf.fileSaid = cfg.Flagged(cf.typedOverrides())
+	cf.fileSaid.flags, cf.fileSaid.run = cfg.Flagged(cf.typedOverrides()), cfg.Flagged(cf.runOverrides())
 	if err := cfg.Apply(cf.overrides()); err != nil {
 		return nil, usageErr(err)
 	}
@@ -794,6 +795,21 @@ func (cf *commonFlags) typedOverrides() config.Overrides {
 	}
 	if cf.fromRun.model {
 		o.Model = ""
+	}
+	return o
+}
+
+// runOverrides are the overrides resume took from the run.
+func (cf *commonFlags) runOverrides() config.Overrides {
+	var o config.Overrides
+	if cf.fromRun.provider {
+		o.Provider = cf.provider
+	}
+	if cf.fromRun.baseURL {
+		o.BaseURL = cf.baseURL
+	}
+	if cf.fromRun.model {
+		o.Model = cf.model
 	}
 	return o
 }
@@ -1020,7 +1036,9 @@ func newEngine(ctx context.Context, cf *commonFlags, use engineFor, notices chan
 		// that is.
 		started, fileSaid := eng.Config(), cf.fileSaid
 		go config.Watch(wctx, cfg.Path, func(next *config.Config) {
-			outvoted := config.Outvoted(fileSaid, next.Flagged(cf.typedOverrides()))
+			var kept keptSettings
+			kept.byFlags = config.Outvoted(fileSaid.flags, next.Flagged(cf.typedOverrides()))
+			kept.byRun = config.Outvoted(fileSaid.run, next.Flagged(cf.runOverrides()))
 			if err := next.Apply(cf.overrides()); err != nil {
 				refused(err)
 				return
@@ -1031,8 +1049,9 @@ func newEngine(ctx context.Context, cf *commonFlags, use engineFor, notices chan
 			}
 			cf.configReloaded(next)
 			atStart, atNextRun := config.NotLive(started, next)
-			log.Info("config reloaded", "path", cfg.Path, "waiting_for_start", atStart, "waiting_for_next_run", atNextRun, "kept_by_flags", outvoted)
-			notify(tui.Notice{Topic: "config", Text: reloadedText(cfg.Path, atStart, atNextRun, outvoted)})
+			log.Info("config reloaded", "path", cfg.Path, "waiting_for_start", atStart, "waiting_for_next_run", atNextRun,
+				"kept_by_flags", kept.byFlags, "kept_by_run", kept.byRun)
+			notify(tui.Notice{Topic: "config", Text: reloadedText(cfg.Path, atStart, atNextRun, kept)})
 		}, refused)
 	}
 	go eng.Prompts().Watch(wctx)
@@ -1058,9 +1077,14 @@ func dbInWorkingDirNote(cfg *config.Config) string {
 	return "the database is " + path + " (neither HOME nor XDG_DATA_HOME is set); --db FILE or XDG_DATA_HOME puts it elsewhere"
 }
 
-// reloadedText says that the configuration at path was reloaded, and which
-// of its settings wait for the next start or run.
-func reloadedText(path string, atStart, atNextRun, outvoted []string) string {
+// keptSettings are the settings a reload changed that do not take effect:
+// a flag given decides them, or the resumed run keeps its own.
+type keptSettings struct{ byFlags, byRun []string }
+
+// reloadedText says that the configuration at path was reloaded, which of
+// its settings wait for the next start or run, and which edits are not
+// taken.
+func reloadedText(path string, atStart, atNextRun []string, kept keptSettings) string {
 	text := "configuration reloaded from " + path
 	if len(atStart) > 0 {
 		text += "; " + strings.Join(atStart, ", ") + " changed, which take effect at the next start"
@@ -1068,12 +1092,19 @@ func reloadedText(path string, atStart, atNextRun, outvoted []string) string {
 	if len(atNextRun) > 0 {
 		text += "; " + strings.Join(atNextRun, ", ") + " from the next run or resume"
 	}
-	switch len(outvoted) {
-	case 0:
-	case 1:
-		text += "; " + outvoted[0] + " changed, but the flag given wins"
-	default:
-		text += "; " + strings.Join(outvoted, ", ") + " changed, but the flags given win"
+	if n := len(kept.byFlags); n > 0 {
+		named := make([]string, n)
+		for i, setting := range kept.byFlags {
+			named[i] = setting + " (" + config.FlagOf(setting) + ")"
+		}
+		wins := "the flag given wins"
+		if n > 1 {
+			wins = "the flags given win"
+		}
+		text += "; " + strings.Join(named, ", ") + " changed, but " + wins
+	}
+	if len(kept.byRun) > 0 {
+		text += "; " + strings.Join(kept.byRun, ", ") + " changed, but the resumed run keeps its own"
 	}
 	return text
 }

@@ -105,22 +105,22 @@ func baseURLTarget(provider string) string {
 }
 
 // Flagged is what the file c (as read, before Apply) says for each setting
-// a flag of o takes the place of, keyed by the setting and its flag. Two of
-// them, from the file as it was and as it is, tell an edit that a reload
-// cannot show, since the flag wins.
+// a flag of o takes the place of, keyed by the setting ("model",
+// "providers.scripted.latency"). Two of them, from the file as it was and
+// as it is, tell an edit that a reload cannot show, since the flag wins.
 func (c *Config) Flagged(o Overrides) map[string]string {
 	out := make(map[string]string)
 	if o.Provider != "" {
-		out["provider (--provider)"] = c.Provider
+		out["provider"] = c.Provider
 	}
 	if o.Model != "" {
-		out["model (--model)"] = c.Model
+		out["model"] = c.Model
 	}
 	if o.Workspace != "" {
-		out["workspace (--workspace)"] = c.Workspace
+		out["workspace"] = c.Workspace
 	}
 	if o.DB != "" {
-		out["db (--db)"] = c.DB
+		out["db"] = c.DB
 	}
 	if o.BaseURL != "" {
 		provider := c.Provider
@@ -129,7 +129,7 @@ func (c *Config) Flagged(o Overrides) map[string]string {
 		}
 		target := baseURLTarget(provider)
 		if pr := c.Providers[target]; pr != nil {
-			out["providers."+target+".base_url (--base-url)"] = pr.BaseURL
+			out["providers."+target+".base_url"] = pr.BaseURL
 		}
 	}
 	for name, pr := range c.Providers {
@@ -137,26 +137,36 @@ func (c *Config) Flagged(o Overrides) map[string]string {
 			continue
 		}
 		if o.ScriptedLatency != nil {
-			out["providers."+name+".latency (--scripted-latency)"] = pr.Latency.String()
+			out["providers."+name+".latency"] = pr.Latency.String()
 		}
 		if o.ScriptedSpeed != nil {
-			out["providers."+name+".stream_speed (--scripted-stream-speed)"] = fmt.Sprint(pr.StreamSpeed)
+			out["providers."+name+".stream_speed"] = fmt.Sprint(pr.StreamSpeed)
 		}
 	}
 	return out
 }
 
-// Outvoted lists, sorted, the settings of Flagged that differ between old
-// and next.
+// FlagOf is the flag that takes the place of setting, as Flagged names it.
+func FlagOf(setting string) string {
+	switch {
+	case strings.HasSuffix(setting, ".base_url"):
+		return "--base-url"
+	case strings.HasSuffix(setting, ".latency"):
+		return "--scripted-latency"
+	case strings.HasSuffix(setting, ".stream_speed"):
+		return "--scripted-stream-speed"
+	}
+	return "--" + setting
+}
+
+// Outvoted lists, sorted, the settings of Flagged that both old and next
+// have, with another value. One that only one of them has is no edit of
+// what a flag decides: the flag applies to another entry (--base-url
+// follows provider:), or to an entry added or removed.
 func Outvoted(old, next map[string]string) []string {
 	var out []string
 	for k, v := range next {
-		if w, ok := old[k]; !ok || w != v {
-			out = append(out, k)
-		}
-	}
-	for k := range old {
-		if _, ok := next[k]; !ok {
+		if w, ok := old[k]; ok && w != v {
 			out = append(out, k)
 		}
 	}

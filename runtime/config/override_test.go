@@ -141,16 +141,20 @@ func TestOutvoted(t *testing.T) {
 		want        []string
 	}{
 		{"an edit no flag decides", "model: a\n", "model: b\n", Overrides{}, nil},
-		{"an edit a flag decides", "model: a\n", "model: b\n", Overrides{Model: "m"}, []string{"model (--model)"}},
+		{"an edit a flag decides", "model: a\n", "model: b\n", Overrides{Model: "m"}, []string{"model"}},
 		{"a flag, and its setting left alone", "model: a\n", "model: a\nlimits:\n  max_turns_per_session: 3\n", Overrides{Model: "m"}, nil},
-		{"the scripted model's pace, in each scripted provider", "", "providers:\n  scripted:\n    type: scripted\n    latency: 2s\n  slow:\n    type: scripted\n",
-			Overrides{ScriptedLatency: ms(0)}, []string{"providers.scripted.latency (--scripted-latency)", "providers.slow.latency (--scripted-latency)"}},
+		{"the scripted model's pace, in each scripted provider", "providers:\n  slow:\n    type: scripted\n",
+			"providers:\n  scripted:\n    type: scripted\n    latency: 2s\n  slow:\n    type: scripted\n    latency: 3s\n",
+			Overrides{ScriptedLatency: ms(0)}, []string{"providers.scripted.latency", "providers.slow.latency"}},
+		{"a scripted provider added", "", "providers:\n  fast:\n    type: scripted\n    latency: 0s\n", Overrides{ScriptedLatency: ms(0)}, nil},
 		{"base-url of the provider the file selects", ollama + "provider: ollama\n", strings.Replace(ollama, "11434", "9999", 1) + "provider: ollama\n",
-			Overrides{BaseURL: "http://gpu:1/v1"}, []string{"providers.ollama.base_url (--base-url)"}},
+			Overrides{BaseURL: "http://gpu:1/v1"}, []string{"providers.ollama.base_url"}},
+		// --base-url follows provider:, whose own change is told apart
+		{"provider: changed under --base-url", ollama, ollama + "provider: ollama\n", Overrides{BaseURL: "http://gpu:1/v1"}, nil},
 		{"base-url with provider auto is openai's", "", "providers:\n  openai:\n    type: openai\n    base_url: http://elsewhere/v1\n",
-			Overrides{BaseURL: "http://gpu:1/v1"}, []string{"providers.openai.base_url (--base-url)"}},
+			Overrides{BaseURL: "http://gpu:1/v1"}, []string{"providers.openai.base_url"}},
 		{"workspace, db and provider", "", "workspace: /w\ndb: /d.db\nprovider: openai\n",
-			Overrides{Workspace: "/x", DB: "/e.db", Provider: "scripted"}, []string{"db (--db)", "provider (--provider)", "workspace (--workspace)"}},
+			Overrides{Workspace: "/x", DB: "/e.db", Provider: "scripted"}, []string{"db", "provider", "workspace"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -159,5 +163,11 @@ func TestOutvoted(t *testing.T) {
 				t.Errorf("Outvoted = %q, want %q", got, tt.want)
 			}
 		})
+	}
+	for setting, flag := range map[string]string{"model": "--model", "providers.x.base_url": "--base-url", "providers.s.latency": "--scripted-latency",
+		"providers.s.stream_speed": "--scripted-stream-speed", "db": "--db", "workspace": "--workspace", "provider": "--provider"} {
+		if got := FlagOf(setting); got != flag {
+			t.Errorf("FlagOf(%q) = %q, want %q", setting, got, flag)
+		}
 	}
 }
