@@ -158,7 +158,11 @@ func (h *host) Delegate(ctx context.Context, c *agents.Call, req agents.Delegate
 	cfg := r.e.Config()
 	depth := s.delegationDepth() + 1
 	if max := cfg.Coordination.MaxDelegationDepth; depth > max {
-		return nil, agents.Errorf("delegation refused: this would be a delegation at depth %d, but max_delegation_depth is %d; do this work yourself, or spawn sub-agents with sessions_spawn", depth, max)
+		advice := "do this work yourself"
+		if spawn, _ := s.mayStart(); spawn && s.groups()[agents.GroupSpawn] {
+			advice += ", or spawn sub-agents with sessions_spawn"
+		}
+		return nil, agents.Errorf("delegation refused: this would be a delegation at depth %d, but max_delegation_depth is %d; %s", depth, max, advice)
 	}
 	if max := cfg.Limits.MaxSpawnDepth; s.depth+1 > max {
 		return nil, agents.Errorf("delegation refused: the sub-orchestrator would be at depth %d but max_spawn_depth is %d", s.depth+1, max)

@@ -317,6 +317,106 @@ func TestLoweredSpawnDepthKeepsTheToolsForTheChildren(t *testing.T) {
 	}
 }
 
+// A session whose delegations still run keeps the tools that ask after
+// them when task delegation is switched off mid-run (as it keeps its
+// children's when its role stops spawning, on a resume): they were gone,
+// and a call of one was "no tool named".
+func TestDelegationsKeepTheirToolsWhenTheSwitchGoesOff(t *testing.T) {
+	child, reloaded := newGate(), newGate()
+	t.Cleanup(child.open)
+	t.Cleanup(reloaded.open)
+	var mu sync.Mutex
+	var after []string
+	p := policyFor(func(c *convo) scripted.Reply {
+		if !c.isRoot() {
+			child.wait()
+			return say("delegated part done")
+		}
+		var d struct {
+			ID string `json:"delegation_id"`
+		}
+		json.Unmarshal([]byte(c.last("delegate_task")), &d)
+		switch c.turns {
+		case 0:
+			return do(call("delegate_task", obj{"description": "a part of it"}))
+		case 1:
+			reloaded.wait()
+			return do(call("get_task_plan", obj{}))
+		case 2: // the first request made after the reload
+			mu.Lock()
+			after = c.req.Tools
+			mu.Unlock()
+			return do(call("check_delegation_status", obj{"delegation_id": d.ID}))
+		case 3:
+			child.open()
+			return do(call("task_wait", obj{}))
+		}
+		return say("done")
+	})
+	e := testEngine(t, nil, p, nil)
+	go func() {
+		defer reloaded.open()
+		for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+			if x, err := e.Export(context.Background(), ""); err == nil && len(x.Sessions) >= 2 {
+				next := *e.Config()
+				next.Coordination.EnableTaskDelegation = false
+				if err := e.Reload(&next); err != nil {
+					t.Error(err)
+				}
+				return
+			}
+		}
+	}()
+	_, code := headless(t, e, "switched off", nil)
+	x := exportLatest(t, e)
+	mustComplete(t, x, code)
+	mu.Lock()
+	defer mu.Unlock()
+	for _, name := range []string{"check_delegation_status", "get_delegation_result", "task_wait"} {
+		if !slices.Contains(after, name) {
+			t.Errorf("with a delegation running, the root lost %s: %v", name, after)
+		}
+	}
+	if slices.Contains(after, "delegate_task") {
+		t.Errorf("with delegation switched off, the root is offered delegate_task")
+	}
+	if res := toolResults(rootOf(x), "check_delegation_status"); len(res) != 1 || toolError(res[0]) != "" {
+		t.Errorf("check_delegation_status: %v", res)
+	}
+}
+
+// A delegation refused at max_delegation_depth points to sessions_spawn
+// only where a spawn would not be refused too.
+func TestDelegationRefusalAdvisesOnlyWhatIsAllowed(t *testing.T) {
+	for _, tc := range []struct {
+		spawnDepth int
+		spawn      bool
+	}{{1, false}, {3, true}} {
+		p := policyFor(func(c *convo) scripted.Reply {
+			if c.turns == 0 {
+				return do(call("delegate_task", obj{"description": "deeper", "wait": true}))
+			}
+			return say("done")
+		})
+		x, _, code := swarm(t, p, func(cfg *config.Config) {
+			cfg.Coordination.MaxDelegationDepth = 1
+			cfg.Limits.MaxSpawnDepth = tc.spawnDepth
+		})
+		mustComplete(t, x, code)
+		var refusal string
+		for i := range x.Sessions {
+			if x.Sessions[i].ParentID != "" {
+				for _, r := range toolResults(&x.Sessions[i], "delegate_task") {
+					refusal = toolError(r)
+				}
+			}
+		}
+		if !strings.Contains(refusal, "max_delegation_depth is 1; do this work yourself") || strings.Contains(refusal, "sessions_spawn") != tc.spawn {
+			t.Errorf("max_spawn_depth %d: the delegate's refusal %q", tc.spawnDepth, refusal)
+		}
+	}
+}
+
 // Roles that cannot spawn have no children to cancel: task_cancel is not
 // theirs; nor is task_siblings the root's.
 func TestTaskCancelIsForRolesThatSpawn(t *testing.T) {

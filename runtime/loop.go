@@ -516,23 +516,34 @@ var (
 
 // offer is what a request offers: as offeredGroups has it, except that a
 // session with children keeps the tools that wait for, cancel and ask
-// after them (the limits may have been lowered since they started), less
-// those that would start more (withheld); and the root, which has no
-// siblings, is not offered task_siblings. A call of a tool left out is
-// refused (see execTool).
+// after them, less those that would start more (withheld): the limits,
+// the switches or its role (on a resume) may have changed since they
+// started. The root, which has no siblings, is not offered task_siblings.
+// A call of a tool left out is refused (see execTool).
 func (s *Session) offer() (groups map[string]bool, withheld []string) {
-	groups = s.groups()
+	own := s.groups()
+	groups = maps.Clone(own)
 	spawn, delegate := s.mayStart()
-	kids := len(s.childList()) > 0
-	if !spawn {
-		if kids {
+	var spawned, delegated bool
+	for _, k := range s.childList() {
+		if k.delegationID != "" {
+			delegated = true
+		} else {
+			spawned = true
+		}
+	}
+	kids := spawned || delegated
+	if !spawn || !own[agents.GroupSpawn] {
+		if spawned || kids && own[agents.GroupSpawn] {
+			groups[agents.GroupSpawn] = true
 			withheld = append(withheld, spawnTools...)
 		} else {
 			delete(groups, agents.GroupSpawn)
 		}
 	}
-	if !delegate {
-		if kids {
+	if !delegate || !own[agents.GroupDelegation] {
+		if delegated || kids && own[agents.GroupDelegation] {
+			groups[agents.GroupDelegation] = true
 			withheld = append(withheld, delegateTools...)
 		} else {
 			delete(groups, agents.GroupDelegation)
