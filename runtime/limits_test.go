@@ -385,6 +385,50 @@ func TestDelegationsKeepTheirToolsWhenTheSwitchGoesOff(t *testing.T) {
 	}
 }
 
+// An orchestrator that may delegate but not spawn waits for and cancels
+// its delegates as children: task_wait and task_cancel, which the refusal
+// of a second delegation of one task advises, are offered while one runs.
+func TestADelegatorWithoutSpawnWaitsForItsDelegates(t *testing.T) {
+	var mu sync.Mutex
+	var tools []string
+	p := policyFor(func(c *convo) scripted.Reply {
+		if !c.isRoot() {
+			return say("delegated part done")
+		}
+		switch c.turns {
+		case 0:
+			return do(call("delegate_task", obj{"description": "a part of it"}))
+		case 1:
+			mu.Lock()
+			tools = c.req.Tools
+			mu.Unlock()
+			return do(call("task_wait", obj{}))
+		}
+		return say("done")
+	})
+	x, _, code := swarm(t, p, func(cfg *config.Config) {
+		for i := range cfg.Agents {
+			if cfg.Agents[i].Role == "orchestrator" {
+				cfg.Agents[i].CanSpawn = false
+			}
+		}
+	})
+	mustComplete(t, x, code)
+	mu.Lock()
+	defer mu.Unlock()
+	for _, name := range []string{"task_wait", "task_cancel"} {
+		if !slices.Contains(tools, name) {
+			t.Errorf("with a delegation running, the orchestrator is not offered %s: %v", name, tools)
+		}
+	}
+	if slices.Contains(tools, "sessions_spawn") {
+		t.Errorf("an orchestrator that may not spawn is offered sessions_spawn")
+	}
+	if res := toolResults(rootOf(x), "task_wait"); len(res) != 1 || toolError(res[0]) != "" {
+		t.Errorf("task_wait: %v", res)
+	}
+}
+
 // A delegation refused at max_delegation_depth points to sessions_spawn
 // only where a spawn would not be refused too.
 func TestDelegationRefusalAdvisesOnlyWhatIsAllowed(t *testing.T) {

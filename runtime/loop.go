@@ -524,17 +524,13 @@ func (s *Session) offer() (groups map[string]bool, withheld []string) {
 	own := s.groups()
 	groups = maps.Clone(own)
 	spawn, delegate := s.mayStart()
-	var spawned, delegated bool
-	for _, k := range s.childList() {
-		if k.delegationID != "" {
-			delegated = true
-		} else {
-			spawned = true
-		}
+	var delegated bool
+	kids := s.childList()
+	for _, k := range kids {
+		delegated = delegated || k.delegationID != ""
 	}
-	kids := spawned || delegated
 	if !spawn || !own[agents.GroupSpawn] {
-		if spawned || kids && own[agents.GroupSpawn] {
+		if len(kids) > 0 { // a delegate is waited for and cancelled as a child
 			groups[agents.GroupSpawn] = true
 			withheld = append(withheld, spawnTools...)
 		} else {
@@ -542,7 +538,7 @@ func (s *Session) offer() (groups map[string]bool, withheld []string) {
 		}
 	}
 	if !delegate || !own[agents.GroupDelegation] {
-		if delegated || kids && own[agents.GroupDelegation] {
+		if delegated || len(kids) > 0 && own[agents.GroupDelegation] {
 			groups[agents.GroupDelegation] = true
 			withheld = append(withheld, delegateTools...)
 		} else {
