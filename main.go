@@ -1386,7 +1386,7 @@ resume continues it, and a failed run once what made it fail is fixed.`,
 					}
 				}
 				if stopped {
-					r.Status, r.Error = runtime.RunInterrupted, runtime.OrphanedRunReason
+					r.Status, r.Error = runtime.RunInterrupted, runtime.OrphanedReason(r.ID, r.Goal, r.Scripted)
 				}
 				lines[i] = runLine{ID: r.ID, Goal: r.Goal, Status: r.Status, Stopped: stopped, Provider: r.Provider, Model: r.Model,
 					Workspace: r.Workspace, Usage: r.Usage, Error: r.Error, CreatedAt: r.CreatedAt, EndedAt: store.Time(r.EndedAt)}
@@ -1476,7 +1476,7 @@ func exportCmd(cf *commonFlags, stdout io.Writer) *cobra.Command {
 				if runtime.Orphaned(st.Path(), r.ID, r.Status) {
 					// As runs and view say: stored as running, but dead.
 					r.Status = runtime.RunInterrupted
-					r.Error = runtime.OrphanedRunReason
+					r.Error = runtime.OrphanedReason(r.ID, r.Goal, r.Scripted)
 				}
 			})
 			if err != nil {

@@ -541,6 +541,15 @@ func StopAtOnce() []string {
 // is shown interrupted.
 const OrphanedRunReason = "no swarmdeck process is running it (it was killed, crashed, or stopped when its database failed): resume it to continue"
 
+// OrphanedReason is OrphanedRunReason for run id, whose goal and model
+// tell a bench run, which is not resumed.
+func OrphanedReason(id, goal string, scripted bool) string {
+	if why := NotResumed(&store.Run{ID: id, Goal: goal, Scripted: scripted}); why != "" {
+		return "no swarmdeck process is running it (it was killed, crashed, or stopped when its database failed); it is " + why
+	}
+	return OrphanedRunReason
+}
+
 // DeletedRunReason is why a view shows its run as deleted.
 const DeletedRunReason = "another swarmdeck process deleted it from the database (delete or prune): what is shown is all that is left of it"
 

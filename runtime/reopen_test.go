@@ -386,3 +386,15 @@ func TestWakeAsASessionCompletes(t *testing.T) {
 		}
 	}
 }
+
+// A bench run left running by a dead process is not told to be resumed,
+// which resume refuses.
+func TestOrphanedReasonOfABenchRun(t *testing.T) {
+	if got := OrphanedReason("r-1", "a goal", true); got != OrphanedRunReason {
+		t.Errorf("a run: %q", got)
+	}
+	got := OrphanedReason("r-2", scripted.BenchGoal(50, 10, 2, 1), true)
+	if strings.Contains(got, "resume it") || !strings.Contains(got, "a bench run, which is not resumed") || !strings.Contains(got, "swarmdeck delete r-2") {
+		t.Errorf("a bench run: %q", got)
+	}
+}

@@ -67,7 +67,7 @@ func (v *storedRun) load(ctx context.Context, runID string) error {
 		// Stored as running, but no process runs it: it stopped where a
 		// crash left it, and is shown as such until it is resumed.
 		snap.Run.Status = RunInterrupted
-		snap.Run.Error = OrphanedRunReason
+		snap.Run.Error = OrphanedReason(rec.ID, rec.Goal, rec.Scripted)
 		snap.Run.EndedAt = stoppedAt(ctx, st, rec.ID)
 	}
 	sessions, err := st.Sessions(ctx, rec.ID)
@@ -213,7 +213,7 @@ func (v *storedRun) follow(ctx context.Context, after int64) {
 			quietSince = time.Now()
 			switch {
 			case run.Status == RunRunning && Orphaned(st.Path(), v.id, RunRunning):
-				run.Status, run.Error = RunInterrupted, OrphanedRunReason
+				run.Status, run.Error = RunInterrupted, OrphanedReason(v.id, run.Goal, run.Scripted)
 				run.EndedAt = stoppedAt(ctx, st, v.id)
 			case run.Status != RunRunning && deleted(ctx, st, v.id):
 				run.Status, run.Error = RunDeleted, DeletedRunReason
