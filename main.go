@@ -776,7 +776,7 @@ func (cf *commonFlags) configFile() (*config.Config, error) {
 			return nil, usageErr(err)
 		}
 	}
-	cf.fileSaid.flags, cf.fileSaid.run = cfg.Flagged(cf.typedOverrides()), cfg.Flagged(cf.runOverrides())
+	cf.fileSaid.flags, cf.fileSaid.run = cfg.Flagged(cf.typedOverrides(), cf.provider), cfg.Flagged(cf.runOverrides(), cf.provider)
 	if err := cfg.Apply(cf.overrides()); err != nil {
 		return nil, usageErr(err)
 	}
@@ -1037,8 +1037,8 @@ func newEngine(ctx context.Context, cf *commonFlags, use engineFor, notices chan
 		started, fileSaid := eng.Config(), cf.fileSaid
 		go config.Watch(wctx, cfg.Path, func(next *config.Config) {
 			var kept keptSettings
-			kept.byFlags = config.Outvoted(fileSaid.flags, next.Flagged(cf.typedOverrides()))
-			kept.byRun = config.Outvoted(fileSaid.run, next.Flagged(cf.runOverrides()))
+			kept.byFlags = config.Outvoted(fileSaid.flags, next.Flagged(cf.typedOverrides(), cf.provider))
+			kept.byRun = config.Outvoted(fileSaid.run, next.Flagged(cf.runOverrides(), cf.provider))
 			if err := next.Apply(cf.overrides()); err != nil {
 				refused(err)
 				return

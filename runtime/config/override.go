@@ -108,7 +108,9 @@ func baseURLTarget(provider string) string {
 // a flag of o takes the place of, keyed by the setting ("model",
 // "providers.scripted.latency"). Two of them, from the file as it was and
 // as it is, tell an edit that a reload cannot show, since the flag wins.
-func (c *Config) Flagged(o Overrides) map[string]string {
+// selected, when not empty, is the provider the run uses, whose entry
+// --base-url changes, where o does not say (a resume took it from the run).
+func (c *Config) Flagged(o Overrides, selected string) map[string]string {
 	out := make(map[string]string)
 	if o.Provider != "" {
 		out["provider"] = c.Provider
@@ -126,6 +128,9 @@ func (c *Config) Flagged(o Overrides) map[string]string {
 		provider := c.Provider
 		if o.Provider != "" {
 			provider = o.Provider
+		}
+		if selected != "" {
+			provider = selected
 		}
 		target := baseURLTarget(provider)
 		if pr := c.Providers[target]; pr != nil {

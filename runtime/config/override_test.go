@@ -158,11 +158,18 @@ func TestOutvoted(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Outvoted(mustParse(t, tt.before).Flagged(tt.o), mustParse(t, tt.now).Flagged(tt.o))
+			got := Outvoted(mustParse(t, tt.before).Flagged(tt.o, ""), mustParse(t, tt.now).Flagged(tt.o, ""))
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("Outvoted = %q, want %q", got, tt.want)
 			}
 		})
+	}
+	// A resume took the provider from its run, and --base-url changes its
+	// entry, not the one provider: names.
+	before, now := mustParse(t, ollama), mustParse(t, strings.Replace(ollama, "11434", "9999", 1)+"  openai:\n    type: openai\n    base_url: http://elsewhere/v1\n")
+	o := Overrides{BaseURL: "http://gpu:1/v1"}
+	if got := Outvoted(before.Flagged(o, "ollama"), now.Flagged(o, "ollama")); !reflect.DeepEqual(got, []string{"providers.ollama.base_url"}) {
+		t.Errorf("under a resume on ollama: Outvoted = %q", got)
 	}
 	for setting, flag := range map[string]string{"model": "--model", "providers.x.base_url": "--base-url", "providers.s.latency": "--scripted-latency",
 		"providers.s.stream_speed": "--scripted-stream-speed", "db": "--db", "workspace": "--workspace", "provider": "--provider"} {
