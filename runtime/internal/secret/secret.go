@@ -23,8 +23,9 @@ func Like(name, value string) bool {
 	return len(value) >= 16 && !strings.ContainsAny(value, " \t")
 }
 
-// HideInURL is a URL as it may be shown: its password, its fragment and
-// the values of its query that are Like a secret replaced by Hidden; the
+// HideInURL is a URL as it may be shown: its password (or a user alone
+// that is Like a secret), its fragment and the values of its query that
+// are Like a secret replaced by Hidden; the
 // names stay. hid reports whether anything was hidden, in which case the
 // URL shown no longer works as it is.
 func HideInURL(raw string) (shown string, hid bool) {
@@ -34,6 +35,10 @@ func HideInURL(raw string) (shown string, hid bool) {
 	}
 	if _, ok := u.User.Password(); ok {
 		u.User = url.UserPassword(u.User.Username(), Hidden)
+		hid = true
+	} else if u.User != nil && Like("user", u.User.Username()) {
+		// A user alone is how some gateways take a key.
+		u.User = url.User(Hidden)
 		hid = true
 	}
 	if u.RawQuery != "" {

@@ -30,6 +30,7 @@ func TestHideInURL(t *testing.T) {
 		{"https://h/openai?api-version=2024-06-01", "https://h/openai?api-version=2024-06-01", false},
 		{"https://me:s3cret@h/v1", "https://me:xxxxx@h/v1", true},
 		{"https://me@h/v1", "https://me@h/v1", false},
+		{"http://sk-abcdef1234567890XYZ@h/v1", "http://xxxxx@h/v1", true},
 		{"https://h/v1?api-version=2024-06-01&api-key=sk-123", "https://h/v1?api-version=2024-06-01&api-key=xxxxx", true},
 		{"https://h/v1?x=0123456789abcdefghij", "https://h/v1?x=xxxxx", true},
 		{"https://h/v1?bad=%zz", "https://h/v1?bad=xxxxx", true},
