@@ -277,20 +277,8 @@ func TestLoweredSpawnDepthKeepsTheToolsForTheChildren(t *testing.T) {
 		return say("done")
 	})
 	e := testEngine(t, nil, p, nil)
-	go func() {
-		// Once the root has spawned and delegated, its limit goes down to 0.
-		defer reloaded.open()
-		for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-			if x, err := e.Export(context.Background(), ""); err == nil && len(x.Sessions) >= 3 {
-				next := *e.Config()
-				next.Limits.MaxSpawnDepth = 0
-				if err := e.Reload(&next); err != nil {
-					t.Error(err) // the root waits for this goroutine: the test still runs
-				}
-				return
-			}
-		}
-	}()
+	// Once the root has spawned and delegated, its limit goes down to 0.
+	go reloadOnceStarted(t, e, 3, reloaded, func(next *config.Config) { next.Limits.MaxSpawnDepth = 0 })
 	_, code := headless(t, e, "lowered", nil)
 	x := exportLatest(t, e)
 	mustComplete(t, x, code)
@@ -354,35 +342,15 @@ func TestDelegationsKeepTheirToolsWhenTheSwitchGoesOff(t *testing.T) {
 		return say("done")
 	})
 	e := testEngine(t, nil, p, nil)
-	go func() {
-		defer reloaded.open()
-		for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-			if x, err := e.Export(context.Background(), ""); err == nil && len(x.Sessions) >= 2 {
-				next := *e.Config()
-				next.Coordination.EnableTaskDelegation = false
-				if err := e.Reload(&next); err != nil {
-					t.Error(err)
-				}
-				return
-			}
-		}
-	}()
+	go reloadOnceStarted(t, e, 2, reloaded, func(next *config.Config) { next.Coordination.EnableTaskDelegation = false })
 	_, code := headless(t, e, "switched off", nil)
 	x := exportLatest(t, e)
 	mustComplete(t, x, code)
 	mu.Lock()
 	defer mu.Unlock()
-	for _, name := range []string{"check_delegation_status", "get_delegation_result", "task_wait"} {
-		if !slices.Contains(after, name) {
-			t.Errorf("with a delegation running, the root lost %s: %v", name, after)
-		}
-	}
-	if slices.Contains(after, "delegate_task") {
-		t.Errorf("with delegation switched off, the root is offered delegate_task")
-	}
-	if res := toolResults(rootOf(x), "check_delegation_status"); len(res) != 1 || toolError(res[0]) != "" {
-		t.Errorf("check_delegation_status: %v", res)
-	}
+	mustOffer(t, "with a delegation running and delegation switched off, the root", after,
+		[]string{"check_delegation_status", "get_delegation_result", "task_wait"}, []string{"delegate_task"})
+	mustSucceed(t, rootOf(x), "check_delegation_status")
 }
 
 // An orchestrator that may delegate but not spawn waits for and cancels
@@ -416,16 +384,49 @@ func TestADelegatorWithoutSpawnWaitsForItsDelegates(t *testing.T) {
 	mustComplete(t, x, code)
 	mu.Lock()
 	defer mu.Unlock()
-	for _, name := range []string{"task_wait", "task_cancel"} {
-		if !slices.Contains(tools, name) {
-			t.Errorf("with a delegation running, the orchestrator is not offered %s: %v", name, tools)
+	mustOffer(t, "with a delegation running, an orchestrator that may not spawn", tools,
+		[]string{"task_wait", "task_cancel"}, []string{"sessions_spawn"})
+	mustSucceed(t, rootOf(x), "task_wait")
+}
+
+// reloadOnceStarted reloads e's configuration, changed by change, once
+// the run has n sessions, and then opens done (also when it gives up, after
+// 30 s, so that a session waiting on done goes on and the test reports).
+func reloadOnceStarted(t *testing.T, e *Engine, n int, done *gate, change func(*config.Config)) {
+	defer done.open()
+	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if x, err := e.Export(context.Background(), ""); err == nil && len(x.Sessions) >= n {
+			next := *e.Config()
+			change(&next)
+			if err := e.Reload(&next); err != nil {
+				t.Error(err)
+			}
+			return
 		}
 	}
-	if slices.Contains(tools, "sessions_spawn") {
-		t.Errorf("an orchestrator that may not spawn is offered sessions_spawn")
+}
+
+// mustOffer checks that tools, offered to who, hold every one of want and
+// none of unwanted.
+func mustOffer(t *testing.T, who string, tools, want, unwanted []string) {
+	t.Helper()
+	for _, name := range want {
+		if !slices.Contains(tools, name) {
+			t.Errorf("%s is not offered %s: %v", who, name, tools)
+		}
 	}
-	if res := toolResults(rootOf(x), "task_wait"); len(res) != 1 || toolError(res[0]) != "" {
-		t.Errorf("task_wait: %v", res)
+	for _, name := range unwanted {
+		if slices.Contains(tools, name) {
+			t.Errorf("%s is offered %s: %v", who, name, tools)
+		}
+	}
+}
+
+// mustSucceed checks that s called tool once, without an error.
+func mustSucceed(t *testing.T, s *store.ExportSession, tool string) {
+	t.Helper()
+	if res := toolResults(s, tool); len(res) != 1 || toolError(res[0]) != "" {
+		t.Errorf("%s: %v", tool, res)
 	}
 }
 
