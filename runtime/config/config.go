@@ -31,6 +31,11 @@ type Config struct {
 	// lines maps the key paths the file set to their lines (nil when it
 	// set none), for errors found once a value is used (see Where).
 	lines map[string]int
+	// urlFlagged is the provider entry whose base_url --base-url replaced
+	// in Apply ("" when none), and fileURL what the file said there, so
+	// that a reload tells an edit of the file from the flag moving with
+	// provider: (see NotLive).
+	urlFlagged, fileURL string
 }
 
 // Provider is one OpenAI-compatible endpoint, or the built-in scripted model.

@@ -17,7 +17,7 @@ func NotLive(old, next *Config) (atStart, atNextRun []string) {
 	if old.Model != next.Model {
 		atStart = append(atStart, "model")
 	}
-	if !reflect.DeepEqual(unpaced(old.Providers), unpaced(next.Providers)) {
+	if providersEdited(old, next) {
 		atStart = append(atStart, "providers")
 	}
 	for _, f := range []struct {
@@ -38,6 +38,29 @@ func NotLive(old, next *Config) (atStart, atNextRun []string) {
 		atNextRun = append(atNextRun, "limits.max_concurrent_sessions")
 	}
 	return atStart, atNextRun
+}
+
+// providersEdited tells whether the file's providers changed from old to
+// next, other than the scripted model's pace, which reloads live. A
+// base_url that --base-url replaces in next is no edit that takes effect
+// (a reload says the flag wins), and the flag moving to another entry
+// with provider: changes no entry of the file.
+func providersEdited(old, next *Config) bool {
+	o, n := unpaced(old.Providers), unpaced(next.Providers)
+	setURL := func(ps map[string]Provider, name, url string) {
+		if p, ok := ps[name]; ok {
+			p.BaseURL = url
+			ps[name] = p
+		}
+	}
+	if old.urlFlagged != "" {
+		setURL(o, old.urlFlagged, old.fileURL)
+	}
+	if t := next.urlFlagged; t != "" {
+		setURL(o, t, "")
+		setURL(n, t, "")
+	}
+	return !reflect.DeepEqual(o, n)
 }
 
 // unpaced is providers without the scripted model's pace, which reloads

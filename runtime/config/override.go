@@ -64,6 +64,7 @@ func (c *Config) Apply(o Overrides) error {
 	c.Provider = provider
 	if target != "" {
 		pr := *c.Providers[target]
+		c.urlFlagged, c.fileURL = target, pr.BaseURL
 		pr.BaseURL = o.BaseURL
 		c.Providers[target] = &pr
 	}
