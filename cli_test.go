@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -130,6 +131,17 @@ func TestCLIRefusesMistakes(t *testing.T) {
 	notDB := filepath.Join(dir, "notes.txt")
 	if err := os.WriteFile(notDB, []byte(strings.Repeat("not a database\n", 100)), 0o600); err != nil {
 		t.Fatal(err)
+	}
+	// Another program's SQLite database, named by mistake.
+	foreign := filepath.Join(dir, "app.db")
+	if db, err := sql.Open("sqlite", "file:"+foreign); err != nil {
+		t.Fatal(err)
+	} else {
+		_, err := db.Exec("CREATE TABLE notes (body TEXT)")
+		db.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 	badLimits := filepath.Join(dir, "badlimits.yaml")
 	if err := os.WriteFile(badLimits, []byte("limits:\n  max_turns_per_session: -3\n"), 0o600); err != nil {
@@ -283,6 +295,8 @@ func TestCLIRefusesMistakes(t *testing.T) {
 		// view needs the configuration (its keys): one message, no promise.
 		{[]string{"view", "--config", badLimits, "--db", stored}, 2, badLimits + ":2: limits.max_turns_per_session", ""},
 		{[]string{"export", "--db", notDB}, 2, notDB + " is not a SQLite database", ""},
+		{[]string{"runs", "--db", foreign}, 2, foreign + ": this SQLite database is not a swarmdeck database: it holds tables of another program (notes)", ""},
+		{[]string{"run", "--headless", "--db", foreign, "a goal"}, 2, "not a swarmdeck database", ""},
 		{[]string{"runs", "--db", notDB}, 2, "give --db the file swarmdeck stores its runs in", ""},
 		{[]string{"delete", "--db", corrupt, "r-000003"}, 1, corrupt + " is damaged (", ""},
 		// A damaged database is named, with the way to look into it.

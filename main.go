@@ -2196,7 +2196,12 @@ func openStore(cf *commonFlags) (*store.Store, func(), error) {
 		return nil, nil, notFound(err)
 	}
 	st, err := store.OpenReadOnly(db)
-	if errors.Is(err, store.ErrOldSchema) {
+	switch {
+	case errors.Is(err, store.ErrNoSchema):
+		// A new database, or one that another process is making: the
+		// schema is made here unless that process holds it.
+		st, err = store.OpenWith(db, nil, store.OpenOptions{})
+	case errors.Is(err, store.ErrOldSchema):
 		if st, err = store.OpenWith(db, nil, store.OpenOptions{Upgrading: cf.upgrading}); err != nil && !errors.Is(err, store.ErrOlderInUse) {
 			err = fmt.Errorf("%s was written by an older swarmdeck and must be upgraded before this one can read it, which needs write access to it and its directory: %w", db, err)
 		}

@@ -108,7 +108,17 @@ func OpenReadOnly(path string) (*Store, error) {
 		read.Close()
 		return nil, err
 	}
-	switch latest := all[len(all)-1].version; {
+	latest := all[len(all)-1].version
+	if version != latest {
+		if err := notOurs(context.Background(), read, version); err != nil {
+			read.Close()
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	switch {
+	case version == 0:
+		read.Close()
+		return nil, fmt.Errorf("%s: %w", path, ErrNoSchema)
 	case version > latest:
 		read.Close()
 		return nil, fmt.Errorf("%s: %w", path, newerSchemaError(version, latest))

@@ -184,6 +184,11 @@ func OpenWith(path string, publish func([]event.Event), o OpenOptions) (*Store, 
 	}
 	_, statErr := os.Stat(path)
 	isNew := errors.Is(statErr, os.ErrNotExist)
+	if !isNew {
+		if err := refuseForeign(path); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+	}
 	// Absolute, so that the error names the directory in full.
 	dir, err := filepath.Abs(filepath.Dir(path))
 	if err != nil {
@@ -480,11 +485,14 @@ func (s *Store) migrate(ctx context.Context, upgrading func(path string, from, t
 		return err
 	}
 	latest := all[len(all)-1].version
-	if version > latest {
-		return newerSchemaError(version, latest)
-	}
 	if version == latest {
 		return nil
+	}
+	if err := notOurs(ctx, s.conn, version); err != nil {
+		return err
+	}
+	if version > latest {
+		return newerSchemaError(version, latest)
 	}
 	// Every pending migration goes in one transaction: a new database
 	// takes them all, and each commit of its own cost start-up a
@@ -501,6 +509,12 @@ func (s *Store) migrate(ctx context.Context, upgrading func(path string, from, t
 	// version under the write lock.
 	if err := s.conn.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
 		return rollback(fmt.Errorf("read schema version: %w", err))
+	}
+	if version == 0 {
+		// Tables that another process committed meanwhile.
+		if err := notOurs(ctx, s.conn, version); err != nil {
+			return rollback(err)
+		}
 	}
 	if version > 0 && version <= lastUnlockedSchema && elsewhere {
 		return rollback(&olderInUseError{version: version})
