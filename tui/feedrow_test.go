@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -59,8 +60,45 @@ func TestFeedRowsKeepNamesApartAndTheKindWhole(t *testing.T) {
 		{1, 37, "re…ch-2 → re…ch-1 [message, no-reply]"},
 		{0, 42, "research-1 → re…arch-2 [message, no-reply]"}, // no more than it needs
 	} {
-		if got := ansiStrip(m.broadcasts.head(c, &snap.Broadcasts[tc.i], tc.w)); got != tc.want {
+		if got := ansiStrip(m.broadcasts.head(c, &snap.Broadcasts[tc.i], tc.w, 0)); got != tc.want {
 			t.Errorf("cut to %d cells, a feed row reads %q, want %q", tc.w, got, tc.want)
 		}
+	}
+}
+
+// The rows on screen write their times alike: where a row with long names
+// needs its time shorter, or gone, the others follow, so that the column
+// of times reads as one.
+func TestFeedRowsShareTheirTimeForm(t *testing.T) {
+	snap := demoWithResearchLabels()
+	at := t0.Add(-time.Minute)
+	snap.Broadcasts = []event.BroadcastInfo{
+		{ID: "b-1", Kind: event.KindMessage, From: "researcher (research-1)", FromSession: "s-res1", Target: "s-res2", Message: "a", Timestamp: at},
+		{ID: "b-2", Kind: event.KindBroadcast, From: "human", Target: "all", Message: "b", Timestamp: at},
+		{ID: "b-3", Kind: event.KindMessage, NoReply: true, From: "researcher (research-2)", FromSession: "s-res2", Target: "s-res1", Message: "c", Timestamp: at},
+	}
+	m, _ := newTestModel(t, snap, 100, 50)
+	clock := regexp.MustCompile(`^[^0-9a-z]*(\d\d:\d\d:\d\d|\d\d:\d\d)? `)
+	forms := map[string]bool{}
+	for w := 160; w >= minWidth; w-- {
+		m, _ = update(m, windowSize(w, 50))
+		screen := plainView(m)
+		seen := map[string]bool{}
+		for i := range snap.Broadcasts {
+			row := paneRow(screen, "Broadcasts", 1+i*m.broadcasts.linesPer())
+			row = strings.TrimLeft(row, "│┃|# ")
+			form := "none"
+			if g := clock.FindStringSubmatch(row); g != nil && g[1] != "" {
+				form = map[int]string{8: "hh:mm:ss", 5: "hh:mm"}[len(g[1])]
+			}
+			seen[form] = true
+			forms[form] = true
+		}
+		if len(seen) > 1 {
+			t.Fatalf("at %d columns the rows write their times differently: %v\n%s", w, seen, screen)
+		}
+	}
+	if len(forms) < 2 {
+		t.Fatalf("the widths tried show the times in one form only (%v): the test does not reach a row that gives way", forms)
 	}
 }

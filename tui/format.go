@@ -694,6 +694,18 @@ func (it item) at(level int) string {
 	return s
 }
 
+// from is the item as it is written from level on: its form at level,
+// then the shorter ones it gives way to beyond.
+func (it item) from(level int) item {
+	out := item{{0, it.at(level)}}
+	for _, f := range it {
+		if f.level > level {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
 // fitItems joins items with sep in at most w cells where it can: the items
 // as they are written at level 0, or else at the lowest level whose line
 // fits. Where none fits it returns the shortest line, for the caller to

@@ -315,13 +315,23 @@ func (p *broadcastsPane) Render(c *renderCtx) []string {
 		}
 	}
 	end := min(p.offset+p.visibleItems(), n)
+	// The rows on screen write their times alike, as the narrowest of
+	// them needs: a column of times that mixes 15:04:05, 15:04 and none
+	// reads as different things.
+	when := 0
+	for i := p.offset; i < end; i++ {
+		if b := f.at(p.viewAbs(f, i)); b != nil {
+			items, _ := p.headItems(c, b)
+			when = max(when, fitLevel(p.headWidth(inner-1), " ", items...))
+		}
+	}
 	for i := p.offset; i < end; i++ {
 		b := f.at(p.viewAbs(f, i))
 		if b == nil {
 			continue
 		}
 		sel := i == p.sel && c.focused
-		lines := p.row(c, b, inner-1)
+		lines := p.row(c, b, inner-1, when)
 		for j, line := range lines {
 			mark := s.g.cursorMark(sel && j == 0)
 			if j > 0 {
@@ -341,14 +351,23 @@ func (p *broadcastsPane) Render(c *renderCtx) []string {
 // who/when part gives way first.
 const oneLineText = 50
 
-// row renders one broadcast as linesPer rows of width w.
-func (p *broadcastsPane) row(c *renderCtx, b *event.BroadcastInfo, w int) []string {
+// row renders one broadcast as linesPer rows of width w, its time as
+// written at level when of headItems (see head).
+func (p *broadcastsPane) row(c *renderCtx, b *event.BroadcastInfo, w, when int) []string {
 	g := c.styles.g
+	head := p.head(c, b, p.headWidth(w), when)
 	if p.linesPer() == 1 {
-		head := p.head(c, b, w-oneLineText-1)
 		return []string{g.fit(head+" "+oneLine(b.Message), w)}
 	}
-	return []string{g.fit(p.head(c, b, w), w), g.fit("  "+oneLine(b.Message), w)}
+	return []string{g.fit(head, w), g.fit("  "+oneLine(b.Message), w)}
+}
+
+// headWidth is the cells of a row of width w that its head may take.
+func (p *broadcastsPane) headWidth(w int) int {
+	if p.linesPer() == 1 {
+		return w - oneLineText - 1
+	}
+	return w
 }
 
 // head is when a broadcast was sent, by whom, to whom and its kind, in w
@@ -357,8 +376,42 @@ func (p *broadcastsPane) row(c *renderCtx, b *event.BroadcastInfo, w int) []stri
 // is named by its label alone, "research-2"), then the seconds of the
 // time, then the time. Then the names are cut in their middle, the longer
 // first, keeping their ends: those tell research-1 from research-2. The kind in brackets, which says a blocker from a
-// discovery, stays whole.
-func (p *broadcastsPane) head(c *renderCtx, b *event.BroadcastInfo, w int) string {
+// discovery, stays whole. The time is written at level when at least,
+// which the rows shown together share.
+func (p *broadcastsPane) head(c *renderCtx, b *event.BroadcastInfo, w, when int) string {
+	s := c.styles
+	g := s.g
+	items, fromStyle := p.headItems(c, b)
+	items[0] = items[0].from(when)
+	_, tagStyle := broadcastTag(g, b)
+	tag := items[4].at(0)
+	level := fitLevel(w, " ", items...)
+	at, from, target := items[0].at(level), items[1].at(level), items[3].at(level)
+	if at != "" {
+		at += " "
+	}
+	// Then cut, the longer name first, down to a few cells each.
+	const least = 7
+	if over := cellWidth(joinItems(level, " ", items...)) - w; over > 0 {
+		fw, tw := cellWidth(from), cellWidth(target)
+		longest := max(fw, tw)
+		for longest > least && max(fw-longest, 0)+max(tw-longest, 0) < over {
+			longest--
+		}
+		// Only as much as the row needs: the recipient to that width,
+		// the sender by what is left.
+		target = g.cutMiddle(target, longest)
+		if rest := over - (tw - cellWidth(target)); rest > 0 {
+			from = g.cutMiddle(from, max(fw-rest, least))
+		}
+	}
+	return s.dim.Render(at) + fromStyle.Render(from) + s.dim.Render(" "+g.to+" "+target) + " " + s.categoryStyle(tagStyle).Render(tag)
+}
+
+// headItems are the parts of a broadcast's head, each with the shorter
+// forms it gives way to (see head): its time, sender, arrow, recipient and
+// kind; and the sender's style.
+func (p *broadcastsPane) headItems(c *renderCtx, b *event.BroadcastInfo) ([]item, paint) {
 	s := c.styles
 	g := s.g
 	var ts item
@@ -366,7 +419,7 @@ func (p *broadcastsPane) head(c *renderCtx, b *event.BroadcastInfo, w int) strin
 		at := b.Timestamp.In(c.loc)
 		ts = item{{0, at.Format("15:04:05")}, {3, at.Format("15:04")}, {4, ""}}
 	}
-	tag, tagStyle := broadcastTag(g, b)
+	tag, _ := broadcastTag(g, b)
 	tag = "[" + tag + "]"
 	from := oneLine(b.From)
 	if from == "" {
@@ -396,27 +449,7 @@ func (p *broadcastsPane) head(c *renderCtx, b *event.BroadcastInfo, w int) strin
 	}
 
 	items := []item{ts, {{0, from}, {2, fromShort}}, {{0, g.to}}, {{0, target}, {1, targetShort}}, whole(tag)}
-	level := fitLevel(w, " ", items...)
-	when, from, target := items[0].at(level), items[1].at(level), items[3].at(level)
-	if when != "" {
-		when += " "
-	}
-	// Then cut, the longer name first, down to a few cells each.
-	const least = 7
-	if over := cellWidth(joinItems(level, " ", items...)) - w; over > 0 {
-		fw, tw := cellWidth(from), cellWidth(target)
-		longest := max(fw, tw)
-		for longest > least && max(fw-longest, 0)+max(tw-longest, 0) < over {
-			longest--
-		}
-		// Only as much as the row needs: the recipient to that width,
-		// the sender by what is left.
-		target = g.cutMiddle(target, longest)
-		if rest := over - (tw - cellWidth(target)); rest > 0 {
-			from = g.cutMiddle(from, max(fw-rest, least))
-		}
-	}
-	return s.dim.Render(when) + fromStyle.Render(from) + s.dim.Render(" "+g.to+" "+target) + " " + s.categoryStyle(tagStyle).Render(tag)
+	return items, fromStyle
 }
 
 // broadcastTag is the bracketed kind or category of a feed row and the style

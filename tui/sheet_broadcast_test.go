@@ -63,7 +63,7 @@ func TestBroadcastSheetShowsTheWholeBroadcast(t *testing.T) {
 		"received by planner (plan), researcher (r-2), orchestrator (d-1), explorer (x-1)",
 		"esc close", "enter open sender")
 	// The pane marks the one open.
-	mustContain(t, m, "┃›19:29:20 researcher (r-1) → all [discovery]")
+	mustContain(t, m, "┃›researcher (r-1) → all [discovery]")
 
 	m, _ = demoModel(t, 60, 16)
 	m = openDemoBroadcast(t, m, 4)
