@@ -322,6 +322,15 @@ func TestBadURLErrorHidesItsSecrets(t *testing.T) {
 	}
 }
 
+// A base_url in the file with a space is refused at its line, quoted as
+// written.
+func TestBaseURLWithASpace(t *testing.T) {
+	_, err := Parse("config.yaml", []byte("providers:\n  gw:\n    type: openai\n    base_url: http://gw/v1?tag=a b\n    model: m\n"))
+	if err == nil || !strings.Contains(err.Error(), `config.yaml:4: providers.gw.base_url: "http://gw/v1?tag=a b" has a space`) {
+		t.Errorf("a base_url with a space: %v", err)
+	}
+}
+
 func TestParseMergesOverDefaults(t *testing.T) {
 	cfg := mustParse(t, `
 model: gpt-4o

@@ -94,6 +94,10 @@ func TestApplyErrors(t *testing.T) {
 		{"base-url not a URL", "", Overrides{BaseURL: "localhost:11434"}, "--base-url: ", "not an http(s) URL"},
 		{"base-url port out of range", "", Overrides{BaseURL: "http://127.0.0.1:184912/v1"}, "--base-url: ", "port 184912, which is not a port number from 1 to 65535"},
 		{"base-url port 0", "", Overrides{BaseURL: "http://127.0.0.1:0/v1"}, "--base-url: ", "port 0, which is not a port number"},
+		// Quoted as typed, not as Go would escape it.
+		{"base-url words", "", Overrides{BaseURL: "not a url"}, "--base-url: ", `"not a url" is not an http(s) URL`},
+		// A space in a query parses, and would go into the request line.
+		{"base-url with a space", "", Overrides{BaseURL: "http://127.0.0.1:8080/v1?tag=a b"}, "--base-url: ", `"http://127.0.0.1:8080/v1?tag=a b" has a space, which a URL cannot carry: write it as %20`},
 		{"negative latency", "", Overrides{ScriptedLatency: ms(-time.Second)}, "--scripted-latency: ", "negative"},
 		{"negative stream speed", "", Overrides{ScriptedSpeed: &negative}, "--scripted-stream-speed: -1 is negative", "use 0 to send each reply at once"},
 	}

@@ -173,11 +173,19 @@ func checkURL(s string) string {
 	u, err := url.Parse(s)
 	shown := s
 	if err == nil {
-		// Quoted with its secrets hidden: the error may end up in a log.
-		shown, _ = secret.HideInURL(s)
+		// Quoted with its secrets hidden, since the error may end up in a
+		// log; as written where there are none, so that it can be found.
+		if hidden, hid := secret.HideInURL(s); hid {
+			shown = hidden
+		}
 	}
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Sprintf("%q is not an http(s) URL (write it like http://localhost:11434/v1)", shown)
+	}
+	// A space parses in a query, and goes into the request line as it is,
+	// which no server takes.
+	if strings.Contains(s, " ") {
+		return fmt.Sprintf("%q has a space, which a URL cannot carry: write it as %%20", shown)
 	}
 	// A port out of range parses, and fails only at the first call, as a
 	// connection error retried until the run gives up.
