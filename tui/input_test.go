@@ -115,7 +115,12 @@ func TestGoalPasteSaysWhatBecameOfIt(t *testing.T) {
 	t.Cleanup(m.cancel)
 	m.now, m.ticks = func() time.Time { return t0 }, false
 	m, _ = update(m, windowSize(100, 30))
+	// A refusal of the empty prompt goes with a paste, as with a key
+	// typed; it stood in the note's place.
+	m, _ = press(t, m, "enter")
+	mustContain(t, m, "type a goal first")
 	m, _ = update(m, tea.PasteMsg{Content: "Ship v2:\n- docs\n- release notes"})
+	mustNotContain(t, m, "type a goal first")
 	if got := m.goal.input.Value(); got != "Ship v2: - docs - release notes" {
 		t.Errorf("the goal is %q", got)
 	}

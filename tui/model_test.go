@@ -175,8 +175,10 @@ func TestNoColorScreenHasNoColour(t *testing.T) {
 
 func TestPasteGoesToTheDialog(t *testing.T) {
 	m, ctl := demoModel(t, 100, 30)
-	m, _ = press(t, m, "b")
+	m, _ = press(t, m, "b", "ctrl+u", "enter")
+	mustContain(t, m, "type the broadcast first")
 	m, _ = update(m, tea.PasteMsg{Content: "pasted text"})
+	mustNotContain(t, m, "type the broadcast first") // answered by the paste
 	m, _ = press(t, m, "enter")
 	wantCalls(t, ctl, tuitest.Call{Op: "broadcast", Text: "pasted text", Target: "all", Category: "discovery"})
 	mustContain(t, m, "broadcast sent to all sessions")

@@ -618,6 +618,9 @@ func (m *model) handlePaste(msg tea.PasteMsg) tea.Cmd {
 			msg.Content = wholeClusters(msg.Content, room)
 		}
 		m.goal.input, cmd = m.goal.input.Update(msg)
+		if m.goal.input.Value() != "" {
+			m.goal.err = "" // answered by the paste, as by typing
+		}
 		// The prompt is one line, and bounded: say what it did to a paste.
 		var said []string
 		if strings.ContainsAny(msg.Content, "\n\r") {
@@ -631,7 +634,10 @@ func (m *model) handlePaste(msg tea.PasteMsg) tea.Cmd {
 		}
 	case m.dialog.kind != dialogNone && m.dialog.kind != dialogConfirm && !m.dialog.sending:
 		msg.Content = strings.ReplaceAll(msg.Content, "\r\n", "\n") // one break, one space
+		before := m.dialog.input.Value()
 		m.dialog.input, cmd = m.dialog.input.Update(msg)
+		m.dialog.err = "" // as typing does
+		m.dialog.restored = m.dialog.restored && m.dialog.input.Value() == before
 		if strings.ContainsAny(strings.TrimSpace(msg.Content), "\n\r") {
 			m.dialog.joined = true
 		}
