@@ -470,10 +470,10 @@ func fmtTokens(n int) string {
 	switch {
 	case n < 1000:
 		return strconv.Itoa(n)
-	case n < 100_000:
+	case n < 99_950: // rounds to 99.9k at most
 		return strconv.FormatFloat(float64(n)/1000, 'f', 1, 64) + "k"
-	case n < 1_000_000:
-		return strconv.Itoa(n/1000) + "k"
+	case n < 999_500: // rounded, as above: 156,754 is 157k
+		return strconv.Itoa((n+500)/1000) + "k"
 	default:
 		return strconv.FormatFloat(float64(n)/1_000_000, 'f', 1, 64) + "M"
 	}

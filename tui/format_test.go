@@ -209,7 +209,8 @@ func TestFormats(t *testing.T) {
 			t.Errorf("fmtDuration(%v) = %s, want %s", d, got, want)
 		}
 	}
-	for n, want := range map[int]string{980: "980", 12345: "12.3k", 123456: "123k", 1234567: "1.2M"} {
+	for n, want := range map[int]string{980: "980", 12345: "12.3k", 96775: "96.8k", 99949: "99.9k", 99950: "100k",
+		123456: "123k", 156754: "157k", 999499: "999k", 999500: "1.0M", 1234567: "1.2M"} {
 		if got := fmtTokens(n); got != want {
 			t.Errorf("fmtTokens(%d) = %s, want %s", n, got, want)
 		}
