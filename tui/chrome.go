@@ -250,6 +250,9 @@ func (m *model) renderFooter() string {
 	case m.screen == screenSession:
 		h := sessionHelp{&keys}
 		full, short = h.ShortHelp(), h.compactHelp()
+		if drop := m.noRelatives(keys); len(drop) > 0 {
+			full, short = without(full, drop...), without(short, drop...)
+		}
 	default:
 		full, short = keys.ShortHelp(), keys.compactHelp(len(m.st.questions) > 0)
 	}
@@ -329,4 +332,26 @@ func (m *model) renderTooSmall() string {
 		" (now " + strconv.Itoa(m.width) + "x" + strconv.Itoa(m.height) + "). " + label(m.keys.ForceQuit) + " quits."
 	lines := wrap(msg, max(m.width-2, 1))
 	return lipgloss.Place(m.width, m.height, lipgloss.Center, lipgloss.Center, strings.Join(lines, "\n"))
+}
+
+// noRelatives are the keys to a session's relatives that the open
+// transcript's session has none for: a root has no parent, a session
+// without children no first child, one alone no siblings. They would
+// answer only "no children".
+func (m *model) noRelatives(keys keyMap) []key.Binding {
+	n := m.st.sessions[m.transcript.sessionID]
+	if n == nil {
+		return nil
+	}
+	var drop []key.Binding
+	if n.parent == nil {
+		drop = append(drop, keys.Parent)
+	}
+	if len(m.st.siblings(n)) < 2 {
+		drop = append(drop, keys.PrevSibling, keys.NextSibling)
+	}
+	if len(n.children) == 0 {
+		drop = append(drop, keys.FirstChild)
+	}
+	return drop
 }

@@ -1665,3 +1665,41 @@ func TestJSONToolResultReadsAsText(t *testing.T) {
 	mustContain(t, m, "▾ expanded", "first line", "second line")
 	mustNotContain(t, m, `\n`, `"path"`)
 }
+
+// A transcript's footer leaves out the keys to relatives its session has
+// none of: they would only answer "no children".
+func TestTranscriptFooterOffersOnlyRelativesThereAre(t *testing.T) {
+	footer := func(m Model) string {
+		lines := strings.Split(strings.TrimRight(plainView(m), "\n"), "\n")
+		return lines[len(lines)-1]
+	}
+	for _, tc := range []struct {
+		name      string
+		keys      []string
+		id        string
+		want, not []string
+	}{
+		{"the root", []string{"enter"}, "s-root", []string{"c first child"}, []string{"p parent", "sibling"}},
+		{"a leaf alone under its parent", []string{"down", "down", "down", "enter"}, "s-exp1", []string{"p parent"}, []string{"c first child", "sibling"}},
+		{"a leaf with a sibling", []string{"down", "down", "down", "down", "down", "enter"}, "s-exp2", []string{"p parent", "[ prev sibling", "] next sibling"}, []string{"c first child"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, _ := demoModel(t, 160, 48)
+			m, _ = press(t, m, tc.keys...)
+			if m.screen != screenSession || m.transcript.sessionID != tc.id {
+				t.Fatalf("opened %q, want %s", m.transcript.sessionID, tc.id)
+			}
+			f := footer(m)
+			for _, w := range tc.want {
+				if !strings.Contains(f, w) {
+					t.Errorf("footer %q lacks %q", f, w)
+				}
+			}
+			for _, n := range tc.not {
+				if strings.Contains(f, n) {
+					t.Errorf("footer %q offers %q", f, n)
+				}
+			}
+		})
+	}
+}
