@@ -234,8 +234,8 @@ func (m *model) renderFooter() string {
 	switch {
 	case m.dialog.kind != dialogNone:
 		q, _, _ := m.st.question(m.dialog.questionID)
-		full = dialogHelp{&keys, m.dialog.kind, q.Remembered != ""}.ShortHelp()
-		short = full
+		dh := dialogHelp{&keys, m.dialog.kind, q.Remembered != ""}
+		full, short = dh.ShortHelp(), dh.compactHelp()
 	case m.detail.open:
 		full, short = keys.broadcastSheetHelp(m.st.sessions[m.detail.b.FromSession] != nil)
 	case m.sessions.filtering:

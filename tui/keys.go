@@ -277,4 +277,15 @@ func (h dialogHelp) ShortHelp() []key.Binding {
 	return nil
 }
 
+// compactHelp is the dialog's footer where ShortHelp does not fit: the
+// answer dialog keeps skip over skip all, which asks before it acts.
+func (h dialogHelp) compactHelp() []key.Binding {
+	full := h.ShortHelp()
+	if h.kind == dialogAnswer {
+		skipAll := h.k.DialogSkipAll.Keys()
+		return slices.DeleteFunc(full, func(b key.Binding) bool { return slices.Equal(b.Keys(), skipAll) })
+	}
+	return full
+}
+
 func (h dialogHelp) FullHelp() [][]key.Binding { return h.k.FullHelp() }

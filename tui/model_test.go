@@ -525,3 +525,19 @@ func TestKeysTypedWhileSendingAreHeld(t *testing.T) {
 		t.Errorf("calls %+v, want the retried \"four\" last", calls)
 	}
 }
+
+// Where the answer dialog's footer does not fit, skip all goes before
+// skip: it asks before it acts, and skip is the one a person looks for.
+func TestNarrowAnswerFooterKeepsSkip(t *testing.T) {
+	for _, tc := range []struct {
+		keys []string
+	}{{[]string{"a"}}, {[]string{"a", "ctrl+s", "a"}}} { // the second with a remembered answer
+		m, _ := demoModel(t, 60, 16)
+		m, _ = press(t, m, tc.keys...)
+		lines := strings.Split(strings.TrimRight(plainView(m), "\n"), "\n")
+		footer := lines[len(lines)-1]
+		if !strings.Contains(footer, "ctrl+s skip") || !strings.Contains(footer, "esc close") || !strings.Contains(footer, "enter") {
+			t.Errorf("after %v the footer reads %q, want send, skip and close", tc.keys, footer)
+		}
+	}
+}
