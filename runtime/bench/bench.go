@@ -187,11 +187,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := o.Check(); err != nil {
 		return nil, err
 	}
-	tmp, err := os.MkdirTemp("", "swarmdeck-bench-")
+	tmp, removeTmp, err := scratch("swarmdeck-bench-")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(tmp)
+	defer removeTmp()
 	ws := filepath.Join(tmp, "workspace")
 	if err := os.Mkdir(ws, 0o755); err != nil {
 		return nil, err

@@ -104,11 +104,11 @@ func Startup(ctx context.Context, o StartupOptions) (*StartupReport, error) {
 			return nil, fmt.Errorf("find the swarmdeck binary to start: %w", err)
 		}
 	}
-	tmp, err := os.MkdirTemp("", "swarmdeck-startup-")
+	tmp, removeTmp, err := scratch("swarmdeck-startup-")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(tmp)
+	defer removeTmp()
 
 	model, err := startModel(o.Latency)
 	if err != nil {
