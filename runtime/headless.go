@@ -206,7 +206,7 @@ func (e *answerWriteError) Error() string { return "writing the answer: " + e.er
 // to the output, and reports if that failed: a script capturing the answer
 // must not take an empty one for it.
 func (p *progress) print(ev event.Event) error {
-	if ev.Type == event.RunFinished && ev.Run != nil && ev.Run.Result != "" && p.out != nil {
+	if ev.Type == event.RunFinished && ev.Run != nil && ev.Run.Status == RunCompleted && ev.Run.Result != "" && p.out != nil {
 		if _, err := fmt.Fprintf(p.out, "%s\n", ev.Run.Result); err != nil {
 			p.printLog(ev)
 			return &answerWriteError{err}

@@ -1863,3 +1863,44 @@ func TestLastToolFailedSurvivesTheRun(t *testing.T) {
 	}
 	check("a view of the stored run", v.Snapshot())
 }
+
+// A run that fails has no answer: what the orchestrator said while it
+// waited for its children is not printed as one, nor stored as the run's
+// result, where a script takes it for the answer. The root keeps it as its
+// own result.
+func TestFailedRunHasNoAnswer(t *testing.T) {
+	hold := newGate()
+	policy := policyFor(func(c *convo) scripted.Reply {
+		switch {
+		case c.isRoot() && c.turns == 0:
+			return do(call("sessions_spawn", obj{"task": "slow research"}))
+		case c.isRoot():
+			return say("I have started the research and will wait for it.")
+		}
+		hold.wait()
+		return say("done")
+	})
+	e := testEngine(t, nil, policy, func(c *config.Config) {
+		c.Limits.SessionTimeout = config.Duration(500 * time.Millisecond)
+	})
+	t.Cleanup(hold.open)
+	var out, progress bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	code, err := e.Headless(ctx, HeadlessOptions{Out: &out, Log: &progress}, func(ctx context.Context) (*Run, error) {
+		return e.Start(ctx, "research slowly")
+	})
+	if err != nil || code != ExitFailed {
+		t.Fatalf("exit %d, %v:\n%s", code, err, progress.String())
+	}
+	if out.Len() > 0 {
+		t.Errorf("a failed run printed an answer: %q", out.String())
+	}
+	x := exportLatest(t, e)
+	if x.Run.Status != "failed" || x.Run.Result != "" {
+		t.Errorf("run %s with result %q, want failed without one", x.Run.Status, x.Run.Result)
+	}
+	if root := rootOf(x); root.Result != "I have started the research and will wait for it." {
+		t.Errorf("the root's own result is %q", root.Result)
+	}
+}

@@ -595,6 +595,13 @@ func (r *Run) maybeFinishTx(tx *store.Tx) error {
 	r.mu.Lock()
 	r.finished = true
 	r.rec.Status = map[string]string{StatusCompleted: RunCompleted, StatusFailed: RunFailed, StatusCancelled: RunCancelled}[status]
+	if status != StatusCompleted {
+		// The root's last words before it failed or was cancelled (a
+		// reply while it waited for its children, say) are no answer:
+		// a script reads the run's result as the answer. They stay in the
+		// root's own result.
+		result = ""
+	}
 	r.rec.Result, r.rec.Error = result, errText
 	if r.rec.Error == "" && status != StatusCompleted {
 		root.mu.Lock()
