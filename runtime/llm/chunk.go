@@ -259,6 +259,11 @@ func incompleteTail(b []byte) int {
 func (a *accumulator) addToolDelta(tc *chunkToolCall) {
 	index, hasIndex := parseInt(tc.Index)
 	id := a.text(tc.ID)
+	// A new call starts with its name. Some servers give every delta of a
+	// call an id of its own, so a new id without a name continues the
+	// call open there; Ollama's whole calls, each at index 0 with an id
+	// of its own, are named.
+	named := hasValue(tc.Function.Name)
 	var c *toolCallAcc
 	switch {
 	case hasIndex:
@@ -268,7 +273,7 @@ func (a *accumulator) addToolDelta(tc *chunkToolCall) {
 				break
 			}
 		}
-		if c != nil && len(id) > 0 && c.id != "" && c.id != string(id) {
+		if c != nil && named && len(id) > 0 && c.id != "" && c.id != string(id) {
 			c = nil
 		}
 	case len(id) > 0:
@@ -277,6 +282,9 @@ func (a *accumulator) addToolDelta(tc *chunkToolCall) {
 				c = &a.calls[i]
 				break
 			}
+		}
+		if c == nil && !named && len(a.calls) > 0 {
+			c = &a.calls[len(a.calls)-1]
 		}
 	case len(a.calls) > 0:
 		c = &a.calls[len(a.calls)-1]

@@ -173,6 +173,18 @@ func TestToolCallAccumulation(t *testing.T) {
 			`{"index":0,"id":"a","function":{"name":"f","arguments":"{}"}}`,
 			`{"index":0,"id":"b","function":{"name":"f","arguments":"{\"y\":2}"}}`,
 		}, []ToolCall{{ID: "a", Name: "f", Arguments: `{}`}, {ID: "b", Name: "f", Arguments: `{"y":2}`}}},
+		// mlx-openai-server before its fix: a fresh id on every delta.
+		{"same index, new id without a name continues the call", []string{
+			`{"index":0,"id":"a","function":{"name":"f","arguments":""}}`,
+			`{"index":0,"id":"b","function":{"arguments":"{\"task\": [\"A"}}`,
+			`{"index":0,"id":"c","function":{"arguments":"\", \"B\"]}"}}`,
+			`{"index":0,"id":"d","function":{"name":"g","arguments":"{}"}}`,
+		}, []ToolCall{{ID: "a", Name: "f", Arguments: `{"task": ["A", "B"]}`}, {ID: "d", Name: "g", Arguments: `{}`}}},
+		{"no index, new id without a name continues the call", []string{
+			`{"id":"a","function":{"name":"f","arguments":"{\"x\""}}`,
+			`{"id":"b","function":{"arguments":":1}"}}`,
+			`{"id":"c","function":{"name":"g","arguments":"{}"}}`,
+		}, []ToolCall{{ID: "a", Name: "f", Arguments: `{"x":1}`}, {ID: "c", Name: "g", Arguments: `{}`}}},
 		{"interleaved indexes", []string{
 			`{"index":0,"id":"a","function":{"name":"f"}}`,
 			`{"index":1,"id":"b","function":{"name":"g"}}`,
