@@ -153,6 +153,7 @@ func (s *Session) loop() {
 			early.Stop()
 		}
 		if err != nil {
+			s.spentOnFailure(err)
 			s.r.releaseTokens(s.heldTokens)
 			s.heldTokens = 0
 			if errors.Is(err, errBudgetSpent) {
@@ -928,10 +929,7 @@ func retryable(err error) bool {
 // run, with ids made unique within the session.
 func (s *Session) recordAssistant(resp *llm.Response) ([]llm.ToolCall, error) {
 	calls := s.uniqueCallIDs(resp.ToolCalls)
-	u := store.Usage{PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens, TotalTokens: resp.Usage.TotalTokens}
-	if u.TotalTokens == 0 {
-		u.TotalTokens = u.PromptTokens + u.CompletionTokens
-	}
+	u := storeUsage(resp.Usage)
 	msg := &store.Message{Role: llm.RoleAssistant, Content: resp.Content, Source: "agent", Usage: u}
 	for _, c := range calls {
 		msg.ToolCalls = append(msg.ToolCalls, store.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
@@ -958,6 +956,37 @@ func (s *Session) recordAssistant(resp *llm.Response) ([]llm.ToolCall, error) {
 	s.r.mu.Unlock()
 	s.heldTokens = 0
 	return calls, nil
+}
+
+// spentOnFailure adds to the session's usage, and the run's, the tokens
+// the server reported for a model call that failed (llm.Error.Usage): no
+// answer came, but they were spent, and the token budget counts them.
+// They are stored with the session's failure or the run's stop that
+// follows.
+func (s *Session) spentOnFailure(err error) {
+	var le *llm.Error
+	if !errors.As(err, &le) || le.Usage == (llm.Usage{}) {
+		return
+	}
+	u := storeUsage(le.Usage)
+	s.mu.Lock()
+	s.rec.Usage.PromptTokens += u.PromptTokens
+	s.rec.Usage.CompletionTokens += u.CompletionTokens
+	s.rec.Usage.TotalTokens += u.TotalTokens
+	s.mu.Unlock()
+	s.r.mu.Lock()
+	s.r.addUsageLocked(u)
+	s.r.mu.Unlock()
+}
+
+// storeUsage is a model call's usage as stored, its total made up where
+// the server gave none.
+func storeUsage(lu llm.Usage) store.Usage {
+	u := store.Usage{PromptTokens: lu.PromptTokens, CompletionTokens: lu.CompletionTokens, TotalTokens: lu.TotalTokens}
+	if u.TotalTokens == 0 {
+		u.TotalTokens = u.PromptTokens + u.CompletionTokens
+	}
+	return u
 }
 
 // uniqueCallIDs fills in missing tool call ids and renames repeated ones:

@@ -569,6 +569,13 @@ func (s *Session) shadowAnswer(ctx context.Context, q *question, k *Session) {
 	resp, err := r.e.llm.Stream(ctx, req, nil)
 	<-r.llmSem
 	if err != nil {
+		var le *llm.Error
+		if errors.As(err, &le) && le.Usage != (llm.Usage{}) {
+			// Spent all the same (see Session.spentOnFailure).
+			r.mu.Lock()
+			r.addUsageLocked(storeUsage(le.Usage))
+			r.mu.Unlock()
+		}
 		noAnswer(err)
 		return
 	}
@@ -576,10 +583,7 @@ func (s *Session) shadowAnswer(ctx context.Context, q *question, k *Session) {
 	if answer == "" {
 		answer = "(no answer)"
 	}
-	u := store.Usage{PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens, TotalTokens: resp.Usage.TotalTokens}
-	if u.TotalTokens == 0 {
-		u.TotalTokens = u.PromptTokens + u.CompletionTokens
-	}
+	u := storeUsage(resp.Usage)
 	r.e.store.Do(context.Background(), func(tx *store.Tx) error {
 		b.mu.Lock()
 		if _, open := b.open[q.rec.ID]; !open {

@@ -809,3 +809,34 @@ func TestRunStopsWhenTheStoreFails(t *testing.T) {
 		t.Fatalf("stored run = %+v, %v; want it stored as running (resumable)", r, err)
 	}
 }
+
+// fltFilteredWithUsage is fltContentFiltered with the usage the server
+// reports for the stopped answer: 7,000 prompt and 900 completion tokens.
+func fltFilteredWithUsage(t *testing.T, w http.ResponseWriter, r *http.Request, rec []byte) {
+	f := fltStreamHead(w)
+	io.WriteString(w, fltEvents(rec)[0]+"\n\n")
+	io.WriteString(w, `data: {"choices":[{"index":0,"delta":{},"finish_reason":"content_filter"}]}`+"\n\n")
+	io.WriteString(w, `data: {"choices":[],"usage":{"prompt_tokens":7000,"completion_tokens":900,"total_tokens":7900}}`+"\n\ndata: [DONE]\n\n")
+	f.Flush()
+}
+
+// Tokens a server reports for an answer it then failed are spent: they
+// count in the session's usage and the run's (and so in its budget), as
+// the server bills them.
+func TestUsageOfAFailedCallCounts(t *testing.T) {
+	fr := fltSwarm(t, workerTurn1, fltFilteredWithUsage, true)
+	worker := sessionByLabel(fr.x, "worker")
+	if worker == nil || worker.Status != StatusFailed {
+		t.Fatalf("worker: %+v, want failed", worker)
+	}
+	if worker.Usage.TotalTokens < 7900 || worker.Usage.PromptTokens < 7000 || worker.Usage.CompletionTokens < 900 {
+		t.Errorf("the failed worker's usage is %+v: the 7,000/900 tokens of its failed call are not in it", worker.Usage)
+	}
+	sum := 0
+	for _, s := range fr.x.Sessions {
+		sum += s.Usage.TotalTokens
+	}
+	if fr.x.Run.Usage.TotalTokens != sum {
+		t.Errorf("the run's usage (%d tokens) is not its sessions' (%d)", fr.x.Run.Usage.TotalTokens, sum)
+	}
+}

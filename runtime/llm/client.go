@@ -202,6 +202,13 @@ func (c *Client) Stream(ctx context.Context, req Request, onDelta func(Delta)) (
 	acc := &accumulator{onDelta: onDelta, limit: c.maxAnswer}
 	retries := 0
 	fellBack := false
+	// What the server reported for attempts that failed: a stream that
+	// ends in an error may still carry its usage, and those tokens count.
+	var spent Usage
+	failed := func(e *Error) (*Response, error) {
+		e.Usage = spent
+		return nil, e
+	}
 	for attempt := 1; ; attempt++ {
 		if body == nil {
 			// A retry: the last attempt gave its body back once it was
@@ -217,16 +224,23 @@ func (c *Client) Stream(ctx context.Context, req Request, onDelta func(Delta)) (
 		if e == nil && ctx.Err() != nil {
 			// The answer arrived, but the caller gave up on it first: a
 			// cancelled call never returns a result.
-			return nil, canceled(ctx, attempt)
+			if acc.hasUsage {
+				spent = spent.Add(acc.usage)
+			}
+			return failed(canceled(ctx, attempt))
 		}
 		if e == nil {
 			resp := acc.response(&req)
 			resp.Attempts = attempt
+			resp.Usage = resp.Usage.Add(spent)
 			return resp, nil
+		}
+		if acc.hasUsage {
+			spent = spent.Add(acc.usage)
 		}
 		e.Attempts = attempt
 		if e.Kind == Canceled {
-			return nil, e
+			return failed(e)
 		}
 		if withUsage && !fellBack && refusesStreamOptions(e) {
 			// Older servers reject the field outright; ask again without it
@@ -250,7 +264,7 @@ func (c *Client) Stream(ctx context.Context, req Request, onDelta func(Delta)) (
 					e.hint = c.clean(h)
 				}
 			}
-			return nil, e
+			return failed(e)
 		}
 		wait := c.backoff(retries, e)
 		retries++
@@ -266,7 +280,7 @@ func (c *Client) Stream(ctx context.Context, req Request, onDelta func(Delta)) (
 		}
 		acc.withdraw()
 		if err := c.sleep(ctx, wait); err != nil || ctx.Err() != nil {
-			return nil, canceled(ctx, attempt)
+			return failed(canceled(ctx, attempt))
 		}
 	}
 }

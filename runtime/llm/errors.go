@@ -68,6 +68,9 @@ type Error struct {
 	Attempts   int           // attempts made, the first included
 	RetryAfter time.Duration // the server's Retry-After, 0 when it sent none
 	Err        error         // the underlying error, if any (ctx.Err() for Canceled)
+	// Usage is what the server reported for the attempts that failed: it
+	// counts (and is billed) though no answer came.
+	Usage Usage
 
 	midStream bool   // a Network error after the response had begun
 	hint      string // what to check, when the client knows better than the kind

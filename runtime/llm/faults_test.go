@@ -1192,3 +1192,50 @@ func TestBaseURLWithAQuery(t *testing.T) {
 		t.Errorf("error = %q: want the URL with its query redacted", msg)
 	}
 }
+
+// Tokens the server reports for an attempt that fails count: they are
+// added to the answer of a retry, and carried by the error of a call that
+// fails, so that usage and the token budget see what the server billed.
+func TestUsageOfFailedAttemptsCounts(t *testing.T) {
+	usage := func(s sse, p, c int) {
+		s.data(obj{"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": "test-model", "choices": []obj{}, "usage": usageOf(p, c)})
+	}
+	t.Run("retried", func(t *testing.T) {
+		fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+			s := startSSE(w)
+			if n == 1 {
+				s.data(contentChunk("Partial text that was generated"))
+				s.data(finishChunk("error"))
+				usage(s, 5000, 800)
+				s.done()
+				return
+			}
+			s.data(contentChunk("done"))
+			s.data(finishChunk("stop"))
+			usage(s, 100, 20)
+			s.done()
+		})
+		c, _ := newTestClient(fs)
+		resp, err := c.Stream(context.Background(), userRequest("x"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := (Usage{5100, 820, 5920}); resp.Usage != want || resp.Attempts != 2 {
+			t.Errorf("usage %+v after %d attempts, want %+v after 2", resp.Usage, resp.Attempts, want)
+		}
+	})
+	t.Run("failed", func(t *testing.T) {
+		fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+			s := startSSE(w)
+			s.data(contentChunk("Here is how to"))
+			s.data(finishChunk("content_filter"))
+			usage(s, 100, 20)
+			s.done()
+		})
+		c, _ := newTestClient(fs)
+		_, err := c.Stream(context.Background(), userRequest("x"), nil)
+		if e := asError(t, err); e.Usage != (Usage{100, 20, 120}) {
+			t.Errorf("the error carries usage %+v, want 100/20", e.Usage)
+		}
+	})
+}

@@ -275,7 +275,8 @@ func (s *Store) Sessions(ctx context.Context, runID string) ([]Session, error) {
 // whether its call failed) from its stored messages and shadow answers. A session's row is written when its
 // status changes, not on every turn, so after a kill -9 the row of a
 // session that was working lags behind its messages; the messages are
-// what a resume continues from.
+// what a resume continues from. The row's usage stays where it is the
+// larger: it counts the tokens of failed calls, which no message holds.
 func (s *Store) addStoredTotals(ctx context.Context, runID string, sessions []Session) error {
 	type totals struct {
 		usage  Usage
@@ -387,7 +388,12 @@ func (s *Store) addStoredTotals(ctx context.Context, runID string, sessions []Se
 			continue
 		}
 		t.usage.TotalTokens = t.usage.PromptTokens + t.usage.CompletionTokens
-		x.Usage, x.Turns = t.usage, t.turns
+		// The row holds more where calls that failed reported tokens,
+		// which no message carries (see the runtime's spentOnFailure).
+		if t.usage.TotalTokens >= x.Usage.TotalTokens {
+			x.Usage = t.usage
+		}
+		x.Turns = t.turns
 		if t.tool != "" {
 			x.LastTool, x.LastToolFailed = t.tool, t.failed
 		}
