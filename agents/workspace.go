@@ -12,6 +12,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -29,11 +30,14 @@ import (
 // absolute paths, ".." and symbolic links that leave it are refused (os.Root
 // enforces the last one against races too).
 type Workspace struct {
-	dir       string
-	cur       atomic.Pointer[os.Root] // see root
-	reopen    sync.Mutex
-	locks     sync.Map // clean path -> *sync.Mutex, see LockPath
-	protected []protectedPath
+	dir    string
+	cur    atomic.Pointer[os.Root] // see root
+	reopen sync.Mutex
+	locks  sync.Map // clean path -> *sync.Mutex, see LockPath
+	// protected is read by the tools as they run and added to by Protect,
+	// a reload among them: each addition stores a new slice.
+	protected   atomic.Pointer[[]protectedPath]
+	protectedMu sync.Mutex // held by Protect and Seal
 }
 
 // protectedPath is a file or directory of swarmdeck's own that the file
@@ -145,8 +149,18 @@ func (w *Workspace) LockPath(clean string) (unlock func()) {
 // when p is ""): swarmdeck's own configuration, database, log and prompt
 // templates, when they lie inside the workspace. An agent that could write
 // the configuration file would raise its own limits at the next reload.
-// what names it in the tool error. Call it before the tools run.
-func (w *Workspace) Protect(p, what string) {
+// what names it in the tool error. It may be called while the tools run:
+// a path set by a reload (prompts_dir) is protected from then on.
+func (w *Workspace) Protect(p, what string) { w.protect(p, what, false) }
+
+// Seal is Protect for a file the tools must not even open: swarmdeck's
+// database and its -wal, -shm and -journal files. SQLite's locks on a file
+// are the process's, and closing any descriptor of the file drops them
+// all: a read_file or a search of the database would leave it unlocked
+// under the run, for another process to checkpoint and delete its WAL.
+func (w *Workspace) Seal(p, what string) { w.protect(p, what, true) }
+
+func (w *Workspace) protect(p, what string, sealed bool) {
 	if p == "" {
 		return
 	}
@@ -154,20 +168,23 @@ func (w *Workspace) Protect(p, what string) {
 	if err != nil {
 		return
 	}
-	w.protected = append(w.protected, protectedPath{path: resolveLoose(abs), what: what})
+	pp := protectedPath{path: resolveLoose(abs), what: what, sealed: sealed}
+	w.protectedMu.Lock()
+	defer w.protectedMu.Unlock()
+	old := w.protectedPaths()
+	if slices.Contains(old, pp) {
+		return // protected already, as a reload finds most paths
+	}
+	next := append(slices.Clip(old), pp)
+	w.protected.Store(&next)
 }
 
-// Seal is Protect for a file the tools must not even open: swarmdeck's
-// database and its -wal, -shm and -journal files. SQLite's locks on a file
-// are the process's, and closing any descriptor of the file drops them
-// all: a read_file or a search of the database would leave it unlocked
-// under the run, for another process to checkpoint and delete its WAL.
-func (w *Workspace) Seal(p, what string) {
-	n := len(w.protected)
-	w.Protect(p, what)
-	if len(w.protected) > n {
-		w.protected[n].sealed = true
+// protectedPaths are the paths protected now.
+func (w *Workspace) protectedPaths() []protectedPath {
+	if p := w.protected.Load(); p != nil {
+		return *p
 	}
+	return nil
 }
 
 // sealedFile is a sealed path as it is now.
@@ -179,7 +196,7 @@ type sealedFile struct {
 // sealedFiles are the sealed files that exist now.
 func (w *Workspace) sealedFiles() []sealedFile {
 	var out []sealedFile
-	for _, p := range w.protected {
+	for _, p := range w.protectedPaths() {
 		if !p.sealed {
 			continue
 		}
@@ -220,11 +237,12 @@ func (w *Workspace) refuseSealed(clean string) error {
 // refuseProtected is the tool error for writing clean when it is, or lies
 // under, a protected path, through symbolic links too.
 func (w *Workspace) refuseProtected(clean string) error {
-	if len(w.protected) == 0 {
+	protected := w.protectedPaths()
+	if len(protected) == 0 {
 		return nil
 	}
 	target := resolveLoose(filepath.Join(w.dir, filepath.FromSlash(clean)))
-	for _, p := range w.protected {
+	for _, p := range protected {
 		if target == p.path || strings.HasPrefix(target, p.path+string(filepath.Separator)) {
 			return Errorf("%s is swarmdeck's own %s, which agents may not change; write your work to another file", clean, p.what)
 		}
@@ -236,7 +254,7 @@ func (w *Workspace) refuseProtected(clean string) error {
 	if err != nil || !fi.Mode().IsRegular() || links(fi) < 2 {
 		return nil
 	}
-	for _, p := range w.protected {
+	for _, p := range protected {
 		if w.sameAsProtected(fi, p.path) {
 			return Errorf("%s is another name (a hard link) for swarmdeck's own %s, which agents may not change; write your work to another file", clean, p.what)
 		}

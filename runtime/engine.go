@@ -293,6 +293,13 @@ func (e *Engine) Reload(cfg *config.Config) error {
 	// running setting as it was, the prompts directory among them.
 	old := e.cfg.Load()
 	moved := cfg.PromptsDir != old.PromptsDir
+	// The files of the new settings are swarmdeck's own from now on, kept
+	// from the agents before the prompts are read from there: a
+	// prompts_dir moved into the workspace would otherwise let an agent
+	// write the next sessions' system prompts.
+	for _, r := range e.liveRuns() {
+		e.protectOwnFiles(r.ws, cfg)
+	}
 	if moved {
 		if err := e.prompts.SetDir(cfg.PromptsDir); err != nil {
 			return promptsDirError(cfg, err)

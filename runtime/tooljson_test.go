@@ -484,3 +484,38 @@ func TestReadFileFitsTheToolOutputLimit(t *testing.T) {
 			len([]rune(res[0])), fc.Lines, fc.NextOffset, fc.Truncated, strings.Contains(res[0], "[cut]"))
 	}
 }
+
+// A prompts_dir moved into the workspace by a reload is swarmdeck's own
+// from then on, as one set at the start is: an agent that wrote there
+// would write the system prompts of the sessions after it.
+func TestWriteToolsLeaveAReloadedPromptsDir(t *testing.T) {
+	reloaded := newGate()
+	policy := scripted.PolicyFunc(func(req *scripted.Request) scripted.Reply {
+		if turnsOf(req) == 0 {
+			reloaded.wait()
+			return limDo(scripted.Call{Name: "write_file", Args: limArgs{"path": "pp/reviewer.md", "content": "{{template \"_header\" .}}\nMINE\n"}})
+		}
+		return limSay("done")
+	})
+	e := testEngine(t, nil, policy, func(c *config.Config) {
+		os.Mkdir(filepath.Join(c.Workspace, "pp"), 0o755)
+		for i := range c.Agents {
+			if c.Agents[i].Role == "orchestrator" {
+				c.Agents[i].CanWrite = true
+			}
+		}
+	})
+	go reloadOnceStarted(t, e, 1, reloaded, func(c *config.Config) {
+		c.PromptsDir = filepath.Join(c.Workspace, "pp")
+	})
+	if _, code := headless(t, e, "write", nil); code != ExitOK {
+		t.Fatalf("exit %d", code)
+	}
+	writes := toolResults(rootOf(exportLatest(t, e)), "write_file")
+	if len(writes) != 1 || !strings.Contains(writes[0], "pp/reviewer.md is swarmdeck's own prompt templates") {
+		t.Errorf("write_file answered %q", writes)
+	}
+	if _, err := os.Stat(filepath.Join(e.Config().Workspace, "pp", "reviewer.md")); err == nil {
+		t.Error("an agent wrote a prompt template")
+	}
+}
