@@ -197,6 +197,11 @@ func (l *Library) reload() {
 		l.mu.Unlock()
 		return
 	}
+	if err != nil {
+		// The directory could not be read (removed, say): once it can,
+		// its templates load and say so, even as they were before.
+		l.lastDigest = [sha256.Size]byte{}
+	}
 	var s *templateSet
 	if err == nil {
 		l.lastDigest = digest
@@ -215,6 +220,15 @@ func (l *Library) reload() {
 	for _, fn := range fns {
 		fn(dir)
 	}
+}
+
+// forgetDigest makes the next reload load the templates, and say so, even
+// where they are as they were: the directory could not be followed
+// meanwhile, and an error said so.
+func (l *Library) forgetDigest() {
+	l.mu.Lock()
+	l.lastDigest = [sha256.Size]byte{}
+	l.mu.Unlock()
 }
 
 // report logs an error and hands it to the OnError functions, outside the

@@ -3,6 +3,7 @@ package prompts
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -12,6 +13,9 @@ import (
 // save in several steps (truncate, write, rename); reloading in the middle
 // would parse a half-written file.
 const settle = 100 * time.Millisecond
+
+// lookAgain is how often a prompts directory that went away is looked for.
+const lookAgain = 250 * time.Millisecond
 
 // Watch reloads the templates whenever something in the override directory
 // changes, follows SetDir, and returns nil when ctx ends. Call it once, on
@@ -26,6 +30,13 @@ func (l *Library) Watch(ctx context.Context) error {
 	defer w.Close()
 
 	watched := ""
+	// missing is set while the directory cannot be watched (removed, or
+	// renamed away): it is looked for every lookAgain until it is back,
+	// as after a checkout that deletes and re-creates it.
+	missing := false
+	retry := time.NewTicker(lookAgain)
+	retry.Stop()
+	defer retry.Stop()
 	follow := func() {
 		dir := l.currentDir()
 		if dir == watched {
@@ -36,13 +47,24 @@ func (l *Library) Watch(ctx context.Context) error {
 			watched = ""
 		}
 		if dir == "" {
+			missing = false
+			retry.Stop()
 			return
 		}
 		if err := w.Add(dir); err != nil {
-			l.report(fmt.Errorf("prompts: watch %s: %w", dir, err))
+			// Once the directory can be watched, its templates load and
+			// say so, even as they were before.
+			l.forgetDigest()
+			if !missing {
+				// Said once; reload says why the templates did not load.
+				l.report(fmt.Errorf("prompts: watch %s: %w", dir, err))
+				missing = true
+				retry.Reset(lookAgain)
+			}
 			return
 		}
-		watched = dir
+		watched, missing = dir, false
+		retry.Stop()
 		// Changes made between the load and Add would otherwise wait for
 		// the next event; the digest makes this free when nothing changed.
 		l.reload()
@@ -58,9 +80,20 @@ func (l *Library) Watch(ctx context.Context) error {
 			return nil
 		case <-l.dirChanged:
 			follow()
-		case _, ok := <-w.Events:
+		case <-retry.C:
+			follow()
+		case ev, ok := <-w.Events:
 			if !ok {
 				return nil
+			}
+			if watched != "" && filepath.Clean(ev.Name) == filepath.Clean(watched) && ev.Has(fsnotify.Remove|fsnotify.Rename) {
+				// The directory itself went: the watch goes with it (or
+				// follows it where it was renamed to). Its templates are
+				// read once more, which says that they are gone, and the
+				// directory is looked for until it is back.
+				_ = w.Remove(watched)
+				watched, missing = "", true
+				retry.Reset(lookAgain)
 			}
 			// Any event counts, not only *.md ones: a template may be a
 			// symlink whose target is swapped by a rename in this directory.

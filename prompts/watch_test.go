@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -133,6 +134,71 @@ func TestWatchFollowsSetDir(t *testing.T) {
 	time.Sleep(4 * settle)
 	if out := render(t, l, d); strings.Contains(out, "Stale.") {
 		t.Error("an edit in the old directory was loaded")
+	}
+}
+
+// A prompts directory removed and made again (a checkout, rm -rf and a
+// copy), or replaced by another renamed into its place, is watched again
+// once it is back: its templates load, and the reload is said, which takes
+// down the error its absence showed.
+func TestWatchFollowsADirectoryMadeAgain(t *testing.T) {
+	for _, how := range []string{"removed", "renamed away"} {
+		t.Run(how, func(t *testing.T) {
+			parent := t.TempDir()
+			dir := filepath.Join(parent, "prompts")
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			writeFile(t, dir, "researcher.md", researcherWith("Version one."))
+			l := newLibrary(t, dir)
+			reloads := make(chan string, 16)
+			l.OnReload(func(dir string) {
+				select {
+				case reloads <- dir:
+				default:
+				}
+			})
+			errs := startWatch(t, l)
+			d := childData("researcher", "workspace")
+			writeFile(t, dir, "researcher.md", researcherWith("Version one, watched."))
+			eventually(t, l, d, "Version one, watched.")
+			writeFile(t, dir, "researcher.md", researcherWith("Version one."))
+			eventually(t, l, d, "Version one.")
+			time.Sleep(2 * settle)
+			drain(errs) // a write caught halfway may have been refused
+
+			if how == "removed" {
+				if err := os.RemoveAll(dir); err != nil {
+					t.Fatal(err)
+				}
+			} else if err := os.Rename(dir, filepath.Join(parent, "old")); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-errs:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the directory's absence was not reported")
+			}
+			drain(reloads)
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			writeFile(t, dir, "researcher.md", researcherWith("Version one."))
+			select {
+			case <-reloads: // the same templates as before, said all the same
+			case <-time.After(5 * time.Second):
+				t.Fatal("the directory made again was not reloaded")
+			}
+			writeFile(t, dir, "researcher.md", researcherWith("Version two."))
+			eventually(t, l, d, "Version two.")
+			if how == "renamed away" {
+				writeFile(t, filepath.Join(parent, "old"), "researcher.md", researcherWith("Stale."))
+				time.Sleep(4 * settle)
+				if out := render(t, l, d); strings.Contains(out, "Stale.") {
+					t.Error("an edit in the directory renamed away was loaded")
+				}
+			}
+		})
 	}
 }
 
