@@ -219,6 +219,11 @@ func (h *host) Delegate(ctx context.Context, c *agents.Call, req agents.Delegate
 			if d := r.activeDelegation(s, t); d != nil {
 				return nil, agents.Errorf("task_id %q is already delegated to %s, which is %s; wait for it (task_wait on %s, then get_delegation_result %q), or stop it with task_cancel on %s first", t.ID, d.rec.ID, d.rec.Status, d.rec.SessionID, d.rec.ID, d.rec.SessionID)
 			}
+			if t.Status == coordination.TaskCompleted {
+				// Its start would set it in progress again, and a failure
+				// then blocked: work recorded as done, undone unsaid.
+				return nil, agents.Errorf("task_id %q is completed already; to have it done again, set it back with update_task_status (status pending) first, or delegate without task_id", t.ID)
+			}
 			planTask = t
 		}
 		if err := checkLabel(cc.Label); err != nil {
@@ -324,6 +329,24 @@ func (h *host) Delegate(ctx context.Context, c *agents.Call, req agents.Delegate
 // r.mu must be held.
 func (r *Run) newDelegationIDLocked() string {
 	return shortID("d-", len(r.delegations), func(id string) bool { _, taken := r.delegations[id]; return taken })
+}
+
+// followRewordedTasks keeps the delegations of s's plan tasks linked to
+// tasks that were reworded in place (was holds the descriptions before):
+// their end marks the task, and a second delegation of it is refused.
+// A task whose description changed with a plan replaced is another
+// task, and is left alone (see delegation.taskText).
+func (r *Run) followRewordedTasks(s *Session, was map[string]string, p *coordination.Plan) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, d := range r.delegations {
+		if d.rec.ParentSession != s.id || d.taskText == "" || was[d.rec.PlanTaskID] != d.taskText {
+			continue
+		}
+		if t, ok := p.Get(d.rec.PlanTaskID); ok {
+			d.taskText = t.Description
+		}
+	}
 }
 
 // activeDelegation is the delegation of s's plan task t that is queued or

@@ -328,6 +328,64 @@ func TestDelegationDoesNotMarkAnotherTaskOfItsID(t *testing.T) {
 	}
 }
 
+// A task reworded with edit_task is the same task: a second delegation of
+// it is refused while the first runs, and the first's end completes it,
+// which readies the task after it. A completed task is not delegated
+// again without being set back first.
+func TestDelegationFollowsARewordedTask(t *testing.T) {
+	release := newGate()
+	defer release.open()
+	p := policyFor(func(c *convo) scripted.Reply {
+		switch {
+		case c.label == "slowx":
+			release.wait()
+			return say("checklist written")
+		case !c.isRoot():
+			return say(c.task + " done")
+		case c.turns == 0:
+			return do(call("create_task_plan", obj{"tasks": raw(`[{"id":"x","description":"Write the checklist"},{"id":"y","description":"Publish","depends_on":["x"]},{"id":"z","description":"Announce"}]`)}))
+		case c.turns == 1:
+			return do(call("delegate_task", obj{"description": "Write the checklist", "task_id": "x", "custom_config": obj{"label": "slowx"}}))
+		case c.turns == 2:
+			return do(call("edit_task", obj{"task_id": "x", "description": "Write the launch checklist (with owners)"}))
+		case c.turns == 3:
+			return do(
+				call("delegate_task", obj{"description": "Write it again", "task_id": "x"}),
+				call("update_task_status", obj{"task_id": "z", "status": "completed"}),
+			)
+		case c.turns == 4:
+			return do(call("delegate_task", obj{"description": "Announce again", "task_id": "z"}))
+		case c.turns == 5:
+			release.open()
+			return say("Waiting for the delegation.")
+		default:
+			return say("Root done.")
+		}
+	})
+	x, _, code := swarm(t, p, nil)
+	mustComplete(t, x, code)
+	root := rootOf(x)
+	res := toolResults(root, "delegate_task")
+	if len(res) != 3 {
+		t.Fatalf("delegate_task results %q", res)
+	}
+	if e := toolError(res[1]); !strings.Contains(e, `task_id "x" is already delegated to `) {
+		t.Errorf("a second delegation of the reworded task: %s", res[1])
+	}
+	if e := toolError(res[2]); !strings.Contains(e, `task_id "z" is completed already`) {
+		t.Errorf("a delegation of a completed task: %s", res[2])
+	}
+	if task := exportedPlanTask(x, root.ID, "x"); task.Status != "completed" {
+		t.Errorf("task x %+v; want completed by its delegation", task)
+	}
+	if z := exportedPlanTask(x, root.ID, "z"); z.Status != "completed" {
+		t.Errorf("task z %+v; want it left completed", z)
+	}
+	if n := len(x.Delegations); n != 1 {
+		t.Errorf("%d delegations stored; want 1", n)
+	}
+}
+
 // A plan task is worked on by one delegation at a time, and a delegation
 // that fails does not undo a completion already recorded: the model
 // marked b completed itself before b's delegate failed, and d, which

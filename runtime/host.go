@@ -1124,12 +1124,25 @@ func (h *host) PlanOp(ctx context.Context, c *agents.Call, fn func(p *coordinati
 	raw, err := s.effect(c, "plan", func(tx *store.Tx) (any, error) {
 		s.planMu.Lock()
 		defer s.planMu.Unlock()
+		old := s.plan
+		var was map[string]string // the descriptions before fn, by task id
+		if old != nil {
+			was = make(map[string]string)
+			for _, t := range old.Tasks() {
+				was[t.ID] = t.Description
+			}
+		}
 		next, res, err := fn(s.plan)
 		if err != nil {
 			return nil, err
 		}
 		if err := s.savePlanTx(tx, next); err != nil {
 			return nil, err
+		}
+		if next == old && old != nil {
+			// Changed in place (edit_task): a task reworded is the same
+			// task, and its delegations stay linked to it.
+			s.r.followRewordedTasks(s, was, next)
 		}
 		s.plan = next
 		return res, nil
