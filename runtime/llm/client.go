@@ -3,6 +3,7 @@ package llm
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +18,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unicode"
 
 	openai "github.com/sashabaranov/go-openai"
 
@@ -666,11 +668,22 @@ func secrets(apiKey, baseURL, query string, headers map[string]string) []string 
 			out = append(out, v)
 		}
 	}
-	add(apiKey)
+	if !placeholderKey(apiKey) {
+		add(apiKey)
+	}
 	if u, err := url.Parse(baseURL); err == nil && u.User != nil {
-		if p, ok := u.User.Password(); ok {
+		user := u.User.Username()
+		p, ok := u.User.Password()
+		if ok {
 			add(p)
 			add(url.PathEscape(p))
+		} else if secret.Like("user", user) {
+			add(user) // a user alone is how some gateways take a key
+		}
+		if ok || secret.Like("user", user) {
+			// As HTTP sends them, in an Authorization: Basic header that a
+			// server may quote back.
+			add(base64.StdEncoding.EncodeToString([]byte(user + ":" + p)))
 		}
 	}
 	if vs, err := url.ParseQuery(query); err == nil {
@@ -693,6 +706,23 @@ func secrets(apiKey, baseURL, query string, headers map[string]string) []string 
 	}
 	slices.SortFunc(out, func(a, b string) int { return len(b) - len(a) })
 	return out
+}
+
+// placeholderKey reports whether an API key is one of the words that
+// guides give servers which check none ("ollama", "lm-studio", "EMPTY"):
+// short, and letters and hyphens only. Hidden, it would blank that word
+// out of every message, the model's name among them ("ollama-llama3",
+// "registry.ollama.ai/library/llama3.1 does not support tools").
+func placeholderKey(k string) bool {
+	if len(k) >= 10 {
+		return false
+	}
+	for _, r := range k {
+		if !unicode.IsLetter(r) && r != '-' {
+			return false
+		}
+	}
+	return true
 }
 
 func refusesStreamOptions(e *Error) bool {

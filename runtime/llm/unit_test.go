@@ -3,6 +3,7 @@ package llm
 import (
 	"bufio"
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -340,6 +341,29 @@ func TestClassify(t *testing.T) {
 	}
 }
 
+// A password in the base URL goes to the server as a Basic credential, in
+// base64; a server that quotes the request's headers back does not get
+// it into the error either.
+func TestBasicCredentialNeverInMessages(t *testing.T) {
+	fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		jsonError(w, 400, "", "", "bad request with headers: Authorization: "+r.Header.Get("Authorization"))
+	})
+	var logged bytes.Buffer
+	c, _ := newTestClient(fs, func(c *Config) {
+		c.BaseURL = strings.Replace(c.BaseURL, "http://", "http://bob:PWSECRET987654@", 1)
+		c.Logger = slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	})
+	_, err := c.Stream(t.Context(), userRequest("x"), nil)
+	msg := asError(t, err).Error()
+	if !strings.Contains(msg, "Authorization: Basic ") {
+		t.Fatalf("the server did not get a Basic credential: %q", msg)
+	}
+	cred := base64.StdEncoding.EncodeToString([]byte("bob:PWSECRET987654"))
+	if strings.Contains(msg, cred) || strings.Contains(logged.String(), cred) {
+		t.Errorf("the credential is in the error %q or the log", msg)
+	}
+}
+
 func TestErrorMessages(t *testing.T) {
 	for _, tc := range []struct {
 		e    Error
@@ -388,7 +412,8 @@ func TestKeysInHeadersAndQueryNeverInMessages(t *testing.T) {
 func TestSecretsOfAClient(t *testing.T) {
 	got := secrets("sk-1", "http://me:pa%2Fss@host/v1", "api-version=2024-06-01&token=ab+cd&x=1", map[string]string{
 		"Authorization": "Bearer tok-123", "X-Title": "my tool", "X-Id": "0123456789abcdefXYZ"})
-	for _, want := range []string{"sk-1", "pa/ss", "pa%2Fss", "ab cd", "ab+cd", "Bearer tok-123", "tok-123", "0123456789abcdefXYZ"} {
+	// The password also as HTTP sends it: Basic base64("me:pa/ss").
+	for _, want := range []string{"sk-1", "pa/ss", "pa%2Fss", "bWU6cGEvc3M=", "ab cd", "ab+cd", "Bearer tok-123", "tok-123", "0123456789abcdefXYZ"} {
 		if !slices.Contains(got, want) {
 			t.Errorf("secrets %q lack %q", got, want)
 		}
@@ -402,6 +427,28 @@ func TestSecretsOfAClient(t *testing.T) {
 		if len(got[i]) > len(got[i-1]) {
 			t.Fatalf("secrets %q are not longest first", got)
 		}
+	}
+}
+
+// The words guides give as the key of a server that checks none are not
+// hidden: "ollama" would be blanked out of model names and messages. A
+// user alone that looks like a key is hidden, with the Basic credential
+// HTTP makes of it.
+func TestSecretsLeavePlaceholderKeys(t *testing.T) {
+	for _, k := range []string{"ollama", "lm-studio", "EMPTY", "none"} {
+		if got := secrets(k, "http://127.0.0.1:11434/v1", "", nil); len(got) != 0 {
+			t.Errorf("the key %q is taken for a secret: %q", k, got)
+		}
+	}
+	for _, k := range []string{"hunter2", "sk-no-key-required", "abcdefghijkl"} {
+		if got := secrets(k, "", "", nil); !slices.Contains(got, k) {
+			t.Errorf("the key %q is not taken for a secret: %q", k, got)
+		}
+	}
+	const user = "sk-0123456789abcdefghij"
+	got := secrets("", "http://"+user+"@gw/v1", "", nil)
+	if !slices.Contains(got, user) || !slices.Contains(got, base64.StdEncoding.EncodeToString([]byte(user+":"))) {
+		t.Errorf("a key as the URL's user: secrets %q", got)
 	}
 }
 
