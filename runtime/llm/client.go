@@ -406,7 +406,7 @@ func (c *Client) failure(ctx, actx context.Context, info *respInfo, err error, s
 		e := &Error{Kind: kind, Retryable: retry, Code: se.Code, Type: se.Type,
 			Message: c.clean(se.Message), Err: err}
 		if info.whole && noSuchPath(se.errorFields) {
-			e.hint = c.noEndpointHint()
+			e.hint = c.noEndpointHint("nothing answers at %s")
 		}
 		return e
 	}
@@ -546,10 +546,16 @@ func (c *Client) httpError(info *respInfo, err error) *Error {
 			e.hint = "the API has moved: set the base URL to " + c.clean(redactURL(base))
 		}
 	}
-	if info.status == http.StatusNotFound && info.location == "" && (!ok || noSuchPath(f)) {
+	switch {
+	case info.location != "":
+	case info.status == http.StatusNotFound && (!ok || noSuchPath(f)):
 		// Not an API's "no such model" but a page that is not there: the
 		// base URL names no chat completions endpoint.
-		e.hint = c.noEndpointHint()
+		e.hint = c.noEndpointHint("nothing answers at %s")
+	case info.status == http.StatusMethodNotAllowed || info.status == http.StatusNotImplemented:
+		// A server that answers, but takes no POST there: a web server,
+		// not a model's API.
+		e.hint = c.noEndpointHint("the server at %s takes no POST, so it is no chat completions API")
 	}
 	if h := toolsHint(msg); h != "" && e.hint == "" {
 		// Not worth retrying either: the server will refuse the tools again.
@@ -584,10 +590,11 @@ func toolsHint(msg string) string {
 }
 
 // noEndpointHint is the hint for an answer that says the base URL names no
-// chat completions endpoint.
-func (c *Client) noEndpointHint() string {
+// chat completions endpoint: what (a format with the endpoint's URL for
+// its %s), and what to check.
+func (c *Client) noEndpointHint(what string) string {
 	at := strings.TrimSuffix(redactURL(c.cfg.BaseURL), "/") + "/chat/completions"
-	hint := "nothing answers at " + c.clean(at) + ": check the base URL"
+	hint := fmt.Sprintf(what, c.clean(at)) + ": check the base URL"
 	if !strings.Contains(c.cfg.BaseURL, "/v1") {
 		hint += " (OpenAI-compatible servers serve under /v1, as in http://localhost:11434/v1)"
 	}

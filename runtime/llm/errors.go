@@ -174,6 +174,10 @@ func classify(status int, code, typ, msg string) (Kind, bool) {
 		return Auth, false
 	case status == http.StatusNotFound:
 		return NotFound, false
+	case status == http.StatusMethodNotAllowed || status == http.StatusNotImplemented:
+		// A server that takes no POST there (a plain web server, a page):
+		// no chat completions API, which another attempt will not find.
+		return NotFound, false
 	case status == http.StatusRequestTimeout:
 		return Timeout, true
 	case status == http.StatusTooManyRequests:
@@ -332,10 +336,31 @@ func readableBody(body []byte) string {
 	}
 	s := string(bytes.TrimSpace(body))
 	if looksLikeHTML(s) {
-		s = stripTags(s)
+		s = stripTags(dropRepeatedTitle(s))
 		return textcut.OneLine(html.UnescapeString(s), 200)
 	}
 	return textcut.OneLine(s, 300)
+}
+
+// dropRepeatedTitle leaves out a page's <title> where its body says the
+// same ("502 Bad Gateway" as title and heading), which would read twice.
+func dropRepeatedTitle(s string) string {
+	lower := strings.ToLower(s)
+	i := strings.Index(lower, "<title")
+	if i < 0 {
+		return s
+	}
+	open := strings.IndexByte(lower[i:], '>')
+	end := strings.Index(lower[i:], "</title>")
+	if open < 0 || end < open {
+		return s
+	}
+	title := strings.TrimSpace(stripTags(s[i+open+1 : i+end]))
+	rest := s[:i] + s[i+end+len("</title>"):]
+	if title == "" || !strings.Contains(stripTags(rest), title) {
+		return s
+	}
+	return rest
 }
 
 func looksLikeHTML(s string) bool {

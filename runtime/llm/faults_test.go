@@ -214,11 +214,48 @@ func TestHTMLErrorBodyIsReadable(t *testing.T) {
 	if strings.ContainsAny(msg, "<>") || strings.Contains(msg, "color:red") || strings.Contains(msg, "\n") {
 		t.Errorf("message keeps markup: %q", msg)
 	}
-	if !strings.HasPrefix(msg, "LLM server returned 502 Bad Gateway: Bad Gateway 502 Bad Gateway The upstream & proxy failed.") {
+	// The title, which the heading repeats, is said once.
+	if !strings.HasPrefix(msg, "LLM server returned 502 Bad Gateway: 502 Bad Gateway The upstream & proxy failed.") {
 		t.Errorf("message = %q", msg)
 	}
 	if len(msg) > 300 {
 		t.Errorf("message is %d bytes long", len(msg))
+	}
+}
+
+// A base URL that points at a web server, not a model's API, is answered
+// 501 (Python's http.server) or 405: it fails at once, saying to check the
+// base URL, where a 501 was retried as a server failure and then said to
+// wait for the server.
+func TestWebServerAtTheBaseURL(t *testing.T) {
+	const page = `<!DOCTYPE HTML>
+<html lang="en">
+    <head>
+        <meta charset="utf-8">
+        <title>Error response</title>
+    </head>
+    <body>
+        <h1>Error response</h1>
+        <p>Error code: %d</p>
+        <p>Message: Unsupported method ('POST').</p>
+    </body>
+</html>`
+	for _, status := range []int{501, 405} {
+		fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html;charset=utf-8")
+			w.WriteHeader(status)
+			fmt.Fprintf(w, page, status)
+		})
+		c, _ := newTestClient(fs)
+		_, err := c.Stream(context.Background(), userRequest("x"), nil)
+		e := asError(t, err)
+		msg := e.Error()
+		if e.Retryable || fs.requests.Load() != 1 {
+			t.Errorf("%d: retried (%d requests): %q", status, fs.requests.Load(), msg)
+		}
+		if !strings.Contains(msg, "check the base URL") || !strings.Contains(msg, ": Error response Error code: ") {
+			t.Errorf("%d: %q", status, msg)
+		}
 	}
 }
 
