@@ -207,7 +207,13 @@ func New(opts Options) (*Engine, error) {
 	if p.APIKeyEnv != "" {
 		noKey = "no API key was sent: " + p.APIKeyEnv + " is not set in the environment"
 	}
-	e.llm = llm.New(llm.Config{BaseURL: e.baseURL, APIKey: opts.Resolved.APIKey, Headers: p.Headers, NoKeyHint: noKey,
+	chosen := ""
+	if cfg.Provider == config.ProviderAuto && e.scripted == nil && p.APIKeyEnv != "" {
+		// A newcomer with a key in the environment, and no network or an
+		// old key, learns why the run went there and the way to the demo.
+		chosen = "provider auto chose " + opts.Resolved.Name + " because " + p.APIKeyEnv + " is set; --provider scripted runs on the built-in model, offline"
+	}
+	e.llm = llm.New(llm.Config{BaseURL: e.baseURL, APIKey: opts.Resolved.APIKey, Headers: p.Headers, NoKeyHint: noKey, ChosenHint: chosen,
 		ModelHint:   "pick one with --model or in the configuration file",
 		CallTimeout: lim.CallTimeout.D(), IdleTimeout: lim.StreamIdleTimeout.D(), MaxRetries: lim.MaxRetries, Logger: log})
 	if opts.Model != nil {

@@ -37,6 +37,10 @@ type Config struct {
 	MaxRetries   int               // retries after the first attempt
 	MaxRetryWait time.Duration     // cap on any single wait, Retry-After included (default 2m)
 	NoKeyHint    string            // said of an authentication failure when no key was sent, e.g. "set X"
+	// ChosenHint, when set, is said with a failure to connect or to
+	// authenticate: why this server was chosen and how to choose another
+	// (provider auto took it for a key in the environment).
+	ChosenHint string
 	ModelHint    string            // said after the models a server lists when it lacks the one asked for, e.g. "pick one with X"
 	HTTPClient   *http.Client      // optional; default: keep-alive transport with a large idle pool
 	Logger       *slog.Logger      // optional
@@ -256,6 +260,13 @@ func (c *Client) Stream(ctx context.Context, req Request, onDelta func(Delta)) (
 		}
 		if e.Kind == Auth && c.cfg.APIKey == "" && c.cfg.NoKeyHint != "" {
 			e.hint = c.cfg.NoKeyHint
+		}
+		if (e.Kind == Auth || e.Kind == Network) && c.cfg.ChosenHint != "" {
+			h := e.hint
+			if h == "" {
+				h = kindHint(e.Kind)
+			}
+			e.hint = h + "; " + c.cfg.ChosenHint
 		}
 		if !e.Retryable || retries >= int(c.maxRetries.Load()) {
 			if unknownModel(e) {

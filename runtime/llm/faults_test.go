@@ -1276,3 +1276,29 @@ func TestUsageOfFailedAttemptsCounts(t *testing.T) {
 		}
 	})
 }
+
+// Where the server was chosen for the user (provider auto, for a key in
+// the environment), a failure to reach it or to be let in says so, and
+// how to choose another.
+func TestChosenHintWithConnectionAndAuthFailures(t *testing.T) {
+	const chosen = "provider auto chose openai because OPENAI_API_KEY is set"
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + ln.Addr().String() + "/v1"
+	ln.Close()
+	c := New(Config{BaseURL: closed, APIKey: "sk-test", MaxRetries: 0, ChosenHint: chosen, Sleep: func(context.Context, time.Duration) error { return nil }})
+	_, err = c.Stream(context.Background(), userRequest("x"), nil)
+	if msg := asError(t, err).Error(); !strings.Contains(msg, "(check that the server is running and the base URL is right; "+chosen+")") {
+		t.Errorf("connection refused: %q", msg)
+	}
+	fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		jsonError(w, 401, "invalid_api_key", "invalid_request_error", "Incorrect API key provided")
+	})
+	c, _ = newTestClient(fs, func(c *Config) { c.APIKey, c.ChosenHint = "sk-test", chosen })
+	_, err = c.Stream(context.Background(), userRequest("x"), nil)
+	if msg := asError(t, err).Error(); !strings.Contains(msg, "(check the API key and its permissions; "+chosen+")") {
+		t.Errorf("401: %q", msg)
+	}
+}
