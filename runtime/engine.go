@@ -322,6 +322,9 @@ func (e *Engine) Reload(cfg *config.Config) error {
 		return err
 	}
 	e.cfg.Store(cfg)
+	for _, r := range e.liveRuns() {
+		e.protectOwnFiles(r.ws, cfg) // a run registered meanwhile
+	}
 	e.toolSets.Clear()
 	if cfg.Coordination.MaxConcurrentDelegations != old.Coordination.MaxConcurrentDelegations {
 		// Places may have freed: queued delegations start on a raised limit
@@ -510,6 +513,9 @@ func (e *Engine) register(r *Run) {
 	e.runs[r.id] = r
 	e.mu.Unlock()
 	running.Store(r, true)
+	// A reload since the run's workspace was opened protected only the
+	// runs registered then (see Reload).
+	e.protectOwnFiles(r.ws, e.Config())
 }
 
 func (e *Engine) unregister(r *Run) {
