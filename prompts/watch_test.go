@@ -59,9 +59,8 @@ func researcherWith(text string) string {
 	return "{{template \"_header\" .}}\n\n" + text + "\n\n{{template \"_protocols\" .}}\n"
 }
 
-func TestWatchReloadsAndKeepsPreviousOnError(t *testing.T) {
-	dir := t.TempDir()
-	l := newLibrary(t, dir)
+// reloadsOf receives the directory of each reload of l that it says.
+func reloadsOf(l *Library) <-chan string {
 	reloads := make(chan string, 16)
 	l.OnReload(func(dir string) {
 		select {
@@ -69,6 +68,13 @@ func TestWatchReloadsAndKeepsPreviousOnError(t *testing.T) {
 		default:
 		}
 	})
+	return reloads
+}
+
+func TestWatchReloadsAndKeepsPreviousOnError(t *testing.T) {
+	dir := t.TempDir()
+	l := newLibrary(t, dir)
+	reloads := reloadsOf(l)
 	errs := startWatch(t, l)
 	d := childData("researcher", "workspace")
 
@@ -151,13 +157,7 @@ func TestWatchFollowsADirectoryMadeAgain(t *testing.T) {
 			}
 			writeFile(t, dir, "researcher.md", researcherWith("Version one."))
 			l := newLibrary(t, dir)
-			reloads := make(chan string, 16)
-			l.OnReload(func(dir string) {
-				select {
-				case reloads <- dir:
-				default:
-				}
-			})
+			reloads := reloadsOf(l)
 			errs := startWatch(t, l)
 			d := childData("researcher", "workspace")
 			writeFile(t, dir, "researcher.md", researcherWith("Version one, watched."))
