@@ -51,6 +51,14 @@ func (p *delegationsPane) Render(c *renderCtx) []string {
 	case active > 0:
 		items = append(items, countItem(active, "active"))
 	}
+	// Rows out of sight are counted, as the other panes count theirs: a
+	// short pane must not look like the whole list.
+	if p.offset > 0 {
+		items = append(items, arrowItem(s.g.up, p.offset, "above").goesAt(titleFewer+2))
+	}
+	if below := len(st.delegationOrder) - p.offset - p.bodyRows(); below > 0 {
+		items = append(items, arrowItem(s.g.down, below, "below").goesAt(titleFewer+2))
+	}
 	title := fitItems(titleRoom(p.w), s.g.sep, items...)
 	var body []string
 	if len(st.delegationOrder) == 0 {
