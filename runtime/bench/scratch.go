@@ -1,11 +1,9 @@
 package bench
 
 import (
-	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"time"
+	"strings"
 
 	"github.com/swarmdeck/swarmdeck/runtime/internal/runlock"
 )
@@ -13,10 +11,6 @@ import (
 // scratchLock names the lock a bench holds in its temporary directory
 // while it runs.
 const scratchLock = "bench"
-
-// unlockedAge is how old a temporary directory without a lock file must
-// be to be taken for a leftover: one just made has no lock yet.
-const unlockedAge = 24 * time.Hour
 
 // scratch is a bench's temporary directory, named prefix and a random
 // suffix, and what removes it. It holds a lock there while the bench runs,
@@ -41,27 +35,24 @@ func scratch(prefix string) (dir string, remove func(), err error) {
 }
 
 // sweepLeftovers removes the directories matching pattern, other than
-// own, whose bench has ended: their lock is not held, or they have none
-// and are older than unlockedAge (left by a swarmdeck that took none).
-// Where the lock cannot be probed, nothing is removed.
+// own, that a bench made and left: named as os.MkdirTemp names them (the
+// pattern's prefix and digits), holding a bench's lock file, and whose
+// lock nobody holds. A directory of the user's that happens to share the
+// prefix ("swarmdeck-bench-results") has neither, and is left alone, as
+// is one left by a swarmdeck that took no lock. Where the lock cannot be
+// probed, nothing is removed.
 func sweepLeftovers(pattern, own string) {
+	prefix := strings.TrimSuffix(filepath.Base(pattern), "*")
 	dirs, _ := filepath.Glob(pattern)
 	for _, d := range dirs {
-		if d == own {
+		suffix := strings.TrimPrefix(filepath.Base(d), prefix)
+		if d == own || suffix == "" || strings.Trim(suffix, "0123456789") != "" {
 			continue
 		}
-		_, err := os.Stat(filepath.Join(d, scratchLock+".lock"))
-		switch {
-		case err == nil:
-			if held, known := runlock.Held(d, scratchLock); held || !known {
-				continue
-			}
-		case errors.Is(err, fs.ErrNotExist):
-			info, err := os.Lstat(d)
-			if err != nil || !info.IsDir() || time.Since(info.ModTime()) < unlockedAge {
-				continue
-			}
-		default:
+		if info, err := os.Lstat(filepath.Join(d, scratchLock+".lock")); err != nil || !info.Mode().IsRegular() {
+			continue
+		}
+		if held, known := runlock.Held(d, scratchLock); held || !known {
 			continue
 		}
 		os.RemoveAll(d)

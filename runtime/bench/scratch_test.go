@@ -10,7 +10,8 @@ import (
 )
 
 // A bench removes the temporary directories that killed benches left, and
-// none that a bench still running holds, nor one just made.
+// none that a bench still running holds, nor one just made, nor one of the
+// user's that shares the prefix.
 func TestScratchSweepsWhatKilledBenchesLeft(t *testing.T) {
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
@@ -35,21 +36,21 @@ func TestScratchSweepsWhatKilledBenchesLeft(t *testing.T) {
 	}
 	defer l.Release()
 	starting := mk("swarmdeck-bench-3") // no lock yet
-	old := mk("swarmdeck-bench-4")      // no lock, from before benches took one
-	long := time.Now().Add(-2 * unlockedAge)
-	if err := os.Chtimes(old, long, long); err != nil {
-		t.Fatal(err)
-	}
+	long := time.Now().Add(-48 * time.Hour)
+	old := mk("swarmdeck-bench-4") // no lock, from before benches took one: not known to be ours
+	os.Chtimes(old, long, long)
 	other := mk("swarmdeck-startup-1") // another prefix
-	if err := os.Chtimes(other, long, long); err != nil {
-		t.Fatal(err)
-	}
+	os.WriteFile(filepath.Join(other, scratchLock+".lock"), []byte("1\n"), 0o600)
+	// The user's own, sharing the prefix, with a lock file of its own.
+	users := mk("swarmdeck-bench-results")
+	os.WriteFile(filepath.Join(users, scratchLock+".lock"), []byte("mine\n"), 0o600)
+	os.Chtimes(users, long, long)
 
 	dir, remove, err := scratch("swarmdeck-bench-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for d, want := range map[string]bool{killed: false, running: true, starting: true, old: false, other: true, dir: true} {
+	for d, want := range map[string]bool{killed: false, running: true, starting: true, old: true, other: true, users: true, dir: true} {
 		if _, err := os.Stat(d); (err == nil) != want {
 			t.Errorf("%s: present %v, want %v", filepath.Base(d), err == nil, want)
 		}
