@@ -175,9 +175,9 @@ func classify(status int, code, typ, msg string) (Kind, bool) {
 	case status == http.StatusNotFound:
 		return NotFound, false
 	case status == http.StatusMethodNotAllowed || status == http.StatusNotImplemented:
-		// A server that takes no POST there (a plain web server, a page):
-		// no chat completions API, which another attempt will not find.
-		return NotFound, false
+		// Not there, or not supported (a plain web server, llama.cpp's
+		// not_supported_error): another attempt will not change it.
+		return BadRequest, false
 	case status == http.StatusRequestTimeout:
 		return Timeout, true
 	case status == http.StatusTooManyRequests:

@@ -257,6 +257,17 @@ func TestWebServerAtTheBaseURL(t *testing.T) {
 			t.Errorf("%d: %q", status, msg)
 		}
 	}
+	// An API's own error with those statuses says what is wrong itself:
+	// llama.cpp answers 501 of what it does not support.
+	fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		jsonError(w, 501, "501", "not_supported_error", "tools are not supported by this model")
+	})
+	c, _ := newTestClient(fs)
+	_, err := c.Stream(context.Background(), userRequest("x"), nil)
+	e := asError(t, err)
+	if msg := e.Error(); e.Retryable || strings.Contains(msg, "base URL") || !strings.Contains(msg, "tools are not supported by this model") {
+		t.Errorf("an API's 501: %q", msg)
+	}
 }
 
 // A stream that ends before its finish chunk is truncated: the partial
