@@ -347,8 +347,12 @@ func (m *model) noRelatives(keys keyMap) []key.Binding {
 	if n.parent == nil {
 		drop = append(drop, keys.Parent)
 	}
-	if len(m.st.siblings(n)) < 2 {
-		drop = append(drop, keys.PrevSibling, keys.NextSibling)
+	sib := m.st.siblings(n)
+	if i := slices.Index(sib, n); i <= 0 {
+		drop = append(drop, keys.PrevSibling)
+	}
+	if i := slices.Index(sib, n); i < 0 || i == len(sib)-1 {
+		drop = append(drop, keys.NextSibling)
 	}
 	if len(n.children) == 0 {
 		drop = append(drop, keys.FirstChild)

@@ -1681,7 +1681,9 @@ func TestTranscriptFooterOffersOnlyRelativesThereAre(t *testing.T) {
 	}{
 		{"the root", []string{"enter"}, "s-root", []string{"c first child"}, []string{"p parent", "sibling"}},
 		{"a leaf alone under its parent", []string{"down", "down", "down", "enter"}, "s-exp1", []string{"p parent"}, []string{"c first child", "sibling"}},
-		{"a leaf with a sibling", []string{"down", "down", "down", "down", "down", "enter"}, "s-exp2", []string{"p parent", "[ prev sibling", "] next sibling"}, []string{"c first child"}},
+		{"the first of its siblings", []string{"down", "down", "down", "down", "down", "enter"}, "s-exp2", []string{"p parent", "] next sibling"}, []string{"c first child", "prev sibling"}},
+		{"the last of its siblings", []string{"down", "down", "down", "down", "down", "down", "enter"}, "s-exp3", []string{"p parent", "[ prev sibling"}, []string{"c first child", "next sibling"}},
+		{"between siblings", []string{"down", "down", "enter"}, "s-res1", []string{"p parent", "[ prev sibling", "] next sibling", "c first child"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m, _ := demoModel(t, 160, 48)
