@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -38,36 +39,56 @@ type queryer interface {
 // notOurs is the error of a database at the given schema version whose
 // tables are another program's, nil for one of swarmdeck's or an empty
 // one. swarmdeck sets the version in the transaction that makes its
-// tables, so tables at version 0 are another program's, and so is a
-// version (which other programs set too) without swarmdeck's runs table.
-// It is looked at only where the version is not the latest.
+// tables, so tables at version 0 are another program's; at another
+// version (which other programs set too) they are swarmdeck's when they
+// hold its runs table, with the goal of each run.
 func notOurs(ctx context.Context, q queryer, version int) error {
 	rows, err := q.QueryContext(ctx, `SELECT name FROM sqlite_master
 		WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite!_%' ESCAPE '!' ORDER BY name`)
 	if err != nil {
-		return fmt.Errorf("read the schema: %w", err)
+		return err
 	}
-	defer rows.Close()
 	var names []string
-	ours := false
 	for rows.Next() {
 		var name string
 		if err := rows.Scan(&name); err != nil {
-			return fmt.Errorf("read the schema: %w", err)
+			rows.Close()
+			return err
 		}
-		ours = ours || name == "runs"
 		names = append(names, name)
 	}
+	rows.Close()
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("read the schema: %w", err)
+		return err
 	}
-	if len(names) == 0 || version != 0 && ours {
+	if len(names) == 0 {
 		return nil
+	}
+	if version != 0 && slices.Contains(names, "runs") {
+		rows, err := q.QueryContext(ctx, `SELECT 1 FROM pragma_table_info('runs') WHERE name = 'goal'`)
+		if err != nil {
+			return err
+		}
+		ours := rows.Next()
+		rows.Close()
+		if ours {
+			return nil
+		}
 	}
 	if len(names) > 5 {
 		names = append(names[:5], "…")
 	}
 	return &foreignError{tables: names}
+}
+
+// foreign is the error of notOurs when the database is another program's,
+// nil otherwise: a schema that cannot be read (a damaged file) is said by
+// what reads the database next, as it was before the look.
+func foreign(ctx context.Context, q queryer, version int) error {
+	if err := notOurs(ctx, q, version); errors.Is(err, ErrForeign) {
+		return err
+	}
+	return nil
 }
 
 // refuseForeign looks, before the writer opens the database at path, for
@@ -100,5 +121,5 @@ func refuseForeign(path string) error {
 	if err := db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
 		return nil // SQLite says why when the writer opens it
 	}
-	return notOurs(ctx, db, version)
+	return foreign(ctx, db, version)
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"testing"
 )
 
@@ -23,6 +24,9 @@ func TestForeignDatabaseIsRefusedAndLeftAlone(t *testing.T) {
 		{"a version of its own", []string{"PRAGMA user_version = 3", "CREATE TABLE notes (body TEXT)"}},
 		{"a version past swarmdeck's", []string{"PRAGMA user_version = 400", "CREATE TABLE notes (body TEXT)"}},
 		{"a view only", []string{"CREATE VIEW one AS SELECT 1"}},
+		{"swarmdeck's latest version", []string{"PRAGMA user_version = " + strconv.Itoa(latestVersion(t)), "CREATE TABLE notes (body TEXT)"}},
+		{"a runs table of its own", []string{"PRAGMA user_version = 3", "CREATE TABLE runs (id INTEGER, started TEXT)"}},
+		{"a runs table of its own in WAL", []string{"PRAGMA journal_mode = WAL", "PRAGMA user_version = 5", "CREATE TABLE runs (id INTEGER, started TEXT)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -95,6 +99,15 @@ func TestDatabaseBeingMadeHasNoSchemaYet(t *testing.T) {
 	if !errors.Is(err, ErrNoSchema) || errors.Is(err, ErrOldSchema) || errors.Is(err, ErrForeign) {
 		t.Fatalf("OpenReadOnly of a database being made: %v, want ErrNoSchema alone", err)
 	}
+}
+
+func latestVersion(t *testing.T) int {
+	t.Helper()
+	all, err := migrationList()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return all[len(all)-1].version
 }
 
 func schemaOf(t *testing.T, db *sql.DB) []string {

@@ -109,11 +109,9 @@ func OpenReadOnly(path string) (*Store, error) {
 		return nil, err
 	}
 	latest := all[len(all)-1].version
-	if version != latest {
-		if err := notOurs(context.Background(), read, version); err != nil {
-			read.Close()
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
+	if err := foreign(context.Background(), read, version); err != nil {
+		read.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	switch {
 	case version == 0:

@@ -485,11 +485,12 @@ func (s *Store) migrate(ctx context.Context, upgrading func(path string, from, t
 		return err
 	}
 	latest := all[len(all)-1].version
+	// Another program's database may carry any version, this one's too.
+	if err := foreign(ctx, s.conn, version); err != nil {
+		return err
+	}
 	if version == latest {
 		return nil
-	}
-	if err := notOurs(ctx, s.conn, version); err != nil {
-		return err
 	}
 	if version > latest {
 		return newerSchemaError(version, latest)
@@ -512,7 +513,7 @@ func (s *Store) migrate(ctx context.Context, upgrading func(path string, from, t
 	}
 	if version == 0 {
 		// Tables that another process committed meanwhile.
-		if err := notOurs(ctx, s.conn, version); err != nil {
+		if err := foreign(ctx, s.conn, version); err != nil {
 			return rollback(err)
 		}
 	}
