@@ -840,3 +840,43 @@ func TestUsageOfAFailedCallCounts(t *testing.T) {
 		t.Errorf("the run's usage (%d tokens) is not its sessions' (%d)", fr.x.Run.Usage.TotalTokens, sum)
 	}
 }
+
+// fltErroredWithUsage ends the answer with finish_reason "error", which is
+// retried, and then sends the usage the server counted for it.
+func fltErroredWithUsage(t *testing.T, w http.ResponseWriter, r *http.Request, rec []byte) {
+	f := fltStreamHead(w)
+	io.WriteString(w, fltEvents(rec)[0]+"\n\n")
+	io.WriteString(w, `data: {"choices":[{"index":0,"delta":{},"finish_reason":"error"}]}`+"\n\n")
+	io.WriteString(w, `data: {"choices":[],"usage":{"prompt_tokens":7000,"completion_tokens":900,"total_tokens":7900}}`+"\n\ndata: [DONE]\n\n")
+	f.Flush()
+}
+
+// A run stopped because every attempt failed keeps the tokens those
+// attempts were billed in the session that made them, not only in the
+// run's total: its sessions' usage adds up to the run's.
+func TestUsageOfAnOutageIsTheSessions(t *testing.T) {
+	e, _ := fltEngine(t, workerTurn1, fltErroredWithUsage, true, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	var out bytes.Buffer
+	_, err := e.Headless(ctx, HeadlessOptions{JSON: true, Out: &out}, func(ctx context.Context) (*Run, error) { return e.Start(ctx, "Report on the README") })
+	var ie *InterruptedError
+	if !errors.As(err, &ie) {
+		t.Fatalf("the run was not interrupted: %v", err)
+	}
+	x, err := e.Export(context.Background(), ie.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	worker := sessionByLabel(x, "worker")
+	if worker == nil || worker.Usage.TotalTokens < 2*7900 {
+		t.Fatalf("worker: %+v, want the 2 failed attempts' 15,800 tokens in its usage", worker)
+	}
+	sum := 0
+	for _, s := range x.Sessions {
+		sum += s.Usage.TotalTokens
+	}
+	if x.Run.Usage.TotalTokens != sum {
+		t.Errorf("the run's usage (%d tokens) is not its sessions' (%d)", x.Run.Usage.TotalTokens, sum)
+	}
+}
