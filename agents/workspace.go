@@ -179,6 +179,20 @@ func (w *Workspace) protect(p, what string, sealed bool) {
 	w.protected.Store(&next)
 }
 
+// ProtectedNow returns a func that puts the protected paths back as they
+// are now, for a change of settings that is refused after their paths
+// were protected.
+func (w *Workspace) ProtectedNow() (restore func()) {
+	w.protectedMu.Lock()
+	now := w.protected.Load()
+	w.protectedMu.Unlock()
+	return func() {
+		w.protectedMu.Lock()
+		w.protected.Store(now)
+		w.protectedMu.Unlock()
+	}
+}
+
 // protectedPaths are the paths protected now.
 func (w *Workspace) protectedPaths() []protectedPath {
 	if p := w.protected.Load(); p != nil {

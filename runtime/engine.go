@@ -303,12 +303,21 @@ func (e *Engine) Reload(cfg *config.Config) error {
 	// from the agents before the prompts are read from there: a
 	// prompts_dir moved into the workspace would otherwise let an agent
 	// write the next sessions' system prompts.
+	// A reload refused takes that back.
+	var unprotect []func()
 	for _, r := range e.liveRuns() {
+		unprotect = append(unprotect, r.ws.ProtectedNow())
 		e.protectOwnFiles(r.ws, cfg)
+	}
+	refused := func(err error) error {
+		for _, undo := range unprotect {
+			undo()
+		}
+		return err
 	}
 	if moved {
 		if err := e.prompts.SetDir(cfg.PromptsDir); err != nil {
-			return promptsDirError(cfg, err)
+			return refused(promptsDirError(cfg, err))
 		}
 	}
 	err := checkRolePrompts(cfg, e.prompts.RoleNames())
@@ -319,7 +328,7 @@ func (e *Engine) Reload(cfg *config.Config) error {
 		if moved {
 			e.prompts.SetDir(old.PromptsDir)
 		}
-		return err
+		return refused(err)
 	}
 	e.cfg.Store(cfg)
 	for _, r := range e.liveRuns() {

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -517,5 +518,46 @@ func TestWriteToolsLeaveAReloadedPromptsDir(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(e.Config().Workspace, "pp", "reviewer.md")); err == nil {
 		t.Error("an agent wrote a prompt template")
+	}
+}
+
+// A reload that is refused protects nothing: a prompts_dir that could not
+// be read (a mistake in the file, taken back) leaves that directory the
+// agents' to write.
+func TestARefusedReloadProtectsNothing(t *testing.T) {
+	tried := newGate()
+	policy := scripted.PolicyFunc(func(req *scripted.Request) scripted.Reply {
+		if turnsOf(req) == 0 {
+			tried.wait()
+			return limDo(scripted.Call{Name: "write_file", Args: limArgs{"path": "notes/todo.md", "content": "mine"}})
+		}
+		return limSay("done")
+	})
+	e := testEngine(t, nil, policy, func(c *config.Config) {
+		for i := range c.Agents {
+			if c.Agents[i].Role == "orchestrator" {
+				c.Agents[i].CanWrite = true
+			}
+		}
+	})
+	go func() {
+		defer tried.open()
+		for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+			if x, err := e.Export(context.Background(), ""); err == nil && len(x.Sessions) >= 1 {
+				next := *e.Config()
+				next.PromptsDir = filepath.Join(next.Workspace, "notes") // not there: refused
+				if err := e.Reload(&next); err == nil {
+					t.Error("a reload to a missing prompts_dir went through")
+				}
+				return
+			}
+		}
+	}()
+	if _, code := headless(t, e, "write", nil); code != ExitOK {
+		t.Fatalf("exit %d", code)
+	}
+	writes := toolResults(rootOf(exportLatest(t, e)), "write_file")
+	if len(writes) != 1 || !strings.Contains(writes[0], `"bytes":4`) {
+		t.Errorf("write_file answered %q", writes)
 	}
 }
