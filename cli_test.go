@@ -297,6 +297,7 @@ func TestCLIRefusesMistakes(t *testing.T) {
 		{[]string{"export", "--db", notDB}, 2, notDB + " is not a SQLite database", ""},
 		{[]string{"runs", "--db", foreign}, 2, foreign + ": this SQLite database is not a swarmdeck database: it holds tables of another program (notes)", ""},
 		{[]string{"run", "--headless", "--db", foreign, "a goal"}, 2, "not a swarmdeck database", ""},
+		{[]string{"prune", "--vacuum-only", "--db", foreign}, 2, foreign + ": this SQLite database is not a swarmdeck database", ""},
 		{[]string{"runs", "--db", notDB}, 2, "give --db the file swarmdeck stores its runs in", ""},
 		{[]string{"delete", "--db", corrupt, "r-000003"}, 1, corrupt + " is damaged (", ""},
 		// A damaged database is named, with the way to look into it.

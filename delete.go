@@ -474,6 +474,8 @@ func (cf *commonFlags) reclaim(ctx context.Context, path string, before int64, d
 		fmt.Fprintln(stderr, "swarmdeck: "+cf.withFlags(fmt.Sprintf("%s is open in another process (a swarmdeck running, or another program such as sqlite3), so it keeps its size (%s): %s is reused by later runs; `swarmdeck prune --vacuum-only` gives it back to the file system when nothing else has it open",
 			shown, fileSize(after), space)))
 		return nil
+	case errors.Is(err, store.ErrForeign):
+		return usageErr(err) // --db names another program's file
 	case err != nil && ctx.Err() != nil:
 		// Stopped by a signal: the file is as it was, whole.
 		msg := fmt.Errorf("%s was not compacted: stopped before the end; `swarmdeck prune --vacuum-only` compacts it", path)

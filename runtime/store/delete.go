@@ -172,6 +172,14 @@ func Compact(ctx context.Context, path string, o CompactOptions) (bool, error) {
 		return false, inUse(err)
 	}
 	defer c.Close()
+	// Another program's database is not rewritten (see notOurs).
+	var version int
+	if err := c.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+		return false, inUse(err)
+	}
+	if err := foreign(ctx, c, version); err != nil {
+		return false, fmt.Errorf("%s: %w", path, err)
+	}
 	var free int64
 	if err := c.QueryRowContext(ctx, "PRAGMA freelist_count").Scan(&free); err != nil {
 		return false, inUse(err)

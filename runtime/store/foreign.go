@@ -41,7 +41,7 @@ type queryer interface {
 // one. swarmdeck sets the version in the transaction that makes its
 // tables, so tables at version 0 are another program's; at another
 // version (which other programs set too) they are swarmdeck's when they
-// hold its runs table, with the goal of each run.
+// hold its runs, sessions and messages tables, the runs with their goal.
 func notOurs(ctx context.Context, q queryer, version int) error {
 	rows, err := q.QueryContext(ctx, `SELECT name FROM sqlite_master
 		WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite!_%' ESCAPE '!' ORDER BY name`)
@@ -64,7 +64,7 @@ func notOurs(ctx context.Context, q queryer, version int) error {
 	if len(names) == 0 {
 		return nil
 	}
-	if version != 0 && slices.Contains(names, "runs") {
+	if version != 0 && slices.Contains(names, "runs") && slices.Contains(names, "sessions") && slices.Contains(names, "messages") {
 		rows, err := q.QueryContext(ctx, `SELECT 1 FROM pragma_table_info('runs') WHERE name = 'goal'`)
 		if err != nil {
 			return err

@@ -27,6 +27,7 @@ func TestForeignDatabaseIsRefusedAndLeftAlone(t *testing.T) {
 		{"swarmdeck's latest version", []string{"PRAGMA user_version = " + strconv.Itoa(latestVersion(t)), "CREATE TABLE notes (body TEXT)"}},
 		{"a runs table of its own", []string{"PRAGMA user_version = 3", "CREATE TABLE runs (id INTEGER, started TEXT)"}},
 		{"a runs table of its own in WAL", []string{"PRAGMA journal_mode = WAL", "PRAGMA user_version = 5", "CREATE TABLE runs (id INTEGER, started TEXT)"}},
+		{"a runs table with a goal", []string{"PRAGMA user_version = 3", "CREATE TABLE runs (id TEXT PRIMARY KEY, goal TEXT, status TEXT)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -55,6 +56,9 @@ func TestForeignDatabaseIsRefusedAndLeftAlone(t *testing.T) {
 					st.Close()
 				}
 				t.Fatalf("Open: %v, want ErrForeign", err)
+			}
+			if _, err := Compact(context.Background(), path, CompactOptions{}); !errors.Is(err, ErrForeign) {
+				t.Fatalf("Compact: %v, want ErrForeign", err)
 			}
 			db, err = sql.Open("sqlite", fileURI(path))
 			if err != nil {
