@@ -257,6 +257,19 @@ func TestWebServerAtTheBaseURL(t *testing.T) {
 			t.Errorf("%d: %q", status, msg)
 		}
 	}
+	// So does a web framework's JSON saying only the status.
+	for _, body := range []string{`{"detail":"Method Not Allowed"}`, `{"timestamp":"2026-01-01T00:00:00Z","status":405,"error":"Method Not Allowed","path":"/v1/chat/completions"}`} {
+		fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(405)
+			io.WriteString(w, body)
+		})
+		c, _ := newTestClient(fs)
+		_, err := c.Stream(context.Background(), userRequest("x"), nil)
+		if msg := asError(t, err).Error(); !strings.Contains(msg, "check the base URL") {
+			t.Errorf("a framework's 405 %s: %q", body, msg)
+		}
+	}
 	// An API's own error with those statuses says what is wrong itself:
 	// llama.cpp answers 501 of what it does not support.
 	fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
