@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/swarmdeck/swarmdeck/runtime/internal/runlock"
 )
@@ -36,10 +37,10 @@ func scratch(prefix string) (dir string, remove func(), err error) {
 
 // sweepLeftovers removes the directories matching pattern, other than
 // own, that a bench made and left: named as os.MkdirTemp names them (the
-// pattern's prefix and digits), holding a bench's lock file, and whose
-// lock nobody holds. A directory of the user's that happens to share the
-// prefix ("swarmdeck-bench-results") has neither, and is left alone, as
-// is one left by a swarmdeck that took no lock. Where the lock cannot be
+// pattern's prefix and digits), holding a bench's lock file whose lock
+// nobody holds, or without one but abandoned (see abandoned). A directory
+// of the user's that happens to share the prefix
+// ("swarmdeck-bench-results") is left alone. Where the lock cannot be
 // probed, nothing is removed.
 func sweepLeftovers(pattern, own string) {
 	prefix := strings.TrimSuffix(filepath.Base(pattern), "*")
@@ -49,12 +50,45 @@ func sweepLeftovers(pattern, own string) {
 		if d == own || suffix == "" || strings.Trim(suffix, "0123456789") != "" {
 			continue
 		}
-		if info, err := os.Lstat(filepath.Join(d, scratchLock+".lock")); err != nil || !info.Mode().IsRegular() {
-			continue
-		}
-		if held, known := runlock.Held(d, scratchLock); held || !known {
+		info, err := os.Lstat(filepath.Join(d, scratchLock+".lock"))
+		switch {
+		case err == nil && info.Mode().IsRegular():
+			if held, known := runlock.Held(d, scratchLock); held || !known {
+				continue
+			}
+		case os.IsNotExist(err):
+			// A bench stopped at once (a second ctrl+c) removes its lock
+			// file as it exits, and leaves the rest: a bench's layout,
+			// untouched for a while, is taken for that.
+			if !abandoned(d) {
+				continue
+			}
+		default:
 			continue
 		}
 		os.RemoveAll(d)
 	}
+}
+
+// abandonedAge is how long a bench's directory without its lock file must
+// have been left untouched to be removed.
+const abandonedAge = time.Hour
+
+// abandoned reports whether d, which has no lock file, is a bench's
+// directory that its bench left: its workspace and database are there,
+// and none of them has changed for abandonedAge.
+func abandoned(d string) bool {
+	if info, err := os.Stat(filepath.Join(d, "workspace")); err != nil || !info.IsDir() {
+		return false
+	}
+	db, err := os.Stat(filepath.Join(d, "bench.db"))
+	if err != nil || !db.Mode().IsRegular() {
+		return false
+	}
+	for _, name := range []string{"", "bench.db", "bench.db-wal"} {
+		if info, err := os.Stat(filepath.Join(d, name)); err == nil && time.Since(info.ModTime()) < abandonedAge {
+			return false
+		}
+	}
+	return true
 }

@@ -41,6 +41,14 @@ func TestScratchSweepsWhatKilledBenchesLeft(t *testing.T) {
 	os.Chtimes(old, long, long)
 	other := mk("swarmdeck-startup-1") // another prefix
 	os.WriteFile(filepath.Join(other, scratchLock+".lock"), []byte("1\n"), 0o600)
+	// A bench stopped at once, which removed its lock file as it exited,
+	// an hour ago; and one with no lock file that was at work a moment ago.
+	stopped := mk("swarmdeck-bench-5")
+	os.WriteFile(filepath.Join(stopped, "bench.db"), []byte("db"), 0o600)
+	os.Chtimes(filepath.Join(stopped, "bench.db"), long, long)
+	os.Chtimes(stopped, long, long)
+	recent := mk("swarmdeck-bench-6")
+	os.WriteFile(filepath.Join(recent, "bench.db"), []byte("db"), 0o600)
 	// The user's own, sharing the prefix, with a lock file of its own.
 	users := mk("swarmdeck-bench-results")
 	os.WriteFile(filepath.Join(users, scratchLock+".lock"), []byte("mine\n"), 0o600)
@@ -50,7 +58,7 @@ func TestScratchSweepsWhatKilledBenchesLeft(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for d, want := range map[string]bool{killed: false, running: true, starting: true, old: true, other: true, users: true, dir: true} {
+	for d, want := range map[string]bool{killed: false, running: true, starting: true, old: true, other: true, users: true, stopped: false, recent: true, dir: true} {
 		if _, err := os.Stat(d); (err == nil) != want {
 			t.Errorf("%s: present %v, want %v", filepath.Base(d), err == nil, want)
 		}
