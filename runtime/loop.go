@@ -959,10 +959,11 @@ func (s *Session) recordAssistant(resp *llm.Response) ([]llm.ToolCall, error) {
 }
 
 // spentOnFailure adds to the session's usage, and the run's, the tokens
-// the server reported for a model call that failed (llm.Error.Usage): no
-// answer came, but they were spent, and the token budget counts them.
-// They are stored at once, since what follows may not write the session
-// (a run stopped for an outage leaves its sessions' rows as they were).
+// the server reported for a model call made for it that failed
+// (llm.Error.Usage): no answer came, but they were spent, and the token
+// budget counts them. They are stored at once, since what follows may not
+// write the session (a run stopped for an outage leaves its sessions'
+// rows as they were).
 func (s *Session) spentOnFailure(err error) {
 	var le *llm.Error
 	if !errors.As(err, &le) || le.Usage == (llm.Usage{}) {
@@ -970,24 +971,14 @@ func (s *Session) spentOnFailure(err error) {
 	}
 	u := storeUsage(le.Usage)
 	werr := s.r.e.store.Do(context.Background(), func(tx *store.Tx) error {
-		s.mu.Lock()
-		s.rec.Usage.PromptTokens += u.PromptTokens
-		s.rec.Usage.CompletionTokens += u.CompletionTokens
-		s.rec.Usage.TotalTokens += u.TotalTokens
-		rec, info := s.rec, s.infoLocked()
-		s.mu.Unlock()
 		s.r.mu.Lock()
 		s.r.addUsageLocked(u)
 		run := s.r.rec
 		s.r.mu.Unlock()
-		if err := tx.UpsertSession(&rec); err != nil {
-			return err
-		}
 		if err := tx.UpdateRun(&run); err != nil {
 			return err
 		}
-		_, err := tx.Emit(event.Event{Type: event.SessionStatus, RunID: s.r.id, SessionID: s.id, Session: info})
-		return err
+		return s.addUsageTx(tx, u)
 	})
 	if werr != nil {
 		s.r.e.log.Warn("could not store the usage of a failed call", "session", s.id, "err", werr)

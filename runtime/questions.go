@@ -569,13 +569,7 @@ func (s *Session) shadowAnswer(ctx context.Context, q *question, k *Session) {
 	resp, err := r.e.llm.Stream(ctx, req, nil)
 	<-r.llmSem
 	if err != nil {
-		var le *llm.Error
-		if errors.As(err, &le) && le.Usage != (llm.Usage{}) {
-			// Spent all the same (see Session.spentOnFailure).
-			r.mu.Lock()
-			r.addUsageLocked(storeUsage(le.Usage))
-			r.mu.Unlock()
-		}
+		k.spentOnFailure(err) // for k, as an answer would have been
 		noAnswer(err)
 		return
 	}

@@ -880,3 +880,40 @@ func TestUsageOfAnOutageIsTheSessions(t *testing.T) {
 		t.Errorf("the run's usage (%d tokens) is not its sessions' (%d)", x.Run.Usage.TotalTokens, sum)
 	}
 }
+
+// A shadow answer whose call fails charges the tokens the server reported
+// to the session it answered for, as an answer would: the sessions' usage
+// adds up to the run's.
+func TestUsageOfAFailedShadowAnswerIsTheSessions(t *testing.T) {
+	p, r2Started, r2Release := askWhileBusy(obj{"question": "Which database should we use?", "timeout": 3600}, func(c *convo) scripted.Reply {
+		return say("never sent")
+	})
+	srv := scripted.New(scripted.Config{Policy: p})
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if !bytes.Contains(body, []byte("You are answering a question on behalf of")) {
+			srv.Handler().ServeHTTP(w, r)
+			return
+		}
+		f := fltStreamHead(w)
+		io.WriteString(w, `data: {"choices":[{"index":0,"delta":{"content":"partial"}}]}`+"\n\n")
+		io.WriteString(w, `data: {"choices":[{"index":0,"delta":{},"finish_reason":"error"}]}`+"\n\n")
+		io.WriteString(w, `data: {"choices":[],"usage":{"prompt_tokens":700,"completion_tokens":77,"total_tokens":777}}`+"\n\ndata: [DONE]\n\n")
+		f.Flush()
+	}))
+	t.Cleanup(func() { r2Started.open(); r2Release.open(); hs.Close(); srv.Close() })
+	e := recEngine(t, t.TempDir(), hs.URL+"/v1", func(c *config.Config) { c.Limits.MaxRetries = 0 })
+	events, code, _ := recRun(t, e, true, func(ctx context.Context) (*Run, error) { return e.Start(ctx, "ask") })
+	if code != ExitOK {
+		t.Fatalf("exit %d: %+v", code, events[len(events)-1].Run)
+	}
+	x := exportLatest(t, e)
+	sum := 0
+	for _, s := range x.Sessions {
+		sum += s.Usage.TotalTokens
+	}
+	if x.Run.Usage.TotalTokens != sum {
+		t.Errorf("the run's usage (%d tokens) is not its sessions' (%d)", x.Run.Usage.TotalTokens, sum)
+	}
+}
