@@ -298,10 +298,13 @@ func stoppedAtOnce(cf *commonFlags) string {
 		}
 		return cf.resumeCommand(id, runningHeadless.Load())
 	}
-	switch ids := runtime.StopAtOnce(); len(ids) {
-	case 0:
+	switch ids := runtime.StopAtOnce(); {
+	case len(ids) == 0:
 		return text
-	case 1:
+	case runningBench.Load():
+		// A bench run is measured once; resume refuses it.
+		return text + " (the bench's run is not resumed)"
+	case len(ids) == 1:
 		return text + fmt.Sprintf(": run %s resumes as if its process had died (`%s`)", ids[0], resume(ids[0]))
 	default:
 		return text + ": runs " + strings.Join(ids, ", ") + " resume as if their process had died (`" + resume("RUN_ID") + "`)"
@@ -311,6 +314,9 @@ func stoppedAtOnce(cf *commonFlags) string {
 // runningHeadless: the command runs a run without the dashboard, so the
 // resume it suggests on a second ctrl+c is headless too.
 var runningHeadless atomic.Bool
+
+// runningBench: the command runs a bench, whose run is not resumed.
+var runningBench atomic.Bool
 
 // recorded is stdout, remembering the first error of writing to it.
 type recorded struct {
@@ -2021,6 +2027,7 @@ Targets on a 2-core machine:
 				made = append(made, f)
 				*p.w = f
 			}
+			runningBench.Store(true)
 			rep, err := bench.Run(ctx, o)
 			if err != nil {
 				// A bench that failed before it profiled anything (its

@@ -425,3 +425,43 @@ func TestStopWithoutASignalReleasesThem(t *testing.T) {
 		t.Fatalf("a hangup after a stop without a signal: %v\n%.600s", err, out)
 	}
 }
+
+// A bench stopped at once by a second Ctrl-C does not tell to resume its
+// run: a bench run is measured once, and resume refuses it.
+func TestSecondSignalStopsABenchWithoutAResumeHint(t *testing.T) {
+	bin := dashboardBinary(t)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "bench.db")
+	cmd := exec.Command(bin, "bench", "--agents", "20", "--latency", "2s", "--db", db)
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+dir, "XDG_CONFIG_HOME="+dir, "XDG_DATA_HOME="+dir, "TMPDIR="+dir)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer cmd.Process.Kill()
+	waitFor(t, "the bench's run to be stored", func() bool {
+		st, err := store.OpenReadOnly(db)
+		if err != nil {
+			return false
+		}
+		defer st.Close()
+		runs, err := st.Runs(context.Background(), 1)
+		return err == nil && len(runs) == 1
+	})
+	holdWrites(t, db) // the stop's writes wait, so a second Ctrl-C comes while it waits
+	cmd.Process.Signal(syscall.SIGINT)
+	waitFor(t, "the hint after a first Ctrl-C", func() bool { return strings.Contains(stderr.String(), "press Ctrl-C again") })
+	cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-exited:
+	case <-time.After(store.BusyTimeout / 2):
+		t.Fatalf("still running after a second Ctrl-C; stderr:\n%s", stderr.String())
+	}
+	out := stderr.String()
+	if !strings.Contains(out, "stopped at once; nothing stored is lost (the bench's run is not resumed)") || strings.Contains(out, "swarmdeck resume") {
+		t.Errorf("stderr:\n%s", out)
+	}
+}
