@@ -74,21 +74,35 @@ func sweepLeftovers(pattern, own string) {
 // have been left untouched to be removed.
 const abandonedAge = time.Hour
 
+// benchLeaves are the names a bench makes in its directory: none other
+// is there in one it left.
+var benchLeaves = map[string]bool{"workspace": true, "bench.db": true, "bench.db-wal": true, "bench.db-shm": true,
+	"bench.db-journal": true, "bench.db.locks": true, "swarmdeck.log": true}
+
 // abandoned reports whether d, which has no lock file, is a bench's
-// directory that its bench left: its workspace and database are there,
-// and none of them has changed for abandonedAge.
+// directory that its bench left: it holds nothing but what a bench makes
+// (its database, when not given with --db, its log and an empty
+// workspace), and none of it has changed for abandonedAge. A directory of
+// the user's that looks like one but holds anything else is left alone.
 func abandoned(d string) bool {
-	if info, err := os.Stat(filepath.Join(d, "workspace")); err != nil || !info.IsDir() {
+	entries, err := os.ReadDir(d)
+	if err != nil {
 		return false
 	}
-	db, err := os.Stat(filepath.Join(d, "bench.db"))
-	if err != nil || !db.Mode().IsRegular() {
-		return false
-	}
-	for _, name := range []string{"", "bench.db", "bench.db-wal"} {
-		if info, err := os.Stat(filepath.Join(d, name)); err == nil && time.Since(info.ModTime()) < abandonedAge {
+	hasWorkspace := false
+	for _, e := range entries {
+		if !benchLeaves[e.Name()] {
 			return false
 		}
+		info, err := e.Info()
+		if err != nil || time.Since(info.ModTime()) < abandonedAge {
+			return false
+		}
+		hasWorkspace = hasWorkspace || e.Name() == "workspace" && e.IsDir()
 	}
-	return true
+	if ws, err := os.ReadDir(filepath.Join(d, "workspace")); err != nil || len(ws) > 0 || !hasWorkspace {
+		return false
+	}
+	info, err := os.Stat(d)
+	return err == nil && time.Since(info.ModTime()) >= abandonedAge
 }

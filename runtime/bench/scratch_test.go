@@ -46,9 +46,21 @@ func TestScratchSweepsWhatKilledBenchesLeft(t *testing.T) {
 	stopped := mk("swarmdeck-bench-5")
 	os.WriteFile(filepath.Join(stopped, "bench.db"), []byte("db"), 0o600)
 	os.Chtimes(filepath.Join(stopped, "bench.db"), long, long)
+	os.Chtimes(filepath.Join(stopped, "workspace"), long, long)
 	os.Chtimes(stopped, long, long)
 	recent := mk("swarmdeck-bench-6")
 	os.WriteFile(filepath.Join(recent, "bench.db"), []byte("db"), 0o600)
+	// The same with --db: its database was elsewhere.
+	stoppedDB := mk("swarmdeck-bench-7")
+	os.Chtimes(filepath.Join(stoppedDB, "workspace"), long, long)
+	os.Chtimes(stoppedDB, long, long)
+	// Laid out like one, but with the user's files in it.
+	kept := mk("swarmdeck-bench-1000")
+	os.WriteFile(filepath.Join(kept, "bench.db"), []byte("db"), 0o600)
+	os.WriteFile(filepath.Join(kept, "results.txt"), []byte("mine"), 0o600)
+	for _, p := range []string{"bench.db", "results.txt", "workspace", ""} {
+		os.Chtimes(filepath.Join(kept, p), long, long)
+	}
 	// The user's own, sharing the prefix, with a lock file of its own.
 	users := mk("swarmdeck-bench-results")
 	os.WriteFile(filepath.Join(users, scratchLock+".lock"), []byte("mine\n"), 0o600)
@@ -58,7 +70,7 @@ func TestScratchSweepsWhatKilledBenchesLeft(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for d, want := range map[string]bool{killed: false, running: true, starting: true, old: true, other: true, users: true, stopped: false, recent: true, dir: true} {
+	for d, want := range map[string]bool{killed: false, running: true, starting: true, old: true, other: true, users: true, stopped: false, recent: true, stoppedDB: false, kept: true, dir: true} {
 		if _, err := os.Stat(d); (err == nil) != want {
 			t.Errorf("%s: present %v, want %v", filepath.Base(d), err == nil, want)
 		}
