@@ -41,7 +41,9 @@ type queryer interface {
 // one. swarmdeck sets the version in the transaction that makes its
 // tables, so tables at version 0 are another program's; at another
 // version (which other programs set too) they are swarmdeck's when they
-// hold its runs, sessions and messages tables, the runs with their goal.
+// hold its runs table, the runs with their goal, and two tables of names
+// no other program is likely to use together: call_effects and
+// plan_tasks (runs, sessions and messages are common names).
 func notOurs(ctx context.Context, q queryer, version int) error {
 	rows, err := q.QueryContext(ctx, `SELECT name FROM sqlite_master
 		WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite!_%' ESCAPE '!' ORDER BY name`)
@@ -64,7 +66,7 @@ func notOurs(ctx context.Context, q queryer, version int) error {
 	if len(names) == 0 {
 		return nil
 	}
-	if version != 0 && slices.Contains(names, "runs") && slices.Contains(names, "sessions") && slices.Contains(names, "messages") {
+	if version != 0 && slices.Contains(names, "runs") && slices.Contains(names, "call_effects") && slices.Contains(names, "plan_tasks") {
 		rows, err := q.QueryContext(ctx, `SELECT 1 FROM pragma_table_info('runs') WHERE name = 'goal'`)
 		if err != nil {
 			return err

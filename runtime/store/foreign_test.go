@@ -28,6 +28,8 @@ func TestForeignDatabaseIsRefusedAndLeftAlone(t *testing.T) {
 		{"a runs table of its own", []string{"PRAGMA user_version = 3", "CREATE TABLE runs (id INTEGER, started TEXT)"}},
 		{"a runs table of its own in WAL", []string{"PRAGMA journal_mode = WAL", "PRAGMA user_version = 5", "CREATE TABLE runs (id INTEGER, started TEXT)"}},
 		{"a runs table with a goal", []string{"PRAGMA user_version = 3", "CREATE TABLE runs (id TEXT PRIMARY KEY, goal TEXT, status TEXT)"}},
+		{"runs, sessions and messages of its own", []string{"PRAGMA user_version = 9", "CREATE TABLE runs (id TEXT PRIMARY KEY, goal TEXT)",
+			"CREATE TABLE sessions (id TEXT, run_id TEXT)", "CREATE TABLE messages (id INTEGER PRIMARY KEY, session_id TEXT, content TEXT)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
