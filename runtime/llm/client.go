@@ -563,12 +563,13 @@ func (c *Client) httpError(info *respInfo, err error) *Error {
 		// Not an API's "no such model" but a page that is not there: the
 		// base URL names no chat completions endpoint.
 		e.hint = c.noEndpointHint("nothing answers at %s")
-	case (info.status == http.StatusMethodNotAllowed || info.status == http.StatusNotImplemented) &&
-		(!ok || f.Type == "" && f.Code == "" && (noSuchPath(f) || strings.EqualFold(strings.TrimSpace(msg), http.StatusText(info.status)))):
+	case info.status == http.StatusMethodNotAllowed && (!ok || f.Type == "" && f.Code == ""),
+		info.status == http.StatusNotImplemented && (!ok || f.Type == "" && f.Code == "" && (noSuchPath(f) || strings.EqualFold(strings.TrimSpace(msg), http.StatusText(info.status)))):
 		// A server that answers, but takes no POST there: a web server or
-		// a web framework's app ({"detail":"Method Not Allowed"}), not a
-		// model's API. An API's own error (llama.cpp says 501 of what it
-		// does not support) says what is wrong itself.
+		// a web framework's app (FastAPI's {"detail":"Method Not Allowed"},
+		// Django's, Laravel's), not a model's API: a 405 that is no API
+		// error, or a 501 that says only that. An API's own error (llama.cpp
+		// says 501 of what it does not support) says what is wrong itself.
 		e.hint = c.noEndpointHint("the server at %s takes no POST, so it is no chat completions API")
 	}
 	if h := toolsHint(msg); h != "" && e.hint == "" {

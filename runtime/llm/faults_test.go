@@ -258,7 +258,8 @@ func TestWebServerAtTheBaseURL(t *testing.T) {
 		}
 	}
 	// So does a web framework's JSON saying only the status.
-	for _, body := range []string{`{"detail":"Method Not Allowed"}`, `{"timestamp":"2026-01-01T00:00:00Z","status":405,"error":"Method Not Allowed","path":"/v1/chat/completions"}`} {
+	for _, body := range []string{`{"detail":"Method Not Allowed"}`, `{"timestamp":"2026-01-01T00:00:00Z","status":405,"error":"Method Not Allowed","path":"/v1/chat/completions"}`,
+		`{"detail":"Method \"POST\" not allowed."}`, `{"message":"The POST method is not supported for route v1/chat/completions. Supported methods: GET, HEAD.","exception":"MethodNotAllowedHttpException"}`} {
 		fs := newFakeServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(405)
