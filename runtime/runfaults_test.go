@@ -810,21 +810,25 @@ func TestRunStopsWhenTheStoreFails(t *testing.T) {
 	}
 }
 
-// fltFilteredWithUsage is fltContentFiltered with the usage the server
-// reports for the stopped answer: 7,000 prompt and 900 completion tokens.
-func fltFilteredWithUsage(t *testing.T, w http.ResponseWriter, r *http.Request, rec []byte) {
-	f := fltStreamHead(w)
-	io.WriteString(w, fltEvents(rec)[0]+"\n\n")
-	io.WriteString(w, `data: {"choices":[{"index":0,"delta":{},"finish_reason":"content_filter"}]}`+"\n\n")
-	io.WriteString(w, `data: {"choices":[],"usage":{"prompt_tokens":7000,"completion_tokens":900,"total_tokens":7900}}`+"\n\ndata: [DONE]\n\n")
-	f.Flush()
+// fltEndedWithUsage sends the first event, then ends the answer with
+// finish_reason reason and the usage the server counted for it: 7,000
+// prompt and 900 completion tokens. "content_filter" fails the call,
+// "error" is retried.
+func fltEndedWithUsage(reason string) fltFault {
+	return func(t *testing.T, w http.ResponseWriter, r *http.Request, rec []byte) {
+		f := fltStreamHead(w)
+		io.WriteString(w, fltEvents(rec)[0]+"\n\n")
+		io.WriteString(w, `data: {"choices":[{"index":0,"delta":{},"finish_reason":"`+reason+`"}]}`+"\n\n")
+		io.WriteString(w, `data: {"choices":[],"usage":{"prompt_tokens":7000,"completion_tokens":900,"total_tokens":7900}}`+"\n\ndata: [DONE]\n\n")
+		f.Flush()
+	}
 }
 
 // Tokens a server reports for an answer it then failed are spent: they
 // count in the session's usage and the run's (and so in its budget), as
 // the server bills them.
 func TestUsageOfAFailedCallCounts(t *testing.T) {
-	fr := fltSwarm(t, workerTurn1, fltFilteredWithUsage, true)
+	fr := fltSwarm(t, workerTurn1, fltEndedWithUsage("content_filter"), true)
 	worker := sessionByLabel(fr.x, "worker")
 	if worker == nil || worker.Status != StatusFailed {
 		t.Fatalf("worker: %+v, want failed", worker)
@@ -841,21 +845,11 @@ func TestUsageOfAFailedCallCounts(t *testing.T) {
 	}
 }
 
-// fltErroredWithUsage ends the answer with finish_reason "error", which is
-// retried, and then sends the usage the server counted for it.
-func fltErroredWithUsage(t *testing.T, w http.ResponseWriter, r *http.Request, rec []byte) {
-	f := fltStreamHead(w)
-	io.WriteString(w, fltEvents(rec)[0]+"\n\n")
-	io.WriteString(w, `data: {"choices":[{"index":0,"delta":{},"finish_reason":"error"}]}`+"\n\n")
-	io.WriteString(w, `data: {"choices":[],"usage":{"prompt_tokens":7000,"completion_tokens":900,"total_tokens":7900}}`+"\n\ndata: [DONE]\n\n")
-	f.Flush()
-}
-
 // A run stopped because every attempt failed keeps the tokens those
 // attempts were billed in the session that made them, not only in the
 // run's total: its sessions' usage adds up to the run's.
 func TestUsageOfAnOutageIsTheSessions(t *testing.T) {
-	e, _ := fltEngine(t, workerTurn1, fltErroredWithUsage, true, 1)
+	e, _ := fltEngine(t, workerTurn1, fltEndedWithUsage("error"), true, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	var out bytes.Buffer

@@ -252,11 +252,7 @@ func TestWriteToolsLeaveSwarmdecksFiles(t *testing.T) {
 		os.WriteFile(cfgPath, []byte("limits:\n  max_turns_per_session: 3\n"), 0o644)
 		c.Path = cfgPath
 		c.LogFile = filepath.Join(c.Workspace, "swarm.log")
-		for i := range c.Agents {
-			if c.Agents[i].Role == "orchestrator" {
-				c.Agents[i].CanWrite = true
-			}
-		}
+		letOrchestratorWrite(c)
 	})
 	if _, code := headless(t, e, "write", nil); code != ExitOK {
 		t.Fatalf("exit %d", code)
@@ -293,11 +289,7 @@ func TestWriteToolsCreateNoConfiguration(t *testing.T) {
 		ws = c.Workspace
 		t.Chdir(ws)
 		t.Setenv("XDG_CONFIG_HOME", filepath.Join(ws, "xdg"))
-		for i := range c.Agents {
-			if c.Agents[i].Role == "orchestrator" {
-				c.Agents[i].CanWrite = true
-			}
-		}
+		letOrchestratorWrite(c)
 	})
 	if _, code := headless(t, e, "write", nil); code != ExitOK {
 		t.Fatalf("exit %d", code)
@@ -500,11 +492,7 @@ func TestWriteToolsLeaveAReloadedPromptsDir(t *testing.T) {
 	})
 	e := testEngine(t, nil, policy, func(c *config.Config) {
 		os.Mkdir(filepath.Join(c.Workspace, "pp"), 0o755)
-		for i := range c.Agents {
-			if c.Agents[i].Role == "orchestrator" {
-				c.Agents[i].CanWrite = true
-			}
-		}
+		letOrchestratorWrite(c)
 	})
 	go reloadOnceStarted(t, e, 1, reloaded, func(c *config.Config) {
 		c.PromptsDir = filepath.Join(c.Workspace, "pp")
@@ -534,11 +522,7 @@ func TestARefusedReloadProtectsNothing(t *testing.T) {
 		return limSay("done")
 	})
 	e := testEngine(t, nil, policy, func(c *config.Config) {
-		for i := range c.Agents {
-			if c.Agents[i].Role == "orchestrator" {
-				c.Agents[i].CanWrite = true
-			}
-		}
+		letOrchestratorWrite(c)
 	})
 	go func() {
 		defer tried.open()
@@ -559,5 +543,15 @@ func TestARefusedReloadProtectsNothing(t *testing.T) {
 	writes := toolResults(rootOf(exportLatest(t, e)), "write_file")
 	if len(writes) != 1 || !strings.Contains(writes[0], `"bytes":4`) {
 		t.Errorf("write_file answered %q", writes)
+	}
+}
+
+// letOrchestratorWrite gives the orchestrator the write tools, for a test
+// of what they may write.
+func letOrchestratorWrite(c *config.Config) {
+	for i := range c.Agents {
+		if c.Agents[i].Role == "orchestrator" {
+			c.Agents[i].CanWrite = true
+		}
 	}
 }
