@@ -41,9 +41,9 @@ type Config struct {
 	// authenticate: why this server was chosen and how to choose another
 	// (provider auto took it for a key in the environment).
 	ChosenHint string
-	ModelHint    string            // said after the models a server lists when it lacks the one asked for, e.g. "pick one with X"
-	HTTPClient   *http.Client      // optional; default: keep-alive transport with a large idle pool
-	Logger       *slog.Logger      // optional
+	ModelHint  string       // said after the models a server lists when it lacks the one asked for, e.g. "pick one with X"
+	HTTPClient *http.Client // optional; default: keep-alive transport with a large idle pool
+	Logger     *slog.Logger // optional
 
 	// Sleep waits between attempts; tests inject it. The default is a timer
 	// that returns early with ctx's error when ctx ends.
