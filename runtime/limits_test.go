@@ -393,14 +393,22 @@ func TestADelegatorWithoutSpawnWaitsForItsDelegates(t *testing.T) {
 // the run has n sessions, and then opens done (also when it gives up, after
 // 30 s, so that a session waiting on done goes on and the test reports).
 func reloadOnceStarted(t *testing.T, e *Engine, n int, done *gate, change func(*config.Config)) {
+	onceStarted(e, n, done, func() {
+		next := *e.Config()
+		change(&next)
+		if err := e.Reload(&next); err != nil {
+			t.Error(err)
+		}
+	})
+}
+
+// onceStarted runs fn once the run has n sessions, and then opens done
+// (also when it gives up, after 30 s).
+func onceStarted(e *Engine, n int, done *gate, fn func()) {
 	defer done.open()
 	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
 		if x, err := e.Export(context.Background(), ""); err == nil && len(x.Sessions) >= n {
-			next := *e.Config()
-			change(&next)
-			if err := e.Reload(&next); err != nil {
-				t.Error(err)
-			}
+			fn()
 			return
 		}
 	}

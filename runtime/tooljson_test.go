@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -483,13 +482,7 @@ func TestReadFileFitsTheToolOutputLimit(t *testing.T) {
 // would write the system prompts of the sessions after it.
 func TestWriteToolsLeaveAReloadedPromptsDir(t *testing.T) {
 	reloaded := newGate()
-	policy := scripted.PolicyFunc(func(req *scripted.Request) scripted.Reply {
-		if turnsOf(req) == 0 {
-			reloaded.wait()
-			return limDo(scripted.Call{Name: "write_file", Args: limArgs{"path": "pp/reviewer.md", "content": "{{template \"_header\" .}}\nMINE\n"}})
-		}
-		return limSay("done")
-	})
+	policy := writeOnceOpen(reloaded, "pp/reviewer.md", "{{template \"_header\" .}}\nMINE\n")
 	e := testEngine(t, nil, policy, func(c *config.Config) {
 		os.Mkdir(filepath.Join(c.Workspace, "pp"), 0o755)
 		letOrchestratorWrite(c)
@@ -514,29 +507,14 @@ func TestWriteToolsLeaveAReloadedPromptsDir(t *testing.T) {
 // agents' to write.
 func TestARefusedReloadProtectsNothing(t *testing.T) {
 	tried := newGate()
-	policy := scripted.PolicyFunc(func(req *scripted.Request) scripted.Reply {
-		if turnsOf(req) == 0 {
-			tried.wait()
-			return limDo(scripted.Call{Name: "write_file", Args: limArgs{"path": "notes/todo.md", "content": "mine"}})
+	e := testEngine(t, nil, writeOnceOpen(tried, "notes/todo.md", "mine"), letOrchestratorWrite)
+	go onceStarted(e, 1, tried, func() {
+		next := *e.Config()
+		next.PromptsDir = filepath.Join(next.Workspace, "notes") // not there: refused
+		if err := e.Reload(&next); err == nil {
+			t.Error("a reload to a missing prompts_dir went through")
 		}
-		return limSay("done")
 	})
-	e := testEngine(t, nil, policy, func(c *config.Config) {
-		letOrchestratorWrite(c)
-	})
-	go func() {
-		defer tried.open()
-		for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-			if x, err := e.Export(context.Background(), ""); err == nil && len(x.Sessions) >= 1 {
-				next := *e.Config()
-				next.PromptsDir = filepath.Join(next.Workspace, "notes") // not there: refused
-				if err := e.Reload(&next); err == nil {
-					t.Error("a reload to a missing prompts_dir went through")
-				}
-				return
-			}
-		}
-	}()
 	if _, code := headless(t, e, "write", nil); code != ExitOK {
 		t.Fatalf("exit %d", code)
 	}
@@ -544,6 +522,18 @@ func TestARefusedReloadProtectsNothing(t *testing.T) {
 	if len(writes) != 1 || !strings.Contains(writes[0], `"bytes":4`) {
 		t.Errorf("write_file answered %q", writes)
 	}
+}
+
+// writeOnceOpen is a policy whose sessions write content to path on their
+// first turn, once open is open, and then end.
+func writeOnceOpen(open *gate, path, content string) scripted.Policy {
+	return scripted.PolicyFunc(func(req *scripted.Request) scripted.Reply {
+		if turnsOf(req) == 0 {
+			open.wait()
+			return limDo(scripted.Call{Name: "write_file", Args: limArgs{"path": path, "content": content}})
+		}
+		return limSay("done")
+	})
 }
 
 // letOrchestratorWrite gives the orchestrator the write tools, for a test
